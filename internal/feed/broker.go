@@ -1,0 +1,57 @@
+package feed
+
+import "context"
+
+// Queue names. A broker may prefix them (a namespace) but callers use these.
+const (
+	QueuePosts = "posts" // post events from the relay, consumed by the dispatcher
+	QueueTasks = "tasks" // fan-out batch tasks, consumed by workers
+)
+
+// Delivery is one message handed to a consumer.
+type Delivery struct {
+	Body []byte
+	// Attempt counts deliveries of this message, starting at 1; a message
+	// requeued because its consumer died or failed comes back with a
+	// higher Attempt.
+	Attempt int
+}
+
+// Handler processes one delivery. Returning nil acks it; returning an
+// error requeues it, until the broker's attempt limit sends it to the
+// dead-letter queue. A handler must be idempotent: delivery is
+// at-least-once.
+type Handler func(ctx context.Context, d Delivery) error
+
+// ConsumeOptions tune a consumer.
+type ConsumeOptions struct {
+	// Concurrency is how many handlers run at once (default 1).
+	Concurrency int
+	// Prefetch is how many unacked messages the broker hands over ahead of
+	// the handlers (default 2 * Concurrency).
+	Prefetch int
+}
+
+// Broker carries messages between processes: RabbitMQ in production, an
+// in-process queue on the embedded default. Both pass the suite in package
+// feedtest.
+type Broker interface {
+	// Publish sends bodies to queue and returns once the broker has
+	// confirmed every one of them as durably accepted.
+	Publish(ctx context.Context, queue string, bodies ...[]byte) error
+	// Consume runs h on queue's messages until ctx is done, then stops
+	// taking new ones, waits for the handlers in flight to finish and
+	// settle their messages, and returns nil. A message whose handler
+	// fails MaxAttempts times goes to the queue's dead-letter queue.
+	Consume(ctx context.Context, queue string, opts ConsumeOptions, h Handler) error
+	// DeadLetters returns how many messages sit in queue's dead-letter queue.
+	DeadLetters(ctx context.Context, queue string) (int, error)
+	// Pending returns how many messages wait in queue (ready, not in flight).
+	Pending(ctx context.Context, queue string) (int, error)
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// MaxAttempts is how many times a message is delivered before it is
+// dead-lettered.
+const MaxAttempts = 5

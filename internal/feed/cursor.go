@@ -1,0 +1,51 @@
+package feed
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+)
+
+// A cursor is an opaque, URL-safe token naming the last item a page
+// returned; the next page starts strictly after it. Because ids are unique
+// and totally ordered, one id is an exact position even when many posts
+// share a millisecond or new posts arrive between pages.
+//
+// Layout: version byte, kind byte, uvarint position; base64url without
+// padding. The kind stops a follower-list cursor from paging a feed.
+const cursorVersion = 1
+
+// Cursor kinds.
+const (
+	CursorFeed  byte = 'f' // home feed and author posts: position is a post id; next page has ids below it
+	CursorUsers byte = 'u' // follower / following lists: position is a user id; next page has ids above it
+)
+
+// EncodeCursor renders a position of the given kind.
+func EncodeCursor(kind byte, pos int64) string {
+	buf := make([]byte, 2, 2+binary.MaxVarintLen64)
+	buf[0], buf[1] = cursorVersion, kind
+	buf = binary.AppendUvarint(buf, uint64(pos))
+	return base64.RawURLEncoding.EncodeToString(buf)
+}
+
+// DecodeCursor parses a cursor of the given kind. The empty string is the
+// start (position 0). Anything else that is not a cursor of this kind is
+// an EINVALID error.
+func DecodeCursor(kind byte, s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	bad := Errorf(EINVALID, "cursor is not valid: pass back next_cursor exactly as a previous page returned it")
+	if len(s) > 32 {
+		return 0, bad
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) < 3 || raw[0] != cursorVersion || raw[1] != kind {
+		return 0, bad
+	}
+	pos, n := binary.Uvarint(raw[2:])
+	if n <= 0 || 2+n != len(raw) || pos == 0 || pos > 1<<63-1 {
+		return 0, bad
+	}
+	return int64(pos), nil
+}

@@ -1,0 +1,59 @@
+package feed
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. The HTTP layer maps each to one status in one table.
+const (
+	EINVALID      = "invalid"      // bad input: 400
+	EUNAUTHORIZED = "unauthorized" // missing or bad credentials: 401
+	EFORBIDDEN    = "forbidden"    // authenticated but not allowed: 403
+	ENOTFOUND     = "not_found"    // unknown or deleted entity: 404
+	ECONFLICT     = "conflict"     // already exists: 409
+	ETOOLARGE     = "too_large"    // body over the limit: 413
+	ERATELIMIT    = "rate_limited" // 429
+	EUNAVAILABLE  = "unavailable"  // a backend is down or shedding load: 503
+	EINTERNAL     = "internal"     // anything else: 500, detail only in the log
+)
+
+// Error is a domain error: a code for machines and a sentence for people.
+// Wrap it with fmt.Errorf("...: %w", err) freely; ErrorCode finds it.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("feed: %s: %s", e.Code, e.Message) }
+
+// Errorf returns a domain error with code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first domain error in err's chain,
+// EINTERNAL for any other non-nil error, and "" for nil.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the human message of a domain error, and a generic
+// sentence for internal errors so that details never reach a client.
+func ErrorMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}

@@ -1,0 +1,74 @@
+package feed
+
+import (
+	"strconv"
+	"time"
+)
+
+// User is an account that posts and follows. ID is the application's own
+// id when it gave one, else one feedd generated.
+type User struct {
+	ID             int64
+	Name           string
+	FollowerCount  int64
+	FollowingCount int64
+	CreatedAt      time.Time
+}
+
+// Post is one entry of a timeline. Its ID is time-ordered (see IDGen), so
+// ordering by ID is ordering by creation time, ties included.
+type Post struct {
+	ID        int64
+	AuthorID  int64
+	Content   string
+	CreatedAt time.Time
+	Deleted   bool
+}
+
+// MaxContentRunes bounds a post's content.
+const MaxContentRunes = 5000
+
+// ParseID parses a decimal id as it appears in URLs and JSON. Ids are
+// positive 64-bit integers.
+func ParseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 || s[0] == '+' {
+		return 0, Errorf(EINVALID, "%q is not a valid id: ids are positive decimal integers", s)
+	}
+	return id, nil
+}
+
+// FormatID renders an id as JSON carries it: a decimal string, so that
+// JavaScript clients never round it.
+func FormatID(id int64) string { return strconv.FormatInt(id, 10) }
+
+// Event kinds carried from the outbox to the broker.
+const (
+	EventPostCreated = "post.created"
+)
+
+// Event is what the write path records in the outbox, in the same SQL
+// transaction as the change it describes.
+type Event struct {
+	Kind     string `json:"kind"`
+	PostID   int64  `json:"post_id,string"`
+	AuthorID int64  `json:"author_id,string"`
+}
+
+// OutboxEvent is an Event as stored: ID orders the outbox.
+type OutboxEvent struct {
+	ID      int64
+	Payload []byte
+}
+
+// FanoutTask asks a worker to push PostID into the inboxes of AuthorID's
+// followers whose ids lie in (After, Upto]. Its ID is derived from the post
+// and the range, so a task re-created by a redone split is the same task.
+type FanoutTask struct {
+	ID       string `json:"id"`
+	PostID   int64  `json:"post_id,string"`
+	AuthorID int64  `json:"author_id,string"`
+	After    int64  `json:"after,string"`
+	Upto     int64  `json:"upto,string"`
+	Score    int64  `json:"score,string"`
+}
