@@ -1,0 +1,234 @@
+package fanout
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Cache is what the dispatcher needs of the cache: inbox writes and the
+// split lock.
+type Cache interface {
+	Inboxes
+	feed.KV
+}
+
+// Dispatcher handles post events.
+type Dispatcher struct {
+	cfg     Config
+	store   Store
+	cache   Cache
+	pub     Publisher
+	logger  *slog.Logger
+	metrics *metrics
+	pusher  pusher
+}
+
+func newDispatcher(logger *slog.Logger, cfg Config, store Store, cache Cache, pub Publisher, m *metrics) *Dispatcher {
+	cfg = cfg.withDefaults()
+	return &Dispatcher{
+		cfg: cfg, store: store, cache: cache, pub: pub, metrics: m,
+		logger: logger.With("component", "dispatcher"),
+		pusher: pusher{inboxes: cache, metrics: m, batch: cfg.BatchSize},
+	}
+}
+
+// New returns a dispatcher and a worker sharing one set of metrics; reg
+// may be nil.
+func New(logger *slog.Logger, cfg Config, store Store, cache Cache, pub Publisher, reg prometheus.Registerer) (*Dispatcher, *Worker) {
+	m := newMetrics(reg)
+	return newDispatcher(logger, cfg, store, cache, pub, m), newWorker(logger, cfg, store, cache, m)
+}
+
+// Handle is the feed.Handler for QueuePosts.
+func (d *Dispatcher) Handle(ctx context.Context, del feed.Delivery) error {
+	var ev feed.Event
+	if err := json.Unmarshal(del.Body, &ev); err != nil || ev.PostID <= 0 || ev.AuthorID <= 0 {
+		// Retrying cannot fix a malformed event; log it and let it go.
+		d.metrics.events.WithLabelValues("invalid").Inc()
+		d.logger.Error("dropping malformed post event", "body", string(del.Body), "err", err)
+		return nil
+	}
+	if ev.Kind != feed.EventPostCreated {
+		d.metrics.events.WithLabelValues("invalid").Inc()
+		d.logger.Warn("ignoring unknown event kind", "kind", ev.Kind)
+		return nil
+	}
+	author, err := d.store.User(ctx, ev.AuthorID)
+	if err != nil {
+		if feed.ErrorCode(err) == feed.ENOTFOUND {
+			return nil
+		}
+		return fmt.Errorf("dispatcher: author of post %d: %w", ev.PostID, err)
+	}
+	if author.FollowerCount < int64(d.cfg.DirectFanout) {
+		d.metrics.events.WithLabelValues("direct").Inc()
+		return d.direct(ctx, ev)
+	}
+	return d.split(ctx, ev)
+}
+
+// direct writes the post into every follower's inbox from here, a page of
+// followers at a time. Redelivery just rewrites the same entries.
+func (d *Dispatcher) direct(ctx context.Context, ev feed.Event) error {
+	var after int64
+	for {
+		ids, err := d.store.Followers(ctx, ev.AuthorID, after, d.cfg.BatchSize)
+		if err != nil {
+			return fmt.Errorf("dispatcher: followers of %d after %d: %w", ev.AuthorID, after, err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		if err := d.pusher.push(ctx, ids, ev.PostID); err != nil {
+			return fmt.Errorf("dispatcher: push post %d: %w", ev.PostID, err)
+		}
+		if len(ids) < d.cfg.BatchSize {
+			return nil
+		}
+		after = ids[len(ids)-1]
+	}
+}
+
+const splitDone = "done"
+
+func splitKey(post int64) string { return "split:{" + strconv.FormatInt(post, 10) + "}" }
+
+// split cuts the author's followers into ranges of BatchSize by follower
+// id (keyset: each range's end is found by an index scan from the last
+// one, never OFFSET) and publishes one task per range.
+//
+// A lock per post keeps a redelivered event from being split twice while
+// the first split runs. The lock is short-lived and renewed while the
+// split works, so the lock of a dispatcher that died frees itself within
+// LockTTL and the redelivered event is split again from the start; the
+// tasks it re-creates carry the same ids and their inbox writes are
+// idempotent. A finished split is remembered as "done" for DoneTTL.
+func (d *Dispatcher) split(ctx context.Context, ev feed.Event) error {
+	key := splitKey(ev.PostID)
+	owner, err := d.acquire(ctx, key)
+	if err != nil || owner == "" {
+		return err
+	}
+	start := time.Now()
+	renewCtx, stopRenew := context.WithCancel(ctx)
+	defer stopRenew()
+	go d.renew(renewCtx, key, owner)
+
+	var (
+		after  int64
+		tasks  int
+		bodies [][]byte
+	)
+	flush := func() error {
+		if len(bodies) == 0 {
+			return nil
+		}
+		if err := d.pub.Publish(ctx, feed.QueueTasks, bodies...); err != nil {
+			return fmt.Errorf("dispatcher: publish %d tasks of post %d: %w", len(bodies), ev.PostID, err)
+		}
+		d.metrics.tasks.WithLabelValues("created").Add(float64(len(bodies)))
+		bodies = bodies[:0]
+		return nil
+	}
+	for {
+		upto, count, err := d.store.FollowerRangeEnd(ctx, ev.AuthorID, after, d.cfg.BatchSize)
+		if err != nil {
+			_, _ = d.cache.CompareAndDelete(context.WithoutCancel(ctx), key, owner)
+			return fmt.Errorf("dispatcher: split followers of %d after %d: %w", ev.AuthorID, after, err)
+		}
+		if count == 0 {
+			break
+		}
+		body, _ := json.Marshal(feed.FanoutTask{
+			ID:     fmt.Sprintf("%d:%d", ev.PostID, after),
+			PostID: ev.PostID, AuthorID: ev.AuthorID,
+			After: after, Upto: upto, Score: ev.PostID,
+		})
+		bodies = append(bodies, body)
+		tasks++
+		after = upto
+		if len(bodies) == 100 {
+			if err := flush(); err != nil {
+				_, _ = d.cache.CompareAndDelete(context.WithoutCancel(ctx), key, owner)
+				return err
+			}
+		}
+		if count < d.cfg.BatchSize {
+			break
+		}
+	}
+	if err := flush(); err != nil {
+		_, _ = d.cache.CompareAndDelete(context.WithoutCancel(ctx), key, owner)
+		return err
+	}
+	stopRenew()
+	if err := d.cache.Set(ctx, key, splitDone, d.cfg.DoneTTL); err != nil {
+		d.logger.Warn("could not mark split done; a redelivery would split again", "post", ev.PostID, "err", err)
+	}
+	d.metrics.events.WithLabelValues("split").Inc()
+	d.metrics.splitDur.Observe(time.Since(start).Seconds())
+	d.logger.Debug("split fan-out", "post", ev.PostID, "author", ev.AuthorID, "tasks", tasks, "took", time.Since(start))
+	return nil
+}
+
+// acquire takes the split lock, waiting while another live dispatcher
+// holds it. It returns "" if the split is already done.
+func (d *Dispatcher) acquire(ctx context.Context, key string) (string, error) {
+	owner := newOwner()
+	for {
+		ok, err := d.cache.SetNX(ctx, key, owner, d.cfg.LockTTL)
+		if err != nil {
+			return "", fmt.Errorf("dispatcher: split lock %s: %w", key, err)
+		}
+		if ok {
+			return owner, nil
+		}
+		v, exists, err := d.cache.Get(ctx, key)
+		if err != nil {
+			return "", fmt.Errorf("dispatcher: split lock %s: %w", key, err)
+		}
+		if exists && v == splitDone {
+			d.metrics.events.WithLabelValues("duplicate").Inc()
+			return "", nil
+		}
+		// Another dispatcher is splitting (or died doing so and its lock
+		// has not expired yet): wait rather than requeue, so the message's
+		// delivery count is not spent on waiting.
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(d.cfg.LockTTL / 10):
+		}
+	}
+}
+
+func (d *Dispatcher) renew(ctx context.Context, key, owner string) {
+	t := time.NewTicker(d.cfg.LockTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := d.cache.CompareAndExpire(ctx, key, owner, d.cfg.LockTTL); err != nil && ctx.Err() == nil {
+				d.logger.Warn("could not renew split lock", "key", key, "err", err)
+			}
+		}
+	}
+}
+
+func newOwner() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

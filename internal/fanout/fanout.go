@@ -1,0 +1,115 @@
+// Package fanout delivers a new post into its readers' inboxes: the
+// dispatcher (note 000's "Consumer A") turns a post event into inbox
+// writes, directly for a small audience or as batch tasks over follower-id
+// ranges for a big one, and the worker ("Consumer B") executes a task with
+// one pipelined round trip. Every step is idempotent, so the at-least-once
+// delivery of the broker never shows up as a duplicate in an inbox.
+package fanout
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Store is what fan-out reads of the follow graph.
+type Store interface {
+	User(ctx context.Context, id int64) (feed.User, error)
+	Followers(ctx context.Context, user, after int64, n int) ([]int64, error)
+	FollowersInRange(ctx context.Context, user, after, upto int64) ([]int64, error)
+	FollowerRangeEnd(ctx context.Context, user, after int64, n int) (int64, int, error)
+}
+
+// Inboxes is the write side of the inbox cache.
+type Inboxes interface {
+	PushToInboxes(ctx context.Context, readers []int64, id int64) error
+}
+
+// Publisher sends batch tasks to the broker with confirms.
+type Publisher interface {
+	Publish(ctx context.Context, queue string, bodies ...[]byte) error
+}
+
+// Config tunes fan-out. Zero values take defaults.
+type Config struct {
+	DirectFanout int           // below this many followers the dispatcher writes inboxes itself (FEEDD_DIRECT_FANOUT)
+	BatchSize    int           // followers per batch task and per pipelined write (FEEDD_BATCH_SIZE)
+	LockTTL      time.Duration // a split lock of a dead dispatcher frees itself after this
+	DoneTTL      time.Duration // how long a finished split is remembered against redelivery
+}
+
+func (c Config) withDefaults() Config {
+	if c.DirectFanout <= 0 {
+		c.DirectFanout = 5000
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 1000
+	}
+	if c.LockTTL <= 0 {
+		c.LockTTL = 15 * time.Second
+	}
+	if c.DoneTTL <= 0 {
+		c.DoneTTL = 24 * time.Hour
+	}
+	return c
+}
+
+type metrics struct {
+	writes   prometheus.Counter
+	tasks    *prometheus.CounterVec
+	events   *prometheus.CounterVec
+	lag      prometheus.Histogram
+	splitDur prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		writes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "feedd_fanout_inbox_writes_total", Help: "Inboxes a post was pushed to (existing or not).",
+		}),
+		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "feedd_fanout_tasks_total", Help: "Batch tasks, by outcome (created, done, failed).",
+		}, []string{"outcome"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "feedd_fanout_events_total", Help: "Post events the dispatcher handled, by how (direct, split, duplicate, invalid).",
+		}, []string{"how"}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "feedd_fanout_lag_seconds",
+			Help:    "Time from a post's creation to a batch of its inbox writes.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}),
+		splitDur: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "feedd_fanout_split_seconds",
+			Help:    "Time to split one big author's followers into batch tasks.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.writes, m.tasks, m.events, m.lag, m.splitDur)
+	}
+	return m
+}
+
+// pusher writes one post into many inboxes, chunked to the batch size, and
+// counts it. Shared by the dispatcher's direct path and the worker.
+type pusher struct {
+	inboxes Inboxes
+	metrics *metrics
+	batch   int
+}
+
+func (p pusher) push(ctx context.Context, readers []int64, post int64) error {
+	for len(readers) > 0 {
+		n := min(len(readers), p.batch)
+		if err := p.inboxes.PushToInboxes(ctx, readers[:n], post); err != nil {
+			return err
+		}
+		p.metrics.writes.Add(float64(n))
+		readers = readers[n:]
+	}
+	p.metrics.lag.Observe(time.Since(feed.IDTime(post)).Seconds())
+	return nil
+}

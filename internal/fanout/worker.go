@@ -1,0 +1,51 @@
+package fanout
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Worker executes batch tasks.
+type Worker struct {
+	store   Store
+	logger  *slog.Logger
+	metrics *metrics
+	pusher  pusher
+}
+
+// newWorker returns a worker.
+func newWorker(logger *slog.Logger, cfg Config, store Store, inboxes Inboxes, m *metrics) *Worker {
+	cfg = cfg.withDefaults()
+	return &Worker{
+		store: store, metrics: m,
+		logger: logger.With("component", "worker"),
+		pusher: pusher{inboxes: inboxes, metrics: m, batch: cfg.BatchSize},
+	}
+}
+
+// Handle is the feed.Handler for QueueTasks: read the task's follower
+// range from SQL, then write the post into every existing inbox among
+// them in one pipelined round trip. The broker acks only after it returns.
+func (w *Worker) Handle(ctx context.Context, del feed.Delivery) error {
+	var t feed.FanoutTask
+	if err := json.Unmarshal(del.Body, &t); err != nil || t.PostID <= 0 || t.AuthorID <= 0 || t.Upto <= t.After {
+		w.metrics.tasks.WithLabelValues("invalid").Inc()
+		w.logger.Error("dropping malformed task", "body", string(del.Body), "err", err)
+		return nil
+	}
+	ids, err := w.store.FollowersInRange(ctx, t.AuthorID, t.After, t.Upto)
+	if err != nil {
+		w.metrics.tasks.WithLabelValues("failed").Inc()
+		return fmt.Errorf("worker: task %s: followers: %w", t.ID, err)
+	}
+	if err := w.pusher.push(ctx, ids, t.PostID); err != nil {
+		w.metrics.tasks.WithLabelValues("failed").Inc()
+		return fmt.Errorf("worker: task %s: push: %w", t.ID, err)
+	}
+	w.metrics.tasks.WithLabelValues("done").Inc()
+	return nil
+}

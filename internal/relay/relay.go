@@ -1,0 +1,180 @@
+// Package relay moves events from the SQL outbox to the broker. An event
+// is marked sent only after the broker confirmed it, so a crash anywhere
+// means at worst a second publish, never a lost one; consumers are
+// idempotent. Several relays in several processes run at once: the store
+// hands each a disjoint set of rows (FOR UPDATE SKIP LOCKED).
+package relay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Outbox is the store side of the relay.
+type Outbox interface {
+	RelayOutbox(ctx context.Context, n int, publish func(ctx context.Context, evs []feed.OutboxEvent) error) (int, error)
+	PurgeOutbox(ctx context.Context, sentBefore time.Time) (int64, error)
+	OutboxBacklog(ctx context.Context) (int64, error)
+}
+
+// Publisher is the broker side of the relay.
+type Publisher interface {
+	Publish(ctx context.Context, queue string, bodies ...[]byte) error
+}
+
+// Config tunes the relay. Zero values take defaults.
+type Config struct {
+	Workers int           // concurrent relay loops in this process
+	Batch   int           // events per transaction and per confirmed publish
+	Poll    time.Duration // idle poll interval when nobody calls Notify
+	Retain  time.Duration // sent events are kept this long, then purged
+}
+
+func (c Config) withDefaults() Config {
+	if c.Workers <= 0 {
+		c.Workers = 2
+	}
+	if c.Batch <= 0 {
+		c.Batch = 200
+	}
+	if c.Poll <= 0 {
+		c.Poll = 50 * time.Millisecond
+	}
+	if c.Retain <= 0 {
+		c.Retain = 24 * time.Hour
+	}
+	return c
+}
+
+// Relay runs the outbox → broker loops.
+type Relay struct {
+	cfg     Config
+	outbox  Outbox
+	pub     Publisher
+	logger  *slog.Logger
+	wake    chan struct{}
+	relayed prometheus.Counter
+	failed  prometheus.Counter
+}
+
+// New returns a relay; reg may be nil.
+func New(logger *slog.Logger, cfg Config, outbox Outbox, pub Publisher, reg prometheus.Registerer) *Relay {
+	r := &Relay{
+		cfg: cfg.withDefaults(), outbox: outbox, pub: pub,
+		logger: logger.With("component", "relay"),
+		wake:   make(chan struct{}, 1),
+		relayed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "feedd_relay_events_total", Help: "Outbox events published and confirmed.",
+		}),
+		failed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "feedd_relay_errors_total", Help: "Relay batches that failed and were retried.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(r.relayed, r.failed, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "feedd_outbox_backlog", Help: "Outbox events not yet confirmed by the broker.",
+		}, func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			n, err := outbox.OutboxBacklog(ctx)
+			if err != nil {
+				return -1
+			}
+			return float64(n)
+		}))
+	}
+	return r
+}
+
+// Notify wakes an idle relay loop at once; it never blocks. The API calls
+// it after a publish so that fan-out starts without waiting for a poll.
+func (r *Relay) Notify() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run relays until ctx is done, then lets the batch in flight finish.
+func (r *Relay) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for i := 0; i < r.cfg.Workers; i++ {
+		wg.Go(func() { r.loop(ctx) })
+	}
+	wg.Go(func() { r.purge(ctx) })
+	wg.Wait()
+	return nil
+}
+
+func (r *Relay) loop(ctx context.Context) {
+	backoff := r.cfg.Poll
+	for ctx.Err() == nil {
+		n, err := r.Once(ctx)
+		switch {
+		case err != nil:
+			r.failed.Inc()
+			r.logger.Warn("relay batch failed; retrying", "err", err, "in", backoff)
+			sleep(ctx, backoff, nil)
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		case n == r.cfg.Batch:
+			backoff = r.cfg.Poll
+			continue // more waiting: go again at once
+		}
+		backoff = r.cfg.Poll
+		sleep(ctx, r.cfg.Poll, r.wake)
+	}
+}
+
+// Once relays one batch and returns how many events it moved. The batch
+// is finished even if ctx ends meanwhile, so shutdown does not leave a
+// published batch unmarked.
+func (r *Relay) Once(ctx context.Context) (int, error) {
+	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	n, err := r.outbox.RelayOutbox(work, r.cfg.Batch, func(ctx context.Context, evs []feed.OutboxEvent) error {
+		bodies := make([][]byte, len(evs))
+		for i, ev := range evs {
+			bodies[i] = ev.Payload
+		}
+		return r.pub.Publish(ctx, feed.QueuePosts, bodies...)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("relay: %w", err)
+	}
+	r.relayed.Add(float64(n))
+	return n, nil
+}
+
+func (r *Relay) purge(ctx context.Context) {
+	for {
+		if n, err := r.outbox.PurgeOutbox(ctx, time.Now().Add(-r.cfg.Retain)); err != nil && ctx.Err() == nil {
+			r.logger.Warn("purging sent outbox events failed", "err", err)
+		} else if n > 0 {
+			r.logger.Debug("purged sent outbox events", "n", n)
+		}
+		if !sleep(ctx, 10*time.Minute, nil) {
+			return
+		}
+	}
+}
+
+// sleep waits for d, a wake-up, or ctx; it reports false if ctx ended.
+func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	case <-wake:
+	}
+	return true
+}

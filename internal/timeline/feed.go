@@ -1,0 +1,269 @@
+package timeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// maxReadRounds bounds how often one page goes back for more ids when the
+// ones it read turned out deleted, so a pathological inbox cannot make a
+// read unbounded.
+const maxReadRounds = 8
+
+// Feed returns up to n live posts of reader's home feed with ids below
+// before (0: from the newest), newest first, and whether more exist.
+//
+// The page comes from the inbox; a missing inbox is rebuilt from SQL; a
+// first page is refreshed against SQL at most once per RefreshInterval;
+// when the inbox runs out before the page is full and the inbox is not
+// complete, the page continues from SQL below the last id seen. Ids are
+// unique and totally ordered, so the seam between the sources is exact.
+func (s *Service) Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
+	r := feedRead{s: s, reader: reader, pos: before, fromInbox: true, path: pathInbox}
+	out := make([]feed.Post, 0, n+1)
+	// Ask for one more than the page so that "more exist" is known
+	// without a second request returning an empty page.
+	for round := 0; len(out) <= n && round < maxReadRounds; round++ {
+		want := n + 1 - len(out)
+		if round > 0 {
+			want += want / 2 // deleted posts were met: read a little further ahead
+		}
+		ids, exhausted, err := r.next(ctx, want)
+		if err != nil {
+			return nil, false, err
+		}
+		live, dead, err := s.hydrate(ctx, ids)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(dead) > 0 && r.fromInbox {
+			s.metrics.lazyDeletes.Add(float64(len(dead)))
+			if err := s.cache.RemoveFromInbox(ctx, reader, dead); err != nil {
+				s.cacheFailed("lazy delete", err)
+			}
+		}
+		out = append(out, live...)
+		if len(ids) > 0 {
+			r.pos = ids[len(ids)-1]
+		}
+		if exhausted {
+			if !r.fromInbox || r.complete {
+				break
+			}
+			r.fromInbox, r.path = false, pathSQL
+		}
+	}
+	s.metrics.reads.WithLabelValues(r.path).Inc()
+	if len(out) > n {
+		return out[:n], true, nil
+	}
+	return out, false, nil
+}
+
+// feedRead walks one reader's feed downwards from pos: first the inbox,
+// then SQL.
+type feedRead struct {
+	s         *Service
+	reader    int64
+	pos       int64 // exclusive upper bound of the next ids; 0 = newest
+	fromInbox bool
+	complete  bool // the inbox holds everything below its newest entry
+	started   bool
+	path      string
+}
+
+// next returns up to want ids below r.pos and whether the current source
+// has no more.
+func (r *feedRead) next(ctx context.Context, want int) ([]int64, bool, error) {
+	if r.fromInbox {
+		pg, err := r.inboxPage(ctx, want)
+		if err == nil {
+			r.complete = pg.Complete
+			return pg.IDs, len(pg.IDs) < want, nil
+		}
+		// The cache is down: the reader gets the same feed from SQL.
+		r.s.cacheFailed("read inbox", err)
+		r.fromInbox, r.path = false, pathSQL
+	}
+	ids, err := r.s.store.FeedPostIDs(ctx, r.reader, 0, r.pos, want)
+	if err != nil {
+		return nil, false, fmt.Errorf("timeline: feed of %d from SQL: %w", r.reader, err)
+	}
+	return ids, len(ids) < want, nil
+}
+
+func (r *feedRead) inboxPage(ctx context.Context, want int) (feed.InboxPage, error) {
+	s := r.s
+	first := !r.started
+	r.started = true
+	pg, err := s.cache.InboxPage(ctx, r.reader, r.pos, want)
+	if err != nil {
+		return pg, err
+	}
+	if !pg.Exists {
+		if !first {
+			// Expired between two rounds of one page: read on from SQL.
+			return pg, fmt.Errorf("timeline: inbox of %d vanished mid-page", r.reader)
+		}
+		ids, complete, err := s.rebuild(ctx, r.reader)
+		if err != nil {
+			return pg, err
+		}
+		r.path = pathRebuilt
+		return pageBelow(ids, r.pos, want, complete), nil
+	}
+	if first && r.pos == 0 {
+		added, err := s.refresh(ctx, r.reader, pg.IDs)
+		if err != nil {
+			s.cacheFailed("smart refresh", err)
+		} else if len(added) > 0 {
+			pg.IDs = mergeDesc(pg.IDs, added, want)
+		}
+	}
+	return pg, nil
+}
+
+// rebuild fills reader's inbox from SQL. Concurrent rebuilds of one inbox
+// in this process collapse into one query.
+func (s *Service) rebuild(ctx context.Context, reader int64) ([]int64, bool, error) {
+	type result struct {
+		ids      []int64
+		complete bool
+	}
+	v, err, _ := s.rebuilds.Do(strconv.FormatInt(reader, 10), func() (any, error) {
+		ctx, cancel := detached(ctx)
+		defer cancel()
+		ids, err := s.store.FeedPostIDs(ctx, reader, 0, 0, s.cfg.InboxMax)
+		if err != nil {
+			return nil, fmt.Errorf("timeline: rebuild inbox of %d: %w", reader, err)
+		}
+		s.metrics.rebuilds.Inc()
+		complete := len(ids) < s.cfg.InboxMax
+		ttl := s.cfg.InboxTTL
+		if len(ids) == 0 {
+			ttl = s.cfg.EmptyTTL
+		}
+		if err := s.cache.FillInbox(ctx, reader, ids, complete, ttl); err != nil {
+			s.cacheFailed("fill inbox", err)
+			return result{ids, complete}, nil
+		}
+		// A fan-out that ran between the query and the fill skipped this
+		// (then absent) inbox: catch its posts now. Fan-outs after the
+		// fill see the inbox and push.
+		var newest int64
+		if len(ids) > 0 {
+			newest = ids[0]
+		}
+		late, err := s.store.FeedPostIDs(ctx, reader, newest, 0, s.cfg.InboxMax)
+		if err == nil && len(late) > 0 {
+			if err := s.cache.AddToInbox(ctx, reader, late, false); err != nil {
+				s.cacheFailed("fill inbox", err)
+			}
+			ids = mergeDesc(late, ids, s.cfg.InboxMax)
+		}
+		// The inbox is as fresh as SQL: no refresh needed for a while.
+		_ = s.gateRefresh(ctx, reader)
+		return result{ids, complete}, nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	res := v.(result)
+	return res.ids, res.complete, nil
+}
+
+// refresh is note 000's "smart refresh" of a first page: one indexed SQL
+// query for followee posts newer than the inbox's newest entry (minus a
+// short lookback for fan-outs that finished out of order), added to the
+// inbox. It runs at most once per RefreshInterval per reader, so a hot
+// feed read a thousand times a second costs SQL one query per interval.
+func (s *Service) refresh(ctx context.Context, reader int64, page []int64) ([]int64, error) {
+	if ok, err := s.gateRefreshOnce(ctx, reader); err != nil || !ok {
+		return nil, err
+	}
+	s.metrics.refreshes.Inc()
+	var after int64
+	if len(page) > 0 {
+		after = feed.MinIDAt(feed.IDTime(page[0]).Add(-s.cfg.RefreshLookback))
+	}
+	ids, err := s.store.FeedPostIDs(ctx, reader, after, 0, s.cfg.InboxMax)
+	if err != nil {
+		return nil, fmt.Errorf("timeline: refresh feed of %d: %w", reader, err)
+	}
+	ids = missing(ids, page)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	s.metrics.refreshAdds.Add(float64(len(ids)))
+	if err := s.cache.AddToInbox(ctx, reader, ids, false); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+func refreshKey(reader int64) string { return "refresh:{" + strconv.FormatInt(reader, 10) + "}" }
+
+func (s *Service) gateRefreshOnce(ctx context.Context, reader int64) (bool, error) {
+	return s.cache.SetNX(ctx, refreshKey(reader), "1", s.cfg.RefreshInterval)
+}
+
+func (s *Service) gateRefresh(ctx context.Context, reader int64) error {
+	return s.cache.Set(ctx, refreshKey(reader), "1", s.cfg.RefreshInterval)
+}
+
+// pageBelow returns up to n of ids (newest first) below pos.
+func pageBelow(ids []int64, pos int64, n int, complete bool) feed.InboxPage {
+	start := 0
+	if pos > 0 {
+		start, _ = slices.BinarySearchFunc(ids, pos, func(a, b int64) int {
+			// ids are descending: find the first id < pos.
+			switch {
+			case a >= b:
+				return -1
+			default:
+				return 1
+			}
+		})
+	}
+	end := min(start+n, len(ids))
+	return feed.InboxPage{IDs: ids[start:end], Exists: true, Complete: complete}
+}
+
+// mergeDesc merges two descending id lists into one without duplicates,
+// keeping at most n.
+func mergeDesc(a, b []int64, n int) []int64 {
+	out := make([]int64, 0, min(len(a)+len(b), n))
+	i, j := 0, 0
+	for len(out) < n && (i < len(a) || j < len(b)) {
+		var v int64
+		switch {
+		case j >= len(b) || (i < len(a) && a[i] > b[j]):
+			v, i = a[i], i+1
+		case i >= len(a) || b[j] > a[i]:
+			v, j = b[j], j+1
+		default: // equal
+			v, i, j = a[i], i+1, j+1
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// missing returns the ids of want that are not in have.
+func missing(want, have []int64) []int64 {
+	seen := make(map[int64]struct{}, len(have))
+	for _, id := range have {
+		seen[id] = struct{}{}
+	}
+	var out []int64
+	for _, id := range want {
+		if _, ok := seen[id]; !ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,86 @@
+package timeline
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Follow makes follower follow followee. It is idempotent; a new edge
+// copies the followee's recent posts into the follower's inbox, if it has
+// one (an absent inbox is rebuilt from SQL on the next read anyway).
+func (s *Service) Follow(ctx context.Context, follower, followee int64) error {
+	if follower == followee {
+		return feed.Errorf(feed.EINVALID, "you cannot follow yourself")
+	}
+	changed, err := s.store.Follow(ctx, follower, followee)
+	if err != nil || !changed {
+		return err
+	}
+	if err := s.backfill(ctx, follower, followee); err != nil {
+		// The edge is in SQL: a failed backfill only costs freshness, and
+		// dropping the inbox makes the next read rebuild it complete.
+		s.cacheFailed("follow backfill", err)
+		_ = s.cache.DropInbox(ctx, follower)
+	}
+	return nil
+}
+
+// backfill copies into follower's inbox every post of followee newer than
+// the inbox's oldest entry (so paging the inbox shows no gap), and at
+// least the followee's newest BackfillPosts. Older posts are reached by
+// paging past the inbox's end into SQL, so the inbox is marked incomplete.
+func (s *Service) backfill(ctx context.Context, follower, followee int64) error {
+	_, oldest, exists, err := s.cache.InboxBounds(ctx, follower)
+	if err != nil || !exists {
+		return err
+	}
+	ids, err := s.store.AuthorPostIDs(ctx, followee, oldest, 0, s.cfg.InboxMax)
+	if err != nil {
+		return fmt.Errorf("timeline: backfill from %d: %w", followee, err)
+	}
+	if len(ids) < s.cfg.BackfillPosts {
+		if ids, err = s.store.AuthorPostIDs(ctx, followee, 0, 0, s.cfg.BackfillPosts); err != nil {
+			return fmt.Errorf("timeline: backfill from %d: %w", followee, err)
+		}
+	}
+	return s.cache.AddToInbox(ctx, follower, ids, true)
+}
+
+// Unfollow removes the edge and the followee's posts from the follower's
+// inbox. It is idempotent.
+func (s *Service) Unfollow(ctx context.Context, follower, followee int64) error {
+	if follower == followee {
+		return feed.Errorf(feed.EINVALID, "you cannot unfollow yourself")
+	}
+	if _, err := s.store.User(ctx, followee); err != nil {
+		return err
+	}
+	changed, err := s.store.Unfollow(ctx, follower, followee)
+	if err != nil || !changed {
+		return err
+	}
+	if err := s.removeAuthor(ctx, follower, followee); err != nil {
+		s.cacheFailed("unfollow removal", err)
+		_ = s.cache.DropInbox(ctx, follower)
+	}
+	return nil
+}
+
+// removeAuthor removes author's posts from reader's inbox. Only posts not
+// older than the inbox's oldest entry can be in it, which bounds the query.
+func (s *Service) removeAuthor(ctx context.Context, reader, author int64) error {
+	_, oldest, exists, err := s.cache.InboxBounds(ctx, reader)
+	if err != nil || !exists || oldest == 0 {
+		return err
+	}
+	ids, err := s.store.AuthorPostIDs(ctx, author, oldest-1, 0, s.cfg.InboxMax)
+	if err != nil {
+		return fmt.Errorf("timeline: posts of %d to remove: %w", author, err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.cache.RemoveFromInbox(ctx, reader, ids)
+}

@@ -1,0 +1,160 @@
+package timeline
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+const maxIdempotencyKey = 255
+
+// Publish stores a post and its outbox event in one SQL transaction and
+// returns. Fan-out happens later, off the request path, so latency does not
+// grow with the author's followers. A repeated idemKey returns the post
+// the first call created.
+func (s *Service) Publish(ctx context.Context, author int64, content, idemKey string) (feed.Post, error) {
+	if err := validContent(content); err != nil {
+		return feed.Post{}, err
+	}
+	if len(idemKey) > maxIdempotencyKey {
+		return feed.Post{}, feed.Errorf(feed.EINVALID, "Idempotency-Key must be at most %d characters", maxIdempotencyKey)
+	}
+	var (
+		p       feed.Post
+		created bool
+		err     error
+	)
+	for attempt := 0; attempt < 4; attempt++ {
+		id := s.ids.Next()
+		p, created, err = s.store.CreatePost(ctx, feed.Post{
+			ID: id, AuthorID: author, Content: content, CreatedAt: feed.IDTime(id),
+		}, idemKey)
+		// Another process drew the same id in the same millisecond: draw again.
+		if feed.ErrorCode(err) != feed.ECONFLICT {
+			break
+		}
+	}
+	if err != nil {
+		return feed.Post{}, fmt.Errorf("timeline: publish: %w", err)
+	}
+	if created {
+		s.published()
+		if err := s.cache.CachePosts(ctx, []feed.Post{p}, s.cfg.PostTTL); err != nil {
+			s.cacheFailed("cache new post", err)
+		}
+	}
+	return p, nil
+}
+
+func validContent(content string) error {
+	n := utf8.RuneCountInString(content)
+	if n == 0 || n > feed.MaxContentRunes || strings.TrimSpace(content) == "" || !utf8.ValidString(content) {
+		return feed.Errorf(feed.EINVALID, "content must be 1 to %d characters and not only whitespace", feed.MaxContentRunes)
+	}
+	return nil
+}
+
+// Post returns a live post; deleted and unknown posts are ENOTFOUND.
+func (s *Service) Post(ctx context.Context, id int64) (feed.Post, error) {
+	posts, _, err := s.hydrate(ctx, []int64{id})
+	if err != nil {
+		return feed.Post{}, err
+	}
+	if len(posts) == 0 {
+		return feed.Post{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
+	}
+	return posts[0], nil
+}
+
+// DeletePost soft-deletes a post of actor's. Inboxes are not touched here:
+// a read that meets the post skips it and removes it from that inbox (lazy
+// delete), so a delete costs the same for an author with 10 followers or
+// 10 million.
+func (s *Service) DeletePost(ctx context.Context, actor, id int64) error {
+	if err := s.store.DeletePost(ctx, id, actor); err != nil {
+		return err
+	}
+	// A tombstone, so cached copies stop being served at once.
+	tomb := feed.Post{ID: id, AuthorID: actor, Deleted: true, CreatedAt: feed.IDTime(id)}
+	if err := s.cache.CachePosts(ctx, []feed.Post{tomb}, s.cfg.PostTTL); err != nil {
+		s.cacheFailed("cache tombstone", err)
+	}
+	return nil
+}
+
+// AuthorPosts lists an author's live posts below before, newest first.
+func (s *Service) AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, bool, error) {
+	if _, err := s.store.User(ctx, author); err != nil {
+		return nil, false, err
+	}
+	posts, err := s.store.AuthorPosts(ctx, author, before, n+1)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(posts) > n {
+		return posts[:n], true, nil
+	}
+	return posts, false, nil
+}
+
+// hydrate returns the live posts among ids in the order of ids, and the ids
+// that are deleted or unknown. Cache first, then one SQL query for the
+// misses, which are cached for the next reader.
+func (s *Service) hydrate(ctx context.Context, ids []int64) ([]feed.Post, []int64, error) {
+	if len(ids) == 0 {
+		return nil, nil, nil
+	}
+	found, err := s.cache.CachedPosts(ctx, ids)
+	if err != nil {
+		s.cacheFailed("read post cache", err)
+		found = map[int64]feed.Post{}
+	}
+	var miss []int64
+	for _, id := range ids {
+		if _, ok := found[id]; !ok {
+			miss = append(miss, id)
+		}
+	}
+	if len(miss) > 0 {
+		fromSQL, err := s.store.Posts(ctx, miss)
+		if err != nil {
+			return nil, nil, fmt.Errorf("timeline: hydrate %d posts: %w", len(miss), err)
+		}
+		fill := make([]feed.Post, 0, len(fromSQL))
+		for id, p := range fromSQL {
+			found[id] = p
+			fill = append(fill, p)
+		}
+		if len(fill) > 0 {
+			if err := s.cache.CachePosts(ctx, fill, s.cfg.PostTTL); err != nil {
+				s.cacheFailed("fill post cache", err)
+			}
+		}
+	}
+	live := make([]feed.Post, 0, len(ids))
+	var dead []int64
+	for _, id := range ids {
+		p, ok := found[id]
+		if !ok || p.Deleted {
+			dead = append(dead, id)
+			continue
+		}
+		live = append(live, p)
+	}
+	return live, dead, nil
+}
+
+func (s *Service) cacheFailed(what string, err error) {
+	s.metrics.cacheErrors.Inc()
+	s.logger.Warn("cache call failed; continuing without it", "op", what, "err", err)
+}
+
+// detached gives work that must finish even if the request that started
+// it is cancelled (a rebuild shared by several readers) a bounded context.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}

@@ -1,0 +1,120 @@
+// Package timeline is feedd's domain service: it publishes posts, keeps the
+// follow graph, and serves home feeds. SQL is the truth; the cache is an
+// accelerator whose loss a reader never notices: a missing inbox is rebuilt,
+// a stale one is refreshed, and paging past its trimmed end continues in SQL.
+package timeline
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Store is what the service needs of the SQL source of truth.
+type Store interface {
+	CreateUser(ctx context.Context, u feed.User) (feed.User, error)
+	User(ctx context.Context, id int64) (feed.User, error)
+	Users(ctx context.Context, ids []int64) (map[int64]feed.User, error)
+	Follow(ctx context.Context, follower, followee int64) (bool, error)
+	Unfollow(ctx context.Context, follower, followee int64) (bool, error)
+	Followers(ctx context.Context, user, after int64, n int) ([]int64, error)
+	Following(ctx context.Context, user, after int64, n int) ([]int64, error)
+	CreatePost(ctx context.Context, p feed.Post, idemKey string) (feed.Post, bool, error)
+	Post(ctx context.Context, id int64) (feed.Post, error)
+	Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, error)
+	DeletePost(ctx context.Context, id, author int64) error
+	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, error)
+	AuthorPostIDs(ctx context.Context, author, after, before int64, n int) ([]int64, error)
+	FeedPostIDs(ctx context.Context, reader, after, before int64, n int) ([]int64, error)
+	Ping(ctx context.Context) error
+}
+
+// Config tunes the service. Zero values take the defaults in withDefaults.
+type Config struct {
+	InboxMax        int           // entries kept per inbox (FEEDD_INBOX_MAX)
+	InboxTTL        time.Duration // an unread inbox expires after this and is rebuilt on return
+	EmptyTTL        time.Duration // how long an empty feed is remembered
+	PostTTL         time.Duration // post body cache lifetime
+	RefreshInterval time.Duration // at most one smart refresh per reader per interval
+	RefreshLookback time.Duration // refresh also re-checks this far below the inbox's newest entry
+	BackfillPosts   int           // a follow copies at least this many of the followee's newest posts
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if c.InboxMax <= 0 {
+		c.InboxMax = 1000
+	}
+	if c.BackfillPosts <= 0 {
+		c.BackfillPosts = 10
+	}
+	def(&c.InboxTTL, 30*24*time.Hour)
+	def(&c.EmptyTTL, 30*time.Second)
+	def(&c.PostTTL, time.Hour)
+	def(&c.RefreshInterval, 5*time.Second)
+	def(&c.RefreshLookback, time.Minute)
+	return c
+}
+
+// Service implements the API's operations.
+type Service struct {
+	cfg     Config
+	store   Store
+	cache   feed.Cache
+	ids     *feed.IDGen
+	logger  *slog.Logger
+	metrics *metrics
+	ready   []func(context.Context) error
+	// published is told (without blocking) that the outbox has a new
+	// event, so an in-process relay need not wait for its next poll.
+	published func()
+	rebuilds  singleflight.Group
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithPublishHook sets a function called after every committed publish.
+func WithPublishHook(f func()) Option { return func(s *Service) { s.published = f } }
+
+// WithReadyCheck adds a backend check to Ready.
+func WithReadyCheck(f func(context.Context) error) Option {
+	return func(s *Service) { s.ready = append(s.ready, f) }
+}
+
+// New returns a Service. reg may be nil.
+func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, ids *feed.IDGen, reg prometheus.Registerer, opts ...Option) *Service {
+	s := &Service{
+		cfg:       cfg.withDefaults(),
+		store:     store,
+		cache:     cache,
+		ids:       ids,
+		logger:    logger.With("component", "timeline"),
+		metrics:   newMetrics(reg),
+		published: func() {},
+	}
+	s.ready = []func(context.Context) error{store.Ping, cache.Ping}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Ready reports whether every backend answers.
+func (s *Service) Ready(ctx context.Context) error {
+	for _, check := range s.ready {
+		if err := check(ctx); err != nil {
+			return feed.Errorf(feed.EUNAVAILABLE, "a backend is not reachable")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package timeline
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+const maxNameRunes = 64
+
+// CreateUser stores a user. id 0 means feedd picks one.
+func (s *Service) CreateUser(ctx context.Context, id int64, name string) (feed.User, error) {
+	if strings.TrimSpace(name) == "" || utf8.RuneCountInString(name) > maxNameRunes || !utf8.ValidString(name) {
+		return feed.User{}, feed.Errorf(feed.EINVALID, "name must be 1 to %d characters and not blank", maxNameRunes)
+	}
+	if id < 0 {
+		return feed.User{}, feed.Errorf(feed.EINVALID, "id must be a positive integer")
+	}
+	generated := id == 0
+	for attempt := 0; ; attempt++ {
+		if generated {
+			id = s.ids.Next()
+		}
+		u, err := s.store.CreateUser(ctx, feed.User{ID: id, Name: name})
+		if err == nil || !generated || feed.ErrorCode(err) != feed.ECONFLICT || attempt == 3 {
+			return u, err
+		}
+	}
+}
+
+// User returns a user.
+func (s *Service) User(ctx context.Context, id int64) (feed.User, error) {
+	return s.store.User(ctx, id)
+}
+
+// Followers lists user's followers with ids above after, ascending, and
+// whether more exist.
+func (s *Service) Followers(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error) {
+	return s.listUsers(ctx, user, after, n, s.store.Followers)
+}
+
+// Following lists whom user follows with ids above after, ascending.
+func (s *Service) Following(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error) {
+	return s.listUsers(ctx, user, after, n, s.store.Following)
+}
+
+func (s *Service) listUsers(ctx context.Context, user, after int64, n int,
+	list func(ctx context.Context, user, after int64, n int) ([]int64, error)) ([]feed.User, bool, error) {
+	if _, err := s.store.User(ctx, user); err != nil {
+		return nil, false, err
+	}
+	ids, err := list(ctx, user, after, n+1)
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(ids) > n
+	if more {
+		ids = ids[:n]
+	}
+	byID, err := s.store.Users(ctx, ids)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]feed.User, 0, len(ids))
+	for _, id := range ids {
+		if u, ok := byID[id]; ok {
+			out = append(out, u)
+		}
+	}
+	return out, more, nil
+}
+
+// errIs reports whether err carries the domain code.
+func errIs(err error, code string) bool {
+	var e *feed.Error
+	return errors.As(err, &e) && e.Code == code
+}
