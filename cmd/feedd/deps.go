@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/inmemcache"
+	"github.com/feedd/feedd/internal/inmemqueue"
+	"github.com/feedd/feedd/internal/rabbit"
+	"github.com/feedd/feedd/internal/rediscache"
+	"github.com/feedd/feedd/internal/sqlstore"
+)
+
+// deps are the backends one process talks to.
+type deps struct {
+	store      *sqlstore.Store
+	cache      feed.Cache
+	broker     feed.Broker
+	reg        *prometheus.Registry
+	adminToken string
+	jwtSecret  []byte
+	// now is the clock of the id generator (time.Now when nil); tests set
+	// it to make many posts share a millisecond.
+	now func() time.Time
+	// generated is set when the admin token was generated or read from the
+	// data dir, so it is safe (and useful) to print it.
+	generated bool
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+func openStore(ctx context.Context, cfg config) (*sqlstore.Store, error) {
+	if cfg.embedded() {
+		if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("create data dir: %w", err)
+		}
+		return sqlstore.OpenSQLite(ctx, filepath.Join(cfg.dataDir, "feedd.db"))
+	}
+	return sqlstore.OpenMySQL(ctx, cfg.mysqlDSN)
+}
+
+func migrate(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Writer) error {
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "feedd: migrations applied")
+	return nil
+}
+
+// openDeps opens every backend the configuration names, and closes what
+// it opened if a later one fails.
+func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, err error) {
+	if cfg.role != "all" && (cfg.redisURL == "" || cfg.amqpURL == "") {
+		return nil, errors.New("the serve and work roles need FEEDD_REDIS_URL and FEEDD_AMQP_URL: the in-process cache and queue live in one process")
+	}
+	d := &deps{reg: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			d.close(logger)
+		}
+	}()
+	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if d.adminToken, d.jwtSecret, d.generated, err = secrets(cfg); err != nil {
+		return nil, err
+	}
+	if d.store, err = openStore(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if cfg.autoMigrate || cfg.embedded() {
+		if err := d.store.Migrate(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.redisURL != "" {
+		opt, err := redis.ParseURL(cfg.redisURL)
+		if err != nil {
+			return nil, fmt.Errorf("FEEDD_REDIS_URL: %w", err)
+		}
+		d.cache = rediscache.New(redis.NewClient(opt), rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax})
+		if err := d.cache.Ping(ctx); err != nil {
+			return nil, fmt.Errorf("redis at %s: %w", opt.Addr, err)
+		}
+	} else {
+		d.cache = inmemcache.New(inmemcache.Options{InboxMax: cfg.inboxMax})
+	}
+	if cfg.amqpURL != "" {
+		if d.broker, err = rabbit.Dial(ctx, cfg.amqpURL, rabbit.Options{Prefix: cfg.amqpPrefix}, logger); err != nil {
+			return nil, fmt.Errorf("rabbitmq: %w", err)
+		}
+	} else {
+		d.broker = inmemqueue.New()
+	}
+	return d, nil
+}
+
+func (d *deps) close(logger *slog.Logger) {
+	if d.broker != nil {
+		if err := d.broker.Close(); err != nil {
+			logger.Warn("closing broker", "err", err)
+		}
+	}
+	if d.cache != nil {
+		if err := d.cache.Close(); err != nil {
+			logger.Warn("closing cache", "err", err)
+		}
+	}
+	if d.store != nil {
+		if err := d.store.Close(); err != nil {
+			logger.Warn("closing store", "err", err)
+		}
+	}
+}
+
+// secrets returns the admin token and JWT secret. On the embedded default
+// a missing one is generated once and kept in the data dir; with MySQL the
+// deployment must set both, since several processes must agree on them.
+func secrets(cfg config) (admin string, jwt []byte, generated bool, err error) {
+	admin, jwtStr := cfg.adminToken, cfg.jwtSecret
+	if !cfg.embedded() {
+		if admin == "" || jwtStr == "" {
+			return "", nil, false, errors.New("FEEDD_ADMIN_TOKEN and FEEDD_JWT_SECRET must be set when FEEDD_MYSQL_DSN is")
+		}
+		return admin, []byte(jwtStr), false, nil
+	}
+	if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
+		return "", nil, false, fmt.Errorf("create data dir: %w", err)
+	}
+	if admin == "" {
+		if admin, err = keptSecret(filepath.Join(cfg.dataDir, "admin_token")); err != nil {
+			return "", nil, false, err
+		}
+		generated = true
+	}
+	if jwtStr == "" {
+		if jwtStr, err = keptSecret(filepath.Join(cfg.dataDir, "jwt_secret")); err != nil {
+			return "", nil, false, err
+		}
+	}
+	return admin, []byte(jwtStr), generated, nil
+}
+
+// keptSecret reads a secret file, creating it with 32 random bytes first.
+func keptSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	s := hex.EncodeToString(raw[:])
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) { // another process won the race
+			return keptSecret(path)
+		}
+		return "", fmt.Errorf("create %s: %w", path, err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s + "\n"); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return s, nil
+}

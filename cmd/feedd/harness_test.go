@@ -1,0 +1,360 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+)
+
+// The behavioural suite runs every test against two stacks: the embedded
+// default (SQLite, in-process cache and queue) and the real services
+// (MariaDB, Redis, RabbitMQ on this machine's loopback defaults), over
+// real HTTP. Under CI=true a missing service fails the run.
+
+const (
+	testMySQL = "root@tcp(127.0.0.1:3306)/"
+	// The suite uses its own Redis database, because one test flushes it.
+	testRedis = "redis://127.0.0.1:6379/2"
+	testAMQP  = "amqp://guest:guest@127.0.0.1:5672/"
+)
+
+type stack struct {
+	name string
+	env  func(t *testing.T) map[string]string
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+var stacks = []stack{
+	{"embedded", func(t *testing.T) map[string]string {
+		return map[string]string{"FEEDD_DATA_DIR": t.TempDir()}
+	}},
+	{"services", func(t *testing.T) map[string]string {
+		requireServices(t)
+		db := "feedd_e2e_" + randHex(6)
+		root := envOr("FEEDD_TEST_MYSQL_DSN", testMySQL)
+		conn, err := sql.Open("mysql", root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec("CREATE DATABASE " + db + " CHARACTER SET utf8mb4"); err != nil {
+			t.Fatalf("create database: %v", err)
+		}
+		t.Cleanup(func() {
+			_, _ = conn.Exec("DROP DATABASE IF EXISTS " + db)
+			conn.Close()
+		})
+		return map[string]string{
+			"FEEDD_MYSQL_DSN":    root + db,
+			"FEEDD_REDIS_URL":    envOr("FEEDD_TEST_E2E_REDIS_URL", testRedis),
+			"FEEDD_REDIS_PREFIX": "e2e" + randHex(4) + ":",
+			"FEEDD_AMQP_URL":     envOr("FEEDD_TEST_AMQP_URL", testAMQP),
+			"FEEDD_AMQP_PREFIX":  "e2e" + randHex(4) + ".",
+			"FEEDD_ADMIN_TOKEN":  "admin-" + randHex(8),
+			"FEEDD_JWT_SECRET":   randHex(16),
+		}
+	}},
+}
+
+// requireServices skips on a laptop without the services and fails in CI.
+func requireServices(t *testing.T) {
+	t.Helper()
+	for _, addr := range []string{"127.0.0.1:3306", "127.0.0.1:6379", "127.0.0.1:5672"} {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("service at %s is not reachable and CI=true: %v", addr, err)
+			}
+			t.Skipf("SKIPPING: service at %s is not reachable (%v); start MariaDB, Redis and RabbitMQ to run this test", addr, err)
+		}
+		c.Close()
+	}
+}
+
+// forEachStack runs f as a subtest per stack.
+func forEachStack(t *testing.T, f func(t *testing.T, env map[string]string)) {
+	for _, s := range stacks {
+		t.Run(s.name, func(t *testing.T) { f(t, s.env(t)) })
+	}
+}
+
+// instance is one running feedd (role all) started in process through run's
+// own start function, so tests can reach its backends.
+type instance struct {
+	t     *testing.T
+	url   string
+	admin string
+	d     *deps
+	cfg   config
+	stop  func()
+	http  *http.Client
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startFeedd starts feedd with env (plus overrides), lets tweak adjust the
+// backends first (fault injection), and stops it when the test ends.
+func startFeedd(t *testing.T, env map[string]string, tweak func(*deps), overrides ...string) *instance {
+	t.Helper()
+	merged := map[string]string{"FEEDD_ADDR": "127.0.0.1:0", "FEEDD_REFRESH_INTERVAL": "1ms"}
+	for k, v := range env {
+		merged[k] = v
+	}
+	for i := 0; i+1 < len(overrides); i += 2 {
+		merged[overrides[i]] = overrides[i+1]
+	}
+	cfg, err := parseConfig([]string{"all"}, func(k string) string { return merged[k] }, io.Discard)
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := openDeps(ctx, cfg, logger)
+	if err != nil {
+		cancel()
+		t.Fatalf("open backends: %v", err)
+	}
+	if tweak != nil {
+		tweak(d)
+	}
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		err := start(ctx, cfg, d, logger, out)
+		d.close(logger)
+		done <- err
+	}()
+	in := &instance{t: t, d: d, cfg: cfg, http: &http.Client{Timeout: 30 * time.Second}}
+	deadline := time.Now().Add(20 * time.Second)
+	for in.url == "" {
+		for _, line := range strings.Split(out.String(), "\n") {
+			if _, after, ok := strings.Cut(line, "listening on "); ok {
+				in.url = strings.TrimSpace(after)
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("feedd did not start; output: %s", out.String())
+		}
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("feedd exited at start: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	in.admin = d.adminToken
+	var once sync.Once
+	in.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("feedd exited with %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("feedd did not stop within 30s of its context ending")
+			}
+		})
+	}
+	t.Cleanup(in.stop)
+	return in
+}
+
+// resp is a decoded JSON response.
+type resp struct {
+	status int
+	body   map[string]any
+	raw    []byte
+	header http.Header
+}
+
+func (r resp) str(k string) string {
+	s, _ := r.body[k].(string)
+	return s
+}
+
+func (r resp) errCode() string {
+	e, _ := r.body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func (r resp) items() []map[string]any {
+	raw, _ := r.body["items"].([]any)
+	out := make([]map[string]any, len(raw))
+	for i, it := range raw {
+		out[i], _ = it.(map[string]any)
+	}
+	return out
+}
+
+// do sends a request; body may be nil, a string (sent raw) or a value
+// (sent as JSON). hdr are extra header name/value pairs.
+func (in *instance) do(method, path, token string, body any, hdr ...string) resp {
+	in.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			in.t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, in.url+path, rd)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := in.http.Do(req)
+	if err != nil {
+		in.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	r := resp{status: res.StatusCode, raw: raw, header: res.Header}
+	if len(raw) > 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &r.body); err != nil {
+			in.t.Fatalf("%s %s: response is not JSON: %v: %s", method, path, err, raw)
+		}
+	}
+	return r
+}
+
+// must sends a request and fails the test unless the status is want.
+func (in *instance) must(want int, method, path, token string, body any, hdr ...string) resp {
+	in.t.Helper()
+	r := in.do(method, path, token, body, hdr...)
+	if r.status != want {
+		in.t.Fatalf("%s %s: status %d; want %d; body %s", method, path, r.status, want, r.raw)
+	}
+	return r
+}
+
+// user creates a user and returns its id and a token for it.
+func (in *instance) user(name string) (string, string) {
+	in.t.Helper()
+	u := in.must(201, "POST", "/v1/users", in.admin, map[string]any{"name": name})
+	id := u.str("id")
+	tok := in.must(201, "POST", "/v1/users/"+id+"/tokens", in.admin, map[string]any{"ttl_seconds": 3600})
+	return id, tok.str("token")
+}
+
+func (in *instance) follow(token, id string) {
+	in.t.Helper()
+	in.must(204, "PUT", "/v1/me/following/"+id, token, nil)
+}
+
+func (in *instance) post(token, content string) string {
+	in.t.Helper()
+	return in.must(201, "POST", "/v1/posts", token, map[string]any{"content": content}).str("id")
+}
+
+// feedAll pages through a whole home feed with the given page size and
+// returns the post ids in order.
+func (in *instance) feedAll(token string, limit int) []string {
+	in.t.Helper()
+	var ids []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 10000 {
+			in.t.Fatal("feed paging does not end")
+		}
+		r := in.must(200, "GET", fmt.Sprintf("/v1/me/feed?limit=%d&cursor=%s", limit, cursor), token, nil)
+		items := r.items()
+		for _, it := range items {
+			ids = append(ids, it["id"].(string))
+		}
+		next, ok := r.body["next_cursor"].(string)
+		if !ok {
+			return ids
+		}
+		if len(items) != limit {
+			in.t.Fatalf("page %d has %d items but a next_cursor; want full pages (%d)", pages, len(items), limit)
+		}
+		cursor = next
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// flushRedis empties the suite's Redis database, as a Redis restart would.
+func flushRedis(t *testing.T, url string) {
+	t.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	defer c.Close()
+	if err := c.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatalf("flush redis: %v", err)
+	}
+}

@@ -1,0 +1,588 @@
+package feedtest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Ttls of the suite. shortTTL is real time, not a fake clock, so that the
+// suite runs unchanged against Redis; a second and a half is far above
+// Redis's millisecond expiry resolution and keeps the suite quick.
+const (
+	longTTL  = time.Hour
+	shortTTL = 1500 * time.Millisecond
+)
+
+// TestCache runs the behavioural suite of feed.Cache against the
+// implementation newCache builds.
+//
+// newCache is called once per subtest and returns a fresh, empty cache that
+// trims inboxes to inboxMax ids. It registers its own cleanup with
+// t.Cleanup (closing the cache, removing what it stored); a subtest may
+// close the cache itself first, so that cleanup must tolerate a cache that
+// is already closed.
+func TestCache(t *testing.T, newCache func(t *testing.T, inboxMax int) feed.Cache) {
+	t.Helper()
+
+	t.Run("page order and bounds", func(t *testing.T) {
+		c := newCache(t, 100)
+		fill(t, c, 1, []int64{105, 101, 109, 103, 107, 103}, true)
+
+		for _, tc := range []struct {
+			before int64
+			n      int
+			want   []int64
+		}{
+			{0, 2, []int64{109, 107}},
+			{0, 10, []int64{109, 107, 105, 103, 101}},
+			{107, 2, []int64{105, 103}}, // before is exclusive
+			{106, 2, []int64{105, 103}}, // before need not be in the inbox
+			{103, 10, []int64{101}},
+			{101, 10, nil}, // past the end: empty, the caller checks Complete
+			{200, 1, []int64{109}},
+			{0, 0, nil},
+		} {
+			t.Run(fmt.Sprintf("before=%d,n=%d", tc.before, tc.n), func(t *testing.T) {
+				checkPage(t, c, 1, tc.before, tc.n, feed.InboxPage{IDs: tc.want, Exists: true, Complete: true})
+			})
+		}
+	})
+
+	t.Run("missing, empty, complete and incomplete", func(t *testing.T) {
+		c := newCache(t, 100)
+		checkInbox(t, c, 1, feed.InboxPage{})
+		checkBounds(t, c, 1, 0, 0, false)
+
+		fill(t, c, 1, nil, true)
+		checkInbox(t, c, 1, feed.InboxPage{Exists: true, Complete: true})
+		checkBounds(t, c, 1, 0, 0, true)
+
+		fill(t, c, 2, nil, false)
+		checkInbox(t, c, 2, feed.InboxPage{Exists: true})
+
+		fill(t, c, 3, []int64{101, 102}, false)
+		checkInbox(t, c, 3, feed.InboxPage{IDs: []int64{102, 101}, Exists: true})
+
+		checkInbox(t, c, 4, feed.InboxPage{})
+	})
+
+	t.Run("fill replaces", func(t *testing.T) {
+		c := newCache(t, 100)
+		fill(t, c, 1, []int64{101, 102, 103}, false)
+		fill(t, c, 1, []int64{201, 202}, true)
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{202, 201}, Exists: true, Complete: true})
+
+		fill(t, c, 1, nil, true)
+		checkInbox(t, c, 1, feed.InboxPage{Exists: true, Complete: true})
+	})
+
+	t.Run("fill trims to max keeping the newest", func(t *testing.T) {
+		c := newCache(t, 5)
+		// A trimmed inbox no longer holds the whole feed: incomplete.
+		fill(t, c, 1, []int64{104, 101, 108, 102, 106, 103, 107, 105}, true)
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{108, 107, 106, 105, 104}, Exists: true})
+
+		fill(t, c, 2, []int64{101, 102, 103, 104, 105}, true)
+		checkInbox(t, c, 2, feed.InboxPage{IDs: []int64{105, 104, 103, 102, 101}, Exists: true, Complete: true})
+
+		// Duplicates count once.
+		fill(t, c, 3, []int64{101, 102, 103, 104, 105, 105, 103}, true)
+		checkInbox(t, c, 3, feed.InboxPage{IDs: []int64{105, 104, 103, 102, 101}, Exists: true, Complete: true})
+	})
+
+	t.Run("push skips absent inboxes", func(t *testing.T) {
+		c := newCache(t, 100)
+		fill(t, c, 2, nil, true)
+		fill(t, c, 4, []int64{100}, true)
+
+		push(t, c, []int64{1, 2, 3, 4}, 500)
+		checkInbox(t, c, 1, feed.InboxPage{})
+		checkInbox(t, c, 2, feed.InboxPage{IDs: []int64{500}, Exists: true, Complete: true})
+		checkInbox(t, c, 3, feed.InboxPage{})
+		checkInbox(t, c, 4, feed.InboxPage{IDs: []int64{500, 100}, Exists: true, Complete: true})
+
+		push(t, c, nil, 600)
+		checkInbox(t, c, 4, feed.InboxPage{IDs: []int64{500, 100}, Exists: true, Complete: true})
+	})
+
+	t.Run("push is idempotent and orders by id", func(t *testing.T) {
+		c := newCache(t, 100)
+		fill(t, c, 1, nil, true)
+		for _, id := range []int64{300, 100, 200, 300, 100, 200} {
+			push(t, c, []int64{1}, id)
+		}
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{300, 200, 100}, Exists: true, Complete: true})
+
+		push(t, c, []int64{1, 1, 1}, 400) // a reader twice in one batch
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{400, 300, 200, 100}, Exists: true, Complete: true})
+	})
+
+	t.Run("push trims to max and marks incomplete", func(t *testing.T) {
+		c := newCache(t, 3)
+		fill(t, c, 1, []int64{101, 102}, true)
+		push(t, c, []int64{1}, 103)
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{103, 102, 101}, Exists: true, Complete: true})
+		push(t, c, []int64{1}, 104)
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{104, 103, 102}, Exists: true})
+
+		// An id older than a full inbox is trimmed at once, but the inbox
+		// now misses it: incomplete.
+		fill(t, c, 2, []int64{101, 102, 103}, true)
+		push(t, c, []int64{2}, 50)
+		checkInbox(t, c, 2, feed.InboxPage{IDs: []int64{103, 102, 101}, Exists: true})
+
+		// Re-pushing an id a full inbox holds changes nothing.
+		fill(t, c, 3, []int64{101, 102, 103}, true)
+		push(t, c, []int64{3}, 102)
+		checkInbox(t, c, 3, feed.InboxPage{IDs: []int64{103, 102, 101}, Exists: true, Complete: true})
+	})
+
+	t.Run("add and remove", func(t *testing.T) {
+		c := newCache(t, 5)
+		add(t, c, 1, []int64{101}, false)
+		checkInbox(t, c, 1, feed.InboxPage{}) // absent inboxes are not created
+
+		fill(t, c, 1, []int64{101, 103}, true)
+		add(t, c, 1, []int64{102, 104, 104}, false)
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{104, 103, 102, 101}, Exists: true, Complete: true})
+		add(t, c, 1, nil, true)
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{104, 103, 102, 101}, Exists: true})
+
+		fill(t, c, 2, []int64{101}, true)
+		add(t, c, 2, []int64{102, 103, 104, 105, 106, 107}, false)
+		checkInbox(t, c, 2, feed.InboxPage{IDs: []int64{107, 106, 105, 104, 103}, Exists: true})
+
+		remove(t, c, 1, []int64{103, 999})
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{104, 102, 101}, Exists: true})
+		remove(t, c, 1, nil)
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{104, 102, 101}, Exists: true})
+
+		fill(t, c, 3, []int64{101, 102}, true)
+		remove(t, c, 3, []int64{101, 102})
+		checkInbox(t, c, 3, feed.InboxPage{Exists: true, Complete: true}) // emptied, not dropped
+
+		remove(t, c, 4, []int64{101})
+		checkInbox(t, c, 4, feed.InboxPage{})
+	})
+
+	t.Run("bounds", func(t *testing.T) {
+		c := newCache(t, 100)
+		fill(t, c, 1, []int64{105, 101, 103}, true)
+		checkBounds(t, c, 1, 105, 101, true)
+		push(t, c, []int64{1}, 110)
+		checkBounds(t, c, 1, 110, 101, true)
+		remove(t, c, 1, []int64{110, 105, 103, 101})
+		checkBounds(t, c, 1, 0, 0, true)
+
+		fill(t, c, 2, []int64{101}, true)
+		checkBounds(t, c, 2, 101, 101, true)
+		checkBounds(t, c, 3, 0, 0, false)
+	})
+
+	t.Run("drop", func(t *testing.T) {
+		c := newCache(t, 100)
+		fill(t, c, 1, []int64{101}, true)
+		fill(t, c, 2, []int64{101}, true)
+		drop(t, c, 1)
+		checkInbox(t, c, 1, feed.InboxPage{})
+		checkInbox(t, c, 2, feed.InboxPage{IDs: []int64{101}, Exists: true, Complete: true})
+		drop(t, c, 1) // dropping an absent inbox is fine
+		push(t, c, []int64{1}, 102)
+		checkInbox(t, c, 1, feed.InboxPage{})
+	})
+
+	t.Run("ttl expiry", func(t *testing.T) {
+		ctx := t.Context()
+		c := newCache(t, 100)
+
+		// An empty inbox remembered briefly is how a reader with an empty
+		// feed avoids a rebuild on every read. A push must not keep an
+		// inbox alive: the ttl bounds how long an inbox nobody reads costs
+		// fan-out work.
+		must(t, c.FillInbox(ctx, 1, nil, true, shortTTL))
+		must(t, c.FillInbox(ctx, 2, []int64{101}, true, longTTL))
+		push(t, c, []int64{1, 2}, 102)
+		must(t, c.CachePosts(ctx, []feed.Post{{ID: 101, AuthorID: 1, Content: "short"}}, shortTTL))
+		must(t, c.CachePosts(ctx, []feed.Post{{ID: 102, AuthorID: 1, Content: "long"}}, longTTL))
+
+		if ok, err := c.SetNX(ctx, "setnx", "a", shortTTL); err != nil || !ok {
+			t.Fatalf("SetNX = %v, %v; want true, nil", ok, err)
+		}
+		must(t, c.Set(ctx, "set", "a", shortTTL))
+		must(t, c.Set(ctx, "long", "a", longTTL))
+		must(t, c.Set(ctx, "extended", "owner", shortTTL))
+		must(t, c.Set(ctx, "shortened", "owner", longTTL))
+		checkCAE(t, c, "extended", "owner", longTTL, true)
+		checkCAE(t, c, "shortened", "owner", shortTTL, true)
+		checkCAE(t, c, "long", "intruder", shortTTL, false)
+
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{102}, Exists: true, Complete: true})
+		checkPosts(t, c, []int64{101, 102}, []int64{101, 102})
+		for _, k := range []string{"setnx", "set", "long", "extended", "shortened"} {
+			checkGet(t, c, k, true)
+		}
+
+		time.Sleep(shortTTL + 600*time.Millisecond)
+
+		checkInbox(t, c, 1, feed.InboxPage{})
+		checkInbox(t, c, 2, feed.InboxPage{IDs: []int64{102, 101}, Exists: true, Complete: true})
+		push(t, c, []int64{1}, 103) // an expired inbox is absent for pushes too
+		checkInbox(t, c, 1, feed.InboxPage{})
+		checkPosts(t, c, []int64{101, 102}, []int64{102})
+		for k, want := range map[string]bool{"setnx": false, "set": false, "long": true, "extended": true, "shortened": false} {
+			checkGet(t, c, k, want)
+		}
+		if ok, err := c.SetNX(ctx, "setnx", "b", longTTL); err != nil || !ok {
+			t.Errorf("SetNX after expiry = %v, %v; want true, nil", ok, err)
+		}
+	})
+
+	t.Run("post cache", func(t *testing.T) {
+		ctx := t.Context()
+		c := newCache(t, 100)
+		posts := []feed.Post{
+			{ID: 101, AuthorID: 7, Content: "hello, 世界 \x00 \"quoted\"", CreatedAt: time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC)},
+			{ID: 102, AuthorID: 8, CreatedAt: time.Date(2026, 3, 4, 5, 6, 8, 0, time.FixedZone("CET", 3600)), Deleted: true},
+			{ID: feed.MaxID, AuthorID: feed.MaxID, Content: strings.Repeat("ü", feed.MaxContentRunes)},
+		}
+
+		got, err := c.CachedPosts(ctx, nil)
+		if err != nil || len(got) != 0 {
+			t.Fatalf("CachedPosts(nil) = %v, %v; want empty, nil", got, err)
+		}
+		must(t, c.CachePosts(ctx, nil, longTTL))
+		must(t, c.CachePosts(ctx, posts, longTTL))
+
+		got, err = c.CachedPosts(ctx, []int64{101, 999, 102, feed.MaxID, 101})
+		if err != nil {
+			t.Fatalf("CachedPosts: %v", err)
+		}
+		if len(got) != len(posts) {
+			t.Errorf("CachedPosts returned %d posts; want %d (999 is a miss)", len(got), len(posts))
+		}
+		for _, want := range posts {
+			checkPost(t, got, want)
+		}
+
+		// A post deleted after it was cached becomes a tombstone.
+		tomb := feed.Post{ID: 101, AuthorID: 7, CreatedAt: posts[0].CreatedAt, Deleted: true}
+		must(t, c.CachePosts(ctx, []feed.Post{tomb}, longTTL))
+		got, err = c.CachedPosts(ctx, []int64{101})
+		if err != nil {
+			t.Fatalf("CachedPosts: %v", err)
+		}
+		checkPost(t, got, tomb)
+	})
+
+	t.Run("kv", func(t *testing.T) {
+		ctx := t.Context()
+		c := newCache(t, 100)
+
+		for i, want := range []bool{true, false} {
+			if ok, err := c.SetNX(ctx, "lock", fmt.Sprint("owner", i), longTTL); err != nil || ok != want {
+				t.Fatalf("SetNX #%d = %v, %v; want %v, nil", i, ok, err, want)
+			}
+		}
+		checkValue(t, c, "lock", "owner0")
+		checkGet(t, c, "missing", false)
+
+		must(t, c.Set(ctx, "lock", "owner2", longTTL))
+		checkValue(t, c, "lock", "owner2")
+
+		checkCAD(t, c, "lock", "owner0", false)
+		checkValue(t, c, "lock", "owner2")
+		checkCAD(t, c, "lock", "owner2", true)
+		checkGet(t, c, "lock", false)
+		checkCAD(t, c, "lock", "owner2", false)
+		checkCAE(t, c, "lock", "owner2", longTTL, false)
+		checkGet(t, c, "lock", false) // CompareAndExpire never creates
+
+		must(t, c.Set(ctx, "lease", "me", longTTL))
+		checkCAE(t, c, "lease", "you", longTTL, false)
+		checkCAE(t, c, "lease", "me", longTTL, true)
+		checkValue(t, c, "lease", "me")
+
+		// Keys are opaque: braces, colons and bytes do not confuse them
+		// with each other or with the cache's own keys.
+		for _, k := range []string{"rate:{7}:1", "rate:{7}:2", "feed:{1}", "post:{1}", "ключ\x00"} {
+			must(t, c.Set(ctx, k, "v-"+k, longTTL))
+		}
+		for _, k := range []string{"rate:{7}:1", "rate:{7}:2", "feed:{1}", "post:{1}", "ключ\x00"} {
+			checkValue(t, c, k, "v-"+k)
+		}
+		checkInbox(t, c, 1, feed.InboxPage{})
+		checkPosts(t, c, []int64{1}, nil)
+	})
+
+	t.Run("concurrent pushes", func(t *testing.T) {
+		const (
+			goroutines = 8
+			readers    = 200
+		)
+		readerIDs := make([]int64, readers)
+		for i := range readerIDs {
+			readerIDs[i] = int64(i + 1)
+		}
+		// run pushes ids from goroutines at once, each in its own order,
+		// into every reader's inbox, and checks that every inbox ends up
+		// the same.
+		run := func(t *testing.T, c feed.Cache, ids func(g int) []int64, want feed.InboxPage) {
+			t.Helper()
+			for _, r := range readerIDs {
+				fill(t, c, r, nil, true)
+			}
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(g), 1))
+					mine := ids(g)
+					rng.Shuffle(len(mine), func(i, j int) { mine[i], mine[j] = mine[j], mine[i] })
+					for _, id := range mine {
+						if err := c.PushToInboxes(t.Context(), readerIDs, id); err != nil {
+							t.Errorf("PushToInboxes(%d readers, %d): %v", len(readerIDs), id, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			for _, r := range readerIDs {
+				checkInbox(t, c, r, want)
+			}
+		}
+
+		t.Run("over max", func(t *testing.T) {
+			// 8 goroutines push 40 ids each, disjoint: 320 ids, the newest
+			// 50 stay.
+			var want []int64
+			for id := int64(1319); id >= 1270; id-- {
+				want = append(want, id)
+			}
+			run(t, newCache(t, 50), func(g int) []int64 {
+				var ids []int64
+				for i := range 40 {
+					ids = append(ids, int64(1000+i*goroutines+g))
+				}
+				return ids
+			}, feed.InboxPage{IDs: want, Exists: true})
+		})
+		t.Run("overlapping", func(t *testing.T) {
+			// Every goroutine pushes the same 60 ids: each lands once.
+			var want []int64
+			for id := int64(5059); id >= 5000; id-- {
+				want = append(want, id)
+			}
+			run(t, newCache(t, 100), func(int) []int64 { return slices.Clone(want) },
+				feed.InboxPage{IDs: want, Exists: true, Complete: true})
+		})
+	})
+
+	t.Run("ids near 2^53-1 stay exact", func(t *testing.T) {
+		const m = feed.MaxID
+		c := newCache(t, 10)
+		fill(t, c, 1, []int64{m - 3, m - 1}, true)
+		push(t, c, []int64{1}, m)
+		push(t, c, []int64{1}, m-2)
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{m, m - 1, m - 2, m - 3}, Exists: true, Complete: true})
+		checkPage(t, c, 1, m, 2, feed.InboxPage{IDs: []int64{m - 1, m - 2}, Exists: true, Complete: true})
+		checkPage(t, c, 1, m-1, 10, feed.InboxPage{IDs: []int64{m - 2, m - 3}, Exists: true, Complete: true})
+		checkBounds(t, c, 1, m, m-3, true)
+		remove(t, c, 1, []int64{m - 2})
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{m, m - 1, m - 3}, Exists: true, Complete: true})
+		add(t, c, 1, []int64{m - 2}, false)
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{m, m - 1, m - 2, m - 3}, Exists: true, Complete: true})
+	})
+
+	t.Run("ids out of range are invalid", func(t *testing.T) {
+		// Ids are positive and at most MaxID: a larger one would lose
+		// precision as a float64 score, and the cache may use 0 itself.
+		ctx := t.Context()
+		c := newCache(t, 10)
+		fill(t, c, 1, []int64{101}, true)
+		for _, bad := range []int64{0, -1, feed.MaxID + 1} {
+			checkInvalid(t, "PushToInboxes", c.PushToInboxes(ctx, []int64{1}, bad))
+			checkInvalid(t, "FillInbox", c.FillInbox(ctx, 2, []int64{101, bad}, true, longTTL))
+			checkInvalid(t, "AddToInbox", c.AddToInbox(ctx, 1, []int64{102, bad}, false))
+			checkInvalid(t, "RemoveFromInbox", c.RemoveFromInbox(ctx, 1, []int64{101, bad}))
+		}
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{101}, Exists: true, Complete: true})
+		checkInbox(t, c, 2, feed.InboxPage{})
+	})
+
+	t.Run("close", func(t *testing.T) {
+		ctx := t.Context()
+		c := newCache(t, 10)
+		must(t, c.Ping(ctx))
+		must(t, c.Close())
+		if err := c.Ping(ctx); err == nil {
+			t.Errorf("Ping after Close = nil; want an error")
+		}
+	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fill(t *testing.T, c feed.Cache, reader int64, ids []int64, complete bool) {
+	t.Helper()
+	if err := c.FillInbox(t.Context(), reader, ids, complete, longTTL); err != nil {
+		t.Fatalf("FillInbox(%d, %v, %v): %v", reader, ids, complete, err)
+	}
+}
+
+func push(t *testing.T, c feed.Cache, readers []int64, id int64) {
+	t.Helper()
+	if err := c.PushToInboxes(t.Context(), readers, id); err != nil {
+		t.Fatalf("PushToInboxes(%v, %d): %v", readers, id, err)
+	}
+}
+
+func add(t *testing.T, c feed.Cache, reader int64, ids []int64, markIncomplete bool) {
+	t.Helper()
+	if err := c.AddToInbox(t.Context(), reader, ids, markIncomplete); err != nil {
+		t.Fatalf("AddToInbox(%d, %v, %v): %v", reader, ids, markIncomplete, err)
+	}
+}
+
+func remove(t *testing.T, c feed.Cache, reader int64, ids []int64) {
+	t.Helper()
+	if err := c.RemoveFromInbox(t.Context(), reader, ids); err != nil {
+		t.Fatalf("RemoveFromInbox(%d, %v): %v", reader, ids, err)
+	}
+}
+
+func drop(t *testing.T, c feed.Cache, reader int64) {
+	t.Helper()
+	if err := c.DropInbox(t.Context(), reader); err != nil {
+		t.Fatalf("DropInbox(%d): %v", reader, err)
+	}
+}
+
+// checkInbox checks the whole of reader's inbox.
+func checkInbox(t *testing.T, c feed.Cache, reader int64, want feed.InboxPage) {
+	t.Helper()
+	checkPage(t, c, reader, 0, 10_000, want)
+}
+
+func checkPage(t *testing.T, c feed.Cache, reader, before int64, n int, want feed.InboxPage) {
+	t.Helper()
+	got, err := c.InboxPage(t.Context(), reader, before, n)
+	if err != nil {
+		t.Fatalf("InboxPage(%d, %d, %d): %v", reader, before, n, err)
+	}
+	if !slices.Equal(got.IDs, want.IDs) || got.Exists != want.Exists || got.Complete != want.Complete {
+		t.Errorf("InboxPage(%d, %d, %d) = %s; want %s", reader, before, n, fmtPage(got), fmtPage(want))
+	}
+}
+
+func fmtPage(p feed.InboxPage) string {
+	ids := fmt.Sprint(p.IDs)
+	if len(p.IDs) > 12 {
+		ids = fmt.Sprintf("%v … %v (%d ids)", p.IDs[:3], p.IDs[len(p.IDs)-3:], len(p.IDs))
+	}
+	return fmt.Sprintf("{ids %s exists %v complete %v}", ids, p.Exists, p.Complete)
+}
+
+func checkBounds(t *testing.T, c feed.Cache, reader, wantNewest, wantOldest int64, wantExists bool) {
+	t.Helper()
+	newest, oldest, exists, err := c.InboxBounds(t.Context(), reader)
+	if err != nil {
+		t.Fatalf("InboxBounds(%d): %v", reader, err)
+	}
+	if newest != wantNewest || oldest != wantOldest || exists != wantExists {
+		t.Errorf("InboxBounds(%d) = %d, %d, %v; want %d, %d, %v",
+			reader, newest, oldest, exists, wantNewest, wantOldest, wantExists)
+	}
+}
+
+// checkPosts checks which of ids are cached.
+func checkPosts(t *testing.T, c feed.Cache, ids, wantHits []int64) {
+	t.Helper()
+	got, err := c.CachedPosts(t.Context(), ids)
+	if err != nil {
+		t.Fatalf("CachedPosts(%v): %v", ids, err)
+	}
+	var hits []int64
+	for id, p := range got {
+		if p.ID != id {
+			t.Errorf("CachedPosts(%v)[%d].ID = %d", ids, id, p.ID)
+		}
+		hits = append(hits, id)
+	}
+	slices.Sort(hits)
+	if !slices.Equal(hits, wantHits) {
+		t.Errorf("CachedPosts(%v) hit %v; want %v", ids, hits, wantHits)
+	}
+}
+
+func checkPost(t *testing.T, got map[int64]feed.Post, want feed.Post) {
+	t.Helper()
+	p, ok := got[want.ID]
+	switch {
+	case !ok:
+		t.Errorf("post %d missing from CachedPosts", want.ID)
+	case p.ID != want.ID || p.AuthorID != want.AuthorID || p.Content != want.Content ||
+		!p.CreatedAt.Equal(want.CreatedAt) || p.Deleted != want.Deleted:
+		t.Errorf("CachedPosts()[%d] = %+v; want %+v", want.ID, shortPost(p), shortPost(want))
+	}
+}
+
+func shortPost(p feed.Post) feed.Post {
+	if len(p.Content) > 40 {
+		p.Content = fmt.Sprintf("%.40s… (%d bytes)", p.Content, len(p.Content))
+	}
+	return p
+}
+
+func checkGet(t *testing.T, c feed.Cache, key string, wantOK bool) {
+	t.Helper()
+	_, ok, err := c.Get(t.Context(), key)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", key, err)
+	}
+	if ok != wantOK {
+		t.Errorf("Get(%q) found = %v; want %v", key, ok, wantOK)
+	}
+}
+
+func checkValue(t *testing.T, c feed.Cache, key, want string) {
+	t.Helper()
+	v, ok, err := c.Get(t.Context(), key)
+	if err != nil || !ok || v != want {
+		t.Errorf("Get(%q) = %q, %v, %v; want %q, true, nil", key, v, ok, err, want)
+	}
+}
+
+func checkCAD(t *testing.T, c feed.Cache, key, value string, want bool) {
+	t.Helper()
+	ok, err := c.CompareAndDelete(t.Context(), key, value)
+	if err != nil || ok != want {
+		t.Errorf("CompareAndDelete(%q, %q) = %v, %v; want %v, nil", key, value, ok, err, want)
+	}
+}
+
+func checkCAE(t *testing.T, c feed.Cache, key, value string, ttl time.Duration, want bool) {
+	t.Helper()
+	ok, err := c.CompareAndExpire(t.Context(), key, value, ttl)
+	if err != nil || ok != want {
+		t.Errorf("CompareAndExpire(%q, %q, %v) = %v, %v; want %v, nil", key, value, ttl, ok, err, want)
+	}
+}
+
+func checkInvalid(t *testing.T, op string, err error) {
+	t.Helper()
+	if code := feed.ErrorCode(err); code != feed.EINVALID {
+		t.Errorf("%s with an out-of-range id: error %v (code %q); want code %q", op, err, code, feed.EINVALID)
+	}
+}

@@ -1,0 +1,157 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// access says who may call a route.
+type access int
+
+const (
+	anyone access = iota // no token: the API description
+	ops                  // no token, and also served by NewOps: probes and metrics
+	admin                // the admin token only
+	reader               // the admin token or any user token: reads that need no "me"
+	actor                // a user token only: the route acts as the token's user
+)
+
+// principal is who a request's token names.
+type principal struct {
+	admin bool
+	user  int64 // the token's sub; 0 for the admin
+}
+
+type principalKey struct{}
+
+// actorFrom returns the user an actor route acts as. It is always the
+// token's sub: no route takes the acting user from the path or the body.
+func actorFrom(ctx context.Context) (int64, bool) {
+	p, ok := ctx.Value(principalKey{}).(principal)
+	if !ok || p.admin || p.user == 0 {
+		return 0, false
+	}
+	return p.user, true
+}
+
+// tokens checks bearer tokens and issues user tokens.
+type tokens struct {
+	// adminSum is the admin token's digest: comparing fixed-length digests
+	// in constant time leaks neither the token nor its length.
+	adminSum [sha256.Size]byte
+	hasAdmin bool
+	secret   []byte
+	now      func() time.Time
+	parser   *jwt.Parser
+}
+
+func newTokens(cfg Config) *tokens {
+	return &tokens{
+		adminSum: sha256.Sum256([]byte(cfg.AdminToken)),
+		hasAdmin: cfg.AdminToken != "",
+		secret:   cfg.JWTSecret,
+		now:      cfg.Now,
+		// Exactly HS256: a token may not pick its own algorithm ("none",
+		// or an HMAC of another size), and one without exp never expires.
+		parser: jwt.NewParser(
+			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+			jwt.WithExpirationRequired(),
+			jwt.WithTimeFunc(cfg.Now),
+		),
+	}
+}
+
+// require wraps h so that it runs only for a principal that a has room for,
+// with the principal in the request's context.
+func (t *tokens) require(a access, h http.Handler) http.Handler {
+	if a == anyone || a == ops {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := t.authenticate(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="feedd"`)
+			respondError(w, err)
+			return
+		}
+		switch {
+		case a == admin && !p.admin:
+			respondError(w, feed.Errorf(feed.EFORBIDDEN, "this route needs the admin token"))
+			return
+		case a == actor && p.admin:
+			respondError(w, feed.Errorf(feed.EFORBIDDEN, "this route acts as a user: call it with a user token, not the admin token"))
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// authenticate reads the bearer token: the admin token, else a user token.
+func (t *tokens) authenticate(r *http.Request) (principal, error) {
+	header := r.Header.Get("Authorization")
+	if header == "" {
+		return principal{}, feed.Errorf(feed.EUNAUTHORIZED, "missing token: send Authorization: Bearer <token>")
+	}
+	scheme, token, _ := strings.Cut(header, " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return principal{}, feed.Errorf(feed.EUNAUTHORIZED, "the Authorization header must be Bearer <token>")
+	}
+	sum := sha256.Sum256([]byte(token))
+	if t.hasAdmin && subtle.ConstantTimeCompare(sum[:], t.adminSum[:]) == 1 {
+		return principal{admin: true}, nil
+	}
+	user, err := t.verify(token)
+	if errors.Is(err, jwt.ErrTokenExpired) {
+		return principal{}, feed.Errorf(feed.EUNAUTHORIZED, "the token has expired")
+	}
+	if err != nil {
+		return principal{}, feed.Errorf(feed.EUNAUTHORIZED, "the token is not valid")
+	}
+	return principal{user: user}, nil
+}
+
+// verify checks a user token and returns its sub.
+func (t *tokens) verify(token string) (int64, error) {
+	if len(t.secret) == 0 {
+		// An empty HMAC key would make tokens anyone can forge.
+		return 0, errors.New("httpapi: no JWT secret configured")
+	}
+	var claims jwt.RegisteredClaims
+	_, err := t.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return t.secret, nil })
+	if err != nil {
+		return 0, err
+	}
+	return feed.ParseID(claims.Subject)
+}
+
+// issue signs a token for user that lives for ttl and returns it with its
+// expiry. The expiry is cut to the second because that is what a JWT's exp
+// holds: expires_at is then exactly when the token stops working.
+func (t *tokens) issue(user int64, ttl time.Duration) (string, time.Time, error) {
+	if len(t.secret) == 0 {
+		return "", time.Time{}, errors.New("httpapi: issue token: no JWT secret configured")
+	}
+	now := t.now().UTC().Truncate(time.Second)
+	exp := now.Add(ttl)
+	claims := jwt.RegisteredClaims{
+		Subject:   feed.FormatID(user),
+		IssuedAt:  jwt.NewNumericDate(now),
+		ExpiresAt: jwt.NewNumericDate(exp),
+	}
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(t.secret)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("httpapi: sign token for %d: %w", user, err)
+	}
+	return s, exp, nil
+}

@@ -1,0 +1,157 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+const contentTypeJSON = "application/json; charset=utf-8"
+
+// encode writes v as JSON with status. It marshals before writing a byte, so
+// a value that cannot be encoded becomes a clean 500 instead of half a body.
+func encode[T any](w http.ResponseWriter, status int, v T) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		noteError(w, fmt.Errorf("httpapi: encode %T: %w", v, err))
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":{"code":"internal","message":"internal error"}}`)
+	}
+	w.Header().Set("Content-Type", contentTypeJSON)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	// A failed write means the client went away; there is no one to tell.
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// validator is a request body that checks itself after decoding.
+type validator interface {
+	valid() error
+}
+
+// decode reads exactly one JSON object into a T and validates it. Unknown
+// fields, wrong types, trailing data and bodies over the limit (set by the
+// middleware's http.MaxBytesReader) are errors with the domain's codes.
+func decode[T validator](r *http.Request) (T, error) {
+	var v T
+	body, err := readBody(r)
+	if err != nil {
+		return v, err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return v, feed.Errorf(feed.EINVALID, "the request body is empty: send a JSON object")
+	}
+	return v, decodeBytes(body, &v)
+}
+
+// decodeOptional is decode for routes whose body may be left out: an empty
+// body yields the zero T, which must then be valid.
+func decodeOptional[T validator](r *http.Request) (T, error) {
+	var v T
+	body, err := readBody(r)
+	if err != nil {
+		return v, err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return v, v.valid()
+	}
+	return v, decodeBytes(body, &v)
+}
+
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, feed.Errorf(feed.ETOOLARGE, "the request body is larger than %d bytes", tooLarge.Limit)
+	}
+	if err != nil {
+		// The client stopped sending; whatever it sent is not a request.
+		return nil, feed.Errorf(feed.EINVALID, "the request body could not be read")
+	}
+	return body, nil
+}
+
+func decodeBytes[T validator](body []byte, v *T) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return feed.Errorf(feed.EINVALID, "the request body has data after the JSON object")
+	}
+	return (*v).valid()
+}
+
+// jsonError turns a decoding error into a sentence a client can act on,
+// without Go type names.
+func jsonError(err error) error {
+	var (
+		domain *feed.Error
+		syntax *json.SyntaxError
+		typ    *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &domain):
+		return err // from an UnmarshalJSON of ours
+	case errors.As(err, &syntax):
+		return feed.Errorf(feed.EINVALID, "the request body is not valid JSON (at byte %d)", syntax.Offset)
+	case errors.As(err, &typ) && typ.Field == "":
+		return feed.Errorf(feed.EINVALID, "the request body must be a JSON object, not %s", typ.Value)
+	case errors.As(err, &typ):
+		return feed.Errorf(feed.EINVALID, "field %q must be %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return feed.Errorf(feed.EINVALID, "the request body is not valid JSON: it ends too early")
+	default:
+		// What remains is encoding/json's own sentences, such as
+		// `json: unknown field "x"`, which read well as they are.
+		return feed.Errorf(feed.EINVALID, "the request body is not valid: %s", bytes.TrimPrefix([]byte(err.Error()), []byte("json: ")))
+	}
+}
+
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	default:
+		return "an object"
+	}
+}
+
+// jsonID is an id in a request body: a decimal string as responses carry
+// it, or a plain JSON number for clients that have one. null means absent.
+type jsonID int64
+
+func (id *jsonID) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if s == "null" {
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return feed.Errorf(feed.EINVALID, "id is not a valid JSON string")
+		}
+	}
+	v, err := feed.ParseID(s)
+	if err != nil {
+		return err
+	}
+	*id = jsonID(v)
+	return nil
+}

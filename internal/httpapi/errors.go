@@ -1,0 +1,51 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// statusByCode is the one place a domain error code becomes an HTTP status.
+var statusByCode = map[string]int{
+	feed.EINVALID:      http.StatusBadRequest,
+	feed.EUNAUTHORIZED: http.StatusUnauthorized,
+	feed.EFORBIDDEN:    http.StatusForbidden,
+	feed.ENOTFOUND:     http.StatusNotFound,
+	feed.ECONFLICT:     http.StatusConflict,
+	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	feed.ERATELIMIT:    http.StatusTooManyRequests,
+	feed.EUNAVAILABLE:  http.StatusServiceUnavailable,
+	feed.EINTERNAL:     http.StatusInternalServerError,
+}
+
+// codeMethodNotAllowed is the one error code that is no domain code: only
+// the router can get a method wrong.
+const codeMethodNotAllowed = "method_not_allowed"
+
+type errorJSON struct {
+	Error errorDetailJSON `json:"error"`
+}
+
+type errorDetailJSON struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// respondError writes err as the error body. Domain errors keep their code
+// and sentence; anything else, and any code the table does not know,
+// becomes "internal error" for the client while the request log gets the
+// detail.
+func respondError(w http.ResponseWriter, err error) {
+	noteError(w, err)
+	code, msg := feed.ErrorCode(err), feed.ErrorMessage(err)
+	status, ok := statusByCode[code]
+	if !ok || code == feed.EINTERNAL {
+		code, status, msg = feed.EINTERNAL, http.StatusInternalServerError, "internal error"
+	}
+	writeError(w, status, code, msg)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	encode(w, status, errorJSON{Error: errorDetailJSON{Code: code, Message: msg}})
+}

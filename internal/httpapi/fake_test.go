@@ -1,0 +1,333 @@
+package httpapi
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// call is one Service call as the fake saw it.
+type call struct {
+	method string
+	args   []any
+}
+
+func (c call) String() string { return fmt.Sprintf("%s%v", c.method, c.args) }
+
+// fakeService is an in-memory Service that records every call, so tests
+// can assert what the API asked for (the actor is the token's sub) and that
+// bad input never reached the service at all.
+type fakeService struct {
+	mu       sync.Mutex
+	log      []call
+	now      time.Time
+	nextID   int64
+	users    map[int64]feed.User
+	posts    map[int64]feed.Post
+	follows  map[int64]map[int64]bool // follower -> followees
+	idem     map[string]int64         // author/key -> post id
+	fail     map[string]error         // method -> error it returns
+	panicOn  map[string]bool          // method -> it panics
+	readyErr error
+}
+
+func newFakeService(now time.Time) *fakeService {
+	return &fakeService{
+		now:     now,
+		nextID:  1000,
+		users:   map[int64]feed.User{},
+		posts:   map[int64]feed.Post{},
+		follows: map[int64]map[int64]bool{},
+		idem:    map[string]int64{},
+		fail:    map[string]error{},
+		panicOn: map[string]bool{},
+	}
+}
+
+// seedUser adds a user without recording a call.
+func (f *fakeService) seedUser(id int64, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.users[id] = feed.User{ID: id, Name: name, CreatedAt: f.now}
+}
+
+// seedFollow adds a follow without recording a call.
+func (f *fakeService) seedFollow(follower, followee int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.followLocked(follower, followee)
+}
+
+// seedPost adds a post without recording a call.
+func (f *fakeService) seedPost(author int64, content string) feed.Post {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.publishLocked(author, content)
+}
+
+func (f *fakeService) setFail(method string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail[method] = err
+}
+
+func (f *fakeService) setPanic(method string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.panicOn[method] = true
+}
+
+func (f *fakeService) setReady(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.readyErr = err
+}
+
+// calls returns the recorded calls and forgets them.
+func (f *fakeService) calls() []call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.log
+	f.log = nil
+	return c
+}
+
+// record logs a call and returns the error the test asked for; the caller
+// holds the lock.
+func (f *fakeService) record(method string, args ...any) error {
+	f.log = append(f.log, call{method, args})
+	if f.panicOn[method] {
+		panic("fake: " + method + " exploded")
+	}
+	return f.fail[method]
+}
+
+func (f *fakeService) followLocked(follower, followee int64) {
+	if f.follows[follower] == nil {
+		f.follows[follower] = map[int64]bool{}
+	}
+	f.follows[follower][followee] = true
+}
+
+func (f *fakeService) publishLocked(author int64, content string) feed.Post {
+	f.nextID++
+	p := feed.Post{
+		ID:        f.nextID,
+		AuthorID:  author,
+		Content:   content,
+		CreatedAt: f.now.Add(time.Duration(f.nextID) * time.Millisecond),
+	}
+	f.posts[p.ID] = p
+	return p
+}
+
+func (f *fakeService) withCounts(u feed.User) feed.User {
+	u.FollowingCount = int64(len(f.follows[u.ID]))
+	u.FollowerCount = 0
+	for _, followees := range f.follows {
+		if followees[u.ID] {
+			u.FollowerCount++
+		}
+	}
+	return u
+}
+
+func (f *fakeService) CreateUser(ctx context.Context, id int64, name string) (feed.User, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("CreateUser", id, name); err != nil {
+		return feed.User{}, err
+	}
+	if id == 0 {
+		f.nextID++
+		id = f.nextID
+	}
+	if _, ok := f.users[id]; ok {
+		return feed.User{}, feed.Errorf(feed.ECONFLICT, "user %d already exists", id)
+	}
+	u := feed.User{ID: id, Name: name, CreatedAt: f.now}
+	f.users[id] = u
+	return u, nil
+}
+
+func (f *fakeService) User(ctx context.Context, id int64) (feed.User, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("User", id); err != nil {
+		return feed.User{}, err
+	}
+	u, ok := f.users[id]
+	if !ok {
+		return feed.User{}, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", id)
+	}
+	return f.withCounts(u), nil
+}
+
+func (f *fakeService) userPage(ids []int64, after int64, n int) ([]feed.User, bool) {
+	slices.Sort(ids)
+	var out []feed.User
+	for _, id := range ids {
+		if id > after {
+			out = append(out, f.withCounts(f.users[id]))
+		}
+	}
+	if len(out) > n {
+		return out[:n], true
+	}
+	return out, false
+}
+
+func (f *fakeService) Followers(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Followers", user, after, n); err != nil {
+		return nil, false, err
+	}
+	var ids []int64
+	for follower, followees := range f.follows {
+		if followees[user] {
+			ids = append(ids, follower)
+		}
+	}
+	users, more := f.userPage(ids, after, n)
+	return users, more, nil
+}
+
+func (f *fakeService) Following(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Following", user, after, n); err != nil {
+		return nil, false, err
+	}
+	var ids []int64
+	for followee := range f.follows[user] {
+		ids = append(ids, followee)
+	}
+	users, more := f.userPage(ids, after, n)
+	return users, more, nil
+}
+
+func (f *fakeService) Follow(ctx context.Context, follower, followee int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Follow", follower, followee); err != nil {
+		return err
+	}
+	if follower == followee {
+		return feed.Errorf(feed.EINVALID, "you cannot follow yourself")
+	}
+	if _, ok := f.users[followee]; !ok {
+		return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", followee)
+	}
+	f.followLocked(follower, followee)
+	return nil
+}
+
+func (f *fakeService) Unfollow(ctx context.Context, follower, followee int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Unfollow", follower, followee); err != nil {
+		return err
+	}
+	delete(f.follows[follower], followee)
+	return nil
+}
+
+func (f *fakeService) Publish(ctx context.Context, author int64, content, idemKey string) (feed.Post, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Publish", author, content, idemKey); err != nil {
+		return feed.Post{}, err
+	}
+	key := fmt.Sprintf("%d/%s", author, idemKey)
+	if id, ok := f.idem[key]; ok && idemKey != "" {
+		return f.posts[id], nil
+	}
+	p := f.publishLocked(author, content)
+	f.idem[key] = p.ID
+	return p, nil
+}
+
+func (f *fakeService) Post(ctx context.Context, id int64) (feed.Post, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Post", id); err != nil {
+		return feed.Post{}, err
+	}
+	p, ok := f.posts[id]
+	if !ok || p.Deleted {
+		return feed.Post{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
+	}
+	return p, nil
+}
+
+func (f *fakeService) DeletePost(ctx context.Context, actor, id int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("DeletePost", actor, id); err != nil {
+		return err
+	}
+	p, ok := f.posts[id]
+	if !ok || p.Deleted {
+		return feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
+	}
+	if p.AuthorID != actor {
+		return feed.Errorf(feed.EFORBIDDEN, "only its author can delete post %d", id)
+	}
+	p.Deleted = true
+	f.posts[id] = p
+	return nil
+}
+
+// postPage returns up to n posts matching keep with ids below before,
+// newest first.
+func (f *fakeService) postPage(keep func(feed.Post) bool, before int64, n int) ([]feed.Post, bool) {
+	var out []feed.Post
+	for _, p := range f.posts {
+		if !p.Deleted && keep(p) && (before == 0 || p.ID < before) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b feed.Post) int { return cmp.Compare(b.ID, a.ID) })
+	if len(out) > n {
+		return out[:n], true
+	}
+	return out, false
+}
+
+func (f *fakeService) AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("AuthorPosts", author, before, n); err != nil {
+		return nil, false, err
+	}
+	if _, ok := f.users[author]; !ok {
+		return nil, false, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", author)
+	}
+	posts, more := f.postPage(func(p feed.Post) bool { return p.AuthorID == author }, before, n)
+	return posts, more, nil
+}
+
+func (f *fakeService) Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Feed", reader, before, n); err != nil {
+		return nil, false, err
+	}
+	followees := f.follows[reader]
+	posts, more := f.postPage(func(p feed.Post) bool { return followees[p.AuthorID] }, before, n)
+	return posts, more, nil
+}
+
+func (f *fakeService) Ready(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.readyErr
+}
+
+var _ Service = (*fakeService)(nil)

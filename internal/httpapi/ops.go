@@ -1,0 +1,58 @@
+package httpapi
+
+import (
+	"context"
+	_ "embed"
+	"net/http"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// openAPIDoc is written by hand, next to routes.go; TestOpenAPIMatchesRoutes
+// keeps the two in step.
+//
+//go:embed openapi.json
+var openAPIDoc []byte
+
+func handleOpenAPI() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentTypeJSON)
+		_, _ = w.Write(openAPIDoc)
+	})
+}
+
+type statusJSON struct {
+	Status string `json:"status"`
+}
+
+// handleHealth answers while the process can serve at all: a liveness probe
+// must not fail because a backend did, or every replica restarts at once.
+func handleHealth() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		encode(w, http.StatusOK, statusJSON{Status: "ok"})
+	})
+}
+
+// handleReady answers 200 only when every backend does, so a load balancer
+// stops sending traffic to a replica that would only fail it.
+func handleReady(ready func(context.Context) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := ready(r.Context()); err != nil {
+			// The detail names hosts and ports: the log gets it, the
+			// probe gets a sentence.
+			noteError(w, err)
+			writeError(w, http.StatusServiceUnavailable, feed.EUNAVAILABLE, "not ready: a backend does not answer")
+			return
+		}
+		encode(w, http.StatusOK, statusJSON{Status: "ok"})
+	})
+}
+
+func handleMetrics(metrics http.Handler) http.Handler {
+	if metrics != nil {
+		return metrics
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, feed.ENOTFOUND, "this process serves no metrics")
+	})
+}

@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Page sizes.
+const (
+	defaultLimit = 20
+	maxLimit     = 100
+)
+
+// Idempotency keys are printable ASCII, as the IETF Idempotency-Key draft
+// has them, so that "characters" and bytes are the same count.
+const maxIdempotencyKey = 255
+
+// pathID parses the {id} path segment.
+func pathID(r *http.Request) (int64, error) {
+	return feed.ParseID(r.PathValue("id"))
+}
+
+// pageQuery reads ?cursor= (of kind) and ?limit= (default 20, 1..100).
+func pageQuery(r *http.Request, kind byte) (pos int64, limit int, err error) {
+	q := r.URL.Query()
+	limit = defaultLimit
+	if q.Has("limit") {
+		s := q.Get("limit")
+		n, err := strconv.Atoi(s)
+		// Digits only: no sign, no spaces, no exponent.
+		if err != nil || strings.Trim(s, "0123456789") != "" || n < 1 || n > maxLimit {
+			return 0, 0, feed.Errorf(feed.EINVALID, "limit must be an integer from 1 to %d", maxLimit)
+		}
+		limit = n
+	}
+	pos, err = feed.DecodeCursor(kind, q.Get("cursor"))
+	if err != nil {
+		return 0, 0, err
+	}
+	return pos, limit, nil
+}
+
+// idempotencyKey returns the Idempotency-Key header, "" when absent. A
+// header that is sent must be a usable key: an empty or repeated one would
+// silently turn retries into duplicates.
+func idempotencyKey(r *http.Request) (string, error) {
+	values := r.Header.Values("Idempotency-Key")
+	if len(values) == 0 {
+		return "", nil
+	}
+	key := values[0]
+	bad := len(values) > 1 || len(key) < 1 || len(key) > maxIdempotencyKey
+	for i := 0; i < len(key) && !bad; i++ {
+		bad = key[i] < 0x20 || key[i] > 0x7e
+	}
+	if bad {
+		return "", feed.Errorf(feed.EINVALID, "Idempotency-Key must be one header of 1 to %d printable ASCII characters", maxIdempotencyKey)
+	}
+	return key, nil
+}
+
+// pageJSON is a page of a list: items, and the cursor of the next page or
+// null when this is the last.
+type pageJSON[T any] struct {
+	Items      []T     `json:"items"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// newPage renders items. The cursor names the last item the service
+// returned, so a page the API trimmed (see postPage) still resumes right.
+func newPage[T, J any](items []T, more bool, kind byte, id func(T) int64, render func(T) (J, bool)) pageJSON[J] {
+	page := pageJSON[J]{Items: make([]J, 0, len(items))}
+	for _, it := range items {
+		if j, ok := render(it); ok {
+			page.Items = append(page.Items, j)
+		}
+	}
+	// An empty page that claims more would send a client round in circles.
+	if more && len(items) > 0 {
+		c := feed.EncodeCursor(kind, id(items[len(items)-1]))
+		page.NextCursor = &c
+	}
+	return page
+}

@@ -1,0 +1,162 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// timeFormat is RFC 3339 in UTC with exactly three fractional digits, so
+// timestamps sort as strings and never lose the millisecond ids carry.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+type postJSON struct {
+	ID        string `json:"id"`
+	AuthorID  string `json:"author_id"`
+	Content   string `json:"content"`
+	CreatedAt string `json:"created_at"`
+}
+
+func toPostJSON(p feed.Post) postJSON {
+	return postJSON{
+		ID:        feed.FormatID(p.ID),
+		AuthorID:  feed.FormatID(p.AuthorID),
+		Content:   p.Content,
+		CreatedAt: formatTime(p.CreatedAt),
+	}
+}
+
+// postPage renders a page of posts. A deleted post never reaches a client,
+// even if a cache handed the service a stale one.
+func postPage(posts []feed.Post, more bool) pageJSON[postJSON] {
+	return newPage(posts, more, feed.CursorFeed,
+		func(p feed.Post) int64 { return p.ID },
+		func(p feed.Post) (postJSON, bool) { return toPostJSON(p), !p.Deleted })
+}
+
+type createPostRequest struct {
+	Content string `json:"content"`
+}
+
+func (req createPostRequest) valid() error {
+	if strings.TrimSpace(req.Content) == "" {
+		return feed.Errorf(feed.EINVALID, "content is required and must not be only whitespace")
+	}
+	if utf8.RuneCountInString(req.Content) > feed.MaxContentRunes {
+		return feed.Errorf(feed.EINVALID, "content must be at most %d characters", feed.MaxContentRunes)
+	}
+	return nil
+}
+
+func handlePostCreate(svc Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		me, ok := actorFrom(r.Context())
+		if !ok {
+			respondError(w, errNoActor)
+			return
+		}
+		key, err := idempotencyKey(r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		req, err := decode[createPostRequest](r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		p, err := svc.Publish(r.Context(), me, req.Content, key)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		w.Header().Set("Location", "/v1/posts/"+feed.FormatID(p.ID))
+		encode(w, http.StatusCreated, toPostJSON(p))
+	})
+}
+
+func handlePostGet(svc Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		p, err := svc.Post(r.Context(), id)
+		if err == nil && p.Deleted {
+			err = feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
+		}
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		encode(w, http.StatusOK, toPostJSON(p))
+	})
+}
+
+func handlePostDelete(svc Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		me, ok := actorFrom(r.Context())
+		if !ok {
+			respondError(w, errNoActor)
+			return
+		}
+		id, err := pathID(r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		if err := svc.DeletePost(r.Context(), me, id); err != nil {
+			respondError(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+func handleAuthorPosts(svc Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		before, limit, err := pageQuery(r, feed.CursorFeed)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		posts, more, err := svc.AuthorPosts(r.Context(), id, before, limit)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		encode(w, http.StatusOK, postPage(posts, more))
+	})
+}
+
+func handleFeed(svc Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		me, ok := actorFrom(r.Context())
+		if !ok {
+			respondError(w, errNoActor)
+			return
+		}
+		before, limit, err := pageQuery(r, feed.CursorFeed)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		posts, more, err := svc.Feed(r.Context(), me, before, limit)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		encode(w, http.StatusOK, postPage(posts, more))
+	})
+}

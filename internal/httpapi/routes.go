@@ -1,0 +1,43 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+)
+
+// routes is the whole API surface on one screen. It is the single table the
+// mux is built from and the OpenAPI test walks, so the two cannot drift.
+// Handler makers only capture their arguments, so the table can be built
+// with a nil Service.
+func routes(tok *tokens, svc Service, ready func(context.Context) error, metrics http.Handler) []route {
+	return []route{
+		{"POST", "/v1/users", admin, handleUserCreate(svc)},
+		{"POST", "/v1/users/{id}/tokens", admin, handleTokenCreate(tok, svc)},
+		{"GET", "/v1/users/{id}", reader, handleUserGet(svc)},
+		{"GET", "/v1/users/{id}/followers", reader, handleFollowers(svc)},
+		{"GET", "/v1/users/{id}/following", reader, handleFollowing(svc)},
+		{"GET", "/v1/users/{id}/posts", reader, handleAuthorPosts(svc)},
+		{"PUT", "/v1/me/following/{id}", actor, handleFollow(svc)},
+		{"DELETE", "/v1/me/following/{id}", actor, handleUnfollow(svc)},
+		{"GET", "/v1/me/feed", actor, handleFeed(svc)},
+		{"POST", "/v1/posts", actor, handlePostCreate(svc)},
+		{"GET", "/v1/posts/{id}", reader, handlePostGet(svc)},
+		{"DELETE", "/v1/posts/{id}", actor, handlePostDelete(svc)},
+		{"GET", "/v1/openapi.json", anyone, handleOpenAPI()},
+		{"GET", "/healthz", ops, handleHealth()},
+		{"GET", "/readyz", ops, handleReady(ready)},
+		{"GET", "/metrics", ops, handleMetrics(metrics)},
+	}
+}
+
+// route is one row of the table.
+type route struct {
+	method  string
+	path    string
+	access  access
+	handler http.Handler
+}
+
+// pattern is the ServeMux pattern; it is also the route label of metrics
+// and logs, so cardinality stays bounded by the table.
+func (rt route) pattern() string { return rt.method + " " + rt.path }

@@ -1,0 +1,130 @@
+// Package httpapi is feedd's HTTP API: the JSON contract that clients and
+// test suites are written against. It turns requests into calls on a
+// Service, domain error codes into statuses (one table, in errors.go), and
+// owns what only the edge knows about: bearer tokens, request bodies,
+// cursors in query strings, request logs, latency metrics and panics. It
+// knows nothing of the backends behind the Service.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Service is what the API needs of the domain. It is declared here, where it
+// is used, so the API can be tested against a fake and the domain can grow
+// without the API noticing.
+type Service interface {
+	// CreateUser creates a user; id 0 asks for a generated id. ECONFLICT if
+	// the id is taken.
+	CreateUser(ctx context.Context, id int64, name string) (feed.User, error)
+	// User returns a user with counts; ENOTFOUND if unknown.
+	User(ctx context.Context, id int64) (feed.User, error)
+	// Followers returns up to n followers of user with ids above after,
+	// ascending, and whether more exist.
+	Followers(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error)
+	// Following is Followers for the users that user follows.
+	Following(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error)
+	// Follow is idempotent; ENOTFOUND for an unknown followee, EINVALID for
+	// oneself.
+	Follow(ctx context.Context, follower, followee int64) error
+	// Unfollow is idempotent.
+	Unfollow(ctx context.Context, follower, followee int64) error
+	// Publish creates a post; a repeated non-empty idemKey from the same
+	// author returns the post the first call created.
+	Publish(ctx context.Context, author int64, content, idemKey string) (feed.Post, error)
+	// Post returns a post; ENOTFOUND if unknown or deleted.
+	Post(ctx context.Context, id int64) (feed.Post, error)
+	// DeletePost deletes a post as actor; EFORBIDDEN if actor is not its
+	// author, ENOTFOUND if unknown.
+	DeletePost(ctx context.Context, actor, id int64) error
+	// AuthorPosts returns up to n of author's posts with ids below before
+	// (0: from the newest), newest first; ENOTFOUND for an unknown author.
+	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, bool, error)
+	// Feed returns up to n posts of reader's home feed with ids below
+	// before (0: from the newest), newest first.
+	Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error)
+	// Ready returns nil when every backend answers.
+	Ready(ctx context.Context) error
+}
+
+// Config is the API's own configuration; run builds it from flags and the
+// environment.
+type Config struct {
+	// AdminToken is the operator's bearer token. Empty disables admin
+	// access rather than letting an empty token through.
+	AdminToken string
+	// JWTSecret signs and verifies user tokens (HS256). Empty disables
+	// user tokens.
+	JWTSecret []byte
+	// MaxBodyBytes bounds request bodies; 0 means 1 MiB.
+	MaxBodyBytes int64
+	// Now is the clock tokens are issued and checked against; nil means
+	// time.Now. Tests pin it.
+	Now func() time.Time
+}
+
+const defaultMaxBodyBytes = 1 << 20
+
+func (c Config) withDefaults() Config {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// NewServer returns the whole public API, probes and metrics included. It
+// registers the request-duration histogram on reg (nil: no histogram) and
+// serves metrics at /metrics (nil: 404).
+func NewServer(logger *slog.Logger, cfg Config, svc Service, reg prometheus.Registerer, metrics http.Handler) http.Handler {
+	cfg = cfg.withDefaults()
+	logger = orDiscard(logger)
+	tok := newTokens(cfg)
+	// A closure, not the method value svc.Ready, so that building the
+	// table never touches svc.
+	ready := func(ctx context.Context) error { return svc.Ready(ctx) }
+
+	mux := http.NewServeMux()
+	for _, rt := range routes(tok, svc, ready, metrics) {
+		mux.Handle(rt.pattern(), tok.require(rt.access, rt.handler))
+	}
+	return middleware(logger, newRequestMetrics(logger, reg), cfg.MaxBodyBytes, mux)
+}
+
+// NewOps returns only /healthz, /readyz and /metrics, for processes that
+// serve no API (the `feedd work` role) but must still be probed and
+// scraped. ready nil means always ready.
+func NewOps(logger *slog.Logger, ready func(context.Context) error, metrics http.Handler) http.Handler {
+	logger = orDiscard(logger)
+	if ready == nil {
+		ready = func(context.Context) error { return nil }
+	}
+	mux := http.NewServeMux()
+	for _, rt := range routes(nil, nil, ready, metrics) {
+		if rt.access == ops {
+			mux.Handle(rt.pattern(), rt.handler)
+		}
+	}
+	return middleware(logger, nil, defaultMaxBodyBytes, mux)
+}
+
+func orDiscard(logger *slog.Logger) *slog.Logger {
+	if logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return logger
+}
+
+// errNoActor means an actor route ran without an authenticated user: a
+// wiring bug, never a client's fault.
+var errNoActor = errors.New("httpapi: actor route reached without a user token")

@@ -1,0 +1,210 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+const maxNameRunes = 64
+
+// Token lifetimes, in seconds.
+const (
+	defaultTokenTTL = 3600
+	maxTokenTTL     = 365 * 24 * 3600
+)
+
+type userJSON struct {
+	ID             string `json:"id"`
+	Name           string `json:"name"`
+	FollowerCount  int64  `json:"follower_count"`
+	FollowingCount int64  `json:"following_count"`
+}
+
+func toUserJSON(u feed.User) userJSON {
+	return userJSON{
+		ID:             feed.FormatID(u.ID),
+		Name:           u.Name,
+		FollowerCount:  u.FollowerCount,
+		FollowingCount: u.FollowingCount,
+	}
+}
+
+type createUserRequest struct {
+	Name string `json:"name"`
+	ID   jsonID `json:"id"`
+}
+
+func (req createUserRequest) valid() error {
+	if strings.TrimSpace(req.Name) == "" {
+		return feed.Errorf(feed.EINVALID, "name is required and must not be blank")
+	}
+	if utf8.RuneCountInString(req.Name) > maxNameRunes {
+		return feed.Errorf(feed.EINVALID, "name must be at most %d characters", maxNameRunes)
+	}
+	return nil
+}
+
+func handleUserCreate(svc Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode[createUserRequest](r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		u, err := svc.CreateUser(r.Context(), int64(req.ID), req.Name)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		w.Header().Set("Location", "/v1/users/"+feed.FormatID(u.ID))
+		encode(w, http.StatusCreated, toUserJSON(u))
+	})
+}
+
+type createTokenRequest struct {
+	// A pointer tells "left out" (the default) from 0 (an error).
+	TTLSeconds *int64 `json:"ttl_seconds"`
+}
+
+func (req createTokenRequest) valid() error {
+	if req.TTLSeconds != nil && (*req.TTLSeconds < 1 || *req.TTLSeconds > maxTokenTTL) {
+		return feed.Errorf(feed.EINVALID, "ttl_seconds must be from 1 to %d", maxTokenTTL)
+	}
+	return nil
+}
+
+func (req createTokenRequest) ttl() time.Duration {
+	if req.TTLSeconds == nil {
+		return defaultTokenTTL * time.Second
+	}
+	return time.Duration(*req.TTLSeconds) * time.Second
+}
+
+type tokenJSON struct {
+	Token     string `json:"token"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+func handleTokenCreate(tok *tokens, svc Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		req, err := decodeOptional[createTokenRequest](r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		// A token for a user who does not exist would be a token for
+		// whoever is later created with that id.
+		if _, err := svc.User(r.Context(), id); err != nil {
+			respondError(w, err)
+			return
+		}
+		token, exp, err := tok.issue(id, req.ttl())
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		encode(w, http.StatusCreated, tokenJSON{Token: token, ExpiresAt: formatTime(exp)})
+	})
+}
+
+func handleUserGet(svc Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		u, err := svc.User(r.Context(), id)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		encode(w, http.StatusOK, toUserJSON(u))
+	})
+}
+
+// userLister is Service.Followers or Service.Following as a method
+// expression, so that choosing one does not touch a Service value.
+type userLister func(svc Service, ctx context.Context, user, after int64, n int) ([]feed.User, bool, error)
+
+func handleFollowers(svc Service) http.Handler { return handleUserList(svc, Service.Followers) }
+func handleFollowing(svc Service) http.Handler { return handleUserList(svc, Service.Following) }
+
+func handleUserList(svc Service, list userLister) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		after, limit, err := pageQuery(r, feed.CursorUsers)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		users, more, err := list(svc, r.Context(), id, after, limit)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		encode(w, http.StatusOK, newPage(users, more, feed.CursorUsers,
+			func(u feed.User) int64 { return u.ID },
+			func(u feed.User) (userJSON, bool) { return toUserJSON(u), true }))
+	})
+}
+
+func handleFollow(svc Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		me, ok := actorFrom(r.Context())
+		if !ok {
+			respondError(w, errNoActor)
+			return
+		}
+		id, err := pathID(r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		if id == me {
+			respondError(w, feed.Errorf(feed.EINVALID, "you cannot follow yourself"))
+			return
+		}
+		if err := svc.Follow(r.Context(), me, id); err != nil {
+			respondError(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+func handleUnfollow(svc Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		me, ok := actorFrom(r.Context())
+		if !ok {
+			respondError(w, errNoActor)
+			return
+		}
+		id, err := pathID(r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		// Unfollowing oneself is left to the service: it is idempotent,
+		// and there is nothing to undo.
+		if err := svc.Unfollow(r.Context(), me, id); err != nil {
+			respondError(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}

@@ -1,0 +1,207 @@
+package rediscache
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/feed/feedtest"
+)
+
+// The tests share a Redis server with other packages' tests: each cache
+// gets a random key prefix and deletes its own keys afterwards, and
+// nothing here flushes a database.
+const defaultRedisURL = "redis://127.0.0.1:6379/1"
+
+// testServer returns a constructor of clients for the Redis that
+// FEEDD_TEST_REDIS_URL names. Without one, the test skips loudly on a
+// laptop and fails under CI=true, where Redis is part of the contract.
+func testServer(tb testing.TB) func() redis.UniversalClient {
+	tb.Helper()
+	url := cmp.Or(os.Getenv("FEEDD_TEST_REDIS_URL"), defaultRedisURL)
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		tb.Fatalf("FEEDD_TEST_REDIS_URL: %v", err)
+	}
+	newClient := func() redis.UniversalClient { return redis.NewClient(opts) }
+	requireServer(tb, newClient, fmt.Sprintf("Redis at %s db %d (FEEDD_TEST_REDIS_URL)", opts.Addr, opts.DB))
+	return newClient
+}
+
+// testCluster is testServer for the Redis Cluster that
+// FEEDD_TEST_REDIS_CLUSTER_URL names (redis://host:port?addr=host:port…).
+// A Cluster is optional even under CI: without the variable, the test
+// skips.
+func testCluster(tb testing.TB) func() redis.UniversalClient {
+	tb.Helper()
+	url := os.Getenv("FEEDD_TEST_REDIS_CLUSTER_URL")
+	if url == "" {
+		tb.Skip("FEEDD_TEST_REDIS_CLUSTER_URL is not set: not testing against a Redis Cluster")
+	}
+	opts, err := redis.ParseClusterURL(url)
+	if err != nil {
+		tb.Fatalf("FEEDD_TEST_REDIS_CLUSTER_URL: %v", err)
+	}
+	newClient := func() redis.UniversalClient { return redis.NewClusterClient(opts) }
+	requireServer(tb, newClient, fmt.Sprintf("Redis Cluster at %v (FEEDD_TEST_REDIS_CLUSTER_URL)", opts.Addrs))
+	return newClient
+}
+
+func requireServer(tb testing.TB, newClient func() redis.UniversalClient, what string) {
+	tb.Helper()
+	client := newClient()
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(tb.Context(), 3*time.Second)
+	defer cancel()
+	if err := client.Ping(ctx).Err(); err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("%s is unreachable and CI=true requires it: %v", what, err)
+		}
+		tb.Skipf("!!! SKIPPING the Redis tests: %s is unreachable: %v. "+
+			"Start Redis or set FEEDD_TEST_REDIS_URL; under CI=true this fails.", what, err)
+	}
+}
+
+// randomPrefix namespaces one test's keys on a shared server.
+func randomPrefix() string {
+	return "feeddtest:" + rand.Text()[:12] + ":"
+}
+
+// deleteKeys removes every key under prefix, one DEL per key so that it
+// works on a Cluster, where a SCAN only sees one node.
+func deleteKeys(tb testing.TB, client redis.UniversalClient, prefix string) {
+	tb.Helper()
+	ctx := context.WithoutCancel(tb.Context())
+	scan := func(ctx context.Context, node redis.Cmdable) error {
+		iter := node.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if err := client.Del(ctx, iter.Val()).Err(); err != nil {
+				return err
+			}
+		}
+		return iter.Err()
+	}
+	var err error
+	if cluster, ok := client.(*redis.ClusterClient); ok {
+		err = cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			return scan(ctx, node)
+		})
+	} else {
+		err = scan(ctx, client)
+	}
+	if err != nil {
+		tb.Errorf("deleting test keys %s*: %v", prefix, err)
+	}
+}
+
+// suite runs the feedtest suite on the server newClient reaches, with a
+// client, a prefix and a cleanup per subtest.
+func suite(t *testing.T, newClient func() redis.UniversalClient) {
+	admin := newClient() // outlives the caches that subtests close
+	t.Cleanup(func() { admin.Close() })
+	feedtest.TestCache(t, func(t *testing.T, inboxMax int) feed.Cache {
+		prefix := randomPrefix()
+		c := New(newClient(), Options{Prefix: prefix, InboxMax: inboxMax})
+		t.Cleanup(func() {
+			c.Close() // the subtest may have closed it already
+			deleteKeys(t, admin, prefix)
+		})
+		return c
+	})
+}
+
+func TestCache(t *testing.T) { suite(t, testServer(t)) }
+
+func TestCacheCluster(t *testing.T) { suite(t, testCluster(t)) }
+
+// pushWithoutScript checks that a batch whose script the server does
+// not know (after a restart, a SCRIPT FLUSH, a failover) still lands, and
+// that the script is loaded for the next batch. A script of unique source
+// stands in for a flushed one, since a flush would disturb other tests on
+// the server.
+func TestPushWithoutScript(t *testing.T) { pushWithoutScript(t, testServer(t)) }
+
+func TestPushWithoutScriptCluster(t *testing.T) { pushWithoutScript(t, testCluster(t)) }
+
+func pushWithoutScript(t *testing.T, newClient func() redis.UniversalClient) {
+	ctx := t.Context()
+	prefix := randomPrefix()
+	client := newClient()
+	c := New(client, Options{Prefix: prefix})
+	t.Cleanup(func() {
+		deleteKeys(t, client, prefix)
+		c.Close()
+	})
+	c.push = redis.NewScript(pushScript + "-- " + prefix + "\n")
+
+	if exists, err := c.push.Exists(ctx, client).Result(); err != nil || exists[0] {
+		t.Fatalf("script of unique source already loaded = %v, %v; the test would prove nothing", exists, err)
+	}
+
+	readers := []int64{1, 2, 3}
+	for _, r := range readers[:2] {
+		if err := c.FillInbox(ctx, r, nil, true, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []int64{101, 102} {
+		if err := c.PushToInboxes(ctx, readers, id); err != nil {
+			t.Fatalf("PushToInboxes(%v, %d): %v", readers, id, err)
+		}
+		exists, err := c.push.Exists(ctx, client).Result()
+		if err != nil || !exists[0] {
+			t.Errorf("after a push, script loaded = %v, %v; want true", exists, err)
+		}
+	}
+	for _, r := range readers[:2] {
+		page, err := c.InboxPage(ctx, r, 0, 10)
+		if err != nil || len(page.IDs) != 2 || page.IDs[0] != 102 || page.IDs[1] != 101 {
+			t.Errorf("InboxPage(%d) = %+v, %v; want ids [102 101]", r, page, err)
+		}
+	}
+	if page, err := c.InboxPage(ctx, 3, 0, 10); err != nil || page.Exists {
+		t.Errorf("InboxPage(3) = %+v, %v; want absent", page, err)
+	}
+}
+
+// TestKeysAreClusterSafe checks that the keys of one inbox or post share
+// the slot of their hash tag, whatever the prefix.
+func TestKeysAreClusterSafe(t *testing.T) {
+	c := New(nil, Options{Prefix: "feedd:"})
+	for _, tc := range []struct{ key, want string }{
+		{c.inboxKey(42), "feedd:feed:{42}"},
+		{c.inboxKeys([]int64{7, 42})[1], "feedd:feed:{42}"},
+		{c.postKeyOf(feed.MaxID), "feedd:post:{9007199254740991}"},
+	} {
+		if tc.key != tc.want {
+			t.Errorf("key = %q; want %q", tc.key, tc.want)
+		}
+	}
+}
+
+func TestPostEncoding(t *testing.T) {
+	for _, p := range []feed.Post{
+		{},
+		{ID: 1, AuthorID: 2, Content: "x", CreatedAt: time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC)},
+		{ID: feed.MaxID, AuthorID: -1, Deleted: true, CreatedAt: time.Date(2094, 1, 1, 0, 0, 0, 1, time.FixedZone("", -7200))},
+	} {
+		got, ok := decodePost(appendPost(nil, p))
+		if !ok || got.ID != p.ID || got.AuthorID != p.AuthorID || got.Content != p.Content ||
+			got.Deleted != p.Deleted || !got.CreatedAt.Equal(p.CreatedAt) {
+			t.Errorf("decodePost(appendPost(%+v)) = %+v, %v", p, got, ok)
+		}
+	}
+	valid := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "abc"})
+	for _, bad := range [][]byte{nil, {postFormat}, {2, 0, 2, 2, 2, 0}, valid[:4]} {
+		if got, ok := decodePost(bad); ok {
+			t.Errorf("decodePost(%v) = %+v, true; want false", bad, got)
+		}
+	}
+}

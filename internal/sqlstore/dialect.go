@@ -1,0 +1,152 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/go-sql-driver/mysql"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:embed migrations
+var migrationFiles embed.FS
+
+// dialect is what differs between MySQL and SQLite. The queries are
+// otherwise shared: both take ? placeholders and LIMIT.
+type dialect struct {
+	// migrations holds this dialect's numbered .sql files.
+	migrations fs.FS
+	// transactionalDDL says whether a migration and its schema_migrations
+	// row commit together (SQLite) or each DDL statement commits on its
+	// own (MySQL).
+	transactionalDDL bool
+	// createMigrations creates the table that lists applied migrations.
+	createMigrations string
+	// lockMigrations keeps other processes from migrating at the same time
+	// until release is called.
+	lockMigrations func(ctx context.Context, conn *sql.Conn) (release func(), err error)
+	// forUpdate ends a SELECT that locks the rows it reads. SQLite needs
+	// none: its write transactions are serialized.
+	forUpdate string
+	// skipLocked ends the SELECT that claims outbox rows, so that relays in
+	// several processes each take different rows.
+	skipLocked string
+	// relayTx are the options of the relay's transaction.
+	relayTx *sql.TxOptions
+	// feedJoin joins follows to posts in FeedPostIDs (see there).
+	feedJoin string
+	// insertFollow inserts a follow edge unless it exists; its result
+	// counts one affected row only when the edge is new.
+	insertFollow string
+	// duplicate reports whether err is a primary-key or unique violation.
+	duplicate func(err error) bool
+	// retryable reports whether err aborted a transaction that can simply
+	// run again (a deadlock victim).
+	retryable func(err error) bool
+}
+
+// MySQL error numbers (ER_DUP_ENTRY, ER_LOCK_DEADLOCK).
+const (
+	mysqlDupEntry     = 1062
+	mysqlLockDeadlock = 1213
+)
+
+func mysqlErrNumber(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+var mysqlDialect = dialect{
+	migrations:       mustSub(migrationFiles, "migrations/mysql"),
+	transactionalDDL: false,
+	lockMigrations:   mysqlLockMigrations,
+	createMigrations: "CREATE TABLE IF NOT EXISTS schema_migrations (" +
+		"version BIGINT NOT NULL PRIMARY KEY, name VARCHAR(255) NOT NULL, applied_at BIGINT NOT NULL" +
+		") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci",
+	forUpdate:  " FOR UPDATE",
+	skipLocked: " FOR UPDATE SKIP LOCKED",
+	// Read committed: the claim locks the rows it takes and nothing else.
+	// Under repeatable read its next-key locks would also cover the gap
+	// where new outbox rows go, and every CreatePost would wait for the
+	// broker to confirm the batch in flight.
+	relayTx:  &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	feedJoin: "JOIN",
+	// Not INSERT IGNORE, which would also turn other errors into warnings.
+	insertFollow: "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?)" +
+		" ON DUPLICATE KEY UPDATE follower_id = follower_id",
+	duplicate: func(err error) bool { return mysqlErrNumber(err) == mysqlDupEntry },
+	retryable: func(err error) bool { return mysqlErrNumber(err) == mysqlLockDeadlock },
+}
+
+// mysqlLockMigrations takes a named server lock for the current database.
+// The lock belongs to conn's session, so the migration runs on conn.
+func mysqlLockMigrations(ctx context.Context, conn *sql.Conn) (func(), error) {
+	var db sql.NullString
+	if err := conn.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&db); err != nil {
+		return nil, err
+	}
+	if !db.Valid {
+		return nil, errors.New("no database selected: the DSN must name one")
+	}
+	// Lock names are at most 64 characters; database names too.
+	name := "feedd.migrate." + db.String
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 60)", name).Scan(&got); err != nil {
+		return nil, err
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return nil, fmt.Errorf("lock %q: another process has been migrating for a minute", name)
+	}
+	return func() {
+		// A fresh context: the lock must go even when ctx has ended, or
+		// the pooled session would keep it.
+		conn.ExecContext(context.Background(), "DO RELEASE_LOCK(?)", name)
+	}, nil
+}
+
+var sqliteDialect = dialect{
+	migrations:       mustSub(migrationFiles, "migrations/sqlite"),
+	transactionalDDL: true,
+	// Each migration runs in an immediate transaction, which excludes
+	// other writers, other processes included, and re-checks whether it
+	// was applied meanwhile.
+	lockMigrations: func(context.Context, *sql.Conn) (func(), error) { return func() {}, nil },
+	createMigrations: "CREATE TABLE IF NOT EXISTS schema_migrations (" +
+		"version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
+	// CROSS JOIN is SQLite's way to fix the join order: follows first.
+	feedJoin: "CROSS JOIN",
+	insertFollow: "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?)" +
+		" ON CONFLICT DO NOTHING",
+	duplicate: func(err error) bool {
+		var se *sqlite.Error
+		if !errors.As(err, &se) {
+			return false
+		}
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+			return true
+		}
+		return false
+	},
+	// The single writer connection never deadlocks.
+	retryable: func(error) bool { return false },
+}
+
+func mustSub(fsys fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(err) // the directory is embedded at build time
+	}
+	return sub
+}

@@ -1,0 +1,197 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Follow makes follower follow followee. It reports whether the edge is
+// new; only then, in the same transaction, does it count it in both users'
+// counts, so repeated and racing calls keep the counts exact. A missing
+// user is ENOTFOUND; following oneself is EINVALID.
+func (s *Store) Follow(ctx context.Context, follower, followee int64) (bool, error) {
+	if follower == followee {
+		return false, fmt.Errorf("sqlstore: follow %d -> %d: %w", follower, followee,
+			feed.Errorf(feed.EINVALID, "a user cannot follow themselves"))
+	}
+	var added bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		added = false
+		found, err := s.lockUsers(ctx, tx, follower, followee)
+		if err != nil {
+			return err
+		}
+		for _, id := range []int64{follower, followee} {
+			if !found[id] {
+				return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", id)
+			}
+		}
+		res, err := tx.ExecContext(ctx, s.d.insertFollow, follower, followee, millis(time.Now()))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n != 1 { // n == 0: the edge was there already
+			return err
+		}
+		added = true
+		return addToCounts(ctx, tx, follower, followee, 1)
+	})
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: follow %d -> %d: %w", follower, followee, err)
+	}
+	return added, nil
+}
+
+// Unfollow removes the edge from follower to followee, if any, and reports
+// whether there was one; only then does it uncount it.
+func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (bool, error) {
+	var removed bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		removed = false
+		if _, err := s.lockUsers(ctx, tx, follower, followee); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, "DELETE FROM follows WHERE follower_id = ? AND followee_id = ?", follower, followee)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n != 1 { // n == 0: there was no edge
+			return err
+		}
+		removed = true
+		return addToCounts(ctx, tx, follower, followee, -1)
+	})
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: unfollow %d -> %d: %w", follower, followee, err)
+	}
+	return removed, nil
+}
+
+// lockUsers reads, and on MySQL locks until the transaction ends, the user
+// rows of both ends of an edge, and reports which exist. Every change to
+// an edge takes these locks before touching follows, always in id order
+// (InnoDB walks the IN list sorted), so that Follow and Unfollow on one
+// pair queue behind each other instead of deadlocking between the follows
+// row and the counters.
+func (s *Store) lockUsers(ctx context.Context, tx *sql.Tx, a, b int64) (map[int64]bool, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT id FROM users WHERE id IN (?, ?)"+s.d.forUpdate, a, b)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := scanIDs(rows, 2)
+	if err != nil {
+		return nil, err
+	}
+	found := make(map[int64]bool, 2)
+	for _, id := range ids {
+		found[id] = true
+	}
+	return found, nil
+}
+
+// addToCounts moves follower's following_count and followee's
+// follower_count by delta, in one statement.
+func addToCounts(ctx context.Context, tx *sql.Tx, follower, followee, delta int64) error {
+	_, err := tx.ExecContext(ctx, `UPDATE users SET
+		following_count = following_count + CASE WHEN id = ? THEN ? ELSE 0 END,
+		follower_count = follower_count + CASE WHEN id = ? THEN ? ELSE 0 END
+		WHERE id IN (?, ?)`,
+		follower, delta, followee, delta, follower, followee)
+	return err
+}
+
+// IsFollowing reports whether follower follows followee.
+func (s *Store) IsFollowing(ctx context.Context, follower, followee int64) (bool, error) {
+	var one int
+	err := s.rdb.QueryRowContext(ctx, "SELECT 1 FROM follows WHERE follower_id = ? AND followee_id = ?",
+		follower, followee).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("sqlstore: is %d following %d: %w", follower, followee, err)
+	}
+	return true, nil
+}
+
+// Followers returns up to n ids of user's followers above after, in
+// ascending order: pass the last id of a page as the next page's after.
+func (s *Store) Followers(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	if n <= 0 {
+		return []int64{}, nil
+	}
+	ids, err := s.queryIDs(ctx, n, `SELECT follower_id FROM follows
+		WHERE followee_id = ? AND follower_id > ? ORDER BY follower_id LIMIT ?`, user, after, n)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: followers of %d after %d: %w", user, after, err)
+	}
+	return ids, nil
+}
+
+// Following returns up to n ids of the users user follows above after, in
+// ascending order.
+func (s *Store) Following(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	if n <= 0 {
+		return []int64{}, nil
+	}
+	ids, err := s.queryIDs(ctx, n, `SELECT followee_id FROM follows
+		WHERE follower_id = ? AND followee_id > ? ORDER BY followee_id LIMIT ?`, user, after, n)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: followed by %d after %d: %w", user, after, err)
+	}
+	return ids, nil
+}
+
+// FollowersInRange returns the ids of user's followers in (after, upto],
+// ascending: one range of a split made with FollowerRangeEnd.
+func (s *Store) FollowersInRange(ctx context.Context, user, after, upto int64) ([]int64, error) {
+	if upto <= after {
+		return []int64{}, nil
+	}
+	ids, err := s.queryIDs(ctx, 0, `SELECT follower_id FROM follows
+		WHERE followee_id = ? AND follower_id > ? AND follower_id <= ? ORDER BY follower_id`, user, after, upto)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: followers of %d in (%d, %d]: %w", user, after, upto, err)
+	}
+	return ids, nil
+}
+
+// FollowerRangeEnd returns upto, the n-th follower id of user above after
+// (the last one if there are fewer), and count, how many followers lie in
+// (after, upto]. A dispatcher splits the followers into ranges of n by
+// calling it again from upto until count is 0 (upto is then 0 too).
+//
+// One query per range: it walks at most n entries of the followee index,
+// from after, and returns one row.
+func (s *Store) FollowerRangeEnd(ctx context.Context, user, after int64, n int) (upto int64, count int, err error) {
+	if n <= 0 {
+		return 0, 0, nil
+	}
+	var last sql.NullInt64
+	err = s.rdb.QueryRowContext(ctx, `SELECT MAX(follower_id), COUNT(*) FROM (
+		SELECT follower_id FROM follows WHERE followee_id = ? AND follower_id > ? ORDER BY follower_id LIMIT ?
+	) AS page`, user, after, n).Scan(&last, &count)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sqlstore: follower range of %d after %d: %w", user, after, err)
+	}
+	if count == 0 {
+		return 0, 0, nil
+	}
+	return last.Int64, count, nil
+}
+
+// queryIDs runs a read returning one column of ids; n sizes the result.
+func (s *Store) queryIDs(ctx context.Context, n int, query string, args ...any) ([]int64, error) {
+	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanIDs(rows, n)
+}

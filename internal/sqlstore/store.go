@@ -1,0 +1,253 @@
+// Package sqlstore is feedd's source of truth: users, posts, the follow
+// graph, idempotency keys and the transactional outbox, on database/sql.
+// One Store runs on MySQL / MariaDB (production, several processes) and on
+// embedded SQLite (the single-process default); the differences live in a
+// small dialect value. Everything the caches hold can be rebuilt from here.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Store is the SQL store. It is safe for concurrent use.
+type Store struct {
+	// db takes every write. On SQLite it holds a single connection, so
+	// writers queue in database/sql (first come, first served) instead of
+	// polling SQLite's lock, and never see SQLITE_BUSY.
+	db *sql.DB
+	// rdb takes plain reads. On SQLite it is a separate read-only pool:
+	// in WAL mode readers never wait for the writer. On MySQL it is db.
+	rdb *sql.DB
+	d   dialect
+}
+
+// OpenSQLite opens (creating it if needed) the SQLite database at path,
+// in WAL mode. path must name a file: the store opens it twice, once for
+// the single writer and once for the readers.
+func OpenSQLite(ctx context.Context, path string) (*Store, error) {
+	if path == "" || strings.ContainsRune(path, '?') || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("sqlstore: open sqlite %q: want a plain file path", path)
+	}
+	q := url.Values{}
+	// busy_timeout only matters when another process writes the same file;
+	// inside this process the write pool already serializes writers.
+	q.Add("_pragma", "busy_timeout(10000)")
+	// The database is the source of truth: a post acknowledged to a client
+	// survives a power cut, hence synchronous=FULL even in WAL mode.
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	// Every write transaction takes the write lock at BEGIN, so a
+	// transaction never has to upgrade a read lock, which fails at once
+	// with SQLITE_BUSY instead of waiting.
+	q.Set("_txlock", "immediate")
+	// The "sqlite" driver is modernc.org/sqlite, imported in dialect.go.
+	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: open sqlite %q: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	// The writer connection switches the file to WAL before any reader
+	// opens it.
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlstore: open sqlite %q: %w", path, err)
+	}
+
+	rq := url.Values{}
+	rq.Add("_pragma", "busy_timeout(10000)")
+	rq.Set("_query_only", "1")
+	rdb, err := sql.Open("sqlite", path+"?"+rq.Encode())
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlstore: open sqlite %q for reading: %w", path, err)
+	}
+	readers := max(4, runtime.GOMAXPROCS(0))
+	rdb.SetMaxOpenConns(readers)
+	rdb.SetMaxIdleConns(readers)
+	if err := rdb.PingContext(ctx); err != nil {
+		db.Close()
+		rdb.Close()
+		return nil, fmt.Errorf("sqlstore: open sqlite %q for reading: %w", path, err)
+	}
+	return &Store{db: db, rdb: rdb, d: sqliteDialect}, nil
+}
+
+// OpenMySQL connects to MySQL or MariaDB with a go-sql-driver DSN such as
+// "user:pass@tcp(host:3306)/feedd". The options the store relies on are
+// set whatever the DSN says: integer times (no parseTime), utf8mb4, and
+// client-side interpolation (one round trip per statement).
+func OpenMySQL(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		// The error may quote the DSN, password included; keep it out.
+		return nil, errors.New("sqlstore: open mysql: the DSN does not parse")
+	}
+	cfg.ParseTime = false
+	cfg.InterpolateParams = true
+	cfg.MultiStatements = false
+	// Affected rows must count changed rows only: Follow relies on an
+	// upsert that changes nothing reporting 0.
+	cfg.ClientFoundRows = false
+	if err := cfg.Apply(mysql.Charset("utf8mb4", "utf8mb4_unicode_ci")); err != nil {
+		return nil, fmt.Errorf("sqlstore: open mysql: %w", err)
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	if _, ok := cfg.Params["sql_mode"]; !ok {
+		// Strict mode: too long a value is an error, never a silent cut.
+		cfg.Params["sql_mode"] = "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'"
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: open mysql: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(16)
+	// Below the usual server and proxy idle timeouts, so the pool does not
+	// hand out connections the other side already dropped.
+	db.SetConnMaxLifetime(5 * time.Minute)
+	db.SetConnMaxIdleTime(time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlstore: open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
+	}
+	return &Store{db: db, rdb: db, d: mysqlDialect}, nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlstore: ping: %w", err)
+	}
+	if s.rdb != s.db {
+		if err := s.rdb.PingContext(ctx); err != nil {
+			return fmt.Errorf("sqlstore: ping readers: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close closes the connection pools.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	if s.rdb != s.db {
+		err = errors.Join(err, s.rdb.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("sqlstore: close: %w", err)
+	}
+	return nil
+}
+
+// DB returns the pool that takes writes, for tests and tools. On SQLite it
+// holds one connection: a caller must not keep it (an open transaction or
+// unclosed rows) while calling the store.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// maxAttempts bounds how often write retries a transaction the database
+// aborted to break a deadlock.
+const maxAttempts = 5
+
+// write runs fn in a transaction on the write pool and commits it if fn
+// returns nil. When the database picks the transaction as a deadlock
+// victim, write runs fn again from the start, so fn must not have effects
+// outside the transaction.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.inTx(ctx, nil, fn)
+		if err == nil || attempt == maxAttempts || !s.d.retryable(err) {
+			return err
+		}
+		// A little jitter, so that the two sides of a deadlock do not
+		// meet again at once.
+		backoff := time.Duration(attempt)*5*time.Millisecond + rand.N(5*time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func (s *Store) inTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// millis and fromMillis convert between times and the unix milliseconds the
+// schema stores.
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// placeholders returns "?, ?, ?" for n arguments.
+func placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?, ", n-1) + "?"
+}
+
+// chunkSize bounds the ids of one IN (...) list.
+const chunkSize = 500
+
+// chunks splits ids, without duplicates, into slices of at most chunkSize.
+func chunks(ids []int64) [][]any {
+	seen := make(map[int64]bool, len(ids))
+	var out [][]any
+	var cur []any
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		cur = append(cur, id)
+		if len(cur) == chunkSize {
+			out = append(out, cur)
+			cur = nil
+		}
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// scanIDs reads a one-column result of ids.
+func scanIDs(rows *sql.Rows, n int) ([]int64, error) {
+	defer rows.Close()
+	ids := make([]int64, 0, min(n, 1024))
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}

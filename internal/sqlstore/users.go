@@ -1,0 +1,97 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// maxNameRunes is the width of users.name.
+const maxNameRunes = 255
+
+// CreateUser stores a new user under the id the caller chose (> 0). The
+// counts start at zero whatever u says: only Follow and Unfollow move
+// them. CreatedAt is now when zero. An existing id is ECONFLICT.
+func (s *Store) CreateUser(ctx context.Context, u feed.User) (feed.User, error) {
+	if u.ID <= 0 {
+		return feed.User{}, fmt.Errorf("sqlstore: create user: %w", feed.Errorf(feed.EINVALID, "user id %d is not positive", u.ID))
+	}
+	if utf8.RuneCountInString(u.Name) > maxNameRunes {
+		return feed.User{}, fmt.Errorf("sqlstore: create user %d: %w", u.ID,
+			feed.Errorf(feed.EINVALID, "a user name has at most %d characters", maxNameRunes))
+	}
+	if u.CreatedAt.IsZero() {
+		u.CreatedAt = time.Now()
+	}
+	u.CreatedAt = fromMillis(millis(u.CreatedAt))
+	u.FollowerCount, u.FollowingCount = 0, 0
+	_, err := s.db.ExecContext(ctx,
+		"INSERT INTO users (id, name, follower_count, following_count, created_at) VALUES (?, ?, 0, 0, ?)",
+		u.ID, u.Name, millis(u.CreatedAt))
+	if s.d.duplicate(err) {
+		err = feed.Errorf(feed.ECONFLICT, "user %d already exists", u.ID)
+	}
+	if err != nil {
+		return feed.User{}, fmt.Errorf("sqlstore: create user %d: %w", u.ID, err)
+	}
+	return u, nil
+}
+
+const userColumns = "id, name, follower_count, following_count, created_at"
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanUser(r scanner) (feed.User, error) {
+	var u feed.User
+	var created int64
+	if err := r.Scan(&u.ID, &u.Name, &u.FollowerCount, &u.FollowingCount, &created); err != nil {
+		return feed.User{}, err
+	}
+	u.CreatedAt = fromMillis(created)
+	return u, nil
+}
+
+// User returns one user, or ENOTFOUND.
+func (s *Store) User(ctx context.Context, id int64) (feed.User, error) {
+	u, err := scanUser(s.rdb.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = feed.Errorf(feed.ENOTFOUND, "user %d does not exist", id)
+	}
+	if err != nil {
+		return feed.User{}, fmt.Errorf("sqlstore: user %d: %w", id, err)
+	}
+	return u, nil
+}
+
+// Users returns the users among ids that exist, by id, with one query per
+// chunk of ids.
+func (s *Store) Users(ctx context.Context, ids []int64) (map[int64]feed.User, error) {
+	users := make(map[int64]feed.User, len(ids))
+	for _, chunk := range chunks(ids) {
+		err := func() error {
+			rows, err := s.rdb.QueryContext(ctx,
+				"SELECT "+userColumns+" FROM users WHERE id IN ("+placeholders(len(chunk))+")", chunk...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				u, err := scanUser(rows)
+				if err != nil {
+					return err
+				}
+				users[u.ID] = u
+			}
+			return rows.Err()
+		}()
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: users (%d ids): %w", len(ids), err)
+		}
+	}
+	return users, nil
+}
