@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/feedd/feedd/internal/feed"
 )
 
 // config is every setting of feedd. Each has a flag and an environment
@@ -32,6 +34,8 @@ type config struct {
 	relayWorkers int
 	activeDays   int
 	refresh      time.Duration
+	fanoutMode   feed.FanoutMode
+	pullAt       int
 	autoMigrate  bool
 	logLevel     string
 }
@@ -108,6 +112,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	num(&c.relayWorkers, "relay-workers", 2, "concurrent outbox relay loops per work process")
 	num(&c.activeDays, "active-days", 30, "an inbox unread for this many days expires and is rebuilt when its reader returns")
 	dur(&c.refresh, "refresh-interval", 5*time.Second, "at most one smart refresh of a reader's first page per interval")
+	var mode string
+	str(&mode, "fanout-mode", "hybrid", "timeline model: push, pull, or hybrid (push below the pull threshold, pull above)")
+	num(&c.pullAt, "pull-threshold", 100_000, "in hybrid mode, authors with at least this many followers are pulled at read time, not fanned out (back to push below 90% of it)")
 	boolean(&c.autoMigrate, "auto-migrate", true, "apply SQL migrations at start (they are idempotent)")
 	str(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Usage = func() {
@@ -118,11 +125,15 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		fmt.Fprintf(stderr, "\nflags (each also read from the environment variable in brackets):\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	var err error
+	if err = fs.Parse(args); err != nil {
 		return c, err
 	}
 	if envErr != nil {
 		return c, envErr
+	}
+	if c.fanoutMode, err = feed.ParseFanoutMode(mode); err != nil {
+		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -130,7 +141,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"inbox-max", c.inboxMax}, {"direct-fanout", c.directFanout}, {"batch-size", c.batchSize}, {"workers", c.workers}, {"relay-workers", c.relayWorkers}, {"active-days", c.activeDays}} {
+	}{{"inbox-max", c.inboxMax}, {"direct-fanout", c.directFanout}, {"batch-size", c.batchSize}, {"workers", c.workers}, {"relay-workers", c.relayWorkers}, {"active-days", c.activeDays}, {"pull-threshold", c.pullAt}} {
 		if v.n <= 0 {
 			return c, fmt.Errorf("%s must be positive, got %d", v.name, v.n)
 		}

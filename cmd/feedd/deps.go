@@ -25,14 +25,22 @@ import (
 	"github.com/feedd/feedd/internal/sqlstore"
 )
 
+// outboxMax is how many post ids a pulled author's cached outbox keeps:
+// under Redis's listpack limit of 128 entries, so each outbox stays compact.
+const outboxMax = 100
+
 // deps are the backends one process talks to.
 type deps struct {
-	store      *sqlstore.Store
-	cache      feed.Cache
-	broker     feed.Broker
-	reg        *prometheus.Registry
-	adminToken string
-	jwtSecret  []byte
+	store *sqlstore.Store
+	cache feed.Cache
+	// outboxes caches pulled authors' newest post ids: the inbox
+	// structure in its own key space (nil unless the mode is hybrid).
+	outboxes      feed.Cache
+	broker        feed.Broker
+	reg           *prometheus.Registry
+	adminToken    string
+	jwtSecret     []byte
+	closeOutboxes bool
 	// now is the clock of the id generator (time.Now when nil); tests set
 	// it to make many posts share a millisecond.
 	now func() time.Time
@@ -101,12 +109,21 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		if err != nil {
 			return nil, fmt.Errorf("FEEDD_REDIS_URL: %w", err)
 		}
-		d.cache = rediscache.New(redis.NewClient(opt), rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax})
+		client := redis.NewClient(opt)
+		d.cache = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax})
 		if err := d.cache.Ping(ctx); err != nil {
 			return nil, fmt.Errorf("redis at %s: %w", opt.Addr, err)
 		}
+		if cfg.fanoutMode == feed.ModeHybrid {
+			// Same client: closing the inbox cache closes it.
+			d.outboxes = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix + "ob:", InboxMax: outboxMax})
+		}
 	} else {
 		d.cache = inmemcache.New(inmemcache.Options{InboxMax: cfg.inboxMax})
+		if cfg.fanoutMode == feed.ModeHybrid {
+			d.outboxes = inmemcache.New(inmemcache.Options{InboxMax: outboxMax})
+			d.closeOutboxes = true
+		}
 	}
 	if cfg.amqpURL != "" {
 		if d.broker, err = rabbit.Dial(ctx, cfg.amqpURL, rabbit.Options{Prefix: cfg.amqpPrefix}, logger); err != nil {
@@ -123,6 +140,9 @@ func (d *deps) close(logger *slog.Logger) {
 		if err := d.broker.Close(); err != nil {
 			logger.Warn("closing broker", "err", err)
 		}
+	}
+	if d.outboxes != nil && d.closeOutboxes {
+		_ = d.outboxes.Close()
 	}
 	if d.cache != nil {
 		if err := d.cache.Close(); err != nil {

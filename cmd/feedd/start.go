@@ -29,6 +29,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	serveAPI := cfg.role == "all" || cfg.role == "serve"
 	runWork := cfg.role == "all" || cfg.role == "work"
 
+	policy := feed.DeliveryPolicy{Mode: cfg.fanoutMode, PullThreshold: int64(cfg.pullAt)}
 	var rel *relay.Relay
 	if runWork {
 		rel = relay.New(logger, relay.Config{Workers: cfg.relayWorkers}, d.store, d.broker, d.reg)
@@ -52,7 +53,9 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			InboxMax:        cfg.inboxMax,
 			InboxTTL:        time.Duration(cfg.activeDays) * 24 * time.Hour,
 			RefreshInterval: cfg.refresh,
-		}, d.store, d.cache, feed.NewIDGen(d.now), d.reg, opts...)
+			Policy:          policy,
+			OutboxMax:       outboxMax,
+		}, d.store, d.cache, inboxesOrNil(d.outboxes), feed.NewIDGen(d.now), d.reg, opts...)
 		handler = httpapi.NewServer(logger, httpapi.Config{
 			AdminToken: d.adminToken, JWTSecret: d.jwtSecret,
 		}, svc, d.reg, metrics)
@@ -74,7 +77,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			fmt.Fprintln(stdout, "admin token: the one in FEEDD_ADMIN_TOKEN")
 		}
 	}
-	logger.Info("feedd started", "role", cfg.role, "url", url, "sql", sqlKind(cfg), "cache", orEmbedded(cfg.redisURL != "", "redis"), "queue", orEmbedded(cfg.amqpURL != "", "rabbitmq"))
+	logger.Info("feedd started", "role", cfg.role, "url", url, "sql", sqlKind(cfg), "cache", orEmbedded(cfg.redisURL != "", "redis"), "queue", orEmbedded(cfg.amqpURL != "", "rabbitmq"), "fanout_mode", cfg.fanoutMode)
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
@@ -82,8 +85,8 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	errs := make(chan error, 4)
 	if runWork {
 		disp, worker := fanout.New(logger, fanout.Config{
-			DirectFanout: cfg.directFanout, BatchSize: cfg.batchSize,
-		}, d.store, d.cache, d.broker, d.reg)
+			DirectFanout: cfg.directFanout, BatchSize: cfg.batchSize, Policy: policy,
+		}, d.store, d.cache, inboxesOrNil(d.outboxes), d.broker, d.reg)
 		work.Go(func() { _ = rel.Run(workCtx) })
 		work.Go(func() {
 			if err := d.broker.Consume(workCtx, feed.QueuePosts, feed.ConsumeOptions{Concurrency: 4}, disp.Handle); err != nil {
@@ -119,6 +122,14 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	work.Wait()
 	logger.Info("feedd stopped")
 	return runErr
+}
+
+// inboxesOrNil keeps a nil cache a nil interface.
+func inboxesOrNil(c feed.Cache) feed.Inboxes {
+	if c == nil {
+		return nil
+	}
+	return c
 }
 
 func sqlKind(cfg config) string {

@@ -24,29 +24,31 @@ type Cache interface {
 
 // Dispatcher handles post events.
 type Dispatcher struct {
-	cfg     Config
-	store   Store
-	cache   Cache
-	pub     Publisher
-	logger  *slog.Logger
-	metrics *metrics
-	pusher  pusher
+	cfg      Config
+	store    Store
+	cache    Cache
+	outboxes Inboxes // pulled authors' outboxes; nil in push mode
+	pub      Publisher
+	logger   *slog.Logger
+	metrics  *metrics
+	pusher   pusher
 }
 
-func newDispatcher(logger *slog.Logger, cfg Config, store Store, cache Cache, pub Publisher, m *metrics) *Dispatcher {
+func newDispatcher(logger *slog.Logger, cfg Config, store Store, cache Cache, outboxes Inboxes, pub Publisher, m *metrics) *Dispatcher {
 	cfg = cfg.withDefaults()
 	return &Dispatcher{
-		cfg: cfg, store: store, cache: cache, pub: pub, metrics: m,
+		cfg: cfg, store: store, cache: cache, outboxes: outboxes, pub: pub, metrics: m,
 		logger: logger.With("component", "dispatcher"),
 		pusher: pusher{inboxes: cache, metrics: m, batch: cfg.BatchSize},
 	}
 }
 
-// New returns a dispatcher and a worker sharing one set of metrics; reg
-// may be nil.
-func New(logger *slog.Logger, cfg Config, store Store, cache Cache, pub Publisher, reg prometheus.Registerer) (*Dispatcher, *Worker) {
+// New returns a dispatcher and a worker sharing one set of metrics.
+// outboxes holds pulled authors' outboxes (nil unless some author can be
+// pulled); reg may be nil.
+func New(logger *slog.Logger, cfg Config, store Store, cache Cache, outboxes Inboxes, pub Publisher, reg prometheus.Registerer) (*Dispatcher, *Worker) {
 	m := newMetrics(reg)
-	return newDispatcher(logger, cfg, store, cache, pub, m), newWorker(logger, cfg, store, cache, m)
+	return newDispatcher(logger, cfg, store, cache, outboxes, pub, m), newWorker(logger, cfg, store, cache, m)
 }
 
 // Handle is the feed.Handler for QueuePosts.
@@ -69,6 +71,18 @@ func (d *Dispatcher) Handle(ctx context.Context, del feed.Delivery) error {
 			return nil
 		}
 		return fmt.Errorf("dispatcher: author of post %d: %w", ev.PostID, err)
+	}
+	if d.cfg.Policy.Pulls(author) {
+		// Readers merge this author's outbox at read time: no inbox writes.
+		// An absent outbox is rebuilt from SQL by the first reader.
+		d.metrics.events.WithLabelValues("pulled").Inc()
+		if d.outboxes == nil {
+			return nil
+		}
+		if err := d.outboxes.PushToInboxes(ctx, []int64{ev.AuthorID}, ev.PostID); err != nil {
+			return fmt.Errorf("dispatcher: outbox of %d: %w", ev.AuthorID, err)
+		}
+		return nil
 	}
 	if author.FollowerCount < int64(d.cfg.DirectFanout) {
 		d.metrics.events.WithLabelValues("direct").Inc()

@@ -39,6 +39,9 @@ type Config struct {
 	BatchSize    int           // followers per batch task and per pipelined write (FEEDD_BATCH_SIZE)
 	LockTTL      time.Duration // a split lock of a dead dispatcher frees itself after this
 	DoneTTL      time.Duration // how long a finished split is remembered against redelivery
+	// Policy decides whether an author's posts are pushed at all; a
+	// pulled author's post only goes into its own outbox.
+	Policy feed.DeliveryPolicy
 }
 
 func (c Config) withDefaults() Config {
@@ -53,6 +56,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DoneTTL <= 0 {
 		c.DoneTTL = 24 * time.Hour
+	}
+	if c.Policy.Mode == "" {
+		c.Policy = feed.DeliveryPolicy{Mode: feed.ModePush}
 	}
 	return c
 }
@@ -74,7 +80,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "feedd_fanout_tasks_total", Help: "Batch tasks, by outcome (created, done, failed).",
 		}, []string{"outcome"}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "feedd_fanout_events_total", Help: "Post events the dispatcher handled, by how (direct, split, duplicate, invalid).",
+			Name: "feedd_fanout_events_total", Help: "Post events the dispatcher handled, by how (direct, split, pulled, duplicate, invalid).",
 		}, []string{"how"}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "feedd_fanout_lag_seconds",

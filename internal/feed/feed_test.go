@@ -136,3 +136,28 @@ func BenchmarkIDGen(b *testing.B) {
 		_ = g.Next()
 	}
 }
+
+func TestDeliveryPolicyHysteresis(t *testing.T) {
+	p := feed.DeliveryPolicy{Mode: feed.ModeHybrid, PullThreshold: 1000}
+	for _, c := range []struct {
+		followers int64
+		stored    bool
+		want      bool
+	}{
+		{0, false, false}, {899, true, false}, {900, false, false}, {900, true, true},
+		{999, true, true}, {999, false, false}, {1000, false, true}, {5000, false, true},
+	} {
+		if got := p.Pulls(feed.User{FollowerCount: c.followers, PullMode: c.stored}); got != c.want {
+			t.Errorf("Pulls(%d followers, stored %v) = %v; want %v", c.followers, c.stored, got, c.want)
+		}
+	}
+	if (feed.DeliveryPolicy{Mode: feed.ModePush, PullThreshold: 1}).Pulls(feed.User{FollowerCount: 10}) {
+		t.Error("push mode pulled an author")
+	}
+	if !(feed.DeliveryPolicy{Mode: feed.ModePull}).Pulls(feed.User{}) {
+		t.Error("pull mode pushed an author")
+	}
+	if _, err := feed.ParseFanoutMode("fanout"); err == nil {
+		t.Error("ParseFanoutMode accepted an unknown mode")
+	}
+}

@@ -13,6 +13,13 @@ type User struct {
 	FollowerCount  int64
 	FollowingCount int64
 	CreatedAt      time.Time
+	// PullMode is the stored state of the hybrid model's hysteresis: set
+	// while the author's posts are pulled at read time. DeliveryMode says
+	// what a read sees; PullMode only matters inside the band.
+	PullMode bool
+	// DeliveryMode is "push" or "pull": how the author's posts reach
+	// readers now. The service fills it in; stores leave it empty.
+	DeliveryMode string
 }
 
 // Post is one entry of a timeline. Its ID is time-ordered (see IDGen), so

@@ -23,6 +23,9 @@ type userJSON struct {
 	Name           string `json:"name"`
 	FollowerCount  int64  `json:"follower_count"`
 	FollowingCount int64  `json:"following_count"`
+	// DeliveryMode is how the user's posts reach readers ("push" or
+	// "pull"); GET /v1/users/{id} shows it, lists leave it out.
+	DeliveryMode string `json:"delivery_mode,omitempty"`
 }
 
 func toUserJSON(u feed.User) userJSON {
@@ -31,6 +34,7 @@ func toUserJSON(u feed.User) userJSON {
 		Name:           u.Name,
 		FollowerCount:  u.FollowerCount,
 		FollowingCount: u.FollowingCount,
+		DeliveryMode:   u.DeliveryMode,
 	}
 }
 

@@ -42,17 +42,18 @@ func (s *Store) CreateUser(ctx context.Context, u feed.User) (feed.User, error) 
 	return u, nil
 }
 
-const userColumns = "id, name, follower_count, following_count, created_at"
+const userColumns = "id, name, follower_count, following_count, created_at, pull_mode"
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanUser(r scanner) (feed.User, error) {
 	var u feed.User
-	var created int64
-	if err := r.Scan(&u.ID, &u.Name, &u.FollowerCount, &u.FollowingCount, &created); err != nil {
+	var created, pull int64
+	if err := r.Scan(&u.ID, &u.Name, &u.FollowerCount, &u.FollowingCount, &created, &pull); err != nil {
 		return feed.User{}, err
 	}
 	u.CreatedAt = fromMillis(created)
+	u.PullMode = pull != 0
 	return u, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/feedd/feedd/internal/feed"
 )
 
@@ -14,17 +16,46 @@ import (
 // read unbounded.
 const maxReadRounds = 8
 
+// outboxFetchers bounds the concurrent cache reads of one merged page.
+const outboxFetchers = 16
+
+// source is one stream of a reader's feed: post ids strictly below a
+// position, newest first. exhausted means it has nothing below the last
+// id it returned.
+type source interface {
+	next(ctx context.Context, pos int64, want int) (ids []int64, exhausted bool, err error)
+	// forget is told the deleted posts among the ids it returned, to
+	// remove them from its cache (lazy delete).
+	forget(ctx context.Context, dead []int64)
+}
+
 // Feed returns up to n live posts of reader's home feed with ids below
 // before (0: from the newest), newest first, and whether more exist.
 //
-// The page comes from the inbox; a missing inbox is rebuilt from SQL; a
-// first page is refreshed against SQL at most once per RefreshInterval;
-// when the inbox runs out before the page is full and the inbox is not
-// complete, the page continues from SQL below the last id seen. Ids are
-// unique and totally ordered, so the seam between the sources is exact.
+// Push: the page comes from the inbox; a missing inbox is rebuilt from
+// SQL; a first page is refreshed against SQL at most once per
+// RefreshInterval; when the inbox runs out before the page is full and is
+// not complete, the page continues from SQL below the last id seen. Pull:
+// the page comes from SQL. Hybrid: the inbox is merged with the outboxes
+// of the pulled authors the reader follows. Ids are unique and totally
+// ordered, so every seam between sources is exact, one id is the whole
+// cursor, and duplicates across sources are merged away.
 func (s *Service) Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
-	r := feedRead{s: s, reader: reader, pos: before, fromInbox: true, path: pathInbox}
+	in := &inboxSource{s: s, reader: reader, fromInbox: s.cfg.Policy.Mode != feed.ModePull, path: pathInbox}
+	if !in.fromInbox {
+		in.path = pathSQL
+	}
+	srcs := []source{in}
+	if s.cfg.Policy.Mode == feed.ModeHybrid && s.outboxes != nil {
+		pullees, err := s.pullees(ctx, reader)
+		if err != nil {
+			return nil, false, fmt.Errorf("timeline: pulled followees of %d: %w", reader, err)
+		}
+		srcs = append(srcs, pulledSources(s, pullees)...)
+	}
+
 	out := make([]feed.Post, 0, n+1)
+	pos := before
 	// Ask for one more than the page so that "more exist" is known
 	// without a second request returning an empty page.
 	for round := 0; len(out) <= n && round < maxReadRounds; round++ {
@@ -32,75 +63,130 @@ func (s *Service) Feed(ctx context.Context, reader, before int64, n int) ([]feed
 		if round > 0 {
 			want += want / 2 // deleted posts were met: read a little further ahead
 		}
-		ids, exhausted, err := r.next(ctx, want)
+		lists, err := fetchAll(ctx, srcs, pos, want)
 		if err != nil {
 			return nil, false, err
 		}
+		ids := mergeK(lists, want)
 		live, dead, err := s.hydrate(ctx, ids)
 		if err != nil {
 			return nil, false, err
 		}
-		if len(dead) > 0 && r.fromInbox {
+		if len(dead) > 0 {
 			s.metrics.lazyDeletes.Add(float64(len(dead)))
-			if err := s.cache.RemoveFromInbox(ctx, reader, dead); err != nil {
-				s.cacheFailed("lazy delete", err)
+			for i, src := range srcs {
+				if d := intersect(dead, lists[i]); len(d) > 0 {
+					src.forget(ctx, d)
+				}
 			}
 		}
 		out = append(out, live...)
-		if len(ids) > 0 {
-			r.pos = ids[len(ids)-1]
+		if len(ids) < want {
+			break // every source is exhausted below pos
 		}
-		if exhausted {
-			if !r.fromInbox || r.complete {
-				break
-			}
-			r.fromInbox, r.path = false, pathSQL
-		}
+		pos = ids[len(ids)-1]
 	}
-	s.metrics.reads.WithLabelValues(r.path).Inc()
+	path := in.path
+	if len(srcs) > 1 {
+		path = pathMerged
+	}
+	s.metrics.reads.WithLabelValues(path).Inc()
 	if len(out) > n {
 		return out[:n], true, nil
 	}
 	return out, false, nil
 }
 
-// feedRead walks one reader's feed downwards from pos: first the inbox,
-// then SQL.
-type feedRead struct {
+// pulledSources reads the first MaxMergedOutboxes pulled authors from
+// their cached outboxes and the rest with one SQL query per page.
+func pulledSources(s *Service, authors []int64) []source {
+	var srcs []source
+	k := min(len(authors), s.cfg.MaxMergedOutboxes)
+	for _, a := range authors[:k] {
+		srcs = append(srcs, outboxSource{s: s, author: a})
+	}
+	if rest := authors[k:]; len(rest) > 0 {
+		srcs = append(srcs, authorsSQLSource{s: s, authors: rest})
+	}
+	return srcs
+}
+
+// fetchAll reads want ids below pos from every source: the first (the
+// inbox) at once, the others concurrently with a bound.
+func fetchAll(ctx context.Context, srcs []source, pos int64, want int) ([][]int64, error) {
+	lists := make([][]int64, len(srcs))
+	if len(srcs) == 1 {
+		ids, _, err := srcs[0].next(ctx, pos, want)
+		lists[0] = ids
+		return lists, err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(outboxFetchers)
+	for i, src := range srcs {
+		g.Go(func() error {
+			ids, _, err := src.next(gctx, pos, want)
+			lists[i] = ids
+			return err
+		})
+	}
+	return lists, g.Wait()
+}
+
+// inboxSource walks one reader's feed downwards: first the inbox, then
+// SQL (FeedPostIDs: every followee) once the inbox runs out and is not
+// complete. In pull mode it is SQL from the start.
+type inboxSource struct {
 	s         *Service
 	reader    int64
-	pos       int64 // exclusive upper bound of the next ids; 0 = newest
 	fromInbox bool
 	complete  bool // the inbox holds everything below its newest entry
 	started   bool
 	path      string
 }
 
-// next returns up to want ids below r.pos and whether the current source
-// has no more.
-func (r *feedRead) next(ctx context.Context, want int) ([]int64, bool, error) {
+func (r *inboxSource) next(ctx context.Context, pos int64, want int) ([]int64, bool, error) {
+	var ids []int64
 	if r.fromInbox {
-		pg, err := r.inboxPage(ctx, want)
-		if err == nil {
+		pg, err := r.inboxPage(ctx, pos, want)
+		if err != nil {
+			// The cache is down: the reader gets the same feed from SQL.
+			r.s.cacheFailed("read inbox", err)
+			r.fromInbox, r.path = false, pathSQL
+		} else {
 			r.complete = pg.Complete
-			return pg.IDs, len(pg.IDs) < want, nil
+			if len(pg.IDs) == want || pg.Complete {
+				return pg.IDs, len(pg.IDs) < want, nil
+			}
+			// Past the inbox's trimmed end: continue in SQL without a seam.
+			ids = pg.IDs
+			if len(ids) > 0 {
+				pos = ids[len(ids)-1]
+			}
+			r.path = pathSQL
 		}
-		// The cache is down: the reader gets the same feed from SQL.
-		r.s.cacheFailed("read inbox", err)
-		r.fromInbox, r.path = false, pathSQL
 	}
-	ids, err := r.s.store.FeedPostIDs(ctx, r.reader, 0, r.pos, want)
+	more, err := r.s.store.FeedPostIDs(ctx, r.reader, 0, pos, want-len(ids))
 	if err != nil {
 		return nil, false, fmt.Errorf("timeline: feed of %d from SQL: %w", r.reader, err)
 	}
+	ids = append(ids[:len(ids):len(ids)], more...)
 	return ids, len(ids) < want, nil
 }
 
-func (r *feedRead) inboxPage(ctx context.Context, want int) (feed.InboxPage, error) {
+func (r *inboxSource) forget(ctx context.Context, dead []int64) {
+	if !r.fromInbox {
+		return
+	}
+	if err := r.s.cache.RemoveFromInbox(ctx, r.reader, dead); err != nil {
+		r.s.cacheFailed("lazy delete", err)
+	}
+}
+
+func (r *inboxSource) inboxPage(ctx context.Context, pos int64, want int) (feed.InboxPage, error) {
 	s := r.s
 	first := !r.started
 	r.started = true
-	pg, err := s.cache.InboxPage(ctx, r.reader, r.pos, want)
+	pg, err := s.cache.InboxPage(ctx, r.reader, pos, want)
 	if err != nil {
 		return pg, err
 	}
@@ -114,9 +200,9 @@ func (r *feedRead) inboxPage(ctx context.Context, want int) (feed.InboxPage, err
 			return pg, err
 		}
 		r.path = pathRebuilt
-		return pageBelow(ids, r.pos, want, complete), nil
+		return pageBelow(ids, pos, want, complete), nil
 	}
-	if first && r.pos == 0 {
+	if first && pos == 0 {
 		added, err := s.refresh(ctx, r.reader, pg.IDs)
 		if err != nil {
 			s.cacheFailed("smart refresh", err)

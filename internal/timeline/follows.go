@@ -18,6 +18,7 @@ func (s *Service) Follow(ctx context.Context, follower, followee int64) error {
 	if err != nil || !changed {
 		return err
 	}
+	s.afterGraphChange(ctx, follower, followee)
 	if err := s.backfill(ctx, follower, followee); err != nil {
 		// The edge is in SQL: a failed backfill only costs freshness, and
 		// dropping the inbox makes the next read rebuild it complete.
@@ -61,6 +62,7 @@ func (s *Service) Unfollow(ctx context.Context, follower, followee int64) error 
 	if err != nil || !changed {
 		return err
 	}
+	s.afterGraphChange(ctx, follower, followee)
 	if err := s.removeAuthor(ctx, follower, followee); err != nil {
 		s.cacheFailed("unfollow removal", err)
 		_ = s.cache.DropInbox(ctx, follower)
@@ -83,4 +85,15 @@ func (s *Service) removeAuthor(ctx context.Context, reader, author int64) error 
 		return nil
 	}
 	return s.cache.RemoveFromInbox(ctx, reader, ids)
+}
+
+// afterGraphChange re-decides the followee's delivery mode and refreshes
+// the follower's cached list of pulled authors. The edge is committed;
+// failures here only delay a mode switch to the next follow, so they are
+// logged, not returned.
+func (s *Service) afterGraphChange(ctx context.Context, follower, followee int64) {
+	if err := s.updateDelivery(ctx, followee); err != nil {
+		s.logger.Warn("could not update delivery mode", "author", followee, "err", err)
+	}
+	s.forgetPullees(ctx, follower)
 }

@@ -15,7 +15,8 @@ type metrics struct {
 const (
 	pathInbox   = "inbox"   // served from an existing inbox
 	pathRebuilt = "rebuilt" // the inbox was missing and rebuilt from SQL
-	pathSQL     = "sql"     // paged past the inbox's end, or the cache failed
+	pathSQL     = "sql"     // pull mode, paged past the inbox's end, or the cache failed
+	pathMerged  = "merged"  // the inbox merged with pulled authors' outboxes
 )
 
 func newMetrics(reg prometheus.Registerer) *metrics {

@@ -31,6 +31,9 @@ type Store interface {
 	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, error)
 	AuthorPostIDs(ctx context.Context, author, after, before int64, n int) ([]int64, error)
 	FeedPostIDs(ctx context.Context, reader, after, before int64, n int) ([]int64, error)
+	AuthorsPostIDs(ctx context.Context, authors []int64, before int64, n int) ([]int64, error)
+	PullFollowees(ctx context.Context, reader, high, low int64) ([]int64, error)
+	SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error)
 	Ping(ctx context.Context) error
 }
 
@@ -43,6 +46,19 @@ type Config struct {
 	RefreshInterval time.Duration // at most one smart refresh per reader per interval
 	RefreshLookback time.Duration // refresh also re-checks this far below the inbox's newest entry
 	BackfillPosts   int           // a follow copies at least this many of the followee's newest posts
+
+	// Policy picks push or pull per author (FEEDD_FANOUT_MODE,
+	// FEEDD_PULL_THRESHOLD).
+	Policy feed.DeliveryPolicy
+	// OutboxMax is how many of a pulled author's newest post ids its
+	// cached outbox keeps; older ones are read from SQL.
+	OutboxMax int
+	// MaxMergedOutboxes bounds the outboxes one read merges from the
+	// cache; a reader following more pulled authors gets the rest from
+	// one SQL query, so no read costs thousands of cache lookups.
+	MaxMergedOutboxes int
+	// PulleesTTL is how long a reader's list of pulled followees is cached.
+	PulleesTTL time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -57,6 +73,19 @@ func (c Config) withDefaults() Config {
 	if c.BackfillPosts <= 0 {
 		c.BackfillPosts = 10
 	}
+	if c.Policy.Mode == "" {
+		c.Policy.Mode = feed.ModeHybrid
+	}
+	if c.Policy.PullThreshold <= 0 {
+		c.Policy.PullThreshold = 100_000
+	}
+	if c.OutboxMax <= 0 {
+		c.OutboxMax = 100
+	}
+	if c.MaxMergedOutboxes <= 0 {
+		c.MaxMergedOutboxes = 64
+	}
+	def(&c.PulleesTTL, 30*time.Second)
 	def(&c.InboxTTL, 30*24*time.Hour)
 	def(&c.EmptyTTL, 30*time.Second)
 	def(&c.PostTTL, time.Hour)
@@ -67,13 +96,16 @@ func (c Config) withDefaults() Config {
 
 // Service implements the API's operations.
 type Service struct {
-	cfg     Config
-	store   Store
-	cache   feed.Cache
-	ids     *feed.IDGen
-	logger  *slog.Logger
-	metrics *metrics
-	ready   []func(context.Context) error
+	cfg   Config
+	store Store
+	cache feed.Cache
+	// outboxes caches pulled authors' newest post ids, keyed by author:
+	// the same structure as an inbox, in its own key space.
+	outboxes feed.Inboxes
+	ids      *feed.IDGen
+	logger   *slog.Logger
+	metrics  *metrics
+	ready    []func(context.Context) error
 	// published is told (without blocking) that the outbox has a new
 	// event, so an in-process relay need not wait for its next poll.
 	published func()
@@ -91,12 +123,14 @@ func WithReadyCheck(f func(context.Context) error) Option {
 	return func(s *Service) { s.ready = append(s.ready, f) }
 }
 
-// New returns a Service. reg may be nil.
-func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, ids *feed.IDGen, reg prometheus.Registerer, opts ...Option) *Service {
+// New returns a Service. outboxes holds pulled authors' outboxes; reg may
+// be nil.
+func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, outboxes feed.Inboxes, ids *feed.IDGen, reg prometheus.Registerer, opts ...Option) *Service {
 	s := &Service{
 		cfg:       cfg.withDefaults(),
 		store:     store,
 		cache:     cache,
+		outboxes:  outboxes,
 		ids:       ids,
 		logger:    logger.With("component", "timeline"),
 		metrics:   newMetrics(reg),

@@ -31,9 +31,14 @@ func (s *Service) CreateUser(ctx context.Context, id int64, name string) (feed.U
 	}
 }
 
-// User returns a user.
+// User returns a user, with its current delivery mode.
 func (s *Service) User(ctx context.Context, id int64) (feed.User, error) {
-	return s.store.User(ctx, id)
+	u, err := s.store.User(ctx, id)
+	if err != nil {
+		return u, err
+	}
+	u.DeliveryMode = s.cfg.Policy.ModeOf(u)
+	return u, nil
 }
 
 // Followers lists user's followers with ids above after, ascending, and

@@ -1,0 +1,14 @@
+// Package proctest runs the real feedd binary as separate operating-system
+// processes — migrate, serve and work — against MariaDB, Redis and
+// RabbitMQ, and checks what an operator relies on when processes die or
+// are stopped: SIGKILL of a worker loses no fan-out, SIGTERM drains, the
+// configuration contract holds, and several serve and work processes
+// share one set of services.
+//
+// The package holds only tests. It builds cmd/feedd once per test binary
+// and starts it with exec, so it sees what a deployment sees: exit
+// statuses, signals, printed output and real sockets. Each test creates
+// its own MariaDB database, Redis key prefix (in Redis database 4) and
+// queue prefix, and removes them when it ends. Without the services a
+// test skips loudly; with CI=true it fails.
+package proctest

@@ -1,0 +1,124 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// SetPullMode records whether author's posts are pulled at read time, and
+// reports whether the state changed. When it turns push again, the
+// author's posts from the pull period never reached any inbox, so the same
+// transaction queues their fan-out (up to refan of the newest) through the
+// outbox: the switch and the catch-up commit together or not at all.
+func (s *Store) SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error) {
+	var changed bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		changed = false
+		res, err := tx.ExecContext(ctx, "UPDATE users SET pull_mode = ? WHERE id = ? AND pull_mode <> ?", boolInt(pull), author, boolInt(pull))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n == 0 {
+			return err
+		}
+		changed = true
+		if pull || refan <= 0 {
+			return nil
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM posts WHERE author_id = ? AND deleted_at IS NULL
+			ORDER BY id DESC LIMIT ?`, author, refan)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		now := millis(time.Now())
+		for _, id := range ids {
+			payload, _ := json.Marshal(feed.Event{Kind: feed.EventPostCreated, PostID: id, AuthorID: author})
+			if _, err := tx.ExecContext(ctx, "INSERT INTO outbox (payload, created_at) VALUES (?, ?)", payload, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: set pull mode of %d to %v: %w", author, pull, err)
+	}
+	return changed, nil
+}
+
+// PullFollowees returns the authors reader follows whose posts are pulled:
+// follower_count >= high, or in [low, high) with pull_mode set (the
+// hysteresis band). One query: the reader's follows rows by primary key,
+// each joined to its user by primary key.
+func (s *Store) PullFollowees(ctx context.Context, reader, high, low int64) ([]int64, error) {
+	ids, err := s.queryIDs(ctx, 64, `SELECT u.id FROM follows f JOIN users u ON u.id = f.followee_id
+		WHERE f.follower_id = ? AND (u.follower_count >= ? OR (u.follower_count >= ? AND u.pull_mode = 1))
+		ORDER BY u.id`, reader, high, low)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: pulled followees of %d: %w", reader, err)
+	}
+	return ids, nil
+}
+
+// AuthorsPostIDs returns up to n ids of the non-deleted posts of authors
+// below before (0: no bound), newest first: the posts of many pulled
+// authors at once, one range on posts_author per author.
+func (s *Store) AuthorsPostIDs(ctx context.Context, authors []int64, before int64, n int) ([]int64, error) {
+	if n <= 0 || len(authors) == 0 {
+		return []int64{}, nil
+	}
+	var out []int64
+	for _, chunk := range chunks(authors) {
+		args := append(chunk, upperBound(before), n)
+		ids, err := s.queryIDs(ctx, n, `SELECT id FROM posts WHERE author_id IN (`+placeholders(len(chunk))+`)
+			AND id < ? AND deleted_at IS NULL ORDER BY id DESC LIMIT ?`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: post ids of %d authors: %w", len(authors), err)
+		}
+		out = mergeIDsDesc(out, ids, n)
+	}
+	return out, nil
+}
+
+func mergeIDsDesc(a, b []int64, n int) []int64 {
+	if len(a) == 0 {
+		return b
+	}
+	out := make([]int64, 0, min(len(a)+len(b), n))
+	i, j := 0, 0
+	for len(out) < n && (i < len(a) || j < len(b)) {
+		if j >= len(b) || (i < len(a) && a[i] > b[j]) {
+			out = append(out, a[i])
+			i++
+		} else {
+			out = append(out, b[j])
+			j++
+		}
+	}
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
