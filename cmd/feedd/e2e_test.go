@@ -250,9 +250,7 @@ func TestCacheLoss(t *testing.T) {
 			}
 			slices.SortFunc(all, func(a, b string) int { return cmpID(b, a) })
 			want[i] = all
-			if got := in.feedAll(tok, 7); !slices.Equal(got, all) {
-				t.Fatalf("reader %d before cache loss: %d items, want %d", i, len(got), len(all))
-			}
+			in.feedEventually(tok, 7, all)
 		}
 		if _, ok := env["FEEDD_REDIS_URL"]; ok {
 			flushRedis(t, env["FEEDD_REDIS_URL"])
@@ -314,6 +312,8 @@ func TestPagingUnderConcurrentPublishes(t *testing.T) {
 			})
 		}
 		wg.Wait()
+		slices.SortFunc(before, func(a, b string) int { return cmpID(b, a) })
+		in.feedEventually(reader, 100, before)
 		// Page with limit 6 while the authors keep publishing.
 		stop := make(chan struct{})
 		var pub sync.WaitGroup
@@ -468,6 +468,7 @@ func TestPagingPastTrimmedInbox(t *testing.T) {
 			want = append(want, in.post(aTok, "p"+strconv.Itoa(i)))
 		}
 		slices.Reverse(want)
+		in.feedEventually(rTok, 10, want)
 		for _, limit := range []int{1, 7, 25, 100} {
 			if got := in.feedAll(rTok, limit); !slices.Equal(got, want) {
 				t.Fatalf("limit %d: got %d posts; want all %d in order", limit, len(got), len(want))

@@ -333,6 +333,37 @@ func (in *instance) feedAll(token string, limit int) []string {
 	}
 }
 
+// feedEventually pages through a feed until it equals want: fan-out is
+// asynchronous, so a post shows up in followers' feeds shortly after its
+// publish returns, not before.
+func (in *instance) feedEventually(token string, limit int, want []string) {
+	in.t.Helper()
+	var got []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got = in.feedAll(token, limit)
+		if slicesEqual(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			in.t.Fatalf("feed (limit %d) = %d posts %v; want %d posts %v", limit, len(got), got, len(want), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
