@@ -126,9 +126,11 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		}
 	}
 	if cfg.amqpURL != "" {
-		if d.broker, err = rabbit.Dial(ctx, cfg.amqpURL, rabbit.Options{Prefix: cfg.amqpPrefix}, logger); err != nil {
+		b, err := rabbit.Dial(ctx, cfg.amqpURL, rabbit.Options{Prefix: cfg.amqpPrefix}, logger)
+		if err != nil {
 			return nil, fmt.Errorf("rabbitmq: %w", err)
 		}
+		d.broker = b
 	} else {
 		d.broker = inmemqueue.New()
 	}

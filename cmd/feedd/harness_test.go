@@ -19,7 +19,10 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/feedd/feedd/internal/feed"
 )
 
 // The behavioural suite runs every test against two stacks: the embedded
@@ -71,16 +74,41 @@ var stacks = []stack{
 			_, _ = conn.Exec("DROP DATABASE IF EXISTS " + db)
 			conn.Close()
 		})
+		amqpURL, amqpPrefix := envOr("FEEDD_TEST_AMQP_URL", testAMQP), "e2e"+randHex(4)+"."
+		t.Cleanup(func() { deleteQueues(t, amqpURL, amqpPrefix) })
 		return map[string]string{
 			"FEEDD_MYSQL_DSN":    root + db,
 			"FEEDD_REDIS_URL":    envOr("FEEDD_TEST_E2E_REDIS_URL", testRedis),
 			"FEEDD_REDIS_PREFIX": "e2e" + randHex(4) + ":",
-			"FEEDD_AMQP_URL":     envOr("FEEDD_TEST_AMQP_URL", testAMQP),
-			"FEEDD_AMQP_PREFIX":  "e2e" + randHex(4) + ".",
+			"FEEDD_AMQP_URL":     amqpURL,
+			"FEEDD_AMQP_PREFIX":  amqpPrefix,
 			"FEEDD_ADMIN_TOKEN":  "admin-" + randHex(8),
 			"FEEDD_JWT_SECRET":   randHex(16),
 		}
 	}},
+}
+
+// deleteQueues removes the queues and exchange one test's feedd declared.
+func deleteQueues(t *testing.T, url, prefix string) {
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Logf("cleanup: %v", err)
+		return
+	}
+	defer conn.Close()
+	for _, q := range []string{feed.QueuePosts, feed.QueueTasks} {
+		for _, name := range []string{prefix + q, prefix + q + ".dead"} {
+			// A channel per delete: a failed one closes its channel.
+			if ch, err := conn.Channel(); err == nil {
+				_, _ = ch.QueueDelete(name, false, false, false)
+				ch.Close()
+			}
+		}
+	}
+	if ch, err := conn.Channel(); err == nil {
+		_ = ch.ExchangeDelete(prefix+"dlx", false, false)
+		ch.Close()
+	}
 }
 
 // requireServices skips on a laptop without the services and fails in CI.
