@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -56,5 +57,44 @@ func BenchmarkMergeDesc(b *testing.B) {
 	}
 	for b.Loop() {
 		_ = mergeDesc(a, c, 1000)
+	}
+}
+
+func TestMergeK(t *testing.T) {
+	lists := [][]int64{
+		{100, 90, 50, 10},
+		{95, 90, 40},
+		{},
+		{99, 98, 97, 10},
+	}
+	want := []int64{100, 99, 98, 97, 95, 90, 50, 40, 10}
+	if got := mergeK(lists, 100); !slices.Equal(got, want) {
+		t.Fatalf("mergeK = %v; want %v", got, want)
+	}
+	if got := mergeK(lists, 3); !slices.Equal(got, want[:3]) {
+		t.Fatalf("mergeK bounded = %v; want %v", got, want[:3])
+	}
+	if got := mergeK(nil, 5); len(got) != 0 {
+		t.Fatalf("mergeK(nil) = %v", got)
+	}
+}
+
+// BenchmarkMergeK merges a page (21 ids) from an inbox and k pulled
+// authors' outboxes, the shape of a hybrid read.
+func BenchmarkMergeK(b *testing.B) {
+	for _, k := range []int{1, 20, 64} {
+		lists := make([][]int64, k+1)
+		for i := range lists {
+			l := make([]int64, 21)
+			for j := range l {
+				l[j] = int64(1_000_000 - j*(k+1) - i)
+			}
+			lists[i] = l
+		}
+		b.Run(fmt.Sprintf("sources=%d", k+1), func(b *testing.B) {
+			for b.Loop() {
+				_ = mergeK(lists, 21)
+			}
+		})
 	}
 }
