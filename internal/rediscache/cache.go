@@ -3,32 +3,92 @@
 // that locks and rate gates use.
 //
 // It is built for Redis Cluster from the first line: every command and
-// every script touches one key, so any redis.UniversalClient works — a
-// single server, a Sentinel failover client, a Cluster or a Ring. Batches
-// (a fan-out push, a page of posts to hydrate) are pipelines of
-// single-key commands, which a ClusterClient splits by slot and sends to
-// the nodes in parallel; nothing uses MGET or a multi-key DEL.
+// every script touches one key, named in KEYS, so any
+// redis.UniversalClient works — a single server, a Sentinel failover
+// client, a Cluster or a Ring. Batches (a fan-out push, a page of posts to
+// hydrate) are pipelines of single-key commands, which a ClusterClient
+// splits by slot and sends to the nodes in parallel; nothing uses MGET or
+// a multi-key DEL.
 //
 // Keys, under Options.Prefix:
 //
-//	feed:{<reader>}  an inbox: a ZSET of post ids, member and score both the id
-//	post:{<id>}      a cached post, in the compact encoding of post.go
-//	kv:<key>         a KV key, as the caller named it
+//	inbox:{<reader>}  an inbox: one string, a ring of post ids (inbox.go)
+//	post:{<id>}       a cached post, in the compact encoding of post.go
+//	kv:<key>          a KV key, as the caller named it
 //
-// Every inbox holds a sentinel member "0" next to its ids. Its presence
-// means the inbox exists — so an empty feed is remembered as an inbox
-// holding only the sentinel — and its score says whether the inbox is
-// complete (0) or not (-1). Post ids are positive, so the sentinel always
-// has rank 0 and a score range that stops above 0 never returns it.
+// # Inboxes
+//
+// An inbox is one Redis string: a 21-byte header (format, complete or
+// not, ring size, head, count, newest id) and a ring of post ids, 7
+// big-endian bytes each (ids are below 2^53), newest first from the head.
+// Ids are time-ordered, so nearly every push brings a new newest id: the
+// push script reads the header, writes the slot before the head — in a
+// full inbox the oldest id's, so trimming to InboxMax costs nothing — and
+// writes the header back: three O(1) calls on one small string. A late
+// id (fan-outs finishing out of order) or a repeated one is found by
+// binary search and the ids on its shorter side move one slot, so the
+// inbox always holds exactly what a sorted set would. Reads are a script
+// too, one round trip: a first page is one GETRANGE; a later one finds
+// its cursor among the newest 64 ids or by binary search. An inbox is one
+// key, so its ttl is the whole inbox's, and pushes (SETRANGE) keep it.
+//
+// Why not the sorted set this replaced (member and score the id, a
+// sentinel member "0" for the state; bench_test.go keeps it for
+// comparison): at InboxMax 1000 it is a skiplist of about 118 bytes an id.
+// Raising zset-max-listpack-entries makes it about 20 bytes, but ZADD and
+// ZREMRANGEBYRANK into a 1000-entry listpack are O(n) on parsed scores and
+// pushes fell to about 15k inboxes/s. Bucket keys of at most 128 entries
+// (listpacks) cost about 22 bytes an id plus a key and an index per
+// bucket to keep in step; a LIST (LPUSH, LTRIM) costs about 10 bytes
+// (measured once: 10.3) but can seek neither by id nor by offset, so
+// cursors and late ids need the same scripting on a structure that is
+// slower to search. A ring of fixed-width ids is the least memory and the
+// cheapest common write, and depends on no encoding threshold.
+//
+// Measured with the benchmarks of bench_test.go (commands in LAYOUT.md):
+// Redis 7.0 on loopback, 2 cores shared with the Go client, InboxMax
+// 1000, both layouts in one run, medians of 5; rates move by 10-20% from
+// run to run on a shared machine:
+//
+//	                                       sorted set   ring    plain command
+//	bytes an id (MEMORY USAGE, all keys)      118.4      7.26
+//	push into full inboxes, inboxes/s          91k       171k    265k (ZADD)
+//	  every second push late by one            75k       114k
+//	  into absent inboxes (skipped)           279k       283k
+//	page of 20, pages/s (16 goroutines)                          (ZREVRANGEBYSCORE)
+//	  first page                               66k        74k     71k
+//	  pages 2 to 4                             60k        63k     73k
+//	  below a random id                        57k        40k     75k
+//
+// A page below a random id is the one case that lost: it binary-searches
+// past the newest 64 ids with a GETRANGE a probe, where the skiplist seeks
+// in one call. Readers scroll from the top, so it is the rare page.
+//
+// What a deployment needs: Redis 6.0 or later (SET … KEEPTTL; tested on
+// 7.0) with Lua scripting, whose struct library every Redis since 2.6 has.
+// No encoding setting matters — zset-max-listpack-*, list-max-listpack-size
+// and the like may stay at their defaults or be anything — and any
+// maxmemory-policy will do, since an evicted inbox is rebuilt from SQL.
+// Scripts are O(1) for a new post; a late id or a removal moves at most
+// half an inbox, and adding or removing more than 16 ids at once rewrites
+// it: O(InboxMax), tens of microseconds at 1000. Replicas and the AOF get
+// the scripts' effects, SETRANGEs of a few bytes.
+//
+// Upgrading from the sorted sets: inboxes moved from feed:{reader} to
+// inbox:{reader}, so that no string command ever meets an old sorted set
+// (WRONGTYPE) during a rolling deploy; every reader's first read after it
+// rebuilds the inbox from SQL. The old keys are never read again and
+// expire with their ttl; to free them at once (on each master of a
+// Cluster):
+//
+//	redis-cli --scan --pattern 'feedd:feed:{*}' | xargs -r -n 500 redis-cli unlink
 package rediscache
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -38,14 +98,6 @@ import (
 
 // DefaultInboxMax is the inbox length when Options.InboxMax is not set.
 const DefaultInboxMax = 800
-
-// The sentinel member of every inbox and the scores that say whether the
-// inbox is complete.
-const (
-	sentinel        = "0"
-	scoreComplete   = 0
-	scoreIncomplete = -1
-)
 
 // Options configure a Cache.
 type Options struct {
@@ -62,14 +114,15 @@ type Options struct {
 type Cache struct {
 	client   redis.UniversalClient
 	inboxMax int
-	// trimArg is -(InboxMax+1), the scripts' trim bound, formatted and
-	// boxed once because every push of a fan-out passes it.
-	trimArg any
+	// maxArg is InboxMax formatted and boxed once, because every push of
+	// a fan-out passes it.
+	maxArg any
 
 	// Key prefixes, built once.
-	feedKey, postKey, kvKey string
+	inboxPrefix, postKey, kvKey string
 
-	push, add, compareAndDelete, compareAndExpire *redis.Script
+	push, add, remove, page, bounds    *redis.Script
+	compareAndDelete, compareAndExpire *redis.Script
 }
 
 var _ feed.Cache = (*Cache)(nil)
@@ -82,64 +135,19 @@ func New(client redis.UniversalClient, opts Options) *Cache {
 	return &Cache{
 		client:           client,
 		inboxMax:         opts.InboxMax,
-		trimArg:          strconv.Itoa(-(opts.InboxMax + 1)),
-		feedKey:          opts.Prefix + "feed:",
+		maxArg:           strconv.Itoa(opts.InboxMax),
+		inboxPrefix:      opts.Prefix + "inbox:",
 		postKey:          opts.Prefix + "post:",
 		kvKey:            opts.Prefix + "kv:",
 		push:             redis.NewScript(pushScript),
 		add:              redis.NewScript(addScript),
+		remove:           redis.NewScript(removeScript),
+		page:             redis.NewScript(pageScript),
+		bounds:           redis.NewScript(boundsScript),
 		compareAndDelete: redis.NewScript(compareAndDeleteScript),
 		compareAndExpire: redis.NewScript(compareAndExpireScript),
 	}
 }
-
-// pushScript adds one id to one inbox if it exists, then trims the oldest
-// ids past InboxMax and marks the inbox incomplete if it did. It is the
-// fan-out's inner loop, so it makes as few calls as it can: the sentinel's
-// score tells both existence and state, and a trim by a negative rank
-// needs no ZCARD.
-//
-// KEYS[1] inbox; ARGV[1] post id; ARGV[2] -(InboxMax+1), the rank of the
-// last id to trim: ranks 1 .. -(InboxMax+1) are the ids past InboxMax
-// (rank 0 is the sentinel), an empty range unless the inbox overflows.
-const pushScript = `
-local state = redis.call('ZSCORE', KEYS[1], '0')
-if not state then
-  return 0
-end
-if redis.call('ZADD', KEYS[1], ARGV[1], ARGV[1]) == 0 then
-  return 1
-end
-if redis.call('ZREMRANGEBYRANK', KEYS[1], 1, ARGV[2]) > 0 and tonumber(state) == 0 then
-  redis.call('ZADD', KEYS[1], -1, '0')
-end
-return 1
-`
-
-// addScript adds ids to one inbox if it exists, trims it as pushScript
-// does, and marks it incomplete if it trimmed or if asked to.
-//
-// KEYS[1] inbox; ARGV[1] -(InboxMax+1); ARGV[2] "1" to mark incomplete;
-// ARGV[3...] post ids.
-const addScript = `
-if not redis.call('ZSCORE', KEYS[1], '0') then
-  return 0
-end
--- ZADD in chunks: unpack of thousands of values overflows Lua's stack.
-local z = {}
-for i = 3, #ARGV do
-  z[#z + 1] = ARGV[i]
-  z[#z + 1] = ARGV[i]
-  if #z >= 1000 or i == #ARGV then
-    redis.call('ZADD', KEYS[1], unpack(z))
-    z = {}
-  end
-end
-if redis.call('ZREMRANGEBYRANK', KEYS[1], 1, ARGV[1]) > 0 or ARGV[2] == '1' then
-  redis.call('ZADD', KEYS[1], -1, '0')
-end
-return 1
-`
 
 // KEYS[1] key; ARGV[1] expected value.
 const compareAndDeleteScript = `
@@ -178,40 +186,6 @@ func (c *Cache) Close() error {
 	return nil
 }
 
-// inboxKey returns the key of reader's inbox. The reader id is the hash
-// tag, so that an inbox's commands, and a script on it, stay on one slot.
-func (c *Cache) inboxKey(reader int64) string {
-	return string(c.appendInboxKey(make([]byte, 0, len(c.feedKey)+22), reader))
-}
-
-func (c *Cache) appendInboxKey(b []byte, reader int64) []byte {
-	b = append(b, c.feedKey...)
-	b = append(b, '{')
-	b = strconv.AppendInt(b, reader, 10)
-	return append(b, '}')
-}
-
-// inboxKeys returns the keys of readers' inboxes, all cut from one string
-// so that a batch of a thousand keys costs a handful of allocations.
-func (c *Cache) inboxKeys(readers []int64) []string {
-	var all strings.Builder
-	all.Grow(len(readers) * (len(c.feedKey) + 12))
-	ends := make([]int, len(readers))
-	var scratch [32]byte
-	for i, r := range readers {
-		all.Write(c.appendInboxKey(scratch[:0], r))
-		ends[i] = all.Len()
-	}
-	s := all.String()
-	keys := make([]string, len(readers))
-	start := 0
-	for i, end := range ends {
-		keys[i] = s[start:end]
-		start = end
-	}
-	return keys
-}
-
 func (c *Cache) postKeyOf(id int64) string {
 	b := make([]byte, 0, len(c.postKey)+22)
 	b = append(b, c.postKey...)
@@ -220,8 +194,9 @@ func (c *Cache) postKeyOf(id int64) string {
 	return string(append(b, '}'))
 }
 
-// checkIDs rejects ids outside 1..MaxID: a larger one is not exact as a
-// float64 score, and 0 is the sentinel.
+// checkIDs rejects ids outside 1..MaxID: the scripts compare ids as Lua
+// numbers (float64), exact only to 2^53, and 0 is an empty inbox's newest
+// id.
 func checkIDs(ids ...int64) error {
 	for _, id := range ids {
 		if id < 1 || id > feed.MaxID {
@@ -247,240 +222,6 @@ func ms(ttl time.Duration) int64 {
 		return 1
 	}
 	return ttl.Milliseconds()
-}
-
-// InboxPage returns up to n ids of reader's inbox strictly below before (0:
-// from the newest), newest first, in one round trip.
-func (c *Cache) InboxPage(ctx context.Context, reader, before int64, n int) (feed.InboxPage, error) {
-	key := c.inboxKey(reader)
-	start := "+inf"
-	if before > 0 {
-		start = "(" + strconv.FormatInt(before, 10)
-	}
-	var (
-		state *redis.FloatCmd
-		ids   *redis.StringSliceCmd
-	)
-	// MULTI so that the ids and the state come from the same version of an
-	// inbox that FillInbox may be replacing. Members are read without
-	// scores: a member is its score, and scores would double the reply.
-	_, err := c.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		state = p.ZScore(ctx, key, sentinel)
-		if n > 0 {
-			ids = p.ZRangeArgs(ctx, redis.ZRangeArgs{
-				Key: key, Start: start, Stop: "(0", ByScore: true, Rev: true, Count: int64(n),
-			})
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return feed.InboxPage{}, fmt.Errorf("rediscache: page inbox %d: %w", reader, err)
-	}
-	score, err := state.Result()
-	if errors.Is(err, redis.Nil) {
-		return feed.InboxPage{}, nil
-	}
-	page := feed.InboxPage{Exists: true, Complete: score == scoreComplete}
-	if ids != nil {
-		if page.IDs, err = parseIDs(ids.Val()); err != nil {
-			return feed.InboxPage{}, fmt.Errorf("rediscache: page inbox %d: %w", reader, err)
-		}
-	}
-	return page, nil
-}
-
-func parseIDs(members []string) ([]int64, error) {
-	ids := make([]int64, len(members))
-	for i, m := range members {
-		id, err := strconv.ParseInt(m, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("inbox member %q is not a post id: %w", m, err)
-		}
-		ids[i] = id
-	}
-	return ids, nil
-}
-
-// FillInbox creates or replaces reader's inbox with the newest InboxMax of
-// ids, atomically; it is complete only if complete is set and nothing was
-// trimmed.
-func (c *Cache) FillInbox(ctx context.Context, reader int64, ids []int64, complete bool, ttl time.Duration) error {
-	if err := checkIDs(ids...); err != nil {
-		return fmt.Errorf("rediscache: fill inbox %d: %w", reader, err)
-	}
-	sorted := slices.Compact(slices.Sorted(slices.Values(ids)))
-	if over := len(sorted) - c.inboxMax; over > 0 {
-		sorted = sorted[over:]
-		complete = false
-	}
-	members := make([]redis.Z, 0, len(sorted)+1)
-	members = append(members, redis.Z{Score: scoreComplete, Member: sentinel})
-	if !complete {
-		members[0].Score = scoreIncomplete
-	}
-	for _, id := range sorted {
-		members = append(members, redis.Z{Score: float64(id), Member: strconv.FormatInt(id, 10)})
-	}
-	key := c.inboxKey(reader)
-	_, err := c.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, key)
-		p.ZAdd(ctx, key, members...)
-		if ttl > 0 {
-			p.PExpire(ctx, key, ttl)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("rediscache: fill inbox %d with %d ids: %w", reader, len(sorted), err)
-	}
-	return nil
-}
-
-// AddToInbox adds ids to reader's inbox if it exists, trims it, and marks
-// it incomplete if markIncomplete is set.
-func (c *Cache) AddToInbox(ctx context.Context, reader int64, ids []int64, markIncomplete bool) error {
-	if err := checkIDs(ids...); err != nil {
-		return fmt.Errorf("rediscache: add to inbox %d: %w", reader, err)
-	}
-	args := make([]any, 0, 2+len(ids))
-	args = append(args, c.trimArg, "0")
-	if markIncomplete {
-		args[1] = "1"
-	}
-	for _, id := range ids {
-		args = append(args, strconv.FormatInt(id, 10))
-	}
-	if err := c.add.Run(ctx, c.client, []string{c.inboxKey(reader)}, args...).Err(); err != nil {
-		return fmt.Errorf("rediscache: add %d ids to inbox %d: %w", len(ids), reader, err)
-	}
-	return nil
-}
-
-// PushToInboxes adds id to the inbox of each reader whose inbox exists, in
-// one pipelined round trip of one EVALSHA per reader.
-func (c *Cache) PushToInboxes(ctx context.Context, readers []int64, id int64) error {
-	if err := checkIDs(id); err != nil {
-		return fmt.Errorf("rediscache: push to %d inboxes: %w", len(readers), err)
-	}
-	if len(readers) == 0 {
-		return nil
-	}
-	keys := c.inboxKeys(readers)
-	// One argument list for every reader: go-redis copies it into each
-	// command, so sharing it saves a slice and a boxed id per reader.
-	args := []any{strconv.FormatInt(id, 10), c.trimArg}
-
-	cmds, err := c.pushAll(ctx, keys, args, c.push.EvalSha)
-	if err == nil {
-		return nil
-	}
-	// A node that lost its scripts (restart, SCRIPT FLUSH, failover)
-	// answers NOSCRIPT; any other error fails the batch, which is safe to
-	// redo because a push is idempotent.
-	var missing []string
-	for i, cmd := range cmds {
-		switch err := cmd.Err(); {
-		case err == nil:
-		case isNoScript(err):
-			missing = append(missing, keys[i])
-		default:
-			return fmt.Errorf("rediscache: push to %d inboxes: %w", len(readers), err)
-		}
-	}
-	if len(missing) == 0 {
-		return fmt.Errorf("rediscache: push to %d inboxes: %w", len(readers), err)
-	}
-	// Load the script everywhere so that the next batches find it, then
-	// redo the missed inboxes with EVAL, which needs no cache: even if the
-	// load failed on some node, this batch completes.
-	loadErr := c.loadPushScript(ctx)
-	if _, err := c.pushAll(ctx, missing, args, c.push.Eval); err != nil {
-		return fmt.Errorf("rediscache: push to %d inboxes (%d without the script): %w",
-			len(readers), len(missing), errors.Join(err, loadErr))
-	}
-	return nil
-}
-
-// pushAll runs the push script on every key in one pipeline, with EVALSHA
-// or EVAL, and returns the commands in the order of keys.
-func (c *Cache) pushAll(ctx context.Context, keys []string, args []any,
-	eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd,
-) ([]*redis.Cmd, error) {
-	cmds := make([]*redis.Cmd, len(keys))
-	p := c.client.Pipeline()
-	for i := range keys {
-		cmds[i] = eval(ctx, p, keys[i:i+1:i+1], args...)
-	}
-	_, err := p.Exec(ctx)
-	return cmds, err
-}
-
-// loadPushScript loads the push script on every node that may run it. A
-// ClusterClient's SCRIPT LOAD already goes to every node, replicas
-// included, so that a promoted replica has it too; a Ring's goes to one
-// shard, so each is asked.
-func (c *Cache) loadPushScript(ctx context.Context) error {
-	if ring, ok := c.client.(*redis.Ring); ok {
-		return ring.ForEachShard(ctx, func(ctx context.Context, shard *redis.Client) error {
-			return c.push.Load(ctx, shard).Err()
-		})
-	}
-	return c.push.Load(ctx, c.client).Err()
-}
-
-// RemoveFromInbox removes ids from reader's inbox.
-func (c *Cache) RemoveFromInbox(ctx context.Context, reader int64, ids []int64) error {
-	// The check also keeps the sentinel, "0", from being removed.
-	if err := checkIDs(ids...); err != nil {
-		return fmt.Errorf("rediscache: remove from inbox %d: %w", reader, err)
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	members := make([]any, len(ids))
-	for i, id := range ids {
-		members[i] = strconv.FormatInt(id, 10)
-	}
-	if err := c.client.ZRem(ctx, c.inboxKey(reader), members...).Err(); err != nil {
-		return fmt.Errorf("rediscache: remove %d ids from inbox %d: %w", len(ids), reader, err)
-	}
-	return nil
-}
-
-// InboxBounds returns the newest and oldest id in reader's inbox, in one
-// round trip.
-func (c *Cache) InboxBounds(ctx context.Context, reader int64) (newest, oldest int64, exists bool, err error) {
-	key := c.inboxKey(reader)
-	var state *redis.FloatCmd
-	var first, last *redis.StringSliceCmd
-	_, err = c.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		state = p.ZScore(ctx, key, sentinel)
-		first = p.ZRange(ctx, key, 1, 1) // rank 0 is the sentinel
-		last = p.ZRange(ctx, key, -1, -1)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, 0, false, fmt.Errorf("rediscache: bounds of inbox %d: %w", reader, err)
-	}
-	if errors.Is(state.Err(), redis.Nil) {
-		return 0, 0, false, nil
-	}
-	if len(first.Val()) == 0 { // only the sentinel
-		return 0, 0, true, nil
-	}
-	ids, err := parseIDs([]string{last.Val()[0], first.Val()[0]})
-	if err != nil {
-		return 0, 0, false, fmt.Errorf("rediscache: bounds of inbox %d: %w", reader, err)
-	}
-	return ids[0], ids[1], true, nil
-}
-
-// DropInbox deletes reader's inbox.
-func (c *Cache) DropInbox(ctx context.Context, reader int64) error {
-	if err := c.client.Del(ctx, c.inboxKey(reader)).Err(); err != nil {
-		return fmt.Errorf("rediscache: drop inbox %d: %w", reader, err)
-	}
-	return nil
 }
 
 // CachedPosts returns the cached posts among ids, with a pipeline of GETs

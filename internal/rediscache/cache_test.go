@@ -176,8 +176,8 @@ func pushWithoutScript(t *testing.T, newClient func() redis.UniversalClient) {
 func TestKeysAreClusterSafe(t *testing.T) {
 	c := New(nil, Options{Prefix: "feedd:"})
 	for _, tc := range []struct{ key, want string }{
-		{c.inboxKey(42), "feedd:feed:{42}"},
-		{c.inboxKeys([]int64{7, 42})[1], "feedd:feed:{42}"},
+		{c.inboxKey(42), "feedd:inbox:{42}"},
+		{c.inboxKeys([]int64{7, 42})[1], "feedd:inbox:{42}"},
 		{c.postKeyOf(feed.MaxID), "feedd:post:{9007199254740991}"},
 	} {
 		if tc.key != tc.want {
