@@ -10,5 +10,7 @@
 // statuses, signals, printed output and real sockets. Each test creates
 // its own MariaDB database, Redis key prefix (in Redis database 4) and
 // queue prefix, and removes them when it ends. Without the services a
-// test skips loudly; with CI=true it fails.
+// test skips loudly; with CI=true it fails. FEEDD_TEST_MYSQL_DSN,
+// FEEDD_TEST_PROC_REDIS_URL and FEEDD_TEST_AMQP_URL override the loopback
+// defaults.
 package proctest

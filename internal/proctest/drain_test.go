@@ -49,12 +49,13 @@ func TestSIGTERMDrainsWork(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the first post did not reach the first follower within 30s:%s", s.describeInboxes(readers[:1]))
 		}
+		time.Sleep(time.Millisecond)
 	}
 	work1.signal(syscall.SIGTERM)
 	sent := time.Now()
 	st := work1.wait(20 * time.Second)
 	if st.ExitCode() != 0 {
-		t.Fatalf("work 1 after SIGTERM: exit status %v; want 0", st)
+		t.Fatalf("work 1 after SIGTERM: got %v; want exit status 0", st)
 	}
 	done := followers - len(s.mismatched(readers, want))
 	if done == followers {
@@ -145,13 +146,18 @@ func TestSIGTERMDrainsServe(t *testing.T) {
 	written.Wait()
 	// The requests are on the wire; wait until the server runs them and
 	// they queue on the lock.
-	var waiting int
-	waitFor(t, 10*time.Second, "feed reads waiting for the table lock", func() bool {
+	waitingOnLock := func() int {
+		var n int
 		err := s.store.DB().QueryRowContext(ctx,
-			"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND STATE LIKE 'Waiting for table%'").Scan(&waiting)
-		return err == nil && waiting > 0
-	})
+			"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND STATE LIKE 'Waiting for table%'").Scan(&n)
+		if err != nil {
+			t.Fatalf("list queries: %v", err)
+		}
+		return n
+	}
+	waitFor(t, 10*time.Second, "feed reads waiting for the table lock", func() bool { return waitingOnLock() > 0 })
 	time.Sleep(300 * time.Millisecond)
+	waiting := waitingOnLock()
 	if n := answered.Load(); n != 0 {
 		t.Fatalf("%d of %d feed reads were answered while posts was locked; want all of them held in flight", n, requests)
 	}
@@ -196,7 +202,7 @@ func TestSIGTERMDrainsServe(t *testing.T) {
 		}
 	}
 	if st := serve.wait(20 * time.Second); st.ExitCode() != 0 {
-		t.Fatalf("serve after SIGTERM: exit status %v; want 0", st)
+		t.Fatalf("serve after SIGTERM: got %v; want exit status 0", st)
 	}
 }
 

@@ -53,6 +53,7 @@ func TestSIGKILLOfWorkLosesNothing(t *testing.T) {
 			}
 			seen = seen || slices.Contains(pg.IDs, posts[0])
 		}
+		time.Sleep(time.Millisecond)
 	}
 	work1.signal(syscall.SIGKILL)
 	if st := work1.wait(10 * time.Second); !killedBy(st, syscall.SIGKILL) {

@@ -1,0 +1,178 @@
+package proctest
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestConfigContract: what an operator relies on when configuring feedd
+// through FEEDD_* variables.
+func TestConfigContract(t *testing.T) {
+	t.Parallel()
+	t.Logf("feedd built in %v", built.Round(time.Millisecond))
+
+	t.Run("secrets are required with MySQL", func(t *testing.T) {
+		t.Parallel()
+		// Every backend is named, so the missing secret is the only thing
+		// wrong; the check comes before any connection is made.
+		base := map[string]string{
+			"FEEDD_MYSQL_DSN":   "root@tcp(127.0.0.1:3306)/feedd_proc_unused",
+			"FEEDD_REDIS_URL":   defaultRedis,
+			"FEEDD_AMQP_URL":    defaultAMQP,
+			"FEEDD_ADMIN_TOKEN": "admin-" + randHex(8),
+			"FEEDD_JWT_SECRET":  randHex(16),
+		}
+		for _, missing := range []string{"FEEDD_ADMIN_TOKEN", "FEEDD_JWT_SECRET"} {
+			t.Run(missing, func(t *testing.T) {
+				env := map[string]string{}
+				for k, v := range base {
+					if k != missing {
+						env[k] = v
+					}
+				}
+				p := startProc(t, "serve without "+missing, env, "serve")
+				st := p.wait(20 * time.Second)
+				if st.ExitCode() == 0 {
+					t.Fatalf("feedd serve without %s: exit status 0; want non-zero", missing)
+				}
+				if out := p.output(); !strings.Contains(out, missing) {
+					t.Fatalf("feedd serve without %s printed %q; want a message naming %s", missing, out, missing)
+				}
+			})
+		}
+	})
+
+	t.Run("an unreachable backend is a clear error", func(t *testing.T) {
+		t.Parallel()
+		s := newStack(t)
+		closed := freeAddr(t) // nothing listens there
+		for _, c := range []struct{ name, env, value, named string }{
+			{"mysql", "FEEDD_MYSQL_DSN", "root@tcp(" + closed + ")/feedd", "mysql"},
+			{"redis", "FEEDD_REDIS_URL", "redis://" + closed + "/4", "redis"},
+			{"rabbitmq", "FEEDD_AMQP_URL", "amqp://guest:guest@" + closed + "/", "rabbitmq"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				p := startProc(t, "work without "+c.name, s.with(c.env, c.value), "work")
+				st := p.wait(30 * time.Second)
+				out := p.output()
+				if st.ExitCode() == 0 || strings.Contains(out, "panic:") {
+					t.Fatalf("feedd work with %s unreachable: got %v; want a non-zero exit without a panic; output:\n%s", c.name, st, out)
+				}
+				if !strings.Contains(strings.ToLower(out), c.named) {
+					t.Fatalf("feedd work with %s unreachable printed %q; want a message naming %s", c.name, out, c.named)
+				}
+			})
+		}
+	})
+
+	t.Run("help lists every variable", func(t *testing.T) {
+		t.Parallel()
+		p := startProc(t, "feedd -h", map[string]string{}, "-h")
+		st := p.wait(10 * time.Second)
+		out := p.output()
+		for _, v := range []string{
+			"FEEDD_ADDR", "FEEDD_DATA_DIR", "FEEDD_ADMIN_TOKEN", "FEEDD_JWT_SECRET", "FEEDD_MYSQL_DSN",
+			"FEEDD_REDIS_URL", "FEEDD_AMQP_URL", "FEEDD_INBOX_MAX", "FEEDD_DIRECT_FANOUT", "FEEDD_BATCH_SIZE",
+		} {
+			if !strings.Contains(out, v) {
+				t.Errorf("feedd -h does not mention %s; output:\n%s", v, out)
+			}
+		}
+		for _, role := range []string{"all", "serve", "work", "migrate"} {
+			if !strings.Contains(out, "  "+role+" ") {
+				t.Errorf("feedd -h does not list the role %s; output:\n%s", role, out)
+			}
+		}
+		t.Logf("feedd -h exited with status %d", st.ExitCode())
+	})
+
+	t.Run("embedded default", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		env := map[string]string{"FEEDD_DATA_DIR": dir}
+
+		first := startReady(t, "feedd (first start)", env)
+		url, token := printed(t, first)
+		if url != first.url() {
+			t.Errorf("feedd printed the URL %q; want %q (FEEDD_ADDR)", url, first.url())
+		}
+		if len(token) < 32 {
+			t.Fatalf("feedd printed the admin token %q; want a generated secret", token)
+		}
+		api := first.api()
+		user, _ := api.newUser(token, "alice")
+		first.signal(syscall.SIGTERM)
+		if st := first.wait(20 * time.Second); st.ExitCode() != 0 {
+			t.Fatalf("feedd after SIGTERM: got %v; want exit status 0", st)
+		}
+		if kept, err := os.ReadFile(filepath.Join(dir, "admin_token")); err != nil || strings.TrimSpace(string(kept)) != token {
+			t.Errorf("data dir admin_token = %q (%v); want the printed token", kept, err)
+		}
+
+		second := startReady(t, "feedd (second start)", env)
+		if _, again := printed(t, second); again != token {
+			t.Fatalf("second start printed the admin token %q; want the first one, %q", again, token)
+		}
+		// The data and the token survive the restart.
+		second.api().token(token, user)
+		second.api().must(200, "GET", "/readyz", "", nil)
+	})
+
+	t.Run("work serves health and metrics", func(t *testing.T) {
+		t.Parallel()
+		s := newStack(t)
+		work := startReady(t, "work", s.env, "work")
+		api := work.api()
+		// The queues are set up once the work process consumes them.
+		waitFor(t, 30*time.Second, "work consumes posts and tasks", func() bool {
+			return s.consumers("posts") == 1 && s.consumers("tasks") == 1
+		})
+		if r := api.must(200, "GET", "/healthz", "", nil); r["status"] != "ok" {
+			t.Errorf("GET /healthz = %v; want status ok", r)
+		}
+		res, err := http.Get(work.url() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
+			t.Fatalf("GET /metrics: got status %d, Content-Type %q; want 200 and Prometheus text", res.StatusCode, res.Header.Get("Content-Type"))
+		}
+		for _, m := range []string{"feedd_relay_events_total", "feedd_fanout_inbox_writes_total", "feedd_outbox_backlog"} {
+			if !strings.Contains(string(body), "\n# TYPE "+m+" ") {
+				t.Errorf("GET /metrics has no metric %s", m)
+			}
+		}
+		// The work role serves no API.
+		if status, _ := api.do("POST", "/v1/users", s.admin, map[string]any{"name": "x"}); status < 400 {
+			t.Errorf("POST /v1/users on work: got status %d; want the API absent", status)
+		}
+	})
+}
+
+// printed returns the URL and the admin token a process printed on start.
+func printed(t *testing.T, p *proc) (url, token string) {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(p.stdout.String()))
+	for sc.Scan() {
+		line := sc.Text()
+		if _, after, ok := strings.Cut(line, " listening on "); ok {
+			url = strings.TrimSpace(after)
+		}
+		if after, ok := strings.CutPrefix(line, "admin token: "); ok {
+			token = strings.TrimSpace(after)
+		}
+	}
+	if url == "" || token == "" {
+		t.Fatalf("%s printed no URL or no admin token; stdout:\n%s", p.name, p.stdout.String())
+	}
+	return url, token
+}
