@@ -28,6 +28,9 @@ func main() {
 // run is feedd's whole life, with every outside dependency passed in, so
 // that tests start the real program in process.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "bench" {
+		return runBench(ctx, args[1:], getenv, stdout, stderr)
+	}
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err

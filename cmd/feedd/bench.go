@@ -1,0 +1,386 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/feedd/feedd/internal/bench"
+)
+
+// runBench is `feedd bench graph|run`: the load tool, in the same binary
+// so that it can start feedd itself for each timeline model. The backend
+// settings are feedd's own (FEEDD_MYSQL_DSN, FEEDD_REDIS_URL, ...); the
+// bench's own knobs are flags, each also read from FEEDD_BENCH_<FLAG>.
+func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	usage := func() {
+		fmt.Fprintf(stderr, `usage: feedd bench <command> [flags]
+
+commands:
+  graph   write a synthetic social graph into the SQL store (FEEDD_MYSQL_DSN or the embedded SQLite)
+  run     drive workloads over the HTTP API for push, pull and hybrid, and report
+
+"feedd bench <command> -h" lists the command's flags; docs/BENCH.md explains the figures.
+`)
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		usage()
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			return flag.ErrHelp
+		}
+		return errors.New("bench: want a command: graph or run")
+	}
+	command := "feedd bench " + quoteArgs(args)
+	switch args[0] {
+	case "graph":
+		return benchGraph(ctx, args[1:], getenv, stdout, stderr)
+	case "run":
+		return benchRun(ctx, command, args[1:], getenv, stdout, stderr)
+	}
+	usage()
+	return fmt.Errorf("bench: unknown command %q: want graph or run", args[0])
+}
+
+func quoteArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\"'$\\") {
+			a = strconv.Quote(a)
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}
+
+// benchFlags is a flag set whose every flag has an environment variable:
+// FEEDD_<NAME> for feedd's own settings, FEEDD_BENCH_<NAME> for the
+// bench's; a flag wins.
+type benchFlags struct {
+	fs     *flag.FlagSet
+	getenv func(string) string
+	errs   []error
+}
+
+func newBenchFlags(name string, getenv func(string) string, stderr io.Writer) *benchFlags {
+	fs := flag.NewFlagSet("feedd bench "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return &benchFlags{fs: fs, getenv: getenv}
+}
+
+func envName(name string, shared bool) string {
+	prefix := "FEEDD_BENCH_"
+	if shared {
+		prefix = "FEEDD_"
+	}
+	return prefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+func (b *benchFlags) str(p *string, name, def string, shared bool, usage string) {
+	env := envName(name, shared)
+	if v := b.getenv(env); v != "" {
+		def = v
+	}
+	b.fs.StringVar(p, name, def, usage+" ("+env+")")
+}
+
+func (b *benchFlags) num(p *int, name string, def int, shared bool, usage string) {
+	env := envName(name, shared)
+	if v := b.getenv(env); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.errs = append(b.errs, fmt.Errorf("%s=%q is not an integer", env, v))
+		}
+		def = n
+	}
+	b.fs.IntVar(p, name, def, usage+" ("+env+")")
+}
+
+func (b *benchFlags) float(p *float64, name string, def float64, usage string) {
+	env := envName(name, false)
+	if v := b.getenv(env); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			b.errs = append(b.errs, fmt.Errorf("%s=%q is not a number", env, v))
+		}
+		def = f
+	}
+	b.fs.Float64Var(p, name, def, usage+" ("+env+")")
+}
+
+func (b *benchFlags) dur(p *time.Duration, name string, def time.Duration, usage string) {
+	env := envName(name, false)
+	if v := b.getenv(env); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.errs = append(b.errs, fmt.Errorf("%s=%q is not a duration like 10s", env, v))
+		}
+		def = d
+	}
+	b.fs.DurationVar(p, name, def, usage+" ("+env+")")
+}
+
+func (b *benchFlags) boolean(p *bool, name string, def bool, usage string) {
+	env := envName(name, false)
+	if v := b.getenv(env); v != "" {
+		x, err := strconv.ParseBool(v)
+		if err != nil {
+			b.errs = append(b.errs, fmt.Errorf("%s=%q is not a boolean", env, v))
+		}
+		def = x
+	}
+	b.fs.BoolVar(p, name, def, usage+" ("+env+")")
+}
+
+func (b *benchFlags) parse(args []string) error {
+	if err := b.fs.Parse(args); err != nil {
+		return err
+	}
+	if len(b.errs) > 0 {
+		return errors.Join(b.errs...)
+	}
+	if b.fs.NArg() > 0 {
+		return fmt.Errorf("bench: unexpected argument %q", b.fs.Arg(0))
+	}
+	return nil
+}
+
+// ints parses "50,500,5000".
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func list(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func benchGraph(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o := bench.DefaultGraphOptions()
+	var cfg config
+	var out, cohorts string
+	var workers int
+	var seed int
+	var appendTo bool
+	f := newBenchFlags("graph", getenv, stderr)
+	f.str(&cfg.mysqlDSN, "mysql-dsn", "", true, "MySQL/MariaDB DSN of the store to fill; empty: the embedded SQLite in the data dir")
+	f.str(&cfg.dataDir, "data-dir", "./data", true, "directory of the embedded SQLite database")
+	f.num(&o.Users, "users", o.Users, false, "accounts in the graph, special ones included")
+	f.num(&o.Celebrities, "celebrities", o.Celebrities, false, "authors with exactly --celebrity-followers followers each")
+	f.num(&o.CelebrityFollowers, "celebrity-followers", o.CelebrityFollowers, false, "followers of each celebrity (at most --users minus the zero-follower author and the cohort readers)")
+	f.num(&o.PostsPerUser, "posts-per-user", o.PostsPerUser, false, "posts of every user, spread over --post-span before now, inserted without outbox events")
+	f.dur(&o.PostSpan, "post-span", o.PostSpan, "how far back the posts go")
+	f.num(&o.PostBytes, "post-bytes", o.PostBytes, false, "length of a post's content")
+	f.num(&o.Following, "following", o.Following, false, "mean number of ordinary authors an ordinary user follows")
+	f.float(&o.ZipfS, "zipf-s", o.ZipfS, "Zipf exponent (> 1) of the follower counts of ordinary authors")
+	f.num(&o.MaxFollowers, "max-followers", 0, false, "expected followers of the most followed ordinary author; 0: min(users/50, celebrity-followers/10)")
+	f.str(&cohorts, "cohorts", "50,500,5000", false, "following counts of the reader cohorts")
+	f.num(&o.CohortReaders, "cohort-readers", o.CohortReaders, false, "readers per cohort")
+	f.num(&o.CohortCelebrities, "cohort-celebrities", o.CohortCelebrities, false, "celebrities among a cohort reader's followees (at most --celebrities)")
+	f.num(&o.SampleUsers, "sample-users", o.SampleUsers, false, "random ordinary users listed in the manifest (the memory scenario's readers)")
+	f.num(&seed, "seed", int(o.Seed), false, "random seed: the same seed draws the same graph shape")
+	f.num(&workers, "workers", 4, false, "concurrent insert transactions (SQLite serializes them anyway)")
+	f.str(&out, "out", "bench-graph.json", false, "manifest file to write, for bench run --graph")
+	f.boolean(&appendTo, "append", false, "allow a database that already holds users (bench graph expects a fresh one)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	var err error
+	if o.Cohorts, err = ints(cohorts); err != nil {
+		return fmt.Errorf("bench graph: --cohorts: %w", err)
+	}
+	o.Seed = uint64(seed)
+
+	begin := time.Now()
+	g, err := bench.PlanGraph(o, begin)
+	if err != nil {
+		return err
+	}
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	if has, err := store.HasUsers(ctx); err != nil {
+		return err
+	} else if has && !appendTo {
+		return errors.New("bench graph: the database already holds users; use a fresh database, or --append")
+	}
+	fmt.Fprintf(stderr, "bench graph: %d users, %d follows, %d posts into %s\n", o.Users, g.Follows(), g.Posts(), sqlKind(cfg))
+	m, err := g.Load(ctx, store, workers, stderr)
+	if err != nil {
+		return err
+	}
+	m.Store = sqlKind(cfg)
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("bench graph: write manifest: %w", err)
+	}
+	for _, n := range m.Notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	fmt.Fprintf(stdout, "bench graph: %d users, %d follows, %d posts in %.1fs (%.0f rows/s); manifest %s\n",
+		m.Users, m.Follows, m.Posts, m.Seconds, float64(int64(m.Users)+m.Follows+m.Posts)/m.Seconds, out)
+	for _, c := range m.Celebrities {
+		fmt.Fprintf(stdout, "  celebrity %s: %d followers\n", c.ID, c.Followers)
+	}
+	fmt.Fprintf(stdout, "  zero-follower author %s; most followed ordinary author %s: %d followers\n", m.ZeroFollowerAuthor.ID, m.TopOrdinaryAuthor.ID, m.TopOrdinaryAuthor.Followers)
+	for _, c := range m.Cohorts {
+		fmt.Fprintf(stdout, "  cohort %s: %d readers, each following %d accounts (%d celebrities)\n", c.Name, len(c.Readers), c.Following, c.Celebrities)
+	}
+	return nil
+}
+
+func benchRun(ctx context.Context, command string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o := bench.DefaultRunOptions()
+	var graphFile, models, scenarios, jsonOut, htmlOut, exe string
+	var maxReq int
+	workers := 8
+	if v, err := strconv.Atoi(getenv("FEEDD_WORKERS")); err == nil && v > 0 {
+		workers = v
+	}
+	f := newBenchFlags("run", getenv, stderr)
+	f.str(&graphFile, "graph", "bench-graph.json", false, "manifest written by bench graph")
+	f.str(&models, "models", strings.Join(bench.AllModels, ","), false, "timeline models to measure, each with its own feedd child")
+	f.str(&scenarios, "scenarios", "fanout,publish,read,memory", false, "scenarios to run (always in the order fanout, read, memory, publish)")
+	f.str(&o.URL, "url", "", false, "measure this running deployment instead of starting feedd per model")
+	f.str(&o.Label, "label", "", false, "name of the --url deployment in the report (default: the one --models value, or target)")
+	f.str(&o.AdminToken, "admin-token", "", true, "admin token: the --url deployment's, or the one bench gives its children (generated when empty)")
+	f.str(&o.JWTSecret, "jwt-secret", "", true, "user-token secret given to the children; generated when empty")
+	f.str(&o.RedisURL, "redis-url", "", true, "Redis of the deployment: bench materializes inboxes, measures baselines and memory there")
+	f.str(&o.RedisPrefix, "redis-prefix", o.RedisPrefix, true, "with --url, the deployment's Redis key prefix")
+	f.str(&o.AMQPURL, "amqp-url", "", true, "RabbitMQ of the children, whose queues bench deletes afterwards")
+	f.num(&o.InboxMax, "inbox-max", o.InboxMax, true, "the deployment's inbox length")
+	f.str(&o.RunPrefix, "run-prefix", o.RunPrefix, false, "start of every Redis and RabbitMQ prefix bench gives its children and its own keys")
+	f.num(&o.Concurrency, "concurrency", o.Concurrency, false, "concurrent clients of the read scenario")
+	f.dur(&o.Duration, "duration", o.Duration, "how long each cohort's reads run")
+	f.dur(&o.BaselineDuration, "baseline-duration", o.BaselineDuration, "how long each cohort's Redis read baseline runs")
+	f.num(&maxReq, "max-requests", int(o.MaxRequests), false, "upper bound on the requests of one read run")
+	f.num(&o.PublishCount, "publish-count", o.PublishCount, false, "publishes per author in the publish scenario")
+	f.str(&o.FanoutAuthor, "fanout-author", "", false, "author id of the fanout scenario (default: the first celebrity)")
+	f.dur(&o.FanoutTimeout, "fanout-timeout", o.FanoutTimeout, "give up on a fan-out, or the publish loop, after this long")
+	f.num(&o.VerifySample, "verify-sample", o.VerifySample, false, "inboxes checked for the post after the fan-out")
+	f.num(&o.BaselineGoroutines, "baseline-goroutines", workers, false, "goroutines of the raw ZADD baseline (default: FEEDD_WORKERS, as many as feedd's batch workers)")
+	f.num(&o.MemoryReaders, "memory-readers", o.MemoryReaders, false, "sample readers who read once before the memory is measured")
+	f.num(&o.MemoryMaxKeys, "memory-max-keys", o.MemoryMaxKeys, false, "measure at most this many keys (a random sample) and extrapolate")
+	f.boolean(&o.Keep, "keep", false, "keep each child's Redis keys and queues after its run")
+	f.str(&o.LogDir, "log-dir", "", false, "where the children's logs go (default: a new temporary directory)")
+	f.str(&jsonOut, "json", "", false, "write every figure to this JSON file")
+	f.str(&htmlOut, "html", "", false, "write a self-contained HTML report with SVG charts to this file")
+	f.str(&exe, "exe", "", false, "feedd binary to start per model (default: this one)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	o.MaxRequests = int64(maxReq)
+	o.Models, o.Scenarios, o.Command = list(models), list(scenarios), command
+	if o.URL != "" && o.Label == "" && len(o.Models) == 1 {
+		o.Label = o.Models[0]
+	}
+	if o.Concurrency < 1 || o.Duration <= 0 || o.BaselineDuration <= 0 || o.PublishCount < 0 || o.BaselineGoroutines < 1 || o.MaxRequests < 1 {
+		return errors.New("bench run: --concurrency, --duration, --baseline-duration, --baseline-goroutines and --max-requests must be positive")
+	}
+
+	raw, err := os.ReadFile(graphFile)
+	if err != nil {
+		return fmt.Errorf("bench run: read the graph manifest (bench graph --out): %w", err)
+	}
+	o.Manifest = &bench.Manifest{}
+	if err := json.Unmarshal(raw, o.Manifest); err != nil {
+		return fmt.Errorf("bench run: %s: %w", graphFile, err)
+	}
+
+	if o.URL == "" {
+		if exe == "" {
+			if exe, err = os.Executable(); err != nil {
+				return fmt.Errorf("bench run: find the feedd binary: %w", err)
+			}
+		}
+		o.Exe, o.Env = exe, os.Environ()
+		if o.AdminToken == "" {
+			o.AdminToken = "bench-" + randomHex(16)
+		}
+		if o.JWTSecret == "" {
+			o.JWTSecret = randomHex(32)
+		}
+		if o.LogDir == "" {
+			if o.LogDir, err = os.MkdirTemp("", "feedd-bench-"); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(stderr, "bench run: children's logs in %s\n", o.LogDir)
+	}
+	o.Progress = stderr
+
+	rep, runErr := bench.Run(ctx, o)
+	if rep == nil {
+		return runErr
+	}
+	fmt.Fprintln(stdout)
+	if err := rep.WriteTable(stdout); err != nil {
+		return err
+	}
+	if jsonOut != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("bench run: write %s: %w", jsonOut, err)
+		}
+		fmt.Fprintf(stdout, "figures: %s\n", jsonOut)
+	}
+	if htmlOut != "" {
+		fh, err := os.Create(htmlOut)
+		if err != nil {
+			return fmt.Errorf("bench run: %w", err)
+		}
+		err = rep.WriteHTML(fh)
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("bench run: write %s: %w", htmlOut, err)
+		}
+		fmt.Fprintf(stdout, "report: %s\n", htmlOut)
+	}
+	if runErr != nil {
+		return fmt.Errorf("bench run: some scenarios failed:\n%w", runErr)
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,268 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+)
+
+// The end-to-end test builds feedd, writes a tiny graph into a fresh
+// MariaDB database with `feedd bench graph`, and runs `feedd bench run`
+// over all three models against the real Redis (database 5, a random
+// prefix) and RabbitMQ (a random prefix), as a user would. Without the
+// services it skips loudly; under CI=true it fails.
+
+const (
+	e2eMySQL = "root@tcp(127.0.0.1:3306)/"
+	e2eRedis = "redis://127.0.0.1:6379/5"
+	e2eAMQP  = "amqp://guest:guest@127.0.0.1:5672/"
+)
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func requireServices(t *testing.T) {
+	t.Helper()
+	for _, addr := range []string{"127.0.0.1:3306", "127.0.0.1:6379", "127.0.0.1:5672"} {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("service at %s is not reachable and CI=true: %v", addr, err)
+			}
+			t.Skipf("SKIPPING: service at %s is not reachable (%v); start MariaDB, Redis and RabbitMQ to run the bench end-to-end test", addr, err)
+		}
+		c.Close()
+	}
+}
+
+// buildFeedd compiles the feedd command into dir.
+func buildFeedd(t *testing.T, dir string) string {
+	t.Helper()
+	exe := filepath.Join(dir, "feedd")
+	cmd := exec.Command("go", "build", "-o", exe, "github.com/feedd/feedd/cmd/feedd")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build feedd: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// feeddCmd runs the built feedd with args in env and returns its output.
+func feeddCmd(t *testing.T, ctx context.Context, exe string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("feedd %s: %v\n%s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), out.String())
+	if err != nil {
+		t.Fatalf("feedd %s: %v", args[0], err)
+	}
+	return out.String()
+}
+
+func TestBenchEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds feedd and runs it three times")
+	}
+	requireServices(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	exe := buildFeedd(t, dir)
+
+	root := envOr("FEEDD_TEST_MYSQL_DSN", e2eMySQL)
+	db := "feedd_bench_" + randHex(6)
+	conn, err := sql.Open("mysql", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec("CREATE DATABASE " + db + " CHARACTER SET utf8mb4"); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = conn.Exec("DROP DATABASE IF EXISTS " + db)
+		conn.Close()
+	})
+	redisURL := envOr("FEEDD_TEST_BENCH_REDIS_URL", e2eRedis)
+	runPrefix := "bench" + randHex(4) + "-"
+
+	// The developer's own FEEDD_* settings stay out of the children.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FEEDD_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env,
+		"FEEDD_MYSQL_DSN="+root+db,
+		"FEEDD_REDIS_URL="+redisURL,
+		"FEEDD_AMQP_URL="+envOr("FEEDD_TEST_AMQP_URL", e2eAMQP),
+		"FEEDD_ADMIN_TOKEN=admin-"+randHex(8),
+		"FEEDD_JWT_SECRET="+randHex(16),
+		// The celebrity's 1,500 followers are above it: hybrid pulls it.
+		"FEEDD_PULL_THRESHOLD=1000",
+		"FEEDD_LOG_LEVEL=warn",
+	)
+
+	graph := filepath.Join(dir, "graph.json")
+	out := feeddCmd(t, ctx, exe, env, "bench", "graph", "--users", "2000", "--celebrities", "1", "--celebrity-followers", "1500",
+		"--posts-per-user", "3", "--cohorts", "50,500", "--cohort-readers", "10", "--sample-users", "200", "--out", graph)
+	if !strings.Contains(out, "celebrity") || !strings.Contains(out, "following_500") {
+		t.Fatalf("bench graph output does not name the celebrity and cohorts")
+	}
+
+	jsonOut, htmlOut := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.html")
+	out = feeddCmd(t, ctx, exe, env, "bench", "run", "--graph", graph, "--run-prefix", runPrefix,
+		"--duration", "1s", "--baseline-duration", "500ms", "--concurrency", "4", "--publish-count", "20",
+		"--memory-readers", "100", "--log-dir", dir, "--json", jsonOut, "--html", htmlOut)
+	for _, want := range []string{"fanout_writes_per_sec", "read following_500", "redis_bytes_per_entry", "memory_hybrid_vs_push"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bench run's table lacks %q", want)
+		}
+	}
+
+	raw, err := os.ReadFile(jsonOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree map[string]any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		t.Fatalf("bench JSON: %v", err)
+	}
+	doc, err := os.ReadFile("../../docs/BENCH.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	num := func(path string, subs map[string]string) float64 {
+		t.Helper()
+		v, ok := lookupWith(tree, path, subs)
+		if !ok {
+			t.Errorf("%v: %s missing", subs, path)
+			return 0
+		}
+		f, _ := v.(float64)
+		return f
+	}
+	for _, model := range []string{"push", "pull", "hybrid"} {
+		for _, cohort := range []string{"following_50", "following_500"} {
+			subs := map[string]string{"<model>": model, "<cohort>": cohort}
+			for _, p := range documentedPaths(string(doc)) {
+				if _, ok := lookupWith(tree, p, subs); !ok {
+					// A model without inboxes has no entries to break down.
+					if model == "pull" && strings.Contains(p, ".memory.by_") {
+						continue
+					}
+					t.Errorf("%s/%s: documented field %s missing", model, cohort, p)
+				}
+			}
+			pre := "models." + model + ".read." + cohort + "."
+			for _, f := range []string{"read_rps", "read_p50_ms", "read_p99_ms", "read_baseline_rps", "read_baseline_p99_ms", "items_per_page", "requests"} {
+				if v := num(pre+f, subs); v <= 0 {
+					t.Errorf("%s%s = %v; want > 0", pre, f, v)
+				}
+			}
+			if e := num(pre+"errors", subs); e != 0 {
+				t.Errorf("%serrors = %v; want 0", pre, e)
+			}
+		}
+		pre := "models." + model + "."
+		for _, who := range []string{"zero_followers", "celebrity"} {
+			p := pre + "publish." + who + "."
+			p50, p99 := num(p+"publish_p50_ms", nil), num(p+"publish_p99_ms", nil)
+			if p50 <= 0 || p99 < p50 || num(p+"samples", nil) != 20 {
+				t.Errorf("%s: p50 %v, p99 %v, %v samples; want 0 < p50 <= p99 and 20 samples", p, p50, p99, num(p+"samples", nil))
+			}
+		}
+		if v := num(pre+"fanout.fanout_baseline_writes_per_sec", nil); v <= 0 {
+			t.Errorf("%s baseline writes/s = %v; want > 0", model, v)
+		}
+		if v := num(pre+"memory.redis_bytes_total", nil); v <= 0 {
+			t.Errorf("%s redis_bytes_total = %v; want > 0", model, v)
+		}
+		if errs, _ := lookupWith(tree, pre+"errors", nil); errs != nil && len(errs.([]any)) > 0 {
+			t.Errorf("%s errors: %v", model, errs)
+		}
+	}
+	// Push fans the celebrity out; pull and hybrid (above the lowered
+	// threshold) pull it.
+	if v, _ := lookupWith(tree, "models.push.fanout.fanned_out", nil); v != true {
+		t.Errorf("push did not fan out")
+	}
+	for _, f := range []string{"fanout_seconds", "fanout_writes_per_sec", "fanout_vs_baseline", "verified_ok"} {
+		if v := num("models.push.fanout."+f, nil); v <= 0 {
+			t.Errorf("push fanout.%s = %v; want > 0", f, v)
+		}
+	}
+	if ok, n := num("models.push.fanout.verified_ok", nil), num("models.push.fanout.verify_sample", nil); ok != n || n < 1000 {
+		t.Errorf("push: %v of %v sampled inboxes hold the post; want all of at least 1000", ok, n)
+	}
+	for _, model := range []string{"pull", "hybrid"} {
+		if v, _ := lookupWith(tree, "models."+model+".fanout.delivery_mode", nil); v != "pull" {
+			t.Errorf("%s: the celebrity's delivery_mode is %v; want pull", model, v)
+		}
+	}
+	for _, model := range []string{"push", "hybrid"} {
+		if v := num("models."+model+".memory.redis_entries", nil); v <= 0 {
+			t.Errorf("%s redis_entries = %v; want > 0", model, v)
+		}
+		if v := num("models."+model+".memory.redis_bytes_per_entry", nil); v <= 0 {
+			t.Errorf("%s redis_bytes_per_entry = %v; want > 0", model, v)
+		}
+	}
+	targets, _ := tree["targets"].([]any)
+	measured := 0
+	for _, x := range targets {
+		if x.(map[string]any)["value"] != nil {
+			measured++
+		}
+	}
+	if measured < 10 {
+		t.Errorf("%d targets measured; want the issue's ratios (at least 10)", measured)
+	}
+
+	page, err := os.ReadFile(htmlOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(page), "<svg"); n < 8 {
+		t.Errorf("HTML report has %d charts; want at least 8", n)
+	}
+
+	// Every key bench and its children wrote is gone.
+	opt, _ := redis.ParseURL(redisURL)
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	left, err := scanKeys(ctx, rdb, runPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("%d keys left under %s, e.g. %s", len(left), runPrefix, left[0])
+		_ = unlinkKeys(ctx, rdb, left)
+	}
+}

@@ -1,0 +1,491 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is everything one bench run measured. Its JSON field names are a
+// stable interface (docs/BENCH.md lists them): add fields, never rename.
+type Report struct {
+	Command    string                  `json:"command"`
+	StartedAt  time.Time               `json:"started_at"`
+	FinishedAt time.Time               `json:"finished_at"`
+	Seconds    float64                 `json:"seconds"`
+	Graph      GraphSummary            `json:"graph"`
+	Settings   Settings                `json:"settings"`
+	ModelOrder []string                `json:"model_order"`
+	Models     map[string]*ModelResult `json:"models"`
+	Targets    []Target                `json:"targets"`
+	Notes      []string                `json:"notes"`
+}
+
+// GraphSummary is the part of the manifest a reader of the report needs.
+type GraphSummary struct {
+	Users              int     `json:"users"`
+	Follows            int64   `json:"follows"`
+	Posts              int64   `json:"posts"`
+	Celebrities        int     `json:"celebrities"`
+	CelebrityFollowers int     `json:"celebrity_followers"`
+	TopOrdinaryAuthor  int     `json:"top_ordinary_author_followers"`
+	Store              string  `json:"store"`
+	GraphSeconds       float64 `json:"graph_seconds"`
+}
+
+// Settings are the knobs of the run.
+type Settings struct {
+	Scenarios          []string `json:"scenarios"`
+	Concurrency        int      `json:"concurrency"`
+	DurationSeconds    float64  `json:"duration_seconds"`
+	BaselineSeconds    float64  `json:"baseline_duration_seconds"`
+	PublishCount       int      `json:"publish_count"`
+	BaselineGoroutines int      `json:"fanout_baseline_goroutines"`
+	BaselinePipeline   int      `json:"fanout_baseline_pipeline"`
+	VerifySample       int      `json:"verify_sample"`
+	MemoryReaders      int      `json:"memory_readers"`
+	InboxMax           int      `json:"inbox_max"`
+	CPUs               int      `json:"cpus"`
+	GoVersion          string   `json:"go_version"`
+	RedisVersion       string   `json:"redis_version,omitempty"`
+	Target             string   `json:"target"` // "children" or the --url
+}
+
+// ModelResult is one model's figures, each scenario under its name.
+type ModelResult struct {
+	FanoutMode string                 `json:"fanout_mode"`
+	URL        string                 `json:"url"`
+	Fanout     *FanoutResult          `json:"fanout,omitempty"`
+	Publish    *PublishResult         `json:"publish,omitempty"`
+	Read       map[string]*ReadResult `json:"read,omitempty"`
+	Memory     *MemoryResult          `json:"memory,omitempty"`
+	Errors     []string               `json:"errors"`
+}
+
+// FanoutResult: one post by an author whose followers' inboxes all exist.
+type FanoutResult struct {
+	AuthorID     string `json:"author_id"`
+	Followers    int    `json:"followers"`
+	DeliveryMode string `json:"delivery_mode"`
+	// FannedOut is false when the author is pulled (no inbox writes are
+	// expected); the rates are then 0.
+	FannedOut          bool    `json:"fanned_out"`
+	MaterializeSeconds float64 `json:"materialize_seconds"`
+	PublishMS          float64 `json:"publish_ms"`
+	// FanoutSeconds runs from the publish request to the first /metrics
+	// poll (every 10 ms for a second, then every 100 ms) that counts an
+	// inbox write per follower.
+	FanoutSeconds      float64 `json:"fanout_seconds"`
+	FanoutWritesPerSec float64 `json:"fanout_writes_per_sec"`
+	InboxWrites        int64   `json:"inbox_writes"`
+	// The baseline: one ZADD per fresh key, pipelined, from bench.
+	FanoutBaselineWritesPerSec float64 `json:"fanout_baseline_writes_per_sec"`
+	FanoutBaselineSeconds      float64 `json:"fanout_baseline_seconds"`
+	FanoutBaselineGoroutines   int     `json:"fanout_baseline_goroutines"`
+	FanoutBaselinePipeline     int     `json:"fanout_baseline_pipeline"`
+	FanoutVsBaseline           float64 `json:"fanout_vs_baseline"`
+	VerifySample               int     `json:"verify_sample"`
+	VerifiedOK                 int     `json:"verified_ok"`
+	// Progress is [seconds since the publish, inbox writes so far].
+	Progress [][2]float64 `json:"progress"`
+}
+
+// PublishResult: publish latency of the two extreme authors.
+type PublishResult struct {
+	ZeroFollowers *PublishLatency `json:"zero_followers,omitempty"`
+	Celebrity     *PublishLatency `json:"celebrity,omitempty"`
+}
+
+// PublishLatency is one author's publishes.
+type PublishLatency struct {
+	AuthorID     string  `json:"author_id"`
+	Followers    int     `json:"followers"`
+	DeliveryMode string  `json:"delivery_mode"`
+	Samples      int     `json:"samples"`
+	Errors       int     `json:"errors"`
+	PublishP50MS float64 `json:"publish_p50_ms"`
+	PublishP99MS float64 `json:"publish_p99_ms"`
+	PublishMean  float64 `json:"publish_mean_ms"`
+	PublishMaxMS float64 `json:"publish_max_ms"`
+	// FanoutWritesDuring counts inbox writes feedd made between the first
+	// and the last publish: the fan-out load the publishes ran under.
+	FanoutWritesDuring int64 `json:"fanout_writes_during"`
+	Histogram          []Bin `json:"histogram"`
+}
+
+// ReadResult is one cohort's home-feed reads.
+type ReadResult struct {
+	Following       int     `json:"following"`
+	Celebrities     int     `json:"celebrities"`
+	Readers         int     `json:"readers"`
+	Concurrency     int     `json:"concurrency"`
+	DurationSeconds float64 `json:"duration_seconds"`
+	Requests        int64   `json:"requests"`
+	Errors          int64   `json:"errors"`
+	ReadRPS         float64 `json:"read_rps"`
+	ReadP50MS       float64 `json:"read_p50_ms"`
+	ReadP99MS       float64 `json:"read_p99_ms"`
+	ReadMeanMS      float64 `json:"read_mean_ms"`
+	ReadMaxMS       float64 `json:"read_max_ms"`
+	ItemsPerPage    float64 `json:"items_per_page"`
+	// Paths counts pages by how feedd served them
+	// (feedd_feed_reads_total{path}), during the measurement.
+	Paths             map[string]float64 `json:"paths"`
+	ReadBaselineRPS   float64            `json:"read_baseline_rps"`
+	ReadBaselineP50MS float64            `json:"read_baseline_p50_ms"`
+	ReadBaselineP99MS float64            `json:"read_baseline_p99_ms"`
+	ReadVsBaseline    float64            `json:"read_vs_baseline"`
+	Histogram         []Bin              `json:"histogram"`
+	BaselineHistogram []Bin              `json:"baseline_histogram"`
+}
+
+// MemoryResult is the Redis footprint of the model's keys.
+type MemoryResult struct {
+	Prefix        string `json:"prefix"`
+	WarmedReaders int    `json:"warmed_readers"`
+	Keys          int64  `json:"keys"`
+	MeasuredKeys  int    `json:"measured_keys"`
+	Sampled       bool   `json:"sampled"`
+	// RedisBytesTotal is MEMORY USAGE summed over every key (extrapolated
+	// from the measured ones when sampled).
+	RedisBytesTotal int64 `json:"redis_bytes_total"`
+	// The inboxes of the readers bench knows (InboxReaders of them; the
+	// ones that exist): the bytes of their keys, their entries as feedd's
+	// API returns them, and the ratio.
+	InboxReaders       int     `json:"inbox_readers"`
+	Inboxes            int     `json:"inboxes"`
+	RedisInboxBytes    int64   `json:"redis_inbox_bytes"`
+	RedisEntries       int64   `json:"redis_entries"`
+	RedisBytesPerEntry float64 `json:"redis_bytes_per_entry"`
+	// Breakdowns of every key by Redis type (with entries counted
+	// generically) and by key namespace (the key up to its hash tag).
+	ByType      map[string]*TypeMemory `json:"by_type"`
+	ByNamespace map[string]*TypeMemory `json:"by_namespace"`
+	RedisConfig map[string]string      `json:"redis_config,omitempty"`
+}
+
+// TypeMemory is the footprint of the keys of one Redis type.
+type TypeMemory struct {
+	Keys    int64 `json:"keys"`
+	Bytes   int64 `json:"bytes"`
+	Entries int64 `json:"entries"`
+}
+
+// Target is one of the issue's goals, computed from the run.
+type Target struct {
+	Name   string   `json:"name"`
+	Value  *float64 `json:"value"` // nil: not measured in this run
+	Goal   string   `json:"goal"`
+	Met    *bool    `json:"met"`
+	Detail string   `json:"detail,omitempty"`
+}
+
+// computeTargets derives the issue's target ratios from the models.
+func (r *Report) computeTargets() {
+	var ts []Target
+	add := func(name string, v float64, ok bool, goal string, met func(float64) bool, detail string) {
+		t := Target{Name: name, Goal: goal, Detail: detail}
+		if ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			t.Value = &v
+			m := met(v)
+			t.Met = &m
+		}
+		ts = append(ts, t)
+	}
+	atLeast := func(x float64) func(float64) bool { return func(v float64) bool { return v >= x } }
+	atMost := func(x float64) func(float64) bool { return func(v float64) bool { return v <= x } }
+	below := func(x float64) func(float64) bool { return func(v float64) bool { return v < x } }
+
+	for _, name := range r.ModelOrder {
+		m := r.Models[name]
+		if f := m.Fanout; f != nil && f.FannedOut {
+			add("fanout_vs_baseline["+name+"]", f.FanoutVsBaseline, f.FanoutBaselineWritesPerSec > 0, ">= 0.5 (aim 0.8)", atLeast(0.5),
+				fmt.Sprintf("%s inbox writes/s vs %s raw ZADD/s to %d inboxes", count(int64(f.FanoutWritesPerSec)), count(int64(f.FanoutBaselineWritesPerSec)), f.Followers))
+		}
+		if p := m.Publish; p != nil && p.Celebrity != nil {
+			c := p.Celebrity
+			add("publish_p99_celebrity_ms["+name+"]", c.PublishP99MS, c.Samples > 0, "<= 10", atMost(10),
+				fmt.Sprintf("author with %d followers, %d samples, %d inbox writes during", c.Followers, c.Samples, c.FanoutWritesDuring))
+			if z := p.ZeroFollowers; z != nil && z.PublishP99MS > 0 {
+				add("publish_p99_celebrity_vs_zero["+name+"]", c.PublishP99MS/z.PublishP99MS, c.Samples > 0, "<= 1.2", atMost(1.2),
+					fmt.Sprintf("%.2f ms vs %.2f ms", c.PublishP99MS, z.PublishP99MS))
+			}
+		}
+		if m.Memory != nil && m.Memory.RedisEntries > 0 {
+			add("redis_bytes_per_entry["+name+"]", m.Memory.RedisBytesPerEntry, true, "<= 40", atMost(40),
+				fmt.Sprintf("%d entries in %d bytes of inbox keys", m.Memory.RedisEntries, m.Memory.RedisInboxBytes))
+		}
+	}
+	push, hybrid, pull := r.Models["push"], r.Models["hybrid"], r.Models["pull"]
+	if push != nil && push.Read != nil {
+		if rd := push.Read["following_500"]; rd != nil {
+			add("read_p99_push_following_500_ms", rd.ReadP99MS, rd.Requests > 0, "<= 5", atMost(5), fmt.Sprintf("at %d concurrent clients", rd.Concurrency))
+			add("read_rps_vs_baseline_push_following_500", rd.ReadVsBaseline, rd.ReadBaselineRPS > 0, ">= 0.3", atLeast(0.3),
+				fmt.Sprintf("%.0f/s vs %.0f/s", rd.ReadRPS, rd.ReadBaselineRPS))
+		}
+	}
+	for _, cohort := range sortedKeys(r.cohorts()) {
+		if hybrid == nil || hybrid.Read[cohort] == nil {
+			continue
+		}
+		h := hybrid.Read[cohort]
+		if push != nil && push.Read[cohort] != nil && push.Read[cohort].ReadP99MS > 0 {
+			p := push.Read[cohort]
+			add("read_p99_hybrid_vs_push["+cohort+"]", h.ReadP99MS/p.ReadP99MS, h.Requests > 0, "<= 2", atMost(2),
+				fmt.Sprintf("%.2f ms vs %.2f ms, readers follow %d celebrities", h.ReadP99MS, p.ReadP99MS, h.Celebrities))
+		}
+		if pull != nil && pull.Read[cohort] != nil && pull.Read[cohort].ReadP99MS > 0 {
+			p := pull.Read[cohort]
+			add("read_p99_hybrid_vs_pull["+cohort+"]", h.ReadP99MS/p.ReadP99MS, h.Requests > 0, "< 1", below(1),
+				fmt.Sprintf("%.2f ms vs %.2f ms", h.ReadP99MS, p.ReadP99MS))
+		}
+	}
+	if push != nil && hybrid != nil && push.Memory != nil && hybrid.Memory != nil && push.Memory.RedisBytesTotal > 0 {
+		add("memory_hybrid_vs_push", float64(hybrid.Memory.RedisBytesTotal)/float64(push.Memory.RedisBytesTotal), true, "< 1", below(1),
+			fmt.Sprintf("%s vs %s", bytesStr(hybrid.Memory.RedisBytesTotal), bytesStr(push.Memory.RedisBytesTotal)))
+	}
+	r.Targets = ts
+}
+
+// cohorts returns every cohort name any model read.
+func (r *Report) cohorts() map[string]int {
+	out := map[string]int{}
+	for _, m := range r.Models {
+		for name, rd := range m.Read {
+			out[name] = rd.Following
+		}
+	}
+	return out
+}
+
+// sortedKeys orders cohort names by their following count.
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return m[a] - m[b] })
+	return keys
+}
+
+func bytesStr(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// WriteTable prints the report as plain-text tables: one column per
+// model, then the targets.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := "\t"
+	for _, m := range r.ModelOrder {
+		head += m + "\t"
+	}
+	row := func(label string, cell func(m *ModelResult) string) {
+		line := label + "\t"
+		any := false
+		for _, name := range r.ModelOrder {
+			c := cell(r.Models[name])
+			if c != "" {
+				any = true
+			} else {
+				c = "-"
+			}
+			line += c + "\t"
+		}
+		if any {
+			fmt.Fprintln(tw, line)
+		}
+	}
+	f2 := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+	fmt.Fprintf(tw, "%s\n", head)
+
+	fmt.Fprintln(tw, "fanout\t")
+	row("  author followers", func(m *ModelResult) string {
+		if m.Fanout == nil {
+			return ""
+		}
+		return fmt.Sprintf("%d (%s)", m.Fanout.Followers, m.Fanout.DeliveryMode)
+	})
+	row("  fanout_seconds", func(m *ModelResult) string {
+		if m.Fanout == nil || !m.Fanout.FannedOut {
+			return ""
+		}
+		return fmt.Sprintf("%.2f", m.Fanout.FanoutSeconds)
+	})
+	row("  fanout_writes_per_sec", func(m *ModelResult) string {
+		if m.Fanout == nil || !m.Fanout.FannedOut {
+			return ""
+		}
+		return count(int64(m.Fanout.FanoutWritesPerSec))
+	})
+	row("  baseline_writes_per_sec", func(m *ModelResult) string {
+		if m.Fanout == nil || m.Fanout.FanoutBaselineWritesPerSec == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%s (%d gor.)", count(int64(m.Fanout.FanoutBaselineWritesPerSec)), m.Fanout.FanoutBaselineGoroutines)
+	})
+	row("  fanout vs baseline", func(m *ModelResult) string {
+		if m.Fanout == nil || !m.Fanout.FannedOut || m.Fanout.FanoutVsBaseline == 0 {
+			return ""
+		}
+		return f2(m.Fanout.FanoutVsBaseline)
+	})
+	row("  verified inboxes", func(m *ModelResult) string {
+		if m.Fanout == nil || m.Fanout.VerifySample == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%d/%d", m.Fanout.VerifiedOK, m.Fanout.VerifySample)
+	})
+
+	fmt.Fprintln(tw, "publish (ms)\t")
+	pub := func(label string, get func(*PublishResult) *PublishLatency) {
+		row("  "+label+" p50 / p99", func(m *ModelResult) string {
+			if m.Publish == nil || get(m.Publish) == nil {
+				return ""
+			}
+			p := get(m.Publish)
+			return fmt.Sprintf("%.2f / %.2f", p.PublishP50MS, p.PublishP99MS)
+		})
+	}
+	pub("0 followers", func(p *PublishResult) *PublishLatency { return p.ZeroFollowers })
+	pub("celebrity", func(p *PublishResult) *PublishLatency { return p.Celebrity })
+	row("  writes during celebrity", func(m *ModelResult) string {
+		if m.Publish == nil || m.Publish.Celebrity == nil {
+			return ""
+		}
+		return count(m.Publish.Celebrity.FanoutWritesDuring)
+	})
+
+	for _, cohort := range sortedKeys(r.cohorts()) {
+		fmt.Fprintf(tw, "read %s\t\n", cohort)
+		get := func(m *ModelResult) *ReadResult { return m.Read[cohort] }
+		row("  read_rps", func(m *ModelResult) string {
+			if get(m) == nil {
+				return ""
+			}
+			return fmt.Sprintf("%.0f", get(m).ReadRPS)
+		})
+		row("  p50 / p99 ms", func(m *ModelResult) string {
+			if get(m) == nil {
+				return ""
+			}
+			return fmt.Sprintf("%.2f / %.2f", get(m).ReadP50MS, get(m).ReadP99MS)
+		})
+		row("  baseline rps (p99 ms)", func(m *ModelResult) string {
+			if get(m) == nil || get(m).ReadBaselineRPS == 0 {
+				return ""
+			}
+			return fmt.Sprintf("%.0f (%.2f)", get(m).ReadBaselineRPS, get(m).ReadBaselineP99MS)
+		})
+		row("  vs baseline", func(m *ModelResult) string {
+			if get(m) == nil || get(m).ReadVsBaseline == 0 {
+				return ""
+			}
+			return f2(get(m).ReadVsBaseline)
+		})
+		row("  items/page, errors", func(m *ModelResult) string {
+			if get(m) == nil {
+				return ""
+			}
+			return fmt.Sprintf("%.1f, %d", get(m).ItemsPerPage, get(m).Errors)
+		})
+		row("  paths", func(m *ModelResult) string {
+			if get(m) == nil {
+				return ""
+			}
+			return pathsStr(get(m).Paths)
+		})
+	}
+
+	fmt.Fprintln(tw, "memory\t")
+	row("  redis_bytes_total", func(m *ModelResult) string {
+		if m.Memory == nil {
+			return ""
+		}
+		s := bytesStr(m.Memory.RedisBytesTotal)
+		if m.Memory.Sampled {
+			s += " ~"
+		}
+		return s
+	})
+	row("  inbox keys bytes", func(m *ModelResult) string {
+		if m.Memory == nil {
+			return ""
+		}
+		return bytesStr(m.Memory.RedisInboxBytes)
+	})
+	row("  entries", func(m *ModelResult) string {
+		if m.Memory == nil {
+			return ""
+		}
+		return count(m.Memory.RedisEntries)
+	})
+	row("  redis_bytes_per_entry", func(m *ModelResult) string {
+		if m.Memory == nil || m.Memory.RedisEntries == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%.1f", m.Memory.RedisBytesPerEntry)
+	})
+	row("  keys (measured)", func(m *ModelResult) string {
+		if m.Memory == nil {
+			return ""
+		}
+		return fmt.Sprintf("%d (%d)", m.Memory.Keys, m.Memory.MeasuredKeys)
+	})
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "target\tvalue\tgoal\tmet\tdetail")
+	for _, t := range r.Targets {
+		v, met := "n/a", "n/a"
+		if t.Value != nil {
+			v = fmt.Sprintf("%.3g", *t.Value)
+		}
+		if t.Met != nil {
+			met = map[bool]string{true: "yes", false: "NO"}[*t.Met]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, v, t.Goal, met, t.Detail)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, name := range r.ModelOrder {
+		for _, e := range r.Models[name].Errors {
+			fmt.Fprintf(w, "error [%s]: %s\n", name, e)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return nil
+}
+
+func pathsStr(p map[string]float64) string {
+	keys := make([]string, 0, len(p))
+	for k, v := range p {
+		if v > 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %s", k, count(int64(p[k])))
+	}
+	return strings.Join(parts, ", ")
+}

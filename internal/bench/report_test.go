@@ -1,0 +1,258 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sampleReport is a report with every section filled, as a full run of
+// the three models makes it.
+func sampleReport() *Report {
+	var h Histogram
+	for i := 1; i <= 1000; i++ {
+		h.Record(time.Duration(i) * 10 * time.Microsecond)
+	}
+	bins := h.Bins(10)
+	rep := &Report{
+		Command: "feedd bench run --graph g.json", StartedAt: time.Now(), FinishedAt: time.Now(), Seconds: 12,
+		Graph:      GraphSummary{Users: 2000, Follows: 40000, Posts: 6000, Celebrities: 1, CelebrityFollowers: 1500, Store: "mysql"},
+		Settings:   Settings{Scenarios: AllScenarios, Concurrency: 32, DurationSeconds: 10, BaselineGoroutines: 8, BaselinePipeline: 1000, CPUs: 2},
+		ModelOrder: []string{"push", "pull", "hybrid"},
+		Models:     map[string]*ModelResult{},
+		Notes:      []string{},
+	}
+	for i, name := range rep.ModelOrder {
+		f := float64(i + 1)
+		m := &ModelResult{FanoutMode: name, URL: "http://127.0.0.1:1", Errors: []string{}}
+		m.Fanout = &FanoutResult{
+			AuthorID: "1", Followers: 1500, DeliveryMode: "push", FannedOut: name != "pull",
+			FanoutSeconds: 0.2 * f, FanoutWritesPerSec: 7500 / f, InboxWrites: 1500,
+			FanoutBaselineWritesPerSec: 10000, FanoutBaselineSeconds: 0.15, FanoutBaselineGoroutines: 8, FanoutBaselinePipeline: 1000,
+			FanoutVsBaseline: 0.75 / f, VerifySample: 1000, VerifiedOK: 1000,
+			Progress: [][2]float64{{0.1, 500}, {0.2, 1500}},
+		}
+		lat := func() *PublishLatency {
+			return &PublishLatency{AuthorID: "2", Samples: 200, PublishP50MS: 1 * f, PublishP99MS: 3 * f, PublishMean: 1.2, PublishMaxMS: 5, FanoutWritesDuring: 1500, Histogram: bins}
+		}
+		m.Publish = &PublishResult{ZeroFollowers: lat(), Celebrity: lat()}
+		m.Read = map[string]*ReadResult{}
+		for _, c := range []struct {
+			name string
+			n    int
+		}{{"following_50", 50}, {"following_500", 500}, {"following_5000", 5000}} {
+			m.Read[c.name] = &ReadResult{
+				Following: c.n, Celebrities: 1, Readers: 100, Concurrency: 32, DurationSeconds: 10, Requests: 10000,
+				ReadRPS: 1000 / f, ReadP50MS: 2 * f, ReadP99MS: 4 * f, ReadMeanMS: 2.5, ReadMaxMS: 9, ItemsPerPage: 20,
+				Paths:           map[string]float64{"inbox": 10000},
+				ReadBaselineRPS: 3000, ReadBaselineP50MS: 0.5, ReadBaselineP99MS: 1, ReadVsBaseline: 0.33 / f,
+				Histogram: bins, BaselineHistogram: bins,
+			}
+		}
+		m.Memory = &MemoryResult{
+			Prefix: "bench-" + name + ":", WarmedReaders: 1000, Keys: 5000, MeasuredKeys: 5000,
+			RedisBytesTotal: int64(1e6 / f), InboxReaders: 1300, Inboxes: 1000, RedisInboxBytes: 400000, RedisEntries: 20000, RedisBytesPerEntry: 20,
+			ByType:      map[string]*TypeMemory{"string": {Keys: 5000, Bytes: 1000000}},
+			ByNamespace: map[string]*TypeMemory{"inbox:": {Keys: 1000, Bytes: 400000}},
+		}
+		rep.Models[name] = m
+	}
+	rep.computeTargets()
+	return rep
+}
+
+// TestReportFieldsDocumented: every field path docs/BENCH.md documents
+// is in a full report's JSON, and the stable fields the issue names are
+// documented.
+func TestReportFieldsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/BENCH.md")
+	if err != nil {
+		t.Fatalf("read docs/BENCH.md: %v", err)
+	}
+	paths := documentedPaths(string(doc))
+	if len(paths) < 40 {
+		t.Fatalf("docs/BENCH.md documents %d JSON fields; want the whole schema", len(paths))
+	}
+	raw, err := json.Marshal(sampleReport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree map[string]any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		if _, ok := lookup(tree, p); !ok {
+			t.Errorf("documented field %s is not in the report's JSON", p)
+		}
+	}
+	for _, stable := range []string{
+		"fanout_writes_per_sec", "fanout_baseline_writes_per_sec", "fanout_seconds",
+		"publish_p50_ms", "publish_p99_ms", "read_rps", "read_p50_ms", "read_p99_ms",
+		"read_baseline_rps", "redis_bytes_per_entry",
+	} {
+		found := false
+		for _, p := range paths {
+			found = found || strings.HasSuffix(p, "."+stable)
+		}
+		if !found {
+			t.Errorf("stable field %s is not documented in docs/BENCH.md", stable)
+		}
+	}
+}
+
+// documentedPaths returns the JSON paths of the schema table in
+// docs/BENCH.md: the rows of section "The JSON" that start with a
+// backquoted path.
+func documentedPaths(doc string) []string {
+	_, doc, _ = strings.Cut(doc, "\n## The JSON\n")
+	doc, _, _ = strings.Cut(doc, "\n## ")
+	re := regexp.MustCompile("(?m)^\\| `([a-z_<>.\\[\\]0-9]+)`")
+	var out []string
+	for _, m := range re.FindAllStringSubmatch(doc, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// sampleSubs fill the placeholders of documented paths for sampleReport.
+var sampleSubs = map[string]string{"<model>": "push", "<cohort>": "following_500", "<type>": "string", "<namespace>": "inbox:", "<path>": "inbox"}
+
+// lookup walks a dotted path of sampleReport's JSON.
+func lookup(tree map[string]any, path string) (any, bool) { return lookupWith(tree, path, sampleSubs) }
+
+// lookupWith walks a dotted path, replacing placeholders such as <model>
+// with subs; [] takes the first element of an array.
+func lookupWith(tree map[string]any, path string, subs map[string]string) (any, bool) {
+	var cur any = tree
+	for _, part := range strings.Split(path, ".") {
+		arr := strings.HasSuffix(part, "[]")
+		part = strings.TrimSuffix(part, "[]")
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok := subs[part]; ok {
+			part = v
+		} else if strings.HasPrefix(part, "<") {
+			// Any key will do, but there must be one.
+			keys := slices.Sorted(maps.Keys(obj))
+			if len(keys) == 0 {
+				return nil, false
+			}
+			part = keys[0]
+		}
+		if cur, ok = obj[part]; !ok {
+			return nil, false
+		}
+		if arr {
+			a, ok := cur.([]any)
+			if !ok || len(a) == 0 {
+				return nil, false
+			}
+			cur = a[0]
+		}
+	}
+	return cur, true
+}
+
+// TestReportHTML: the report is well-formed (it is XHTML-clean, so a
+// strict XML parser reads it) and has an <svg> per chart.
+func TestReportHTML(t *testing.T) {
+	rep := sampleReport()
+	var buf bytes.Buffer
+	if err := rep.WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	charts := rep.Charts()
+	if len(charts) < 8 {
+		t.Fatalf("%d charts; want fan-out progress, the side-by-side bars and the latency histograms", len(charts))
+	}
+	dec := xml.NewDecoder(bytes.NewReader(buf.Bytes()))
+	dec.Strict = true
+	svgs, depth := 0, 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("report is not well-formed: %v\n%s", err, around(buf.String(), dec.InputOffset()))
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			depth++
+			if e.Name.Local == "svg" {
+				svgs++
+			}
+			if e.Name.Local == "script" || (e.Name.Local == "link") {
+				t.Errorf("report has a <%s>: it must be self-contained", e.Name.Local)
+			}
+		case xml.EndElement:
+			depth--
+		}
+	}
+	if depth != 0 {
+		t.Fatalf("unbalanced elements: depth %d at the end", depth)
+	}
+	if svgs != len(charts) {
+		t.Fatalf("%d <svg> elements; want one per chart (%d)", svgs, len(charts))
+	}
+	for _, want := range []string{"fanout_vs_baseline[push]", "read_p99_hybrid_vs_push[following_500]", "memory_hybrid_vs_push", "read_p99_hybrid_vs_pull[following_50]", "publish_p99_celebrity_vs_zero[push]"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("report lacks target %s", want)
+		}
+	}
+}
+
+func around(s string, off int64) string {
+	lo, hi := max(int(off)-200, 0), min(int(off)+200, len(s))
+	return s[lo:hi]
+}
+
+// TestTargets: the ratios come out of the models' figures.
+func TestTargets(t *testing.T) {
+	rep := sampleReport()
+	got := map[string]float64{}
+	for _, tg := range rep.Targets {
+		if tg.Value != nil {
+			got[tg.Name] = *tg.Value
+		}
+	}
+	for name, want := range map[string]float64{
+		"fanout_vs_baseline[push]":                0.75,
+		"publish_p99_celebrity_vs_zero[push]":     1,
+		"read_p99_hybrid_vs_push[following_500]":  3,
+		"read_p99_hybrid_vs_pull[following_500]":  1.5,
+		"memory_hybrid_vs_push":                   1.0 / 3,
+		"read_rps_vs_baseline_push_following_500": 0.33,
+		"redis_bytes_per_entry[hybrid]":           20,
+	} {
+		if v, ok := got[name]; !ok || v < want*0.999 || v > want*1.001 {
+			t.Errorf("target %s = %v (present %v); want %v", name, v, ok, want)
+		}
+	}
+	if _, ok := got["fanout_vs_baseline[pull]"]; ok {
+		t.Error("a model that did not fan out has a fan-out ratio")
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sampleReport().WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fanout_writes_per_sec", "read following_5000", "redis_bytes_per_entry", "push", "hybrid", "memory_hybrid_vs_push"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+}

@@ -1,0 +1,506 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/rediscache"
+)
+
+// Scenario names, in the order a model runs them. Memory comes before
+// publish because publish leaves the celebrity's extra fan-outs running;
+// fanout drops the inboxes it materialized before read and memory, so
+// that memory measures what feedd's own reads built.
+const (
+	ScenarioFanout  = "fanout"
+	ScenarioRead    = "read"
+	ScenarioMemory  = "memory"
+	ScenarioPublish = "publish"
+)
+
+// AllScenarios in run order.
+var AllScenarios = []string{ScenarioFanout, ScenarioRead, ScenarioMemory, ScenarioPublish}
+
+// AllModels are the timeline models feedd runs.
+var AllModels = []string{string(feed.ModePush), string(feed.ModePull), string(feed.ModeHybrid)}
+
+// RunOptions configure bench run.
+type RunOptions struct {
+	Command  string // the command line, for the report
+	Manifest *Manifest
+	Models   []string
+	// URL, when set, is the one deployment to measure (as Label) instead
+	// of a child feedd per model.
+	URL   string
+	Label string
+	// Exe and Env start the children: Env is the environment they inherit
+	// (the FEEDD_* settings of the backends), before bench's own settings.
+	Exe string
+	Env []string
+	// AdminToken mints user tokens; JWTSecret is given to the children.
+	AdminToken, JWTSecret string
+	// RunPrefix starts the Redis prefix (<RunPrefix><model>:) and the
+	// RabbitMQ prefix (<RunPrefix><model>.) of every child, and of the
+	// keys bench writes for its baselines.
+	RunPrefix   string
+	RedisURL    string
+	RedisPrefix string // the deployment's, with URL
+	AMQPURL     string
+	InboxMax    int
+
+	Scenarios          []string
+	Concurrency        int
+	Duration           time.Duration
+	BaselineDuration   time.Duration
+	MaxRequests        int64
+	PublishCount       int
+	FanoutAuthor       string
+	FanoutTimeout      time.Duration
+	VerifySample       int
+	BaselineGoroutines int
+	MemoryReaders      int
+	MemoryMaxKeys      int
+	Keep               bool
+	LogDir             string
+	// Progress gets progress bars and status lines (stderr).
+	Progress io.Writer
+}
+
+// DefaultRunOptions are the flags' defaults.
+func DefaultRunOptions() RunOptions {
+	return RunOptions{
+		Models: AllModels, RunPrefix: "bench-", RedisPrefix: "feedd:", InboxMax: 1000,
+		Scenarios: AllScenarios, Concurrency: 32, Duration: 10 * time.Second, BaselineDuration: 5 * time.Second,
+		MaxRequests: 10_000_000, PublishCount: 200, FanoutTimeout: 10 * time.Minute,
+		VerifySample: 1000, BaselineGoroutines: 8, MemoryReaders: 1000, MemoryMaxKeys: 200_000,
+		Progress: io.Discard,
+	}
+}
+
+const (
+	tokenTTL        = 6 * time.Hour
+	materializeTTL  = 2 * time.Hour
+	redisGoroutines = 64 // for materializing and dropping inboxes
+	baselineBatch   = 1000
+	pollEvery       = 100 * time.Millisecond
+	stallAfter      = 60 * time.Second
+)
+
+// runner is one bench run.
+type runner struct {
+	o   RunOptions
+	rdb redis.UniversalClient // nil without Redis
+	rep *Report
+	tag string // random, for bench's own key prefixes
+
+	mu        sync.Mutex
+	tokens    map[string]string
+	followers map[string][]int64
+}
+
+// modelRun is one model being measured.
+type modelRun struct {
+	name       string
+	url        string
+	cl         *client
+	prefix     string            // feedd's Redis prefix
+	amqpPrefix string            // feedd's RabbitMQ prefix (children only)
+	cache      *rediscache.Cache // feedd's inboxes, through feedd's own layout
+	res        *ModelResult
+
+	created      []createdPost
+	materialized []int64
+}
+
+type createdPost struct {
+	id     int64
+	author string
+}
+
+// Run measures every model and returns the report; the error joins the
+// failures of scenarios, which the report also lists.
+func Run(ctx context.Context, o RunOptions) (*Report, error) {
+	if o.Manifest == nil {
+		return nil, errors.New("bench run: no graph manifest")
+	}
+	for _, s := range o.Scenarios {
+		if !slices.Contains(AllScenarios, s) {
+			return nil, fmt.Errorf("bench run: unknown scenario %q: want some of %s", s, strings.Join(AllScenarios, ","))
+		}
+	}
+	if o.URL == "" {
+		for i, m := range o.Models {
+			if !slices.Contains(AllModels, m) || slices.Contains(o.Models[:i], m) {
+				return nil, fmt.Errorf("bench run: model %q unknown or repeated: want some of push,pull,hybrid", m)
+			}
+		}
+		if len(o.Models) == 0 {
+			return nil, errors.New("bench run: no model to measure")
+		}
+		if o.Exe == "" {
+			return nil, errors.New("bench run: no feedd executable to start")
+		}
+	}
+	if o.AdminToken == "" {
+		return nil, errors.New("bench run: an admin token is needed to mint user tokens (FEEDD_ADMIN_TOKEN or --admin-token)")
+	}
+	if o.LogDir == "" {
+		o.LogDir = "."
+	}
+	tag := make([]byte, 4)
+	_, _ = rand.Read(tag)
+	r := &runner{
+		o: o, tag: hex.EncodeToString(tag),
+		tokens: map[string]string{}, followers: map[string][]int64{},
+		rep: &Report{
+			Command: o.Command, StartedAt: time.Now().UTC(), Models: map[string]*ModelResult{}, Notes: []string{},
+			Graph: GraphSummary{
+				Users: o.Manifest.Users, Follows: o.Manifest.Follows, Posts: o.Manifest.Posts,
+				Celebrities: len(o.Manifest.Celebrities), CelebrityFollowers: o.Manifest.Options.CelebrityFollowers,
+				TopOrdinaryAuthor: o.Manifest.TopOrdinaryAuthor.Followers, Store: o.Manifest.Store, GraphSeconds: o.Manifest.Seconds,
+			},
+			Settings: Settings{
+				Scenarios: o.Scenarios, Concurrency: o.Concurrency, DurationSeconds: o.Duration.Seconds(),
+				BaselineSeconds: o.BaselineDuration.Seconds(), PublishCount: o.PublishCount,
+				BaselineGoroutines: o.BaselineGoroutines, BaselinePipeline: baselineBatch,
+				VerifySample: o.VerifySample, MemoryReaders: o.MemoryReaders, InboxMax: o.InboxMax,
+				CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Target: cmpOr(o.URL, "children"),
+			},
+		},
+	}
+	if o.RedisURL != "" {
+		opt, err := redis.ParseURL(o.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("bench run: FEEDD_REDIS_URL: %w", err)
+		}
+		opt.PoolSize = max(opt.PoolSize, redisGoroutines+o.Concurrency)
+		r.rdb = redis.NewClient(opt)
+		defer r.rdb.Close()
+		if err := r.rdb.Ping(ctx).Err(); err != nil {
+			return nil, fmt.Errorf("bench run: redis at %s: %w", opt.Addr, err)
+		}
+		if info, err := r.rdb.Info(ctx, "server").Result(); err == nil {
+			for _, line := range strings.Split(info, "\n") {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+					r.rep.Settings.RedisVersion = v
+				}
+			}
+		}
+	} else {
+		r.note("no FEEDD_REDIS_URL: the fanout and memory scenarios and the Redis baselines are skipped")
+	}
+
+	var errs []error
+	names := o.Models
+	if o.URL != "" {
+		names = []string{cmpOr(o.Label, "target")}
+	}
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		res := &ModelResult{FanoutMode: name, Errors: []string{}}
+		r.rep.ModelOrder = append(r.rep.ModelOrder, name)
+		r.rep.Models[name] = res
+		if err := r.runModel(ctx, name, res); err != nil {
+			res.Errors = append(res.Errors, err.Error())
+		}
+		for _, e := range res.Errors {
+			errs = append(errs, fmt.Errorf("%s: %s", name, e))
+		}
+	}
+	if o.URL != "" && o.PublishCount > 0 && slices.Contains(o.Scenarios, ScenarioPublish) && len(o.Manifest.Celebrities) > 0 {
+		r.note(fmt.Sprintf("the deployment at %s may still be fanning out the celebrity's %d publish-scenario posts", o.URL, o.PublishCount+1))
+	}
+	r.rep.FinishedAt = time.Now().UTC()
+	r.rep.Seconds = r.rep.FinishedAt.Sub(r.rep.StartedAt).Seconds()
+	r.rep.computeTargets()
+	return r.rep, errors.Join(errs...)
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func (r *runner) note(s string) { r.rep.Notes = append(r.rep.Notes, s) }
+
+func (r *runner) logf(format string, args ...any) {
+	fmt.Fprintf(r.o.Progress, format+"\n", args...)
+}
+
+// runModel starts the model's feedd (unless measuring a URL), runs the
+// scenarios in order, and tears down; a scenario's failure is recorded
+// and the next one still runs.
+func (r *runner) runModel(ctx context.Context, name string, res *ModelResult) (err error) {
+	m := &modelRun{name: name, res: res}
+	var ch *child
+	if r.o.URL != "" {
+		m.url, m.prefix = r.o.URL, r.o.RedisPrefix
+	} else {
+		m.prefix = r.o.RunPrefix + name + ":"
+		m.amqpPrefix = r.o.RunPrefix + name + "."
+		r.cleanModel(ctx, m) // leftovers of an earlier run with --keep
+		env := append(slices.Clone(r.o.Env),
+			"FEEDD_FANOUT_MODE="+name,
+			"FEEDD_REDIS_PREFIX="+m.prefix,
+			"FEEDD_AMQP_PREFIX="+m.amqpPrefix,
+			"FEEDD_ADDR=127.0.0.1:0",
+			"FEEDD_ADMIN_TOKEN="+r.o.AdminToken,
+		)
+		if r.o.JWTSecret != "" {
+			env = append(env, "FEEDD_JWT_SECRET="+r.o.JWTSecret)
+		}
+		logPath := filepath.Join(r.o.LogDir, "feedd-bench-"+name+".log")
+		r.logf("== %s: starting feedd all (FEEDD_FANOUT_MODE=%s, log %s)", name, name, logPath)
+		ch, err = startChild(ctx, r.o.Exe, env, logPath, r.o.AdminToken)
+		if err != nil {
+			return err
+		}
+		m.url = ch.url
+	}
+	res.URL = m.url
+	m.cl = newClient(m.url, r.o.AdminToken, r.o.Concurrency+16)
+	defer m.cl.close()
+	if r.rdb != nil {
+		// The cache is only used for its inbox calls; it is never closed
+		// (that would close the shared client).
+		m.cache = rediscache.New(r.rdb, rediscache.Options{Prefix: m.prefix, InboxMax: r.o.InboxMax})
+	}
+	r.logf("== %s: measuring %s", name, m.url)
+	defer func() {
+		if terr := r.teardown(ctx, m, ch); terr != nil {
+			res.Errors = append(res.Errors, terr.Error())
+		}
+	}()
+
+	for _, sc := range AllScenarios {
+		if !slices.Contains(r.o.Scenarios, sc) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var err error
+		switch sc {
+		case ScenarioFanout:
+			res.Fanout, err = r.fanout(ctx, m)
+		case ScenarioRead:
+			res.Read, err = r.read(ctx, m)
+		case ScenarioMemory:
+			res.Memory, err = r.memory(ctx, m)
+		case ScenarioPublish:
+			res.Publish, err = r.publish(ctx, m)
+		}
+		if err != nil {
+			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", sc, err))
+			r.logf("!! %s %s: %v", name, sc, err)
+		}
+	}
+	return nil
+}
+
+// teardown deletes the posts bench published (so that the next model sees
+// the same data), waits for the relay to hand every event to the broker,
+// stops the child and removes its keys and queues, or, against a URL,
+// drops the inboxes bench materialized.
+func (r *runner) teardown(ctx context.Context, m *modelRun, ch *child) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	var errs []error
+	if len(m.created) > 0 {
+		err := forEach(ctx, 8, len(m.created), func(ctx context.Context, i int) error {
+			p := m.created[i]
+			tok, err := r.token(ctx, m, p.author)
+			if err != nil {
+				return err
+			}
+			return m.cl.deletePost(ctx, tok, p.id)
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delete bench posts: %w", err))
+		}
+	}
+	if ch == nil {
+		if m.cache != nil && len(m.materialized) > 0 {
+			errs = append(errs, r.dropInboxes(ctx, m))
+		}
+		return errors.Join(errs...)
+	}
+	// Events not yet relayed would be relayed by the next model's child.
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		s, err := m.cl.metrics(ctx)
+		if err == nil && s.sum("feedd_outbox_backlog") <= 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := ch.stop(); err != nil {
+		errs = append(errs, err)
+	}
+	if !r.o.Keep {
+		r.cleanModel(ctx, m)
+	}
+	return errors.Join(errs...)
+}
+
+// cleanModel removes a child model's Redis keys and queues.
+func (r *runner) cleanModel(ctx context.Context, m *modelRun) {
+	if r.rdb != nil {
+		if _, err := deletePrefix(ctx, r.rdb, m.prefix); err != nil {
+			r.logf("!! %s: delete keys %s*: %v", m.name, m.prefix, err)
+		}
+	}
+	if err := deleteQueues(r.o.AMQPURL, m.amqpPrefix); err != nil {
+		r.logf("!! %s: %v", m.name, err)
+	}
+}
+
+// token returns a user token for id, minted once per run: every child
+// shares the JWT secret, so a token outlives the child that minted it.
+func (r *runner) token(ctx context.Context, m *modelRun, id string) (string, error) {
+	r.mu.Lock()
+	tok, ok := r.tokens[id]
+	r.mu.Unlock()
+	if ok {
+		return tok, nil
+	}
+	tok, err := m.cl.token(ctx, id, tokenTTL)
+	if err != nil {
+		return "", fmt.Errorf("token for user %s: %w", id, err)
+	}
+	r.mu.Lock()
+	r.tokens[id] = tok
+	r.mu.Unlock()
+	return tok, nil
+}
+
+// tokensFor mints the tokens of many users, 16 at a time.
+func (r *runner) tokensFor(ctx context.Context, m *modelRun, ids []string) ([]string, error) {
+	toks := make([]string, len(ids))
+	err := forEach(ctx, 16, len(ids), func(ctx context.Context, i int) error {
+		var err error
+		toks[i], err = r.token(ctx, m, ids[i])
+		return err
+	})
+	return toks, err
+}
+
+// followersOf returns every follower id of author, read once per run over
+// the API.
+func (r *runner) followersOf(ctx context.Context, m *modelRun, token, author string, n int) ([]int64, error) {
+	r.mu.Lock()
+	ids, ok := r.followers[author]
+	r.mu.Unlock()
+	if ok {
+		return ids, nil
+	}
+	bar := NewProgress(r.o.Progress, "list followers", int64(n))
+	ids, err := m.cl.followers(ctx, token, author, bar)
+	bar.Done()
+	if err != nil {
+		return nil, fmt.Errorf("followers of %s: %w", author, err)
+	}
+	r.mu.Lock()
+	r.followers[author] = ids
+	r.mu.Unlock()
+	return ids, nil
+}
+
+// materialize creates an empty inbox for every reader through feedd's own
+// cache layout, as an active reader has one, so that fan-out writes them.
+// They are marked incomplete: a read pages on from SQL past their end, so
+// even against a real deployment no feed loses a post.
+func (r *runner) materialize(ctx context.Context, m *modelRun, readers []int64) (time.Duration, error) {
+	start := time.Now()
+	bar := NewProgress(r.o.Progress, "materialize inboxes", int64(len(readers)))
+	err := forEach(ctx, redisGoroutines, len(readers), func(ctx context.Context, i int) error {
+		if err := m.cache.FillInbox(ctx, readers[i], nil, false, materializeTTL); err != nil {
+			return err
+		}
+		bar.Add(1)
+		return nil
+	})
+	bar.Done()
+	m.materialized = append(m.materialized, readers...)
+	return time.Since(start), err
+}
+
+// dropInboxes deletes the inboxes bench materialized.
+func (r *runner) dropInboxes(ctx context.Context, m *modelRun) error {
+	readers := slices.Compact(slices.Sorted(slices.Values(m.materialized)))
+	m.materialized = nil
+	if len(readers) == 0 {
+		return nil
+	}
+	bar := NewProgress(r.o.Progress, "drop inboxes", int64(len(readers)))
+	defer bar.Done()
+	return forEach(ctx, redisGoroutines, len(readers), func(ctx context.Context, i int) error {
+		bar.Add(1)
+		return m.cache.DropInbox(ctx, readers[i])
+	})
+}
+
+// quiesce waits until feedd has nothing left to fan out that bench can
+// see: the outbox relayed and the inbox-write and dispatcher counters
+// still for a second. A feedd that starts on a database where earlier
+// events were never relayed fans them out first, and those writes must
+// not count as the scenario's.
+func (r *runner) quiesce(ctx context.Context, m *modelRun) {
+	deadline := time.Now().Add(2 * time.Minute)
+	var last string
+	still := 0
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		s, err := m.cl.metrics(ctx)
+		if err == nil {
+			state := fmt.Sprint(s.sum("feedd_fanout_inbox_writes_total"), s.sum("feedd_fanout_events_total"), s.sum("feedd_fanout_tasks_total"))
+			if s.sum("feedd_outbox_backlog") <= 0 && state == last {
+				if still++; still >= 10 {
+					return
+				}
+			} else {
+				still = 0
+			}
+			last = state
+		}
+		time.Sleep(pollEvery)
+	}
+	r.note(fmt.Sprintf("%s: feedd was still busy with earlier work after 2 minutes; its fan-out figures may include it", m.name))
+}
+
+// writes reads feedd's inbox-write counter.
+func (r *runner) writes(ctx context.Context, m *modelRun) (float64, error) {
+	s, err := m.cl.metrics(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return s.sum("feedd_fanout_inbox_writes_total"), nil
+}
+
+// publishAs publishes one post and remembers it for teardown.
+func (r *runner) publishAs(ctx context.Context, m *modelRun, author, token, content string) (int64, time.Duration, error) {
+	start := time.Now()
+	id, err := m.cl.post(ctx, token, content)
+	took := time.Since(start)
+	if err == nil {
+		m.created = append(m.created, createdPost{id: id, author: author})
+	}
+	return id, took, err
+}
