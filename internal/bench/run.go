@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -159,6 +160,9 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 	}
 	if o.LogDir == "" {
 		o.LogDir = "."
+	}
+	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench run: create the log dir: %w", err)
 	}
 	tag := make([]byte, 4)
 	_, _ = rand.Read(tag)
