@@ -43,20 +43,49 @@ func TestHybridMergesPulledAuthors(t *testing.T) {
 		rid, _ := feed.ParseID(readerID)
 		lastFriend, _ := feed.ParseID(in.must(200, "GET", "/v1/users/"+friend+"/posts?limit=1", readerTok, nil).items()[0]["id"].(string))
 		waitInboxes(t, in, []int64{rid}, lastFriend, 10*time.Second)
-		pg, _ := in.d.cache.InboxPage(context.Background(), rid, 0, 500)
-		for _, id := range pg.IDs {
-			if s := strconv.FormatInt(id, 10); slices.Contains(want, s) {
-				p := in.must(200, "GET", "/v1/posts/"+s, readerTok, nil)
-				if p.str("author_id") == star {
-					t.Fatalf("a pulled author's post %s was pushed into the inbox", s)
+		// requireNoStarPosts: the pulled author's posts live in its outbox,
+		// never in an inbox: not pushed, not rebuilt, not refreshed, not
+		// backfilled.
+		requireNoStarPosts := func(how string, reader int64) {
+			t.Helper()
+			pg, err := in.d.cache.InboxPage(context.Background(), reader, 0, 500)
+			if err != nil || !pg.Exists {
+				t.Fatalf("%s: inbox of %d: exists %v, %v; want it to exist", how, reader, pg.Exists, err)
+			}
+			for _, id := range pg.IDs {
+				if s := strconv.FormatInt(id, 10); slices.Contains(want, s) {
+					p := in.must(200, "GET", "/v1/posts/"+s, readerTok, nil)
+					if p.str("author_id") == star {
+						t.Fatalf("%s: the pulled author's post %s is in the inbox of %d", how, s, reader)
+					}
 				}
 			}
 		}
+		requireNoStarPosts("pushed", rid)
 		in.feedEventually(readerTok, 50, want)
 		for _, limit := range []int{3, 20, 100} {
 			if got := in.feedAll(readerTok, limit); !slices.Equal(got, want) {
 				t.Fatalf("limit %d: merged feed has %d posts; want %d in order", limit, len(got), len(want))
 			}
+		}
+		if err := in.d.cache.DropInbox(context.Background(), rid); err != nil {
+			t.Fatal(err)
+		}
+		if got := in.feedAll(readerTok, 20); !slices.Equal(got, want) {
+			t.Fatalf("after a rebuild: merged feed has %d posts; want %d in order", len(got), len(want))
+		}
+		requireNoStarPosts("rebuilt", rid)
+
+		// A reader with an inbox who starts following the pulled author
+		// gets its posts merged in, not copied into the inbox.
+		lateID, lateTok := in.user("late")
+		late, _ := feed.ParseID(lateID)
+		in.follow(lateTok, friend)
+		in.feedAll(lateTok, 10) // materialize the inbox
+		in.follow(lateTok, star)
+		requireNoStarPosts("backfilled", late)
+		if got := in.feedAll(lateTok, 50); !slices.Equal(got, want) {
+			t.Fatalf("after following the pulled author: feed has %d posts; want %d in order", len(got), len(want))
 		}
 		if m := in.do("GET", "/metrics", "", nil); !strings.Contains(string(m.raw), `feedd_feed_reads_total{path="merged"}`) {
 			t.Fatalf("metrics do not count merged reads")

@@ -271,6 +271,30 @@ func (s *Store) FeedPostIDs(ctx context.Context, reader, after, before int64, n 
 	return ids, nil
 }
 
+// PushedFeedPostIDs is FeedPostIDs over the followees whose posts are
+// pushed: it leaves out exactly the authors PullFollowees returns for the
+// same band (follower_count >= high, or in [low, high) with pull_mode
+// set). A hybrid inbox holds only these; the pulled authors' posts are
+// merged from their outboxes at read time. The band is checked in the
+// query, so a rebuild right after an author switched modes sees the
+// switch. The plans are FeedPostIDs' with users joined by primary key.
+func (s *Store) PushedFeedPostIDs(ctx context.Context, reader, high, low, after, before int64, n int) ([]int64, error) {
+	if n <= 0 {
+		return []int64{}, nil
+	}
+	ids, err := s.queryIDs(ctx, n, `SELECT p.id FROM follows f
+		`+s.d.feedJoin+` users u ON u.id = f.followee_id
+		`+s.d.feedJoin+` posts p ON p.author_id = f.followee_id
+		WHERE f.follower_id = ? AND u.follower_count < ? AND (u.follower_count < ? OR u.pull_mode = 0)
+		AND p.id > ? AND p.id < ? AND p.deleted_at IS NULL
+		ORDER BY p.id DESC LIMIT ?`,
+		reader, high, low, after, upperBound(before), n)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: pushed feed of %d in (%d, %d): %w", reader, after, before, err)
+	}
+	return ids, nil
+}
+
 // upperBound turns an exclusive upper bound where 0 means none into one
 // SQL can compare with.
 func upperBound(before int64) int64 {

@@ -154,6 +154,7 @@ var suite = []struct {
 	{"DeletePost", testDeletePost},
 	{"AuthorPosts", testAuthorPosts},
 	{"FeedPostIDs", testFeedPostIDs},
+	{"PushedFeedPostIDs", testPushedFeedPostIDs},
 	{"Relay", testRelay},
 	{"RelayConcurrent", testRelayConcurrent},
 }
@@ -1061,6 +1062,49 @@ func testFeedPostIDs(t *testing.T, e *env) {
 	wantIDs(t, "FeedPostIDs after unfollowing b", got, err, []int64{37, 31, 28, 25, 22, 19, 16, 13, 10})
 	got, err = s.FeedPostIDs(ctx, 999, 0, 0, 100)
 	wantIDs(t, "FeedPostIDs of a reader who follows nobody", got, err, nil)
+}
+
+// testPushedFeedPostIDs: a hybrid inbox's query leaves out exactly the
+// followees PullFollowees names, with the band evaluated at query time.
+func testPushedFeedPostIDs(t *testing.T, e *env) {
+	ctx := t.Context()
+	s := e.store(t)
+	const reader, a, b, c, d, x1, x2 = 100, 1, 2, 3, 4, 201, 202
+	const high, low = 3, 2 // pulled: >= 3 followers, or 2 with pull_mode set
+	mustUsers(t, s, reader, a, b, c, d, x1, x2)
+	for _, e := range [][2]int64{
+		{reader, a},                   // a: 1 follower, pushed
+		{reader, b}, {x1, b}, {x2, b}, // b: 3, pulled
+		{reader, c}, {x1, c}, // c: 2, pulled once its pull_mode is set
+		{reader, d}, {x1, d}, // d: 2, pull_mode unset: pushed
+	} {
+		mustFollow(t, s, e[0], e[1])
+	}
+	if _, err := s.SetPullMode(ctx, c, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	for id := int64(10); id < 18; id++ { // a: 10, 14; b: 11, 15; c: 12, 16; d: 13, 17
+		mustPost(t, s, id, []int64{a, b, c, d}[(id-10)%4])
+	}
+	pulled, err := s.PullFollowees(ctx, reader, high, low)
+	wantIDs(t, "PullFollowees", pulled, err, []int64{b, c})
+	for _, tc := range []struct {
+		after, before int64
+		want          []int64
+	}{
+		{0, 0, []int64{17, 14, 13, 10}},
+		{13, 0, []int64{17, 14}},
+		{0, 17, []int64{14, 13, 10}},
+	} {
+		got, err := s.PushedFeedPostIDs(ctx, reader, high, low, tc.after, tc.before, 100)
+		wantIDs(t, fmt.Sprintf("PushedFeedPostIDs(%d, %d)", tc.after, tc.before), got, err, tc.want)
+	}
+	// c back to push: its posts are in the inbox's query at once.
+	if _, err := s.SetPullMode(ctx, c, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.PushedFeedPostIDs(ctx, reader, high, low, 0, 0, 100)
+	wantIDs(t, "PushedFeedPostIDs after c turned push", got, err, []int64{17, 16, 14, 13, 12, 10})
 }
 
 func testRelay(t *testing.T, e *env) {

@@ -46,7 +46,7 @@ func (s *Service) Feed(ctx context.Context, reader, before int64, n int) ([]feed
 		in.path = pathSQL
 	}
 	srcs := []source{in}
-	if s.cfg.Policy.Mode == feed.ModeHybrid && s.outboxes != nil {
+	if s.merges() {
 		pullees, err := s.pullees(ctx, reader)
 		if err != nil {
 			return nil, false, fmt.Errorf("timeline: pulled followees of %d: %w", reader, err)
@@ -213,6 +213,26 @@ func (r *inboxSource) inboxPage(ctx context.Context, pos int64, want int) (feed.
 	return pg, nil
 }
 
+// inboxFeedIDs returns up to n ids newer than after of what reader's inbox
+// holds: the whole feed, or in hybrid mode the pushed authors' part of it.
+// Pulled authors' posts are merged from their outboxes at read time;
+// copying them into each reader's inbox on every rebuild and refresh would
+// spend the memory hybrid exists to save. (Paging past an inbox's end reads
+// every followee: the merge drops the duplicates.)
+func (s *Service) inboxFeedIDs(ctx context.Context, reader, after int64, n int) ([]int64, error) {
+	if !s.merges() {
+		return s.store.FeedPostIDs(ctx, reader, after, 0, n)
+	}
+	low, high := s.cfg.Policy.Band()
+	return s.store.PushedFeedPostIDs(ctx, reader, high, low, after, 0, n)
+}
+
+// merges reports whether reads merge pulled authors' outboxes into the
+// inbox (hybrid mode).
+func (s *Service) merges() bool {
+	return s.cfg.Policy.Mode == feed.ModeHybrid && s.outboxes != nil
+}
+
 // rebuild fills reader's inbox from SQL. Concurrent rebuilds of one inbox
 // in this process collapse into one query.
 func (s *Service) rebuild(ctx context.Context, reader int64) ([]int64, bool, error) {
@@ -223,7 +243,7 @@ func (s *Service) rebuild(ctx context.Context, reader int64) ([]int64, bool, err
 	v, err, _ := s.rebuilds.Do(strconv.FormatInt(reader, 10), func() (any, error) {
 		ctx, cancel := detached(ctx)
 		defer cancel()
-		ids, err := s.store.FeedPostIDs(ctx, reader, 0, 0, s.cfg.InboxMax)
+		ids, err := s.inboxFeedIDs(ctx, reader, 0, s.cfg.InboxMax)
 		if err != nil {
 			return nil, fmt.Errorf("timeline: rebuild inbox of %d: %w", reader, err)
 		}
@@ -244,7 +264,7 @@ func (s *Service) rebuild(ctx context.Context, reader int64) ([]int64, bool, err
 		if len(ids) > 0 {
 			newest = ids[0]
 		}
-		late, err := s.store.FeedPostIDs(ctx, reader, newest, 0, s.cfg.InboxMax)
+		late, err := s.inboxFeedIDs(ctx, reader, newest, s.cfg.InboxMax)
 		if err == nil && len(late) > 0 {
 			if err := s.cache.AddToInbox(ctx, reader, late, false); err != nil {
 				s.cacheFailed("fill inbox", err)
@@ -276,7 +296,7 @@ func (s *Service) refresh(ctx context.Context, reader int64, page []int64) ([]in
 	if len(page) > 0 {
 		after = feed.MinIDAt(feed.IDTime(page[0]).Add(-s.cfg.RefreshLookback))
 	}
-	ids, err := s.store.FeedPostIDs(ctx, reader, after, 0, s.cfg.InboxMax)
+	ids, err := s.inboxFeedIDs(ctx, reader, after, s.cfg.InboxMax)
 	if err != nil {
 		return nil, fmt.Errorf("timeline: refresh feed of %d: %w", reader, err)
 	}

@@ -37,6 +37,17 @@ func (s *Service) backfill(ctx context.Context, follower, followee int64) error 
 	if err != nil || !exists {
 		return err
 	}
+	if s.merges() {
+		// A pulled followee's posts are merged from its outbox at read
+		// time, not kept in inboxes.
+		u, err := s.store.User(ctx, followee)
+		if err != nil {
+			return fmt.Errorf("timeline: backfill from %d: %w", followee, err)
+		}
+		if s.cfg.Policy.Pulls(u) {
+			return nil
+		}
+	}
 	ids, err := s.store.AuthorPostIDs(ctx, followee, oldest, 0, s.cfg.InboxMax)
 	if err != nil {
 		return fmt.Errorf("timeline: backfill from %d: %w", followee, err)

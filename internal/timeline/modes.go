@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/feedd/feedd/internal/feed"
 )
@@ -30,6 +32,7 @@ func (s *Service) updateDelivery(ctx context.Context, author int64) error {
 		return err
 	}
 	if changed {
+		s.bumpEpoch(ctx)
 		s.logger.Info("author delivery mode changed", "author", author, "followers", u.FollowerCount, "mode", s.cfg.Policy.ModeOf(feed.User{FollowerCount: u.FollowerCount, PullMode: pull}))
 		if !pull {
 			s.published() // the queued catch-up fan-out
@@ -40,42 +43,95 @@ func (s *Service) updateDelivery(ctx context.Context, author int64) error {
 
 func pulleesKey(reader int64) string { return "pullees:{" + strconv.FormatInt(reader, 10) + "}" }
 
-// pullees returns the pulled authors reader follows, cached briefly: a
-// reader following 5,000 accounts must not cost a SQL join per page.
-func (s *Service) pullees(ctx context.Context, reader int64) ([]int64, error) {
-	key := pulleesKey(reader)
-	if v, ok, err := s.cache.Get(ctx, key); err == nil && ok {
-		return parseIDList(v), nil
+// modesKey names the modes epoch: a value that changes whenever any
+// author's delivery mode does. Each reader's cached list of pulled
+// followees records the epoch it was computed in, so one switch
+// invalidates every list at once. Without it a reader would not merge a
+// newly pulled author's outbox, and so miss its new posts, until the list
+// expired (PulleesTTL).
+const modesKey = "pullmodes"
+
+// modesEpochTTL bounds how long a process trusts the epoch it last read:
+// a switch reaches every reader within about this long, for one cache
+// read per process per interval.
+const modesEpochTTL = time.Second
+
+// modesEpoch is a process's copy of the modes epoch.
+type modesEpoch struct {
+	mu   sync.Mutex
+	val  string
+	read time.Time
+}
+
+// epoch returns the current modes epoch ("" if none was ever set).
+func (s *Service) epoch(ctx context.Context) string {
+	e := &s.modes
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if time.Since(e.read) < modesEpochTTL {
+		return e.val
 	}
+	v, _, err := s.cache.Get(ctx, modesKey)
+	if err != nil {
+		s.cacheFailed("read modes epoch", err)
+		return e.val
+	}
+	e.val, e.read = v, time.Now()
+	return v
+}
+
+// bumpEpoch starts a new modes epoch after a switch.
+func (s *Service) bumpEpoch(ctx context.Context) {
+	v := strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := s.cache.Set(ctx, modesKey, v, s.cfg.InboxTTL); err != nil {
+		s.cacheFailed("set modes epoch", err)
+		return
+	}
+	s.modes.mu.Lock()
+	s.modes.val, s.modes.read = v, time.Now()
+	s.modes.mu.Unlock()
+}
+
+// pullees returns the pulled authors reader follows, cached: a reader
+// following 5,000 accounts must not cost a SQL join per page. The cached
+// list is used only within the epoch it was computed in.
+func (s *Service) pullees(ctx context.Context, reader int64) ([]int64, error) {
+	epoch := s.epoch(ctx)
+	if v, ok, err := s.cache.Get(ctx, pulleesKey(reader)); err == nil && ok {
+		if ids, ok := parseIDList(v, epoch); ok {
+			return ids, nil
+		}
+	}
+	return s.loadPullees(ctx, reader, epoch)
+}
+
+// loadPullees reads reader's pulled followees from SQL and caches them.
+func (s *Service) loadPullees(ctx context.Context, reader int64, epoch string) ([]int64, error) {
 	low, high := s.cfg.Policy.Band()
 	ids, err := s.store.PullFollowees(ctx, reader, high, low)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.cache.Set(ctx, key, formatIDList(ids), s.cfg.PulleesTTL); err != nil {
+	if err := s.cache.Set(ctx, pulleesKey(reader), formatIDList(epoch, ids), s.cfg.PulleesTTL); err != nil {
 		s.cacheFailed("cache pulled followees", err)
 	}
 	return ids, nil
 }
 
-// forgetPullees drops reader's cached list after a follow or unfollow.
+// forgetPullees refreshes reader's cached list after a follow or unfollow.
 func (s *Service) forgetPullees(ctx context.Context, reader int64) {
 	if s.cfg.Policy.Mode != feed.ModeHybrid {
 		return
 	}
-	low, high := s.cfg.Policy.Band()
-	ids, err := s.store.PullFollowees(ctx, reader, high, low)
-	if err != nil {
-		return
-	}
-	if err := s.cache.Set(ctx, pulleesKey(reader), formatIDList(ids), s.cfg.PulleesTTL); err != nil {
-		s.cacheFailed("cache pulled followees", err)
-	}
+	_, _ = s.loadPullees(ctx, reader, s.epoch(ctx))
 }
 
-func formatIDList(ids []int64) string {
+// formatIDList encodes a pullee list as "v<epoch>,<id>,<id>...": never
+// empty, so an empty list is a cached value too.
+func formatIDList(epoch string, ids []int64) string {
 	var b strings.Builder
-	b.WriteString("v") // never empty, so an empty list is a cached value too
+	b.WriteString("v")
+	b.WriteString(epoch)
 	for _, id := range ids {
 		b.WriteByte(',')
 		b.WriteString(strconv.FormatInt(id, 10))
@@ -83,15 +139,20 @@ func formatIDList(ids []int64) string {
 	return b.String()
 }
 
-func parseIDList(s string) []int64 {
-	parts := strings.Split(strings.TrimPrefix(s, "v"), ",")
-	out := make([]int64, 0, len(parts))
-	for _, p := range parts {
+// parseIDList decodes formatIDList's value; ok is false when it was
+// computed in another epoch.
+func parseIDList(s, epoch string) ([]int64, bool) {
+	head, rest, _ := strings.Cut(s, ",")
+	if head != "v"+epoch {
+		return nil, false
+	}
+	out := []int64{}
+	for p := range strings.SplitSeq(rest, ",") {
 		if id, err := strconv.ParseInt(p, 10, 64); err == nil {
 			out = append(out, id)
 		}
 	}
-	return out
+	return out, true
 }
 
 // outboxSource reads one pulled author's posts: its cached outbox, rebuilt

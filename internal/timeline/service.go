@@ -31,6 +31,7 @@ type Store interface {
 	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, error)
 	AuthorPostIDs(ctx context.Context, author, after, before int64, n int) ([]int64, error)
 	FeedPostIDs(ctx context.Context, reader, after, before int64, n int) ([]int64, error)
+	PushedFeedPostIDs(ctx context.Context, reader, high, low, after, before int64, n int) ([]int64, error)
 	AuthorsPostIDs(ctx context.Context, authors []int64, before int64, n int) ([]int64, error)
 	PullFollowees(ctx context.Context, reader, high, low int64) ([]int64, error)
 	SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error)
@@ -110,6 +111,7 @@ type Service struct {
 	// event, so an in-process relay need not wait for its next poll.
 	published func()
 	rebuilds  singleflight.Group
+	modes     modesEpoch
 }
 
 // Option configures a Service.
