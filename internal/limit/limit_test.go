@@ -1,0 +1,111 @@
+package limit
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func TestPerUserBucket(t *testing.T) {
+	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	r := NewRates(Config{PerUser: map[Class]Rule{Write: {Rate: 1, Burst: 3}}, Now: clk.now})
+	for i := range 3 {
+		if v := r.Allow(Write, 7); !v.OK {
+			t.Fatalf("request %d of the burst refused: %+v", i+1, v)
+		}
+	}
+	v := r.Allow(Write, 7)
+	if v.OK || v.Scope != "user" || v.RetryAfter <= 0 || v.RetryAfter > time.Second {
+		t.Fatalf("4th request = %+v; want refused by the user bucket, retry within 1s", v)
+	}
+	if v := r.Allow(Write, 8); !v.OK {
+		t.Fatalf("another user refused: %+v", v)
+	}
+	if v := r.Allow(Read, 7); !v.OK {
+		t.Fatalf("a read refused by the write bucket: %+v", v)
+	}
+	clk.add(time.Second)
+	if v := r.Allow(Write, 7); !v.OK {
+		t.Fatalf("after a second the bucket has a token again; got %+v", v)
+	}
+}
+
+func TestGlobalBucketAndRefund(t *testing.T) {
+	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	r := NewRates(Config{
+		PerUser: map[Class]Rule{Write: {Rate: 1, Burst: 1}},
+		Global:  map[Class]Rule{Write: {Rate: 1, Burst: 2}},
+		Now:     clk.now,
+	})
+	if !r.Allow(Write, 1).OK || !r.Allow(Write, 2).OK {
+		t.Fatal("the first two users were refused")
+	}
+	v := r.Allow(Write, 3)
+	if v.OK || v.Scope != "global" {
+		t.Fatalf("third user = %+v; want refused by the global bucket", v)
+	}
+	// User 3 was refused globally: its own token was given back.
+	clk.add(time.Second)
+	if v := r.Allow(Write, 3); !v.OK {
+		t.Fatalf("user 3 after a second = %+v; want allowed", v)
+	}
+	if v := r.Allow(Write, 3); v.Scope != "user" {
+		t.Fatalf("user 3 again = %+v; want refused by its own bucket", v)
+	}
+}
+
+func TestUserBucketsAreBounded(t *testing.T) {
+	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	r := NewRates(Config{PerUser: map[Class]Rule{Write: {Rate: 1, Burst: 1}}, MaxUsers: 100, IdleAfter: time.Minute, Now: clk.now})
+	for u := int64(1); u <= 10_000; u++ {
+		r.Allow(Write, u)
+	}
+	if n := r.Users(); n > 100 {
+		t.Fatalf("%d buckets held; want at most 100", n)
+	}
+	clk.add(2 * time.Minute)
+	r.Allow(Write, 1)
+	if n := r.Users(); n != 1 {
+		t.Fatalf("%d buckets held after every other user went idle; want 1", n)
+	}
+}
+
+func TestShedder(t *testing.T) {
+	s := NewShedder(map[Class]int{Read: 2}, 20*time.Millisecond)
+	ctx := context.Background()
+	r1, ok1 := s.Acquire(ctx, Read)
+	_, ok2 := s.Acquire(ctx, Read)
+	if !ok1 || !ok2 {
+		t.Fatal("the first two reads were shed")
+	}
+	if _, ok := s.Acquire(ctx, Read); ok {
+		t.Fatal("a third read got a slot; want shed after the wait")
+	}
+	if _, ok := s.Acquire(ctx, Write); !ok {
+		t.Fatal("a write was shed by the read bound")
+	}
+	// A slot freed during the wait is taken.
+	go func() { time.Sleep(5 * time.Millisecond); r1() }()
+	s2 := NewShedder(map[Class]int{Read: 1}, time.Second)
+	rel, _ := s2.Acquire(ctx, Read)
+	go func() { time.Sleep(5 * time.Millisecond); rel() }()
+	if _, ok := s2.Acquire(ctx, Read); !ok {
+		t.Fatal("a read waiting for a slot that freed up was shed")
+	}
+	if s.InFlight(Read) > 2 {
+		t.Fatalf("in flight %d; want at most 2", s.InFlight(Read))
+	}
+}
