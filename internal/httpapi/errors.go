@@ -47,5 +47,9 @@ func respondError(w http.ResponseWriter, err error) {
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		// A backend is down or a breaker is open: come back shortly.
+		w.Header().Set("Retry-After", "1")
+	}
 	encode(w, status, errorJSON{Error: errorDetailJSON{Code: code, Message: msg}})
 }

@@ -1021,15 +1021,24 @@ func TestOps(t *testing.T) {
 	}
 	r = e.do(req{method: "GET", path: "/readyz"})
 	wantStatus(t, r, http.StatusOK)
-	if got, want := string(bytes.TrimSpace(r.body)), `{"status":"ok"}`; got != want {
+	if got, want := string(bytes.TrimSpace(r.body)), `{"status":"ok","checks":{"backends":"ok"}}`; got != want {
 		t.Errorf("readyz = %s; want %s", got, want)
 	}
 
 	e.svc.setReady(errors.New("redis: dial 10.1.2.3:6379: refused"))
 	r = e.do(req{method: "GET", path: "/readyz"})
 	wantStatus(t, r, http.StatusServiceUnavailable)
-	if got, want := r.errorCode(t), "unavailable"; got != want {
-		t.Errorf("code = %q; want %q", got, want)
+	// The standard error, plus each dependency's state.
+	var ready struct {
+		Status string            `json:"status"`
+		Checks map[string]string `json:"checks"`
+		Error  struct{ Code, Message string }
+	}
+	if err := json.Unmarshal(r.body, &ready); err != nil {
+		t.Fatal(err)
+	}
+	if ready.Error.Code != "unavailable" || ready.Status != "unavailable" || ready.Checks["backends"] != "down" || !strings.Contains(ready.Error.Message, "backends") {
+		t.Errorf("readyz = %s; want code unavailable naming the failed dependency", r.body)
 	}
 	if bytes.Contains(r.body, []byte("10.1.2.3")) || !strings.Contains(e.logs.String(), "10.1.2.3") {
 		t.Errorf("readyz body %s / log: want the detail in the log only", r.body)
@@ -1054,11 +1063,11 @@ func TestOps(t *testing.T) {
 func TestNewOps(t *testing.T) {
 	// The probe runs on the server's goroutines: share the answer atomically.
 	var down atomic.Bool
-	ready := func(ctx context.Context) error {
+	ready := func(ctx context.Context) []feed.Check {
 		if down.Load() {
-			return errors.New("broker down")
+			return []feed.Check{{Name: "broker", Required: true, Err: errors.New("broker down")}}
 		}
-		return nil
+		return []feed.Check{{Name: "broker", Required: true}}
 	}
 	reg := prometheus.NewRegistry()
 	srv := httptest.NewServer(NewOps(nil, ready, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
@@ -1128,7 +1137,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 
 	fromRoutes := map[string]bool{}
-	for _, rt := range routes(nil, nil, nil, nil) {
+	for _, rt := range routes(nil, nil, nil, nil, nil) {
 		fromRoutes[rt.method+" "+rt.path] = true
 	}
 	fromDoc := map[string]bool{}

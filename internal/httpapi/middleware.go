@@ -19,9 +19,9 @@ import (
 // measure, recover panics (inside, so that the log and the histogram see
 // the 500), answer unknown routes and methods in JSON.
 //
-// None of the layers copies the request: the mux records the matched
-// pattern in r.Pattern, and observe reads it from the same *http.Request
-// once the mux returns.
+// Only observe copies the request, once, to put the request id in its
+// context, before the mux: the mux records the matched pattern in
+// r.Pattern, and observe reads it from that same copy once the mux returns.
 func middleware(logger *slog.Logger, m *requestMetrics, maxBody int64, mux *http.ServeMux) http.Handler {
 	h := routeFallback(mux)
 	h = recoverPanics(h)
@@ -81,6 +81,9 @@ func observe(logger *slog.Logger, m *requestMetrics, maxBody int64, next http.Ha
 		// Given the server's own writer, MaxBytesReader can also tell the
 		// server to close a connection whose body was cut short.
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		reqID := requestID(r)
+		w.Header().Set(headerRequestID, reqID)
+		r = r.WithContext(feed.WithRequestID(r.Context(), reqID))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 
@@ -106,6 +109,7 @@ func observe(logger *slog.Logger, m *requestMetrics, maxBody int64, next http.Ha
 			slog.String("route", route),
 			slog.Int("status", status),
 			slog.Duration("duration", elapsed),
+			slog.String("request_id", reqID),
 		}
 		if sw.err != nil {
 			attrs = append(attrs, slog.String("error", sw.err.Error()))

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	_ "embed"
 	"net/http"
 
@@ -29,21 +28,6 @@ type statusJSON struct {
 // must not fail because a backend did, or every replica restarts at once.
 func handleHealth() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		encode(w, http.StatusOK, statusJSON{Status: "ok"})
-	})
-}
-
-// handleReady answers 200 only when every backend does, so a load balancer
-// stops sending traffic to a replica that would only fail it.
-func handleReady(ready func(context.Context) error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := ready(r.Context()); err != nil {
-			// The detail names hosts and ports: the log gets it, the
-			// probe gets a sentence.
-			noteError(w, err)
-			writeError(w, http.StatusServiceUnavailable, feed.EUNAVAILABLE, "not ready: a backend does not answer")
-			return
-		}
 		encode(w, http.StatusOK, statusJSON{Status: "ok"})
 	})
 }

@@ -67,6 +67,9 @@ func idempotencyKey(r *http.Request) (string, error) {
 type pageJSON[T any] struct {
 	Items      []T     `json:"items"`
 	NextCursor *string `json:"next_cursor"`
+	// Degraded marks a page served from the cache alone (SQL unavailable,
+	// or a degradation switch): it may miss posts. Absent when false.
+	Degraded bool `json:"degraded,omitempty"`
 }
 
 // newPage renders items. The cursor names the last item the service

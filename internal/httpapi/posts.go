@@ -152,11 +152,14 @@ func handleFeed(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		posts, more, err := svc.Feed(r.Context(), me, before, limit)
+		ctx, notes := feed.WithNotes(r.Context())
+		posts, more, err := svc.Feed(ctx, me, before, limit)
 		if err != nil {
 			respondError(w, err)
 			return
 		}
-		encode(w, http.StatusOK, postPage(posts, more))
+		page := postPage(posts, more)
+		page.Degraded = notes.Degraded()
+		encode(w, http.StatusOK, page)
 	})
 }

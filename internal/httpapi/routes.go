@@ -3,13 +3,17 @@ package httpapi
 import (
 	"context"
 	"net/http"
+
+	"github.com/feedd/feedd/internal/degrade"
+	"github.com/feedd/feedd/internal/feed"
 )
 
 // routes is the whole API surface on one screen. It is the single table the
 // mux is built from and the OpenAPI test walks, so the two cannot drift.
 // Handler makers only capture their arguments, so the table can be built
-// with a nil Service.
-func routes(tok *tokens, svc Service, ready func(context.Context) error, metrics http.Handler) []route {
+// with a nil Service. Each route's class for rate limits and load shedding
+// follows from its method and access (classOf, in defence.go).
+func routes(tok *tokens, svc Service, sw *degrade.Switches, ready func(context.Context) []feed.Check, metrics http.Handler) []route {
 	return []route{
 		{"POST", "/v1/users", admin, handleUserCreate(svc)},
 		{"POST", "/v1/users/{id}/tokens", admin, handleTokenCreate(tok, svc)},
@@ -23,6 +27,8 @@ func routes(tok *tokens, svc Service, ready func(context.Context) error, metrics
 		{"POST", "/v1/posts", actor, handlePostCreate(svc)},
 		{"GET", "/v1/posts/{id}", reader, handlePostGet(svc)},
 		{"DELETE", "/v1/posts/{id}", actor, handlePostDelete(svc)},
+		{"GET", "/v1/admin/degradation", admin, handleDegradationGet(sw)},
+		{"PUT", "/v1/admin/degradation", admin, handleDegradationPut(sw)},
 		{"GET", "/v1/openapi.json", anyone, handleOpenAPI()},
 		{"GET", "/healthz", ops, handleHealth()},
 		{"GET", "/readyz", ops, handleReady(ready)},

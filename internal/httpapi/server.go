@@ -15,7 +15,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/limit"
 )
 
 // Service is what the API needs of the domain. It is declared here, where it
@@ -55,6 +57,12 @@ type Service interface {
 	Ready(ctx context.Context) error
 }
 
+// checker is a Service that reports each dependency by name, for /readyz;
+// a Service without it is ready or not as a whole.
+type checker interface {
+	Checks(ctx context.Context) []feed.Check
+}
+
 // Config is the API's own configuration; run builds it from flags and the
 // environment.
 type Config struct {
@@ -69,6 +77,14 @@ type Config struct {
 	// Now is the clock tokens are issued and checked against; nil means
 	// time.Now. Tests pin it.
 	Now func() time.Time
+
+	// The defences; nil turns one off. Rates are the token buckets (429),
+	// Shed bounds the requests in flight per class (503), Switches are the
+	// degradation switches (L3 makes writes answer 503) that the admin
+	// routes show and change.
+	Rates    *limit.Rates
+	Shed     *limit.Shedder
+	Switches *degrade.Switches
 }
 
 const defaultMaxBodyBytes = 1 << 20
@@ -92,11 +108,17 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, reg prometheus.Regi
 	tok := newTokens(cfg)
 	// A closure, not the method value svc.Ready, so that building the
 	// table never touches svc.
-	ready := func(ctx context.Context) error { return svc.Ready(ctx) }
+	ready := func(ctx context.Context) []feed.Check {
+		if c, ok := svc.(checker); ok {
+			return c.Checks(ctx)
+		}
+		return []feed.Check{{Name: "backends", Required: true, Err: svc.Ready(ctx)}}
+	}
+	dm := newDefenceMetrics(logger, reg)
 
 	mux := http.NewServeMux()
-	for _, rt := range routes(tok, svc, ready, metrics) {
-		mux.Handle(rt.pattern(), tok.require(rt.access, rt.handler))
+	for _, rt := range routes(tok, svc, cfg.Switches, ready, metrics) {
+		mux.Handle(rt.pattern(), tok.require(rt.access, guard(cfg, dm, classOf(rt), rt.handler)))
 	}
 	return middleware(logger, newRequestMetrics(logger, reg), cfg.MaxBodyBytes, mux)
 }
@@ -104,13 +126,13 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, reg prometheus.Regi
 // NewOps returns only /healthz, /readyz and /metrics, for processes that
 // serve no API (the `feedd work` role) but must still be probed and
 // scraped. ready nil means always ready.
-func NewOps(logger *slog.Logger, ready func(context.Context) error, metrics http.Handler) http.Handler {
+func NewOps(logger *slog.Logger, ready func(context.Context) []feed.Check, metrics http.Handler) http.Handler {
 	logger = orDiscard(logger)
 	if ready == nil {
-		ready = func(context.Context) error { return nil }
+		ready = func(context.Context) []feed.Check { return nil }
 	}
 	mux := http.NewServeMux()
-	for _, rt := range routes(nil, nil, ready, metrics) {
+	for _, rt := range routes(nil, nil, nil, ready, metrics) {
 		if rt.access == ops {
 			mux.Handle(rt.pattern(), rt.handler)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/feed"
 )
 
@@ -40,13 +41,36 @@ type source interface {
 // of the pulled authors the reader follows. Ids are unique and totally
 // ordered, so every seam between sources is exact, one id is the whole
 // cursor, and duplicates across sources are merged away.
+//
+// When SQL is unavailable (the breaker is open, or a call failed) the page
+// comes from the cache alone and is marked degraded (cachedFeed). Switch
+// L4 serves the reader's last good first page; L2 drops the pulled
+// authors from hybrid reads.
 func (s *Service) Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
+	if s.switches.On(degrade.L4) && before == 0 {
+		return s.cachedFeed(ctx, reader, before, n)
+	}
+	if s.breaker != nil && s.breaker.Open() {
+		return s.cachedFeed(ctx, reader, before, n)
+	}
+	posts, more, err := s.feed(ctx, reader, before, n)
+	if err != nil && sqlUnavailable(err) {
+		s.logger.WarnContext(ctx, "SQL unavailable: serving the feed from the cache alone", "reader", reader, "err", err)
+		return s.cachedFeed(ctx, reader, before, n)
+	}
+	if err == nil && before == 0 && s.lastSaved != nil {
+		s.saveLastGood(ctx, reader, posts, more)
+	}
+	return posts, more, err
+}
+
+func (s *Service) feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
 	in := &inboxSource{s: s, reader: reader, fromInbox: s.cfg.Policy.Mode != feed.ModePull, path: pathInbox}
 	if !in.fromInbox {
 		in.path = pathSQL
 	}
 	srcs := []source{in}
-	if s.merges() {
+	if s.merges() && !s.switches.On(degrade.L2) {
 		pullees, err := s.pullees(ctx, reader)
 		if err != nil {
 			return nil, false, fmt.Errorf("timeline: pulled followees of %d: %w", reader, err)
@@ -189,6 +213,9 @@ func (r *inboxSource) inboxPage(ctx context.Context, pos int64, want int) (feed.
 	pg, err := s.cache.InboxPage(ctx, r.reader, pos, want)
 	if err != nil {
 		return pg, err
+	}
+	if first {
+		s.metrics.cacheLookups.WithLabelValues("inbox", hitOrMiss(pg.Exists)).Inc()
 	}
 	if !pg.Exists {
 		if !first {

@@ -9,6 +9,19 @@ type metrics struct {
 	rebuilds    prometheus.Counter
 	lazyDeletes prometheus.Counter
 	cacheErrors prometheus.Counter
+	// cacheLookups counts lookups by cache (inbox, outbox, post,
+	// hot_post) and result (hit, miss): the hit ratios.
+	cacheLookups *prometheus.CounterVec
+	// collapsed counts post loads that joined another reader's SQL load
+	// instead of sending their own.
+	collapsed prometheus.Counter
+}
+
+func hitOrMiss(hit bool) string {
+	if hit {
+		return "hit"
+	}
+	return "miss"
 }
 
 // Read paths, the label of feedd_feed_reads_total.
@@ -17,6 +30,9 @@ const (
 	pathRebuilt = "rebuilt" // the inbox was missing and rebuilt from SQL
 	pathSQL     = "sql"     // pull mode, paged past the inbox's end, or the cache failed
 	pathMerged  = "merged"  // the inbox merged with pulled authors' outboxes
+	// pathDegraded: SQL was unavailable (or switch L4 was on): served
+	// from the cache alone, marked degraded.
+	pathDegraded = "degraded"
 )
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -39,9 +55,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		cacheErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_cache_errors_total", Help: "Cache calls that failed and were served from SQL instead.",
 		}),
+		cacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "feedd_cache_lookups_total", Help: "Cache lookups by cache (inbox, outbox, post, hot_post) and result (hit, miss).",
+		}, []string{"cache", "result"}),
+		collapsed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "feedd_post_loads_collapsed_total", Help: "Post ids a read did not load from SQL because a concurrent read was already loading them.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reads, m.refreshes, m.refreshAdds, m.rebuilds, m.lazyDeletes, m.cacheErrors)
+		reg.MustRegister(m.reads, m.refreshes, m.refreshAdds, m.rebuilds, m.lazyDeletes, m.cacheErrors, m.cacheLookups, m.collapsed)
 	}
 	return m
 }

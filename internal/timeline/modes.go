@@ -102,7 +102,16 @@ func (s *Service) pullees(ctx context.Context, reader int64) ([]int64, error) {
 			return ids, nil
 		}
 	}
-	return s.loadPullees(ctx, reader, epoch)
+	// Concurrent misses of one reader's list collapse into one query.
+	v, err, _ := s.pulleeLoads.Do(pulleesKey(reader)+epoch, func() (any, error) {
+		ctx, cancel := detached(ctx)
+		defer cancel()
+		return s.loadPullees(ctx, reader, epoch)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]int64), nil
 }
 
 // loadPullees reads reader's pulled followees from SQL and caches them.
@@ -165,16 +174,30 @@ type outboxSource struct {
 func (o outboxSource) next(ctx context.Context, pos int64, want int) ([]int64, bool, error) {
 	s := o.s
 	pg, err := s.outboxes.InboxPage(ctx, o.author, pos, want)
+	if err == nil {
+		s.metrics.cacheLookups.WithLabelValues("outbox", hitOrMiss(pg.Exists)).Inc()
+	}
 	if err == nil && !pg.Exists {
-		ids, rerr := s.store.AuthorPostIDs(ctx, o.author, 0, 0, s.cfg.OutboxMax)
+		// A celebrity's outbox is read by every one of its followers: when
+		// it expires, the concurrent misses rebuild it with one query.
+		v, rerr, _ := s.outboxFills.Do(strconv.FormatInt(o.author, 10), func() (any, error) {
+			ctx, cancel := detached(ctx)
+			defer cancel()
+			ids, err := s.store.AuthorPostIDs(ctx, o.author, 0, 0, s.cfg.OutboxMax)
+			if err != nil {
+				return nil, fmt.Errorf("timeline: rebuild outbox of %d: %w", o.author, err)
+			}
+			complete := len(ids) < s.cfg.OutboxMax
+			if ferr := s.outboxes.FillInbox(ctx, o.author, ids, complete, s.cfg.InboxTTL); ferr != nil {
+				s.cacheFailed("fill outbox", ferr)
+			}
+			return ids, nil
+		})
 		if rerr != nil {
-			return nil, false, fmt.Errorf("timeline: rebuild outbox of %d: %w", o.author, rerr)
+			return nil, false, rerr
 		}
-		complete := len(ids) < s.cfg.OutboxMax
-		if ferr := s.outboxes.FillInbox(ctx, o.author, ids, complete, s.cfg.InboxTTL); ferr != nil {
-			s.cacheFailed("fill outbox", ferr)
-		}
-		pg = pageBelow(ids, pos, want, complete)
+		ids := v.([]int64)
+		pg = pageBelow(ids, pos, want, len(ids) < s.cfg.OutboxMax)
 	}
 	if err != nil {
 		s.cacheFailed("read outbox", err)

@@ -42,6 +42,7 @@ func (s *Service) Publish(ctx context.Context, author int64, content, idemKey st
 		return feed.Post{}, fmt.Errorf("timeline: publish: %w", err)
 	}
 	if created {
+		s.hot.Put(p.ID, p)
 		s.published()
 		if err := s.cache.CachePosts(ctx, []feed.Post{p}, s.cfg.PostTTL); err != nil {
 			s.cacheFailed("cache new post", err)
@@ -80,6 +81,7 @@ func (s *Service) DeletePost(ctx context.Context, actor, id int64) error {
 	}
 	// A tombstone, so cached copies stop being served at once.
 	tomb := feed.Post{ID: id, AuthorID: actor, Deleted: true, CreatedAt: feed.IDTime(id)}
+	s.hot.Put(id, tomb)
 	if err := s.cache.CachePosts(ctx, []feed.Post{tomb}, s.cfg.PostTTL); err != nil {
 		s.cacheFailed("cache tombstone", err)
 	}
@@ -108,19 +110,32 @@ func (s *Service) hydrate(ctx context.Context, ids []int64) ([]feed.Post, []int6
 	if len(ids) == 0 {
 		return nil, nil, nil
 	}
-	found, err := s.cache.CachedPosts(ctx, ids)
-	if err != nil {
-		s.cacheFailed("read post cache", err)
-		found = map[int64]feed.Post{}
-	}
-	var miss []int64
+	found := s.hotPosts(ids)
+	var cold []int64
 	for _, id := range ids {
 		if _, ok := found[id]; !ok {
-			miss = append(miss, id)
+			cold = append(cold, id)
+		}
+	}
+	var miss []int64
+	if len(cold) > 0 {
+		cached, err := s.cache.CachedPosts(ctx, cold)
+		if err != nil {
+			s.cacheFailed("read post cache", err)
+		}
+		s.countPostCache(len(cached), len(cold)-len(cached))
+		for id, p := range cached {
+			found[id] = p
+			s.hot.Put(id, p)
+		}
+		for _, id := range cold {
+			if _, ok := cached[id]; !ok {
+				miss = append(miss, id)
+			}
 		}
 	}
 	if len(miss) > 0 {
-		fromSQL, err := s.store.Posts(ctx, miss)
+		fromSQL, err := s.loadPosts(ctx, miss)
 		if err != nil {
 			return nil, nil, fmt.Errorf("timeline: hydrate %d posts: %w", len(miss), err)
 		}
@@ -128,6 +143,7 @@ func (s *Service) hydrate(ctx context.Context, ids []int64) ([]feed.Post, []int6
 		for id, p := range fromSQL {
 			found[id] = p
 			fill = append(fill, p)
+			s.hot.Put(id, p)
 		}
 		if len(fill) > 0 {
 			if err := s.cache.CachePosts(ctx, fill, s.cfg.PostTTL); err != nil {

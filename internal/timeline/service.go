@@ -7,12 +7,16 @@ package timeline
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/feedd/feedd/internal/breaker"
+	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/lru"
 )
 
 // Store is what the service needs of the SQL source of truth.
@@ -106,12 +110,31 @@ type Service struct {
 	ids      *feed.IDGen
 	logger   *slog.Logger
 	metrics  *metrics
-	ready    []func(context.Context) error
+	ready    []readyCheck
 	// published is told (without blocking) that the outbox has a new
 	// event, so an in-process relay need not wait for its next poll.
 	published func()
 	rebuilds  singleflight.Group
 	modes     modesEpoch
+
+	// The defences (defence.go): the SQL breaker (nil: none), the
+	// degradation switches (nil: all off), the in-process cache of hot
+	// post bodies (nil: none), and the collapsing of concurrent misses.
+	breaker     *breaker.Breaker
+	switches    *degrade.Switches
+	hot         *lru.Cache[int64, feed.Post]
+	lastSaved   *lru.Cache[int64, struct{}]
+	flights     flights
+	users       singleflight.Group
+	outboxFills singleflight.Group
+	pulleeLoads singleflight.Group
+}
+
+// readyCheck is one named dependency of Checks.
+type readyCheck struct {
+	name     string
+	required bool
+	ping     func(context.Context) error
 }
 
 // Option configures a Service.
@@ -120,9 +143,10 @@ type Option func(*Service)
 // WithPublishHook sets a function called after every committed publish.
 func WithPublishHook(f func()) Option { return func(s *Service) { s.published = f } }
 
-// WithReadyCheck adds a backend check to Ready.
-func WithReadyCheck(f func(context.Context) error) Option {
-	return func(s *Service) { s.ready = append(s.ready, f) }
+// WithReadyCheck adds a named dependency check to Ready and Checks; a
+// required one failing makes the service not ready.
+func WithReadyCheck(name string, required bool, f func(context.Context) error) Option {
+	return func(s *Service) { s.ready = append(s.ready, readyCheck{name, required, f}) }
 }
 
 // New returns a Service. outboxes holds pulled authors' outboxes; reg may
@@ -138,19 +162,41 @@ func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, outboxe
 		metrics:   newMetrics(reg),
 		published: func() {},
 	}
-	s.ready = []func(context.Context) error{store.Ping, cache.Ping}
+	// SQL is required: without it the API cannot take a write. The cache
+	// is not: every read falls back to SQL.
+	s.ready = []readyCheck{{"sql", true, store.Ping}, {"cache", false, cache.Ping}}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.breaker != nil {
+		s.store = guardedStore{Store: s.store, b: s.breaker}
 	}
 	return s
 }
 
-// Ready reports whether every backend answers.
+// Ready reports whether every required backend answers.
 func (s *Service) Ready(ctx context.Context) error {
-	for _, check := range s.ready {
-		if err := check(ctx); err != nil {
-			return feed.Errorf(feed.EUNAVAILABLE, "a backend is not reachable")
+	for _, c := range s.Checks(ctx) {
+		if c.Required && c.Err != nil {
+			return feed.Errorf(feed.EUNAVAILABLE, "%s is not reachable", c.Name)
 		}
 	}
 	return nil
+}
+
+// Checks pings every dependency, concurrently, each bounded to a second so
+// that one hung backend cannot hang the probe.
+func (s *Service) Checks(ctx context.Context) []feed.Check {
+	out := make([]feed.Check, len(s.ready))
+	var wg sync.WaitGroup
+	for i, c := range s.ready {
+		out[i] = feed.Check{Name: c.name, Required: c.required}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			out[i].Err = c.ping(ctx)
+		})
+	}
+	wg.Wait()
+	return out
 }

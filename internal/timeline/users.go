@@ -3,6 +3,7 @@ package timeline
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -32,11 +33,19 @@ func (s *Service) CreateUser(ctx context.Context, id int64, name string) (feed.U
 }
 
 // User returns a user, with its current delivery mode.
+//
+// Concurrent reads of one user (a celebrity's profile and counts, during
+// the hot event) collapse into one SQL query.
 func (s *Service) User(ctx context.Context, id int64) (feed.User, error) {
-	u, err := s.store.User(ctx, id)
+	v, err, _ := s.users.Do(strconv.FormatInt(id, 10), func() (any, error) {
+		ctx, cancel := detached(ctx)
+		defer cancel()
+		return s.store.User(ctx, id)
+	})
 	if err != nil {
-		return u, err
+		return feed.User{}, err
 	}
+	u := v.(feed.User)
 	u.DeliveryMode = s.cfg.Policy.ModeOf(u)
 	return u, nil
 }

@@ -1,0 +1,35 @@
+package lru
+
+import (
+	"testing"
+	"time"
+)
+
+func TestBoundAndExpiry(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	c := New[int, string](2, time.Second, func() time.Time { return now })
+	c.Put(1, "a")
+	c.Put(2, "b")
+	if _, ok := c.Get(1); !ok { // 1 is now the most recent
+		t.Fatal("1 missing")
+	}
+	c.Put(3, "c") // evicts 2, the least recently used
+	if _, ok := c.Get(2); ok {
+		t.Fatal("2 survived past the bound")
+	}
+	if v, ok := c.Get(1); !ok || v != "a" {
+		t.Fatalf("1 = %q, %v", v, ok)
+	}
+	if c.Len() != 2 {
+		t.Fatalf("len %d; want 2", c.Len())
+	}
+	now = now.Add(time.Second)
+	if _, ok := c.Get(3); ok {
+		t.Fatal("3 survived its ttl")
+	}
+	var none *Cache[int, int]
+	none.Put(1, 1)
+	if _, ok := none.Get(1); ok || New[int, int](0, time.Second, nil) != nil {
+		t.Fatal("a nil cache holds something")
+	}
+}

@@ -1,0 +1,130 @@
+package timeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/feedd/feedd/internal/breaker"
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// guardedStore puts the SQL circuit breaker in front of every store call
+// of the API. While SQL is failing or slow the breaker opens: reads then go
+// to the cache alone (Feed's degraded path) and writes fail fast with 503
+// instead of queueing behind a database that does not answer.
+//
+// Store is embedded so that a method added to Store later still compiles
+// here; such a method is not guarded until it is listed below.
+type guardedStore struct {
+	Store
+	b *breaker.Breaker
+}
+
+// errSQLUnavailable is what a caller sees while the breaker is open, or
+// when SQL failed a call: a 503, never a 500, because retrying later helps.
+func errSQLUnavailable(cause error) error {
+	return fmt.Errorf("%w: %w", feed.Errorf(feed.EUNAVAILABLE, "the database is not answering; retry shortly"), cause)
+}
+
+// domainError reports the errors that say nothing about SQL's health:
+// the store's answers "not found", "conflict" and the like.
+func domainError(err error) bool {
+	var e *feed.Error
+	return errors.As(err, &e) && e.Code != feed.EINTERNAL && e.Code != feed.EUNAVAILABLE
+}
+
+func guarded[T any](ctx context.Context, b *breaker.Breaker, fn func(ctx context.Context) (T, error)) (T, error) {
+	v, err := breaker.Do(ctx, b, fn)
+	if err == nil || domainError(err) || ctx.Err() != nil {
+		return v, err
+	}
+	return v, errSQLUnavailable(err)
+}
+
+// sqlUnavailable reports whether err means SQL could not answer (as
+// opposed to a domain answer or a bug).
+func sqlUnavailable(err error) bool { return feed.ErrorCode(err) == feed.EUNAVAILABLE }
+
+// CreatePost returns three values, so it is written out.
+func (g guardedStore) CreatePost(ctx context.Context, p feed.Post, idemKey string) (feed.Post, bool, error) {
+	type res struct {
+		p       feed.Post
+		created bool
+	}
+	r, err := guarded(ctx, g.b, func(ctx context.Context) (res, error) {
+		p, created, err := g.Store.CreatePost(ctx, p, idemKey)
+		return res{p, created}, err
+	})
+	return r.p, r.created, err
+}
+
+// DeletePost returns only an error.
+func (g guardedStore) DeletePost(ctx context.Context, id, author int64) error {
+	_, err := guarded(ctx, g.b, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, g.Store.DeletePost(ctx, id, author)
+	})
+	return err
+}
+
+func (g guardedStore) CreateUser(ctx context.Context, u feed.User) (feed.User, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (feed.User, error) { return g.Store.CreateUser(ctx, u) })
+}
+
+func (g guardedStore) User(ctx context.Context, id int64) (feed.User, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (feed.User, error) { return g.Store.User(ctx, id) })
+}
+
+func (g guardedStore) Users(ctx context.Context, ids []int64) (map[int64]feed.User, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (map[int64]feed.User, error) { return g.Store.Users(ctx, ids) })
+}
+
+func (g guardedStore) Follow(ctx context.Context, follower, followee int64) (bool, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.Store.Follow(ctx, follower, followee) })
+}
+
+func (g guardedStore) Unfollow(ctx context.Context, follower, followee int64) (bool, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.Store.Unfollow(ctx, follower, followee) })
+}
+
+func (g guardedStore) Followers(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.Store.Followers(ctx, user, after, n) })
+}
+
+func (g guardedStore) Following(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.Store.Following(ctx, user, after, n) })
+}
+
+func (g guardedStore) Post(ctx context.Context, id int64) (feed.Post, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (feed.Post, error) { return g.Store.Post(ctx, id) })
+}
+
+func (g guardedStore) Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (map[int64]feed.Post, error) { return g.Store.Posts(ctx, ids) })
+}
+
+func (g guardedStore) AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) ([]feed.Post, error) { return g.Store.AuthorPosts(ctx, author, before, n) })
+}
+
+func (g guardedStore) AuthorPostIDs(ctx context.Context, author, after, before int64, n int) ([]int64, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) {
+		return g.Store.AuthorPostIDs(ctx, author, after, before, n)
+	})
+}
+
+func (g guardedStore) FeedPostIDs(ctx context.Context, reader, after, before int64, n int) ([]int64, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.Store.FeedPostIDs(ctx, reader, after, before, n) })
+}
+
+func (g guardedStore) AuthorsPostIDs(ctx context.Context, authors []int64, before int64, n int) ([]int64, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.Store.AuthorsPostIDs(ctx, authors, before, n) })
+}
+
+func (g guardedStore) PullFollowees(ctx context.Context, reader, high, low int64) ([]int64, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.Store.PullFollowees(ctx, reader, high, low) })
+}
+
+func (g guardedStore) SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.Store.SetPullMode(ctx, author, pull, refan) })
+}
