@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/bench"
+	"github.com/feedd/feedd/internal/sqlstore"
 )
 
 // runBench is `feedd bench graph|run`: the load tool, in the same binary
@@ -220,7 +221,7 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	store, err := openStore(ctx, cfg)
+	store, err := openStore(ctx, cfg, sqlstore.Pools{})
 	if err != nil {
 		return err
 	}

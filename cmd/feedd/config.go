@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/limit"
 )
 
 // config is every setting of feedd. Each has a flag and an environment
@@ -38,6 +39,28 @@ type config struct {
 	pullAt       int
 	autoMigrate  bool
 	logLevel     string
+	logFormat    string
+
+	// The defences (README, "Defences").
+	rateUserWrite   limit.Rule
+	rateUserRead    limit.Rule
+	rateWrite       limit.Rule
+	rateRead        limit.Rule
+	rateUsers       int
+	maxReads        int
+	maxWrites       int
+	shedWait        time.Duration
+	sqlTimeout      time.Duration
+	breakerFailures int
+	breakerCooldown time.Duration
+	sqlReadConns    int
+	sqlWriteConns   int
+	sqlWorkConns    int
+	relayMaxPending int
+	tasksMaxPending int
+	switchPoll      time.Duration
+	hotPosts        int
+	hotPostTTL      time.Duration
 }
 
 var roles = map[string]string{
@@ -66,6 +89,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		fs.StringVar(p, name, def, usage+" ("+env(name)+")")
 	}
 	var envErr error
+	var rules []func() error
 	num := func(p *int, name string, def int, usage string) {
 		if v := getenv(env(name)); v != "" {
 			n, err := strconv.Atoi(v)
@@ -117,6 +141,38 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	num(&c.pullAt, "pull-threshold", 100_000, "in hybrid mode, authors with at least this many followers are pulled at read time, not fanned out (back to push below 90% of it)")
 	boolean(&c.autoMigrate, "auto-migrate", true, "apply SQL migrations at start (they are idempotent)")
 	str(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	str(&c.logFormat, "log-format", "json", "json (one object per line, with request_id) or text")
+	rule := func(p *limit.Rule, name, def, usage string) {
+		var s string
+		str(&s, name, def, usage+`: "RATE:BURST" (RATE per second, may be fractional), or "0" for no limit`)
+		rules = append(rules, func() error {
+			r, err := parseRule(s)
+			if err != nil {
+				return fmt.Errorf("%s=%q: %w", env(name), s, err)
+			}
+			*p = r
+			return nil
+		})
+	}
+	rule(&c.rateUserWrite, "rate-user-write", "20:200", "per-user token bucket of writes (posts, follows, likes, deletes), per process")
+	rule(&c.rateUserRead, "rate-user-read", "0", "per-user token bucket of reads, per process")
+	rule(&c.rateWrite, "rate-write", "0", "token bucket of all writes together, per process")
+	rule(&c.rateRead, "rate-read", "0", "token bucket of all reads together, per process")
+	num(&c.rateUsers, "rate-users", 100_000, "per-user buckets kept in memory; the least recently active user's is dropped past this")
+	num(&c.maxReads, "max-inflight-reads", 512, "reads in flight per process; beyond it a read waits up to -shed-wait, then gets 503")
+	num(&c.maxWrites, "max-inflight-writes", 128, "writes in flight per process; same rule")
+	dur(&c.shedWait, "shed-wait", 100*time.Millisecond, "how long a request beyond the in-flight bound waits for a slot before 503")
+	dur(&c.sqlTimeout, "sql-timeout", 5*time.Second, "an API SQL call slower than this fails and counts against the breaker")
+	num(&c.breakerFailures, "breaker-failures", 5, "consecutive failed or slow SQL calls that open the breaker")
+	dur(&c.breakerCooldown, "breaker-cooldown", 5*time.Second, "how long the open breaker refuses SQL calls before probing")
+	num(&c.sqlReadConns, "sql-read-conns", 24, "MySQL: connections of the API's read pool")
+	num(&c.sqlWriteConns, "sql-write-conns", 8, "MySQL: connections of the API's write pool")
+	num(&c.sqlWorkConns, "sql-work-conns", 8, "MySQL: connections of the relay, dispatcher and workers")
+	num(&c.relayMaxPending, "relay-max-pending", 10_000, "the relay pauses while the posts queue holds more messages than this")
+	num(&c.tasksMaxPending, "tasks-max-pending", 10_000, "the dispatcher pauses splitting while the tasks queue holds more than this")
+	dur(&c.switchPoll, "switch-poll", 2*time.Second, "how often a process reads the shared degradation switches")
+	num(&c.hotPosts, "hot-posts", 10_000, "post bodies kept in process memory in front of the cache (0: none)")
+	dur(&c.hotPostTTL, "hot-post-ttl", 5*time.Second, "how long a post body stays in process memory")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: feedd [role] [flags]\n\nroles:\n")
 		for _, r := range []string{"all", "serve", "work", "migrate"} {
@@ -132,6 +188,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if envErr != nil {
 		return c, envErr
 	}
+	for _, r := range rules {
+		if err := r(); err != nil {
+			return c, err
+		}
+	}
+	if c.logFormat != "json" && c.logFormat != "text" {
+		return c, fmt.Errorf("log-format must be json or text, got %q", c.logFormat)
+	}
 	if c.fanoutMode, err = feed.ParseFanoutMode(mode); err != nil {
 		return c, err
 	}
@@ -141,12 +205,32 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"inbox-max", c.inboxMax}, {"direct-fanout", c.directFanout}, {"batch-size", c.batchSize}, {"workers", c.workers}, {"relay-workers", c.relayWorkers}, {"active-days", c.activeDays}, {"pull-threshold", c.pullAt}} {
+	}{{"inbox-max", c.inboxMax}, {"direct-fanout", c.directFanout}, {"batch-size", c.batchSize}, {"workers", c.workers}, {"relay-workers", c.relayWorkers}, {"active-days", c.activeDays}, {"pull-threshold", c.pullAt},
+		{"rate-users", c.rateUsers}, {"max-inflight-reads", c.maxReads}, {"max-inflight-writes", c.maxWrites},
+		{"breaker-failures", c.breakerFailures}, {"sql-read-conns", c.sqlReadConns}, {"sql-write-conns", c.sqlWriteConns},
+		{"sql-work-conns", c.sqlWorkConns}, {"relay-max-pending", c.relayMaxPending}, {"tasks-max-pending", c.tasksMaxPending}} {
 		if v.n <= 0 {
 			return c, fmt.Errorf("%s must be positive, got %d", v.name, v.n)
 		}
 	}
 	return c, nil
+}
+
+// parseRule reads "RATE:BURST" (or "RATE", burst = max(1, RATE)); "0" is
+// no limit.
+func parseRule(s string) (limit.Rule, error) {
+	rs, bs, hasBurst := strings.Cut(strings.TrimSpace(s), ":")
+	r, err := strconv.ParseFloat(rs, 64)
+	if err != nil || r < 0 {
+		return limit.Rule{}, errors.New(`want "RATE:BURST", e.g. "20:200"`)
+	}
+	b := max(1, int(r))
+	if hasBurst {
+		if b, err = strconv.Atoi(bs); err != nil || b < 1 {
+			return limit.Rule{}, errors.New(`the burst after ":" must be a positive integer`)
+		}
+	}
+	return limit.Rule{Rate: r, Burst: b}, nil
 }
 
 // embedded reports whether the SQL store is the embedded SQLite file.

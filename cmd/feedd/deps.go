@@ -31,8 +31,14 @@ const outboxMax = 100
 
 // deps are the backends one process talks to.
 type deps struct {
+	// store is the API's: on MySQL its own write and read pools.
 	store *sqlstore.Store
-	cache feed.Cache
+	// workStore is the relay's, the dispatcher's and the workers' (a
+	// bulkhead: a slow fan-out cannot take the API's connections). On
+	// SQLite it is store: the file has one writer anyway, and readers
+	// never wait for it.
+	workStore *sqlstore.Store
+	cache     feed.Cache
 	// outboxes caches pulled authors' newest post ids: the inbox
 	// structure in its own key space (nil unless the mode is hybrid).
 	outboxes      feed.Cache
@@ -49,26 +55,52 @@ type deps struct {
 	generated bool
 }
 
-func newLogger(w io.Writer, level string) *slog.Logger {
+func newLogger(w io.Writer, level, format string) *slog.Logger {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+	opts := &slog.HandlerOptions{Level: l}
+	var h slog.Handler = slog.NewJSONHandler(w, opts)
+	if format == "text" {
+		h = slog.NewTextHandler(w, opts)
+	}
+	return slog.New(requestIDHandler{h})
 }
 
-func openStore(ctx context.Context, cfg config) (*sqlstore.Store, error) {
+// requestIDHandler adds the request id of a record's context to it, so
+// that every line logged with a request's context (API, relay, dispatcher,
+// worker) names the request, without each call site adding it.
+type requestIDHandler struct{ slog.Handler }
+
+func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id := feed.RequestID(ctx); id != "" {
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h requestIDHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return requestIDHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h requestIDHandler) WithGroup(name string) slog.Handler {
+	return requestIDHandler{h.Handler.WithGroup(name)}
+}
+
+// openStore opens the SQL store; on MySQL with pools sized for a role.
+func openStore(ctx context.Context, cfg config, pools sqlstore.Pools) (*sqlstore.Store, error) {
 	if cfg.embedded() {
 		if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("create data dir: %w", err)
 		}
 		return sqlstore.OpenSQLite(ctx, filepath.Join(cfg.dataDir, "feedd.db"))
 	}
-	return sqlstore.OpenMySQL(ctx, cfg.mysqlDSN)
+	return sqlstore.OpenMySQLPools(ctx, cfg.mysqlDSN, pools)
 }
 
 func migrate(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Writer) error {
-	store, err := openStore(ctx, cfg)
+	store, err := openStore(ctx, cfg, sqlstore.Pools{Write: 2})
 	if err != nil {
 		return err
 	}
@@ -96,8 +128,32 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 	if d.adminToken, d.jwtSecret, d.generated, err = secrets(cfg); err != nil {
 		return nil, err
 	}
-	if d.store, err = openStore(ctx, cfg); err != nil {
-		return nil, err
+	serveAPI, runWork := cfg.role == "all" || cfg.role == "serve", cfg.role == "all" || cfg.role == "work"
+	apiPools := sqlstore.Pools{Write: cfg.sqlWriteConns, Read: cfg.sqlReadConns}
+	workPools := sqlstore.Pools{Write: cfg.sqlWorkConns}
+	switch {
+	case cfg.embedded():
+		if d.store, err = openStore(ctx, cfg, apiPools); err != nil {
+			return nil, err
+		}
+		d.workStore = d.store
+	case serveAPI && runWork:
+		if d.store, err = openStore(ctx, cfg, apiPools); err != nil {
+			return nil, err
+		}
+		if d.workStore, err = openStore(ctx, cfg, workPools); err != nil {
+			return nil, err
+		}
+	case serveAPI:
+		if d.store, err = openStore(ctx, cfg, apiPools); err != nil {
+			return nil, err
+		}
+		d.workStore = d.store
+	default:
+		if d.store, err = openStore(ctx, cfg, workPools); err != nil {
+			return nil, err
+		}
+		d.workStore = d.store
 	}
 	if cfg.autoMigrate || cfg.embedded() {
 		if err := d.store.Migrate(ctx); err != nil {
@@ -149,6 +205,11 @@ func (d *deps) close(logger *slog.Logger) {
 	if d.cache != nil {
 		if err := d.cache.Close(); err != nil {
 			logger.Warn("closing cache", "err", err)
+		}
+	}
+	if d.workStore != nil && d.workStore != d.store {
+		if err := d.workStore.Close(); err != nil {
+			logger.Warn("closing work store", "err", err)
 		}
 	}
 	if d.store != nil {

@@ -35,7 +35,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	logger := newLogger(stderr, cfg.logLevel)
+	logger := newLogger(stderr, cfg.logLevel, cfg.logFormat)
 	if cfg.role == "migrate" {
 		return migrate(ctx, cfg, logger, stdout)
 	}

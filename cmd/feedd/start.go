@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -11,11 +12,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/feedd/feedd/internal/breaker"
+	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/fanout"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/httpapi"
+	"github.com/feedd/feedd/internal/limit"
 	"github.com/feedd/feedd/internal/relay"
 	"github.com/feedd/feedd/internal/timeline"
 )
@@ -30,22 +36,40 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	runWork := cfg.role == "all" || cfg.role == "work"
 
 	policy := feed.DeliveryPolicy{Mode: cfg.fanoutMode, PullThreshold: int64(cfg.pullAt)}
+	registerBackendMetrics(d)
 	var rel *relay.Relay
 	if runWork {
-		rel = relay.New(logger, relay.Config{Workers: cfg.relayWorkers}, d.store, d.broker, d.reg)
+		rel = relay.New(logger, relay.Config{Workers: cfg.relayWorkers, MaxPending: cfg.relayMaxPending}, d.workStore, d.broker, d.reg)
 	}
-	ready := func(ctx context.Context) error {
-		for _, ping := range []func(context.Context) error{d.store.Ping, d.cache.Ping, d.broker.Ping} {
-			if err := ping(ctx); err != nil {
-				return feed.Errorf(feed.EUNAVAILABLE, "a backend is not reachable")
-			}
-		}
-		return nil
+	// A work process needs every backend: without one it cannot move a
+	// post along.
+	workReady := func(ctx context.Context) []feed.Check {
+		return pingAll(ctx, []feed.Check{{Name: "sql", Required: true}, {Name: "cache", Required: true}, {Name: "broker", Required: true}},
+			d.workStore.Ping, d.cache.Ping, d.broker.Ping)
 	}
+
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	var work sync.WaitGroup
 
 	var handler http.Handler
 	if serveAPI {
-		opts := []timeline.Option{timeline.WithReadyCheck(d.broker.Ping)}
+		// The switches live in the cache, shared by every process, and
+		// are polled; the poller stops with the workers, after the HTTP
+		// server has drained.
+		switches := degrade.New(logger, d.cache, d.reg)
+		if err := switches.Sync(ctx); err != nil {
+			logger.Warn("could not read the degradation switches; starting with all off", "err", err)
+		}
+		work.Go(func() { switches.Run(workCtx, cfg.switchPoll) })
+		// The broker is reported, not required: publishes go to the
+		// outbox, in SQL, and wait there for the broker to return.
+		opts := []timeline.Option{
+			timeline.WithReadyCheck("broker", false, d.broker.Ping),
+			timeline.WithBreaker(breaker.Config{Failures: cfg.breakerFailures, Timeout: cfg.sqlTimeout, Cooldown: cfg.breakerCooldown}),
+			timeline.WithSwitches(switches),
+			timeline.WithHotPosts(cfg.hotPosts, cfg.hotPostTTL),
+		}
 		if rel != nil {
 			opts = append(opts, timeline.WithPublishHook(rel.Notify))
 		}
@@ -58,9 +82,16 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		}, d.store, d.cache, inboxesOrNil(d.outboxes), feed.NewIDGen(d.now), d.reg, opts...)
 		handler = httpapi.NewServer(logger, httpapi.Config{
 			AdminToken: d.adminToken, JWTSecret: d.jwtSecret,
+			Rates: limit.NewRates(limit.Config{
+				PerUser:  map[limit.Class]limit.Rule{limit.Write: cfg.rateUserWrite, limit.Read: cfg.rateUserRead},
+				Global:   map[limit.Class]limit.Rule{limit.Write: cfg.rateWrite, limit.Read: cfg.rateRead},
+				MaxUsers: cfg.rateUsers,
+			}),
+			Shed:     limit.NewShedder(map[limit.Class]int{limit.Read: cfg.maxReads, limit.Write: cfg.maxWrites}, cfg.shedWait),
+			Switches: switches,
 		}, svc, d.reg, metrics)
 	} else {
-		handler = httpapi.NewOps(logger, ready, metrics)
+		handler = httpapi.NewOps(logger, workReady, metrics)
 	}
 
 	ln, err := net.Listen("tcp", cfg.addr)
@@ -79,14 +110,12 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	}
 	logger.Info("feedd started", "role", cfg.role, "url", url, "sql", sqlKind(cfg), "cache", orEmbedded(cfg.redisURL != "", "redis"), "queue", orEmbedded(cfg.amqpURL != "", "rabbitmq"), "fanout_mode", cfg.fanoutMode)
 
-	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWork()
-	var work sync.WaitGroup
 	errs := make(chan error, 4)
 	if runWork {
 		disp, worker := fanout.New(logger, fanout.Config{
 			DirectFanout: cfg.directFanout, BatchSize: cfg.batchSize, Policy: policy,
-		}, d.store, d.cache, inboxesOrNil(d.outboxes), d.broker, d.reg)
+			MaxPendingTasks: cfg.tasksMaxPending,
+		}, d.workStore, d.cache, inboxesOrNil(d.outboxes), d.broker, d.reg)
 		work.Go(func() { _ = rel.Run(workCtx) })
 		work.Go(func() {
 			if err := d.broker.Consume(workCtx, feed.QueuePosts, feed.ConsumeOptions{Concurrency: 4}, disp.Handle); err != nil {
@@ -122,6 +151,59 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	work.Wait()
 	logger.Info("feedd stopped")
 	return runErr
+}
+
+// registerBackendMetrics exposes the queue depths, dead letters and SQL
+// pool use of this process's backends.
+func registerBackendMetrics(d *deps) {
+	for _, q := range []string{feed.QueuePosts, feed.QueueTasks} {
+		d.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "feedd_queue_depth", Help: "Messages ready in a queue (-1: the broker did not answer).",
+			ConstLabels: prometheus.Labels{"queue": q},
+		}, func() float64 { return count(d.broker.Pending, q) }))
+		d.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "feedd_queue_dead_letters", Help: "Messages in a queue's dead-letter queue (-1: the broker did not answer).",
+			ConstLabels: prometheus.Labels{"queue": q},
+		}, func() float64 { return count(d.broker.DeadLetters, q) }))
+	}
+	pools := map[string]*sql.DB{}
+	w, r := d.store.Pools()
+	pools["api_write"], pools["api_read"] = w, r
+	if d.workStore != d.store {
+		pools["work"], _ = d.workStore.Pools()
+	}
+	seen := map[*sql.DB]bool{}
+	for name, db := range pools {
+		if !seen[db] {
+			seen[db] = true
+			d.reg.MustRegister(collectors.NewDBStatsCollector(db, name))
+		}
+	}
+}
+
+func count(f func(context.Context, string) (int, error), q string) float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	n, err := f(ctx, q)
+	if err != nil {
+		return -1
+	}
+	return float64(n)
+}
+
+// pingAll runs each ping into its check, concurrently, each bounded to a
+// second.
+func pingAll(ctx context.Context, checks []feed.Check, pings ...func(context.Context) error) []feed.Check {
+	var wg sync.WaitGroup
+	for i := range checks {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			checks[i].Err = pings[i](ctx)
+		})
+	}
+	wg.Wait()
+	return checks
 }
 
 // inboxesOrNil keeps a nil cache a nil interface.

@@ -261,7 +261,11 @@ func (r *runner) runModel(ctx context.Context, name string, res *ModelResult) (e
 		m.prefix = r.o.RunPrefix + name + ":"
 		m.amqpPrefix = r.o.RunPrefix + name + "."
 		r.cleanModel(ctx, m) // leftovers of an earlier run with --keep
-		env := append(slices.Clone(r.o.Env),
+		// A load tool measures capacity: the per-user write limit is off
+		// unless the caller's own environment sets it (which comes later
+		// and wins).
+		env := append([]string{"FEEDD_RATE_USER_WRITE=0"}, r.o.Env...)
+		env = append(env,
 			"FEEDD_FANOUT_MODE="+name,
 			"FEEDD_REDIS_PREFIX="+m.prefix,
 			"FEEDD_AMQP_PREFIX="+m.amqpPrefix,

@@ -53,6 +53,9 @@ func New(logger *slog.Logger, cfg Config, store Store, cache Cache, outboxes Inb
 
 // Handle is the feed.Handler for QueuePosts.
 func (d *Dispatcher) Handle(ctx context.Context, del feed.Delivery) error {
+	if del.Attempt > 1 {
+		d.metrics.redeliveries.WithLabelValues(feed.QueuePosts).Inc()
+	}
 	var ev feed.Event
 	if err := json.Unmarshal(del.Body, &ev); err != nil || ev.PostID <= 0 || ev.AuthorID <= 0 {
 		// Retrying cannot fix a malformed event; log it and let it go.
@@ -65,6 +68,8 @@ func (d *Dispatcher) Handle(ctx context.Context, del feed.Delivery) error {
 		d.logger.Warn("ignoring unknown event kind", "kind", ev.Kind)
 		return nil
 	}
+	ctx = feed.WithRequestID(ctx, ev.RequestID)
+	d.logger.DebugContext(ctx, "dispatching post", "post", ev.PostID, "author", ev.AuthorID, "attempt", del.Attempt)
 	author, err := d.store.User(ctx, ev.AuthorID)
 	if err != nil {
 		if feed.ErrorCode(err) == feed.ENOTFOUND {
@@ -86,7 +91,12 @@ func (d *Dispatcher) Handle(ctx context.Context, del feed.Delivery) error {
 	}
 	if author.FollowerCount < int64(d.cfg.DirectFanout) {
 		d.metrics.events.WithLabelValues("direct").Inc()
-		return d.direct(ctx, ev)
+		if err := d.direct(ctx, ev); err != nil {
+			return err
+		}
+		d.metrics.delivered.Observe(time.Since(feed.IDTime(ev.PostID)).Seconds())
+		d.logger.DebugContext(ctx, "post delivered", "post", ev.PostID, "how", "direct")
+		return nil
 	}
 	return d.split(ctx, ev)
 }
@@ -161,17 +171,26 @@ func (d *Dispatcher) split(ctx context.Context, ev feed.Event) error {
 			return fmt.Errorf("dispatcher: split followers of %d after %d: %w", ev.AuthorID, after, err)
 		}
 		if count == 0 {
+			// The previous task was the last range after all.
+			if len(bodies) > 0 {
+				bodies[len(bodies)-1] = markLast(bodies[len(bodies)-1])
+			}
 			break
 		}
 		body, _ := json.Marshal(feed.FanoutTask{
 			ID:     fmt.Sprintf("%d:%d", ev.PostID, after),
 			PostID: ev.PostID, AuthorID: ev.AuthorID,
 			After: after, Upto: upto, Score: ev.PostID,
+			RequestID: ev.RequestID, Last: count < d.cfg.BatchSize,
 		})
 		bodies = append(bodies, body)
 		tasks++
 		after = upto
 		if len(bodies) == 100 {
+			if err := d.waitForTasks(ctx); err != nil {
+				_, _ = d.cache.CompareAndDelete(context.WithoutCancel(ctx), key, owner)
+				return err
+			}
 			if err := flush(); err != nil {
 				_, _ = d.cache.CompareAndDelete(context.WithoutCancel(ctx), key, owner)
 				return err
@@ -193,6 +212,39 @@ func (d *Dispatcher) split(ctx context.Context, ev feed.Event) error {
 	d.metrics.splitDur.Observe(time.Since(start).Seconds())
 	d.logger.Debug("split fan-out", "post", ev.PostID, "author", ev.AuthorID, "tasks", tasks, "took", time.Since(start))
 	return nil
+}
+
+// markLast sets Last on an encoded task.
+func markLast(body []byte) []byte {
+	var t feed.FanoutTask
+	if json.Unmarshal(body, &t) != nil {
+		return body
+	}
+	t.Last = true
+	b, _ := json.Marshal(t)
+	return b
+}
+
+// waitForTasks waits while the tasks queue is deeper than MaxPendingTasks:
+// back-pressure from the workers to the dispatcher. The split lock keeps
+// being renewed meanwhile. An unreadable depth does not block.
+func (d *Dispatcher) waitForTasks(ctx context.Context) error {
+	dp, ok := d.pub.(Depth)
+	if !ok || d.cfg.MaxPendingTasks <= 0 {
+		return nil
+	}
+	for {
+		n, err := dp.Pending(ctx, feed.QueueTasks)
+		if err != nil || n <= d.cfg.MaxPendingTasks {
+			return nil
+		}
+		d.metrics.waits.Inc()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // acquire takes the split lock, waiting while another live dispatcher

@@ -42,6 +42,16 @@ type Config struct {
 	// Policy decides whether an author's posts are pushed at all; a
 	// pulled author's post only goes into its own outbox.
 	Policy feed.DeliveryPolicy
+	// MaxPendingTasks pauses a split while the tasks queue holds more
+	// than this many messages (0: never), so a burst of big fan-outs
+	// waits in the posts queue instead of flooding the tasks queue.
+	MaxPendingTasks int
+}
+
+// Depth is the broker's queue depth; a Publisher that implements it gets
+// back-pressure on splits.
+type Depth interface {
+	Pending(ctx context.Context, queue string) (int, error)
 }
 
 func (c Config) withDefaults() Config {
@@ -64,15 +74,29 @@ func (c Config) withDefaults() Config {
 }
 
 type metrics struct {
-	writes   prometheus.Counter
-	tasks    *prometheus.CounterVec
-	events   *prometheus.CounterVec
-	lag      prometheus.Histogram
-	splitDur prometheus.Histogram
+	delivered    prometheus.Histogram
+	redeliveries *prometheus.CounterVec
+	waits        prometheus.Counter
+	writes       prometheus.Counter
+	tasks        *prometheus.CounterVec
+	events       *prometheus.CounterVec
+	lag          prometheus.Histogram
+	splitDur     prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
+		delivered: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "feedd_fanout_delivered_seconds",
+			Help:    "Time from a post's creation to its last inbox write: the end of a direct fan-out, or the task of the highest follower range of a split one.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
+		}),
+		redeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "feedd_queue_redeliveries_total", Help: "Messages delivered again after a failure or a consumer's death, by queue.",
+		}, []string{"queue"}),
+		waits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "feedd_fanout_backpressure_waits_total", Help: "Times a split waited because the tasks queue was deeper than FEEDD_TASKS_MAX_PENDING.",
+		}),
 		writes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_fanout_inbox_writes_total", Help: "Inboxes a post was pushed to (existing or not).",
 		}),
@@ -94,7 +118,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.writes, m.tasks, m.events, m.lag, m.splitDur)
+		reg.MustRegister(m.writes, m.tasks, m.events, m.lag, m.splitDur, m.delivered, m.redeliveries, m.waits)
 	}
 	return m
 }

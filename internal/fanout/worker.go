@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/feedd/feedd/internal/feed"
 )
@@ -31,6 +32,9 @@ func newWorker(logger *slog.Logger, cfg Config, store Store, inboxes Inboxes, m 
 // range from SQL, then write the post into every existing inbox among
 // them in one pipelined round trip. The broker acks only after it returns.
 func (w *Worker) Handle(ctx context.Context, del feed.Delivery) error {
+	if del.Attempt > 1 {
+		w.metrics.redeliveries.WithLabelValues(feed.QueueTasks).Inc()
+	}
 	var t feed.FanoutTask
 	if err := json.Unmarshal(del.Body, &t); err != nil || t.PostID <= 0 || t.AuthorID <= 0 || t.Upto <= t.After {
 		w.metrics.tasks.WithLabelValues("invalid").Inc()
@@ -47,5 +51,11 @@ func (w *Worker) Handle(ctx context.Context, del feed.Delivery) error {
 		return fmt.Errorf("worker: task %s: push: %w", t.ID, err)
 	}
 	w.metrics.tasks.WithLabelValues("done").Inc()
+	ctx = feed.WithRequestID(ctx, t.RequestID)
+	w.logger.DebugContext(ctx, "task done", "task", t.ID, "post", t.PostID, "inboxes", len(ids), "attempt", del.Attempt)
+	if t.Last {
+		w.metrics.delivered.Observe(time.Since(feed.IDTime(t.PostID)).Seconds())
+		w.logger.DebugContext(ctx, "post delivered", "post", t.PostID, "how", "split")
+	}
 	return nil
 }

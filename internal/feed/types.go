@@ -60,6 +60,10 @@ type Event struct {
 	Kind     string `json:"kind"`
 	PostID   int64  `json:"post_id,string"`
 	AuthorID int64  `json:"author_id,string"`
+	// RequestID is the id of the API request that caused the event, so
+	// the relay's and the workers' log lines name the request that a
+	// post came from.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // OutboxEvent is an Event as stored: ID orders the outbox.
@@ -78,4 +82,10 @@ type FanoutTask struct {
 	After    int64  `json:"after,string"`
 	Upto     int64  `json:"upto,string"`
 	Score    int64  `json:"score,string"`
+	// RequestID is the publishing request's id (see Event.RequestID).
+	RequestID string `json:"request_id,omitempty"`
+	// Last marks the task of the highest follower range: when it is done
+	// the post has reached (about) every inbox, which the delivery-lag
+	// histogram records.
+	Last bool `json:"last,omitempty"`
 }

@@ -250,7 +250,7 @@ func handleReady(ready func(context.Context) []feed.Check) http.Handler {
 		}
 		if len(failed) > 0 {
 			body.Status = "unavailable"
-			body.Error = &errorDetailJSON{Code: feed.EUNAVAILABLE, Message: "not ready: "+strings.Join(failed, ", ")+" does not answer"}
+			body.Error = &errorDetailJSON{Code: feed.EUNAVAILABLE, Message: "not ready: " + strings.Join(failed, ", ") + " does not answer"}
 			encode(w, http.StatusServiceUnavailable, body)
 			return
 		}

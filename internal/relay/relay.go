@@ -7,6 +7,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -29,12 +30,25 @@ type Publisher interface {
 	Publish(ctx context.Context, queue string, bodies ...[]byte) error
 }
 
+// Depth is the broker's queue depth, for back-pressure. A Publisher that
+// also implements it lets the relay slow down while the dispatchers fall
+// behind, instead of piling the backlog into the broker: it stays in the
+// outbox, on disk, where it costs nothing.
+type Depth interface {
+	Pending(ctx context.Context, queue string) (int, error)
+}
+
 // Config tunes the relay. Zero values take defaults.
 type Config struct {
 	Workers int           // concurrent relay loops in this process
 	Batch   int           // events per transaction and per confirmed publish
 	Poll    time.Duration // idle poll interval when nobody calls Notify
 	Retain  time.Duration // sent events are kept this long, then purged
+	// MaxPending pauses relaying while the posts queue holds more than
+	// this many messages (0: never). The queue depth is read at most
+	// every DepthEvery.
+	MaxPending int
+	DepthEvery time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -50,6 +64,9 @@ func (c Config) withDefaults() Config {
 	if c.Retain <= 0 {
 		c.Retain = 24 * time.Hour
 	}
+	if c.DepthEvery <= 0 {
+		c.DepthEvery = 250 * time.Millisecond
+	}
 	return c
 }
 
@@ -62,6 +79,12 @@ type Relay struct {
 	wake    chan struct{}
 	relayed prometheus.Counter
 	failed  prometheus.Counter
+	paused  prometheus.Counter
+	depth   Depth // nil: no back-pressure
+
+	depthMu   sync.Mutex
+	depthAt   time.Time // guarded by depthMu
+	depthSeen int       // guarded by depthMu
 }
 
 // New returns a relay; reg may be nil.
@@ -76,9 +99,15 @@ func New(logger *slog.Logger, cfg Config, outbox Outbox, pub Publisher, reg prom
 		failed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_relay_errors_total", Help: "Relay batches that failed and were retried.",
 		}),
+		paused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "feedd_relay_backpressure_pauses_total", Help: "Times the relay paused because the posts queue was deeper than FEEDD_RELAY_MAX_PENDING.",
+		}),
+	}
+	if d, ok := pub.(Depth); ok && r.cfg.MaxPending > 0 {
+		r.depth = d
 	}
 	if reg != nil {
-		reg.MustRegister(r.relayed, r.failed, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		reg.MustRegister(r.relayed, r.failed, r.paused, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "feedd_outbox_backlog", Help: "Outbox events not yet confirmed by the broker.",
 		}, func() float64 {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -116,6 +145,11 @@ func (r *Relay) Run(ctx context.Context) error {
 func (r *Relay) loop(ctx context.Context) {
 	backoff := r.cfg.Poll
 	for ctx.Err() == nil {
+		if r.congested(ctx) {
+			r.paused.Inc()
+			sleep(ctx, r.cfg.DepthEvery, nil)
+			continue
+		}
 		n, err := r.Once(ctx)
 		switch {
 		case err != nil:
@@ -133,6 +167,32 @@ func (r *Relay) loop(ctx context.Context) {
 	}
 }
 
+// congested reports whether the posts queue is deeper than MaxPending. The
+// depth is shared by the loops and read at most every DepthEvery; when it
+// cannot be read the relay carries on (the broker's own flow control and
+// publisher confirms still bound what is in flight).
+func (r *Relay) congested(ctx context.Context) bool {
+	if r.depth == nil {
+		return false
+	}
+	r.depthMu.Lock()
+	defer r.depthMu.Unlock()
+	if time.Since(r.depthAt) >= r.cfg.DepthEvery {
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		n, err := r.depth.Pending(dctx, feed.QueuePosts)
+		cancel()
+		r.depthAt = time.Now()
+		if err != nil {
+			n = 0
+		}
+		if n > r.cfg.MaxPending && r.depthSeen <= r.cfg.MaxPending {
+			r.logger.Warn("posts queue is deep: relay pauses until the dispatchers catch up", "pending", n, "max", r.cfg.MaxPending)
+		}
+		r.depthSeen = n
+	}
+	return r.depthSeen > r.cfg.MaxPending
+}
+
 // Once relays one batch and returns how many events it moved. The batch
 // is finished even if ctx ends meanwhile, so shutdown does not leave a
 // published batch unmarked.
@@ -144,13 +204,32 @@ func (r *Relay) Once(ctx context.Context) (int, error) {
 		for i, ev := range evs {
 			bodies[i] = ev.Payload
 		}
-		return r.pub.Publish(ctx, feed.QueuePosts, bodies...)
+		if err := r.pub.Publish(ctx, feed.QueuePosts, bodies...); err != nil {
+			return err
+		}
+		r.logRelayed(ctx, evs)
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("relay: %w", err)
 	}
 	r.relayed.Add(float64(n))
 	return n, nil
+}
+
+// logRelayed writes a debug line per event naming the request that
+// published it, so one post can be followed from the API to the workers.
+func (r *Relay) logRelayed(ctx context.Context, evs []feed.OutboxEvent) {
+	if !r.logger.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	for _, e := range evs {
+		var ev feed.Event
+		if json.Unmarshal(e.Payload, &ev) != nil {
+			continue
+		}
+		r.logger.DebugContext(feed.WithRequestID(ctx, ev.RequestID), "relayed post event", "post", ev.PostID, "outbox_id", e.ID)
+	}
 }
 
 func (r *Relay) purge(ctx context.Context) {

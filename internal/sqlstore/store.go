@@ -26,7 +26,8 @@ type Store struct {
 	// polling SQLite's lock, and never see SQLITE_BUSY.
 	db *sql.DB
 	// rdb takes plain reads. On SQLite it is a separate read-only pool:
-	// in WAL mode readers never wait for the writer. On MySQL it is db.
+	// in WAL mode readers never wait for the writer. On MySQL it is db,
+	// unless Pools.Read gives reads a pool of their own (a bulkhead).
 	rdb *sql.DB
 	d   dialect
 }
@@ -85,11 +86,31 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 	return &Store{db: db, rdb: rdb, d: sqliteDialect}, nil
 }
 
+// Pools sizes a MySQL store's connection pools: the bulkheads that keep
+// one kind of work from starving another of connections.
+type Pools struct {
+	// Write bounds the connections of writes (and of reads when Read is
+	// 0); 0 means 32.
+	Write int
+	// Read, when positive, gives plain reads a pool of their own of this
+	// many connections, so a burst of slow writes cannot take the
+	// connections the read path needs, nor the other way round.
+	Read int
+}
+
 // OpenMySQL connects to MySQL or MariaDB with a go-sql-driver DSN such as
-// "user:pass@tcp(host:3306)/feedd". The options the store relies on are
-// set whatever the DSN says: integer times (no parseTime), utf8mb4, and
-// client-side interpolation (one round trip per statement).
+// "user:pass@tcp(host:3306)/feedd", with one pool of 32 connections. The
+// options the store relies on are set whatever the DSN says: integer times
+// (no parseTime), utf8mb4, and client-side interpolation (one round trip
+// per statement).
 func OpenMySQL(ctx context.Context, dsn string) (*Store, error) {
+	return OpenMySQLPools(ctx, dsn, Pools{})
+}
+
+// OpenMySQLPools is OpenMySQL with sized pools. A process that runs the API
+// and the fan-out workers opens one store per role, so the roles do not
+// share connections either.
+func OpenMySQLPools(ctx context.Context, dsn string, pools Pools) (*Store, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		// The error may quote the DSN, password included; keep it out.
@@ -118,19 +139,34 @@ func OpenMySQL(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open mysql: %w", err)
 	}
-	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(32)
-	db.SetMaxIdleConns(16)
-	// Below the usual server and proxy idle timeouts, so the pool does not
-	// hand out connections the other side already dropped.
-	db.SetConnMaxLifetime(5 * time.Minute)
-	db.SetConnMaxIdleTime(time.Minute)
+	pool := func(n int) *sql.DB {
+		db := sql.OpenDB(conn)
+		db.SetMaxOpenConns(n)
+		db.SetMaxIdleConns(max(1, n/2))
+		// Below the usual server and proxy idle timeouts, so the pool does
+		// not hand out connections the other side already dropped.
+		db.SetConnMaxLifetime(5 * time.Minute)
+		db.SetConnMaxIdleTime(time.Minute)
+		return db
+	}
+	if pools.Write <= 0 {
+		pools.Write = 32
+	}
+	db := pool(pools.Write)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlstore: open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
-	return &Store{db: db, rdb: db, d: mysqlDialect}, nil
+	rdb := db
+	if pools.Read > 0 {
+		rdb = pool(pools.Read)
+	}
+	return &Store{db: db, rdb: rdb, d: mysqlDialect}, nil
 }
+
+// Pools returns the write pool and the read pool (the same pool when
+// reads have none of their own), for pool metrics.
+func (s *Store) Pools() (write, read *sql.DB) { return s.db, s.rdb }
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {

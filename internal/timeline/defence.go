@@ -14,8 +14,24 @@ import (
 )
 
 // WithBreaker puts a circuit breaker in front of every SQL call of the
-// service (see guardedStore).
-func WithBreaker(b *breaker.Breaker) Option { return func(s *Service) { s.breaker = b } }
+// service (see guardedStore). The store's domain answers (not found,
+// conflict) never count against it; its state is the gauge
+// feedd_sql_breaker_state.
+func WithBreaker(cfg breaker.Config) Option {
+	return func(s *Service) {
+		cfg.Ignore = domainError
+		cfg.OnChange = func(from, to breaker.State) {
+			s.metrics.breakerChanges.WithLabelValues(to.String()).Inc()
+			if to == breaker.Open {
+				s.logger.Error("SQL breaker opened: SQL is failing or slow; reads come from the cache alone, writes answer 503", "from", from.String())
+			} else {
+				s.logger.Warn("SQL breaker changed state", "from", from.String(), "to", to.String())
+			}
+		}
+		s.breaker = breaker.New(cfg)
+		s.metrics.breakerState(s.breaker)
+	}
+}
 
 // WithSwitches makes the service obey the degradation switches: L2 drops
 // the pull half of hybrid reads, L4 serves each reader's last good first

@@ -1,6 +1,10 @@
 package timeline
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/feedd/feedd/internal/breaker"
+)
 
 type metrics struct {
 	reads       *prometheus.CounterVec // by path
@@ -15,6 +19,19 @@ type metrics struct {
 	// collapsed counts post loads that joined another reader's SQL load
 	// instead of sending their own.
 	collapsed prometheus.Counter
+
+	reg            prometheus.Registerer
+	breakerChanges *prometheus.CounterVec
+}
+
+// breakerState exposes b's state as a gauge.
+func (m *metrics) breakerState(b interface{ State() breaker.State }) {
+	if m.reg == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "feedd_sql_breaker_state", Help: "The API's SQL circuit breaker: 0 closed, 1 half-open (probing), 2 open (SQL calls refused).",
+	}, func() float64 { return float64(b.State()) }))
 }
 
 func hitOrMiss(hit bool) string {
@@ -62,8 +79,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "feedd_post_loads_collapsed_total", Help: "Post ids a read did not load from SQL because a concurrent read was already loading them.",
 		}),
 	}
+	m.reg = reg
+	m.breakerChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "feedd_sql_breaker_transitions_total", Help: "State changes of the API's SQL circuit breaker, by the state entered.",
+	}, []string{"to"})
 	if reg != nil {
-		reg.MustRegister(m.reads, m.refreshes, m.refreshAdds, m.rebuilds, m.lazyDeletes, m.cacheErrors, m.cacheLookups, m.collapsed)
+		reg.MustRegister(m.reads, m.refreshes, m.refreshAdds, m.rebuilds, m.lazyDeletes, m.cacheErrors, m.cacheLookups, m.collapsed, m.breakerChanges)
 	}
 	return m
 }
