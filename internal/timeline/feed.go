@@ -231,6 +231,11 @@ func (r *inboxSource) inboxPage(ctx context.Context, pos int64, want int) (feed.
 	}
 	if first && pos == 0 {
 		added, err := s.refresh(ctx, r.reader, pg.IDs)
+		if err != nil && sqlUnavailable(err) {
+			// The inbox is served without the refresh: it may miss the
+			// newest posts a fan-out has not delivered yet.
+			feed.MarkDegraded(ctx)
+		}
 		if err != nil {
 			s.cacheFailed("smart refresh", err)
 		} else if len(added) > 0 {

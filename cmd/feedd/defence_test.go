@@ -1,0 +1,485 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The defences, end to end: the real program (run, as main calls it) over
+// real HTTP, on the real services where they matter.
+
+// runFeedd runs the whole program with env, as main would, and returns an
+// instance to drive it and the JSON log it writes.
+func runFeedd(t *testing.T, env map[string]string, overrides ...string) (*instance, *syncBuffer) {
+	t.Helper()
+	merged := map[string]string{"FEEDD_ADDR": "127.0.0.1:0", "FEEDD_REFRESH_INTERVAL": "1ms"}
+	for k, v := range env {
+		merged[k] = v
+	}
+	for i := 0; i+1 < len(overrides); i += 2 {
+		merged[overrides[i]] = overrides[i+1]
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out, logs := &syncBuffer{}, &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"all"}, func(k string) string { return merged[k] }, out, logs) }()
+	in := &instance{t: t, http: &http.Client{Timeout: 30 * time.Second}}
+	deadline := time.Now().Add(20 * time.Second)
+	for in.url == "" || in.admin == "" {
+		for _, line := range strings.Split(out.String(), "\n") {
+			if _, after, ok := strings.Cut(line, "listening on "); ok {
+				in.url = strings.TrimSpace(after)
+			}
+			if _, after, ok := strings.Cut(line, "admin token: "); ok {
+				in.admin = strings.TrimSpace(after)
+				if strings.Contains(in.admin, "FEEDD_ADMIN_TOKEN") {
+					in.admin = merged["FEEDD_ADMIN_TOKEN"]
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("feedd did not start; output: %s; log: %s", out.String(), logs.String())
+		}
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("feedd exited at start: %v; log: %s", err, logs.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	var once sync.Once
+	in.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("feedd exited with %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("feedd did not stop within 30s of its context ending")
+			}
+		})
+	}
+	t.Cleanup(in.stop)
+	return in, logs
+}
+
+// stallProxy forwards TCP to a backend and can stall it: while stalled,
+// bytes stop flowing both ways on every connection, old and new, as when
+// a database hangs. It never touches the backend itself.
+type stallProxy struct {
+	ln      net.Listener
+	target  string
+	mu      sync.Mutex
+	cond    *sync.Cond
+	stalled bool
+	conns   []net.Conn
+	wg      sync.WaitGroup
+}
+
+func newStallProxy(t *testing.T, target string) *stallProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &stallProxy{ln: ln, target: target}
+	p.cond = sync.NewCond(&p.mu)
+	p.wg.Go(p.accept)
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *stallProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *stallProxy) stall(on bool) {
+	p.mu.Lock()
+	p.stalled = on
+	p.mu.Unlock()
+	p.cond.Broadcast()
+}
+
+func (p *stallProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		p.wg.Go(func() { p.pipe(up, c) })
+		p.wg.Go(func() { p.pipe(c, up) })
+	}
+}
+
+// pipe copies src to dst, holding each chunk while the proxy is stalled.
+func (p *stallProxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			for p.stalled {
+				p.cond.Wait()
+			}
+			p.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *stallProxy) close() {
+	p.ln.Close()
+	p.stall(false)
+	p.mu.Lock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// TestSQLBreaker: with MariaDB stalled (through a proxy this test owns),
+// feed reads answer from Redis alone, marked degraded, writes fail fast
+// with 503, /readyz names sql; when it answers again all recovers.
+func TestSQLBreaker(t *testing.T) {
+	env := stacks[1].env(t) // the real services
+	proxy := newStallProxy(t, "127.0.0.1:3306")
+	env["FEEDD_MYSQL_DSN"] = strings.Replace(env["FEEDD_MYSQL_DSN"], "127.0.0.1:3306", proxy.addr(), 1)
+	in, _ := runFeedd(t, env,
+		"FEEDD_SQL_TIMEOUT", "300ms", "FEEDD_BREAKER_FAILURES", "2", "FEEDD_BREAKER_COOLDOWN", "500ms",
+		"FEEDD_LOG_LEVEL", "error")
+	aID, aTok := in.user("author")
+	_, rTok := in.user("reader")
+	in.follow(rTok, aID)
+	var want []string
+	for i := range 3 {
+		want = append([]string{in.post(aTok, "before the stall "+string(rune('a'+i)))}, want...)
+	}
+	in.feedEventually(rTok, 10, want)
+
+	proxy.stall(true)
+	// Within a few reads the breaker opens and pages come from Redis.
+	var page resp
+	eventually(t, 15*time.Second, "a degraded feed page", func() bool {
+		page = in.do("GET", "/v1/me/feed?limit=10", rTok, nil)
+		return page.status == 200 && page.body["degraded"] == true
+	})
+	var got []string
+	for _, it := range page.items() {
+		got = append(got, it["id"].(string))
+	}
+	if !slicesEqual(got, want) {
+		t.Fatalf("degraded page = %v; want the cached feed %v", got, want)
+	}
+	begin := time.Now()
+	w := in.do("POST", "/v1/posts", aTok, map[string]any{"content": "during the stall"})
+	took := time.Since(begin)
+	if w.status != 503 || w.errCode() != "unavailable" || w.header.Get("Retry-After") == "" {
+		t.Fatalf("publish while SQL stalls: %d %s (Retry-After %q); want 503 unavailable with Retry-After", w.status, w.raw, w.header.Get("Retry-After"))
+	}
+	t.Logf("publish refused in %v while the breaker is open (SQL timeout 300ms)", took)
+	ready := in.do("GET", "/readyz", "", nil)
+	checks, _ := ready.body["checks"].(map[string]any)
+	if ready.status != 503 || checks["sql"] != "down" || checks["cache"] != "ok" {
+		t.Fatalf("readyz while SQL stalls: %d %s; want 503 with checks.sql down, cache ok", ready.status, ready.raw)
+	}
+	if m := string(in.do("GET", "/metrics", "", nil).raw); !strings.Contains(m, "feedd_sql_breaker_state 2") && !strings.Contains(m, "feedd_sql_breaker_state 1") {
+		t.Errorf("metrics do not show the breaker open:\n%s", grepLines(m, "breaker"))
+	}
+
+	proxy.stall(false)
+	eventually(t, 20*time.Second, "writes succeed again", func() bool {
+		return in.do("POST", "/v1/posts", aTok, map[string]any{"content": "after the stall"}).status == 201
+	})
+	eventually(t, 20*time.Second, "a complete, not degraded feed", func() bool {
+		r := in.do("GET", "/v1/me/feed?limit=10", rTok, nil)
+		return r.status == 200 && r.body["degraded"] == nil && len(r.items()) == 4
+	})
+	in.must(200, "GET", "/readyz", "", nil)
+}
+
+// TestSwitchesEndToEnd flips L2, L3 and L4 through the admin API on the
+// real program and checks what readers and writers see.
+func TestSwitchesEndToEnd(t *testing.T) {
+	forEachStack(t, func(t *testing.T, env map[string]string) {
+		// Authors with 2 or more followers are pulled (hybrid).
+		in, _ := runFeedd(t, env, "FEEDD_PULL_THRESHOLD", "2", "FEEDD_LOG_LEVEL", "error")
+		star, starTok := in.user("star")
+		small, smallTok := in.user("small")
+		_, fanTok := in.user("fan")
+		_, otherTok := in.user("other")
+		in.follow(fanTok, star)
+		in.follow(otherTok, star)
+		in.follow(fanTok, small)
+		if m := in.must(200, "GET", "/v1/users/"+star, fanTok, nil).str("delivery_mode"); m != "pull" {
+			t.Fatalf("star delivery mode %q; want pull", m)
+		}
+		s1 := in.post(starTok, "star post")
+		m1 := in.post(smallTok, "small post")
+		in.feedEventually(fanTok, 10, []string{m1, s1})
+
+		set := func(body string) map[string]any {
+			return in.must(200, "PUT", "/v1/admin/degradation", in.admin, body).body
+		}
+		// L2: inbox only; the pulled star's posts drop out.
+		set(`{"L2": true}`)
+		in.feedEventually(fanTok, 10, []string{m1})
+		set(`{"L2": false}`)
+		in.feedEventually(fanTok, 10, []string{m1, s1})
+
+		// L4: the last good first page, from the cache.
+		in.feedAll(fanTok, 10) // a good first page, remembered
+		set(`{"L4": true}`)
+		m2 := in.post(smallTok, "posted under L4")
+		time.Sleep(300 * time.Millisecond) // the fan-out has landed by now
+		r := in.must(200, "GET", "/v1/me/feed?limit=10", fanTok, nil)
+		var ids []string
+		for _, it := range r.items() {
+			ids = append(ids, it["id"].(string))
+		}
+		if r.body["degraded"] != true || !slicesEqual(ids, []string{m1, s1}) {
+			t.Fatalf("first page under L4 = %v degraded=%v; want the saved page [%s %s], degraded", ids, r.body["degraded"], m1, s1)
+		}
+		set(`{"L4": false}`)
+		in.feedEventually(fanTok, 10, []string{m2, m1, s1})
+
+		// L3: read-only.
+		body := set(`{"L3": true}`)
+		if body["level"].(float64) != 3 {
+			t.Fatalf("level = %v; want 3", body["level"])
+		}
+		w := in.do("POST", "/v1/posts", smallTok, map[string]any{"content": "refused"})
+		if w.status != 503 || w.header.Get("Retry-After") == "" {
+			t.Fatalf("publish under L3: %d %s; want 503 with Retry-After", w.status, w.raw)
+		}
+		if w := in.do("PUT", "/v1/me/following/"+small, otherTok, nil); w.status != 503 {
+			t.Fatalf("follow under L3: %d; want 503", w.status)
+		}
+		in.must(200, "GET", "/v1/me/feed", fanTok, nil)
+		metrics := string(in.do("GET", "/metrics", "", nil).raw)
+		for _, want := range []string{`feedd_degradation_switch{switch="L3"} 1`, `feedd_degradation_level 3`, `feedd_read_only_refusals_total 2`} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("metrics lack %s:\n%s", want, grepLines(metrics, "degradation"))
+			}
+		}
+		set(`{"L3": false}`)
+		in.post(smallTok, "accepted again")
+	})
+}
+
+// TestSwitchesReachEveryProcess: a switch set through one process holds
+// in another process of the same deployment within the poll interval.
+func TestSwitchesReachEveryProcess(t *testing.T) {
+	env := stacks[1].env(t)
+	a, _ := runFeedd(t, env, "FEEDD_SWITCH_POLL", "50ms", "FEEDD_LOG_LEVEL", "error")
+	b, _ := runFeedd(t, env, "FEEDD_SWITCH_POLL", "50ms", "FEEDD_LOG_LEVEL", "error")
+	_, tok := a.user("writer")
+	b.post(tok, "before")
+	if sh := a.must(200, "PUT", "/v1/admin/degradation", a.admin, `{"L3": true}`).body["shared"]; sh != true {
+		t.Fatalf("shared = %v; want true", sh)
+	}
+	eventually(t, 5*time.Second, "the other process turns read-only", func() bool {
+		return b.do("POST", "/v1/posts", tok, map[string]any{"content": "x"}).status == 503
+	})
+	if got := b.must(200, "GET", "/v1/admin/degradation", b.admin, nil).body["switches"].(map[string]any)["L3"]; got != true {
+		t.Fatalf("L3 on the other process = %v; want true", got)
+	}
+	a.must(200, "PUT", "/v1/admin/degradation", a.admin, `{"L3": false}`)
+	eventually(t, 5*time.Second, "the other process takes writes again", func() bool {
+		return b.do("POST", "/v1/posts", tok, map[string]any{"content": "y"}).status == 201
+	})
+}
+
+// TestRateLimitEndToEnd: the per-user write bucket from configuration.
+func TestRateLimitEndToEnd(t *testing.T) {
+	forEachStack(t, func(t *testing.T, env map[string]string) {
+		in, _ := runFeedd(t, env, "FEEDD_RATE_USER_WRITE", "0.01:3", "FEEDD_LOG_LEVEL", "error")
+		aID, aTok := in.user("a")
+		_, bTok := in.user("b")
+		in.post(aTok, "1")
+		in.post(aTok, "2")
+		in.follow(bTok, aID)
+		in.post(aTok, "3")
+		r := in.do("POST", "/v1/posts", aTok, map[string]any{"content": "4"})
+		if r.status != 429 || r.errCode() != "rate_limited" || r.header.Get("Retry-After") == "" {
+			t.Fatalf("4th write: %d %s Retry-After %q; want 429 rate_limited with Retry-After", r.status, r.raw, r.header.Get("Retry-After"))
+		}
+		// The refused post does not exist.
+		if n := len(in.must(200, "GET", "/v1/users/"+aID+"/posts", bTok, nil).items()); n != 3 {
+			t.Fatalf("%d posts; want 3", n)
+		}
+		in.must(200, "GET", "/v1/me/feed", aTok, nil) // reads are not limited
+		in.post(bTok, "b's first")                    // nor other users
+		if m := string(in.do("GET", "/metrics", "", nil).raw); !strings.Contains(m, `feedd_rate_limited_total{class="write",scope="user"} 1`) {
+			t.Errorf("metrics lack the rejection:\n%s", grepLines(m, "rate_limited"))
+		}
+	})
+}
+
+// TestRequestIDFollowsAPost: the id a client sends with a publish shows up
+// in the JSON log lines of the API, the relay, the dispatcher and the
+// worker that handled that post.
+func TestRequestIDFollowsAPost(t *testing.T) {
+	forEachStack(t, func(t *testing.T, env map[string]string) {
+		// Direct fan-out below 1 follower: every post is split into tasks,
+		// so a worker handles it too.
+		in, logs := runFeedd(t, env, "FEEDD_LOG_LEVEL", "debug", "FEEDD_DIRECT_FANOUT", "1")
+		aID, aTok := in.user("author")
+		_, rTok := in.user("reader")
+		in.follow(rTok, aID)
+		in.feedAll(rTok, 10) // the reader's inbox exists
+		const id = "trace-me-4242"
+		p := in.must(201, "POST", "/v1/posts", aTok, map[string]any{"content": "traced"}, "X-Request-Id", id)
+		if got := p.header.Get("X-Request-Id"); got != id {
+			t.Fatalf("X-Request-Id echoed %q; want %q", got, id)
+		}
+		in.feedEventually(rTok, 10, []string{p.str("id")})
+		want := map[string]string{"http request": "", "relayed post event": "relay", "dispatching post": "dispatcher", "task done": "worker", "post delivered": "worker"}
+		eventually(t, 10*time.Second, "log lines of every stage with the request id", func() bool {
+			seen := map[string]bool{}
+			sc := bufio.NewScanner(strings.NewReader(logs.String()))
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			for sc.Scan() {
+				var rec map[string]any
+				if json.Unmarshal(sc.Bytes(), &rec) != nil || rec["request_id"] != id {
+					continue
+				}
+				msg, _ := rec["msg"].(string)
+				if comp, ok := want[msg]; ok && (comp == "" || rec["component"] == comp) {
+					seen[msg] = true
+				}
+			}
+			return len(seen) == len(want)
+		})
+	})
+}
+
+// TestBulkheads: with every connection of the workers' pool held (a
+// fan-out stuck on slow SQL), the API still reads and writes on its own
+// pools.
+func TestBulkheads(t *testing.T) {
+	env := stacks[1].env(t)
+	in := startFeedd(t, env, nil, "FEEDD_SQL_WORK_CONNS", "2")
+	if in.d.workStore == in.d.store {
+		t.Fatal("the API and the workers share one store; want separate pools")
+	}
+	work, _ := in.d.workStore.Pools()
+	ctx := context.Background()
+	var held []*sql.Conn
+	for range 2 {
+		c, err := work.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	// The workers' pool is exhausted: a third connection cannot be had.
+	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, err := work.Conn(tctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a third work connection: %v; want the pool exhausted", err)
+	}
+	aID, aTok := in.user("a")
+	_, rTok := in.user("r")
+	in.follow(rTok, aID)
+	p := in.post(aTok, "published while the workers' pool is exhausted")
+	in.must(200, "GET", "/v1/posts/"+p, rTok, nil)
+	in.must(200, "GET", "/v1/me/feed", rTok, nil)
+	in.must(200, "GET", "/v1/users/"+aID, rTok, nil)
+	// And once the workers get their connections back, the post arrives.
+	for _, c := range held {
+		c.Close()
+	}
+	held = nil
+	in.feedEventually(rTok, 10, []string{p})
+}
+
+// TestObservability: the metrics the README lists are exposed, with the
+// request id echoed and readiness reported per dependency.
+func TestObservability(t *testing.T) {
+	forEachStack(t, func(t *testing.T, env map[string]string) {
+		in, _ := runFeedd(t, env, "FEEDD_LOG_LEVEL", "error")
+		aID, aTok := in.user("a")
+		_, rTok := in.user("r")
+		in.follow(rTok, aID)
+		p := in.post(aTok, "measured")
+		in.feedEventually(rTok, 10, []string{p})
+		r := in.must(200, "GET", "/readyz", "", nil)
+		checks, _ := r.body["checks"].(map[string]any)
+		for _, dep := range []string{"sql", "cache", "broker"} {
+			if checks[dep] != "ok" {
+				t.Errorf("readyz checks.%s = %v; want ok (%s)", dep, checks[dep], r.raw)
+			}
+		}
+		if r.header.Get("X-Request-Id") == "" {
+			t.Error("no X-Request-Id on a response")
+		}
+		var m string
+		eventually(t, 10*time.Second, "delivery lag observed", func() bool {
+			m = string(in.do("GET", "/metrics", "", nil).raw)
+			return strings.Contains(m, "feedd_fanout_delivered_seconds_count 1")
+		})
+		for _, name := range []string{
+			`feedd_http_request_duration_seconds_bucket{code="201",method="POST",route="/v1/posts"`,
+			"feedd_fanout_delivered_seconds_bucket",
+			"feedd_fanout_lag_seconds_bucket",
+			"feedd_outbox_backlog 0",
+			`feedd_queue_depth{queue="posts"}`,
+			`feedd_queue_depth{queue="tasks"}`,
+			`feedd_queue_dead_letters{queue="posts"} 0`,
+			`feedd_cache_lookups_total{cache="inbox",result="hit"}`,
+			`feedd_cache_lookups_total{cache="post",result=`,
+			"feedd_inbox_rebuilds_total",
+			"feedd_sql_breaker_state 0",
+			`feedd_degradation_switch{switch="L1"} 0`,
+			"feedd_degradation_level 0",
+			`go_sql_open_connections{db_name="api_write"}`,
+		} {
+			if !strings.Contains(m, name) {
+				t.Errorf("metrics lack %s", name)
+			}
+		}
+	})
+}
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
