@@ -247,10 +247,28 @@ func TestSwitchesEndToEnd(t *testing.T) {
 		set := func(body string) map[string]any {
 			return in.must(200, "PUT", "/v1/admin/degradation", in.admin, body).body
 		}
-		// L2: inbox only; the pulled star's posts drop out.
+		// L2: inbox only: reads stop merging the pulled authors' outboxes
+		// (what the inbox got from SQL rebuilds and refreshes stays).
+		merged := func() string {
+			return metricValue(string(in.do("GET", "/metrics", "", nil).raw), `feedd_feed_reads_total{path="merged"}`)
+		}
+		outboxReads := func() string {
+			m := string(in.do("GET", "/metrics", "", nil).raw)
+			return metricValue(m, `feedd_cache_lookups_total{cache="outbox",result="hit"}`) + "/" + metricValue(m, `feedd_cache_lookups_total{cache="outbox",result="miss"}`)
+		}
 		set(`{"L2": true}`)
-		in.feedEventually(fanTok, 10, []string{m1})
+		m0, o0 := merged(), outboxReads()
+		for range 5 {
+			in.must(200, "GET", "/v1/me/feed?limit=10", fanTok, nil)
+		}
+		if m, o := merged(), outboxReads(); m != m0 || o != o0 {
+			t.Fatalf("under L2 merged reads went %s -> %s, outbox lookups %s -> %s; want no merging", m0, m, o0, o)
+		}
 		set(`{"L2": false}`)
+		in.must(200, "GET", "/v1/me/feed?limit=10", fanTok, nil)
+		if m := merged(); m == m0 {
+			t.Fatalf("with L2 off the read did not merge (merged reads still %s)", m)
+		}
 		in.feedEventually(fanTok, 10, []string{m1, s1})
 
 		// L4: the last good first page, from the cache.
@@ -459,8 +477,8 @@ func TestObservability(t *testing.T) {
 			`feedd_queue_depth{queue="posts"}`,
 			`feedd_queue_depth{queue="tasks"}`,
 			`feedd_queue_dead_letters{queue="posts"} 0`,
-			`feedd_cache_lookups_total{cache="inbox",result="hit"}`,
-			`feedd_cache_lookups_total{cache="post",result=`,
+			`feedd_cache_lookups_total{cache="inbox",result=`,
+			`feedd_cache_lookups_total{cache="hot_post",result="hit"}`,
 			"feedd_inbox_rebuilds_total",
 			"feedd_sql_breaker_state 0",
 			`feedd_degradation_switch{switch="L1"} 0`,
@@ -472,6 +490,16 @@ func TestObservability(t *testing.T) {
 			}
 		}
 	})
+}
+
+// metricValue returns the value of the sample named exactly series, or "".
+func metricValue(text, series string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 func grepLines(text, sub string) string {
