@@ -118,11 +118,13 @@ func (s *Service) lastGood(ctx context.Context, reader int64, n int) ([]feed.Pos
 // mode, the cached outboxes of the pulled authors the reader follows, as
 // far as the cache knows them), hydrated from memory and the cache. The
 // page is marked degraded: it may miss posts the cache does not have, and
-// it ends where the inbox ends.
-func (s *Service) cachedFeed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
+// it ends where the inbox ends. The reader's last good first page is
+// served instead of a first page when saved is set (switch L4), or when
+// the inbox is gone.
+func (s *Service) cachedFeed(ctx context.Context, reader, before int64, n int, saved bool) ([]feed.Post, bool, error) {
 	feed.MarkDegraded(ctx)
 	s.metrics.reads.WithLabelValues(pathDegraded).Inc()
-	if before == 0 {
+	if before == 0 && saved {
 		if posts, more, ok := s.lastGood(ctx, reader, n); ok && len(posts) > 0 {
 			return posts, more, nil
 		}
@@ -131,6 +133,11 @@ func (s *Service) cachedFeed(ctx context.Context, reader, before int64, n int) (
 	pg, err := s.cache.InboxPage(ctx, reader, before, want)
 	if err != nil {
 		return nil, false, fmt.Errorf("timeline: degraded read of %d: SQL and cache both failed: %w", reader, err)
+	}
+	if !pg.Exists && before == 0 && !saved {
+		if posts, more, ok := s.lastGood(ctx, reader, n); ok {
+			return posts, more, nil
+		}
 	}
 	lists := [][]int64{pg.IDs}
 	if s.merges() && !s.switches.On(degrade.L2) {

@@ -48,15 +48,15 @@ type source interface {
 // authors from hybrid reads.
 func (s *Service) Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
 	if s.switches.On(degrade.L4) && before == 0 {
-		return s.cachedFeed(ctx, reader, before, n)
+		return s.cachedFeed(ctx, reader, before, n, true)
 	}
 	if s.breaker != nil && s.breaker.Open() {
-		return s.cachedFeed(ctx, reader, before, n)
+		return s.cachedFeed(ctx, reader, before, n, false)
 	}
 	posts, more, err := s.feed(ctx, reader, before, n)
 	if err != nil && sqlUnavailable(err) {
 		s.logger.WarnContext(ctx, "SQL unavailable: serving the feed from the cache alone", "reader", reader, "err", err)
-		return s.cachedFeed(ctx, reader, before, n)
+		return s.cachedFeed(ctx, reader, before, n, false)
 	}
 	if err == nil && before == 0 && s.lastSaved != nil {
 		s.saveLastGood(ctx, reader, posts, more)
