@@ -109,3 +109,31 @@ func TestShedder(t *testing.T) {
 		t.Fatalf("in flight %d; want at most 2", s.InFlight(Read))
 	}
 }
+
+// BenchmarkAdmission is the cost the guard adds to each request: a token
+// from the user's and the global bucket, and an in-flight slot.
+func BenchmarkAdmission(b *testing.B) {
+	r := NewRates(Config{
+		PerUser: map[Class]Rule{Write: {Rate: 1e9, Burst: 1 << 30}},
+		Global:  map[Class]Rule{Write: {Rate: 1e9, Burst: 1 << 30}},
+	})
+	s := NewShedder(map[Class]int{Write: 1 << 20}, 0)
+	ctx := context.Background()
+	b.Run("rates", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			var u int64
+			for pb.Next() {
+				u = (u + 1) % 10_000
+				r.Allow(Write, u+1)
+			}
+		})
+	})
+	b.Run("shed", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				release, _ := s.Acquire(ctx, Write)
+				release()
+			}
+		})
+	})
+}
