@@ -42,7 +42,7 @@ type defenceMetrics struct {
 	readOnly    prometheus.Counter
 }
 
-func newDefenceMetrics(logger *slog.Logger, reg prometheus.Registerer) *defenceMetrics {
+func newDefenceMetrics(logger *slog.Logger, reg prometheus.Registerer, shed *limit.Shedder) *defenceMetrics {
 	m := &defenceMetrics{
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "feedd_rate_limited_total", Help: "Requests refused with 429, by route class and bucket (user, global).",
@@ -58,6 +58,14 @@ func newDefenceMetrics(logger *slog.Logger, reg prometheus.Registerer) *defenceM
 		m.rateLimited = registerOrExisting(logger, reg, m.rateLimited)
 		m.shed = registerOrExisting(logger, reg, m.shed)
 		m.readOnly = registerOrExisting(logger, reg, m.readOnly)
+		if shed != nil {
+			for _, c := range []limit.Class{limit.Read, limit.Write} {
+				registerOrExisting(logger, reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+					Name: "feedd_inflight_requests", Help: "Requests of a class holding an in-flight slot.",
+					ConstLabels: prometheus.Labels{"class": string(c)},
+				}, func() float64 { return float64(shed.InFlight(c)) }))
+			}
+		}
 	}
 	return m
 }

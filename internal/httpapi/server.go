@@ -114,7 +114,7 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, reg prometheus.Regi
 		}
 		return []feed.Check{{Name: "backends", Required: true, Err: svc.Ready(ctx)}}
 	}
-	dm := newDefenceMetrics(logger, reg)
+	dm := newDefenceMetrics(logger, reg, cfg.Shed)
 
 	mux := http.NewServeMux()
 	for _, rt := range routes(tok, svc, cfg.Switches, ready, metrics) {
