@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"io"
 
 	"net"
 	"net/http"
@@ -553,4 +554,46 @@ func TestLoadSheddingWhenSQLHangs(t *testing.T) {
 		<-results // the held reads finish (answered or timed out), freeing their slots
 	}
 	in.must(200, "GET", "/v1/users/"+aID, aTok, nil)
+}
+
+func TestDefenceSettings(t *testing.T) {
+	for _, tt := range []struct {
+		in    string
+		rate  float64
+		burst int
+		bad   bool
+	}{
+		{"0", 0, 1, false},
+		{"20:200", 20, 200, false},
+		{"0.5:3", 0.5, 3, false},
+		{"7", 7, 7, false},
+		{"x", 0, 0, true},
+		{"-1:2", 0, 0, true},
+		{"5:0", 0, 0, true},
+		{"5:x", 0, 0, true},
+	} {
+		_, err := parseConfig(nil, func(k string) string {
+			if k == "FEEDD_RATE_USER_WRITE" {
+				return tt.in
+			}
+			return ""
+		}, io.Discard)
+		if tt.bad {
+			if err == nil {
+				t.Errorf("FEEDD_RATE_USER_WRITE=%q accepted", tt.in)
+			}
+			continue
+		}
+		r, perr := parseRule(tt.in)
+		if err != nil || perr != nil || r.Rate != tt.rate || r.Burst != tt.burst {
+			t.Errorf("%q = %+v (%v, %v); want rate %v burst %d", tt.in, r, err, perr, tt.rate, tt.burst)
+		}
+	}
+	cfg, err := parseConfig([]string{"-max-inflight-reads", "7", "-shed-wait", "1s"}, func(string) string { return "" }, io.Discard)
+	if err != nil || cfg.maxReads != 7 || cfg.shedWait != time.Second || cfg.rateUserWrite.Rate != 20 {
+		t.Fatalf("flags: %+v, %v", cfg, err)
+	}
+	if _, err := parseConfig([]string{"-sql-work-conns", "0"}, func(string) string { return "" }, io.Discard); err == nil {
+		t.Fatal("a pool of 0 connections was accepted")
+	}
 }
