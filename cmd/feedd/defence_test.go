@@ -268,6 +268,8 @@ func TestSwitchesEndToEnd(t *testing.T) {
 		if m, o := merged(), outboxReads(); m != m0 || o != o0 {
 			t.Fatalf("under L2 merged reads went %s -> %s, outbox lookups %s -> %s; want no merging", m0, m, o0, o)
 		}
+		// Inboxes hold only pushed authors' posts: the star's drop out.
+		in.feedEventually(fanTok, 10, []string{m1})
 		set(`{"L2": false}`)
 		in.must(200, "GET", "/v1/me/feed?limit=10", fanTok, nil)
 		if m := merged(); m == m0 {

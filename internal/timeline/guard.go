@@ -128,3 +128,9 @@ func (g guardedStore) PullFollowees(ctx context.Context, reader, high, low int64
 func (g guardedStore) SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error) {
 	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.Store.SetPullMode(ctx, author, pull, refan) })
 }
+
+func (g guardedStore) PushedFeedPostIDs(ctx context.Context, reader, high, low, after, before int64, n int) ([]int64, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) {
+		return g.Store.PushedFeedPostIDs(ctx, reader, high, low, after, before, n)
+	})
+}
