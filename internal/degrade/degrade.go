@@ -5,8 +5,8 @@
 // interval, because the switches live in the shared cache (Redis) and each
 // process polls them. The cache is the right home: it is already shared by
 // every process, the switches are tiny, and when the cache itself is down
-// a process keeps the last switches it saw and a PUT still takes effect on
-// the process that received it.
+// a process keeps the last switches it saw, and a PUT takes effect on the
+// process that received it and reaches the others once the cache answers.
 package degrade
 
 import (
@@ -63,6 +63,10 @@ type Switches struct {
 
 	mu sync.RWMutex
 	on map[Switch]bool // guarded by mu
+	// unshared is set while a change made here has not reached the
+	// store: polls then push this process's switches instead of pulling
+	// the store's older ones over them. Guarded by mu.
+	unshared bool
 }
 
 // New returns switches, all off, shared through store (nil: local only);
@@ -139,32 +143,50 @@ func (s *Switches) Set(ctx context.Context, change map[Switch]bool) (shared bool
 			return false, fmt.Errorf("degrade: unknown switch %q", sw)
 		}
 	}
+	// Start from the shared switches, so a change made elsewhere since
+	// the last poll is not overwritten with this process's older view.
+	_ = s.Sync(ctx)
 	s.mu.Lock()
 	for sw, v := range change {
 		s.on[sw] = v
 	}
-	snap := make(map[Switch]bool, len(s.on))
-	for k, v := range s.on {
-		snap[k] = v
-	}
+	s.unshared = true
 	s.mu.Unlock()
-	s.logger.Warn("degradation switches changed", "switches", snap)
+	s.logger.Warn("degradation switches changed", "switches", s.Snapshot())
 	if s.store == nil {
 		return false, nil
 	}
-	b, _ := json.Marshal(snap)
-	// No TTL: a switch stays as the operator left it.
-	if err := s.store.Set(ctx, key, string(b), 0); err != nil {
-		s.logger.Warn("degradation switches not shared: the cache did not take them; they hold in this process only", "err", err)
+	if err := s.share(ctx); err != nil {
+		s.logger.Warn("degradation switches not shared yet: the cache did not take them; they hold in this process and are shared when the cache answers", "err", err)
 		return false, nil
 	}
 	return true, nil
 }
 
-// Sync loads the shared switches once.
+// share writes this process's switches to the store.
+func (s *Switches) share(ctx context.Context) error {
+	b, _ := json.Marshal(s.Snapshot())
+	// No TTL: a switch stays as the operator left it.
+	if err := s.store.Set(ctx, key, string(b), 0); err != nil {
+		return fmt.Errorf("degrade: share switches: %w", err)
+	}
+	s.mu.Lock()
+	s.unshared = false
+	s.mu.Unlock()
+	return nil
+}
+
+// Sync loads the shared switches once; after a change the store did not
+// take, it shares this process's switches instead.
 func (s *Switches) Sync(ctx context.Context) error {
 	if s.store == nil {
 		return nil
+	}
+	s.mu.RLock()
+	unshared := s.unshared
+	s.mu.RUnlock()
+	if unshared {
+		return s.share(ctx)
 	}
 	v, ok, err := s.store.Get(ctx, key)
 	if err != nil {
@@ -177,6 +199,10 @@ func (s *Switches) Sync(ctx context.Context) error {
 		}
 	}
 	s.mu.Lock()
+	if s.unshared { // a Set raced this poll: keep it
+		s.mu.Unlock()
+		return nil
+	}
 	changed := false
 	for _, sw := range All {
 		if s.on[sw] != next[sw] {

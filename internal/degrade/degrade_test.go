@@ -2,6 +2,7 @@ package degrade
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -75,5 +76,61 @@ func TestSwitchesReachOtherProcesses(t *testing.T) {
 	var nilSwitches *Switches
 	if nilSwitches.On(L1) || !nilSwitches.Enrich() {
 		t.Fatal("nil switches are not all off")
+	}
+}
+
+// flakyStore fails while down is set.
+type flakyStore struct {
+	Store
+	down bool
+}
+
+func (f *flakyStore) Get(ctx context.Context, k string) (string, bool, error) {
+	if f.down {
+		return "", false, errors.New("redis down")
+	}
+	return f.Store.Get(ctx, k)
+}
+
+func (f *flakyStore) Set(ctx context.Context, k, v string, ttl time.Duration) error {
+	if f.down {
+		return errors.New("redis down")
+	}
+	return f.Store.Set(ctx, k, v, ttl)
+}
+
+// TestChangeDuringCacheOutage: a switch set while the cache is down holds
+// here, survives the cache's return (no older value pulled over it), and
+// is then shared.
+func TestChangeDuringCacheOutage(t *testing.T) {
+	ctx := context.Background()
+	mem := inmemcache.New(inmemcache.Options{})
+	defer mem.Close()
+	logger := slog.New(slog.DiscardHandler)
+	fs := &flakyStore{Store: mem}
+	a := New(logger, fs, nil)
+	if _, err := a.Set(ctx, map[Switch]bool{L1: true}); err != nil {
+		t.Fatal(err)
+	}
+	fs.down = true
+	if shared, err := a.Set(ctx, map[Switch]bool{L3: true}); err != nil || shared {
+		t.Fatalf("set during the outage: shared %v, err %v; want held locally", shared, err)
+	}
+	if err := a.Sync(ctx); err == nil {
+		t.Fatal("sync during the outage succeeded")
+	}
+	if !a.On(L3) || !a.On(L1) {
+		t.Fatalf("switches during the outage = %v; want L1 and L3", a.Snapshot())
+	}
+	fs.down = false
+	if err := a.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !a.On(L3) {
+		t.Fatal("the cache's older switches were pulled over the change made during the outage")
+	}
+	b := New(logger, mem, nil)
+	if err := b.Sync(ctx); err != nil || !b.On(L3) || !b.On(L1) {
+		t.Fatalf("another process after the outage = %v (%v); want L1 and L3", b.Snapshot(), err)
 	}
 }
