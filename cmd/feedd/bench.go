@@ -279,6 +279,7 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	f.str(&o.AdminToken, "admin-token", "", true, "admin token: the --url deployment's, or the one bench gives its children (generated when empty)")
 	f.str(&o.JWTSecret, "jwt-secret", "", true, "user-token secret given to the children; generated when empty")
 	f.str(&o.RedisURL, "redis-url", "", true, "Redis of the deployment: bench materializes inboxes, measures baselines and memory there")
+	f.str(&o.RedisCluster, "redis-cluster", "", true, "seed nodes of the deployment's Redis Cluster (host:port,…), when FEEDD_REDIS_URL is not a redis+cluster:// URL")
 	f.str(&o.RedisPrefix, "redis-prefix", o.RedisPrefix, true, "with --url, the deployment's Redis key prefix")
 	f.str(&o.AMQPURL, "amqp-url", "", true, "RabbitMQ of the children, whose queues bench deletes afterwards")
 	f.num(&o.InboxMax, "inbox-max", o.InboxMax, true, "the deployment's inbox length")

@@ -25,6 +25,9 @@ type config struct {
 	jwtSecret    string
 	mysqlDSN     string
 	redisURL     string
+	redisCluster string
+	mysqlReadDSN string
+	amqpQueue    string
 	redisPrefix  string
 	amqpURL      string
 	amqpPrefix   string
@@ -125,9 +128,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	str(&c.adminToken, "admin-token", "", "admin bearer token; generated into the data dir on the embedded default, required with MySQL")
 	str(&c.jwtSecret, "jwt-secret", "", "HS256 secret for user tokens; same rule as the admin token")
 	str(&c.mysqlDSN, "mysql-dsn", "", "MySQL/MariaDB DSN, e.g. root@tcp(127.0.0.1:3306)/feedd; empty: embedded SQLite")
-	str(&c.redisURL, "redis-url", "", "Redis URL, e.g. redis://127.0.0.1:6379/0; empty: in-process cache")
+	str(&c.mysqlReadDSN, "mysql-read-dsn", "", "DSN of a MySQL read replica (or a proxy to several) for the lag-tolerant read path; empty: the primary")
+	str(&c.redisURL, "redis-url", "", "Redis URL, e.g. redis://127.0.0.1:6379/0, or a Cluster: redis+cluster://host:7000,host:7001; empty: in-process cache")
+	str(&c.redisCluster, "redis-cluster", "", "Redis Cluster seed nodes, host:port,host:port…; makes FEEDD_REDIS_URL (then optional) give only credentials and options. A redis+cluster://host:port,host:port URL does the same alone")
 	str(&c.redisPrefix, "redis-prefix", "feedd:", "prefix of every Redis key")
-	str(&c.amqpURL, "amqp-url", "", "RabbitMQ URL, e.g. amqp://guest:guest@127.0.0.1:5672/; empty: in-process queue")
+	str(&c.amqpURL, "amqp-url", "", "RabbitMQ URL, e.g. amqp://guest:guest@127.0.0.1:5672/; several, comma-separated, to fail over between cluster nodes; empty: in-process queue")
+	str(&c.amqpQueue, "amqp-queue-type", "quorum", "quorum (replicated, for a RabbitMQ cluster) or classic")
 	str(&c.amqpPrefix, "amqp-prefix", "feedd.", "prefix of every RabbitMQ queue and exchange")
 	num(&c.inboxMax, "inbox-max", 1000, "entries kept per home-feed inbox")
 	num(&c.directFanout, "direct-fanout", 5000, "authors with fewer followers are fanned out by the dispatcher directly, others in batch tasks")
@@ -199,6 +205,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if c.fanoutMode, err = feed.ParseFanoutMode(mode); err != nil {
 		return c, err
 	}
+	if c.amqpQueue != "quorum" && c.amqpQueue != "classic" {
+		return c, fmt.Errorf("FEEDD_AMQP_QUEUE_TYPE=%q: want quorum or classic", c.amqpQueue)
+	}
+	if c.mysqlReadDSN != "" && c.mysqlDSN == "" {
+		return c, errors.New("FEEDD_MYSQL_READ_DSN needs FEEDD_MYSQL_DSN: the embedded SQLite has no replicas")
+	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
@@ -232,6 +244,9 @@ func parseRule(s string) (limit.Rule, error) {
 	}
 	return limit.Rule{Rate: r, Burst: b}, nil
 }
+
+// redis reports whether the cache is Redis (a server or a Cluster).
+func (c config) redis() bool { return c.redisURL != "" || c.redisCluster != "" }
 
 // embedded reports whether the SQL store is the embedded SQLite file.
 func (c config) embedded() bool { return c.mysqlDSN == "" }

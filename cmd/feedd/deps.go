@@ -15,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/inmemcache"
@@ -96,7 +95,7 @@ func openStore(ctx context.Context, cfg config, pools sqlstore.Pools) (*sqlstore
 		}
 		return sqlstore.OpenSQLite(ctx, filepath.Join(cfg.dataDir, "feedd.db"))
 	}
-	return sqlstore.OpenMySQLPools(ctx, cfg.mysqlDSN, pools)
+	return sqlstore.OpenMySQLReplicated(ctx, cfg.mysqlDSN, cfg.mysqlReadDSN, pools)
 }
 
 func migrate(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Writer) error {
@@ -115,7 +114,7 @@ func migrate(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Wri
 // openDeps opens every backend the configuration names, and closes what
 // it opened if a later one fails.
 func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, err error) {
-	if cfg.role != "all" && (cfg.redisURL == "" || cfg.amqpURL == "") {
+	if cfg.role != "all" && (!cfg.redis() || cfg.amqpURL == "") {
 		return nil, errors.New("the serve and work roles need FEEDD_REDIS_URL and FEEDD_AMQP_URL: the in-process cache and queue live in one process")
 	}
 	d := &deps{reg: prometheus.NewRegistry()}
@@ -160,15 +159,16 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 			return nil, err
 		}
 	}
-	if cfg.redisURL != "" {
-		opt, err := redis.ParseURL(cfg.redisURL)
+	if cfg.redis() {
+		// A single server or a Cluster: rediscache touches one key (or one
+		// hash tag) per command and script, so it works on either.
+		client, err := rediscache.NewClient(cfg.redisURL, cfg.redisCluster, 0)
 		if err != nil {
 			return nil, fmt.Errorf("FEEDD_REDIS_URL: %w", err)
 		}
-		client := redis.NewClient(opt)
 		d.cache = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax})
 		if err := d.cache.Ping(ctx); err != nil {
-			return nil, fmt.Errorf("redis at %s: %w", opt.Addr, err)
+			return nil, fmt.Errorf("redis: %w", err)
 		}
 		if cfg.fanoutMode == feed.ModeHybrid {
 			// Same client: closing the inbox cache closes it.
@@ -182,7 +182,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		}
 	}
 	if cfg.amqpURL != "" {
-		b, err := rabbit.Dial(ctx, cfg.amqpURL, rabbit.Options{Prefix: cfg.amqpPrefix}, logger)
+		b, err := rabbit.Dial(ctx, cfg.amqpURL, rabbit.Options{Prefix: cfg.amqpPrefix, QueueType: cfg.amqpQueue}, logger)
 		if err != nil {
 			return nil, fmt.Errorf("rabbitmq: %w", err)
 		}

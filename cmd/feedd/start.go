@@ -108,7 +108,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			fmt.Fprintln(stdout, "admin token: the one in FEEDD_ADMIN_TOKEN")
 		}
 	}
-	logger.Info("feedd started", "role", cfg.role, "url", url, "sql", sqlKind(cfg), "cache", orEmbedded(cfg.redisURL != "", "redis"), "queue", orEmbedded(cfg.amqpURL != "", "rabbitmq"), "fanout_mode", cfg.fanoutMode)
+	logger.Info("feedd started", "role", cfg.role, "url", url, "sql", sqlKind(cfg), "cache", orEmbedded(cfg.redis(), "redis"), "queue", orEmbedded(cfg.amqpURL != "", "rabbitmq"), "fanout_mode", cfg.fanoutMode)
 
 	errs := make(chan error, 4)
 	if runWork {

@@ -52,6 +52,7 @@ type Settings struct {
 	CPUs               int      `json:"cpus"`
 	GoVersion          string   `json:"go_version"`
 	RedisVersion       string   `json:"redis_version,omitempty"`
+	RedisCluster       bool     `json:"redis_cluster,omitempty"`
 	Target             string   `json:"target"` // "children" or the --url
 }
 

@@ -56,11 +56,13 @@ type RunOptions struct {
 	// RunPrefix starts the Redis prefix (<RunPrefix><model>:) and the
 	// RabbitMQ prefix (<RunPrefix><model>.) of every child, and of the
 	// keys bench writes for its baselines.
-	RunPrefix   string
-	RedisURL    string
-	RedisPrefix string // the deployment's, with URL
-	AMQPURL     string
-	InboxMax    int
+	RunPrefix string
+	RedisURL  string
+	// RedisCluster is FEEDD_REDIS_CLUSTER: seed nodes of a Redis Cluster.
+	RedisCluster string
+	RedisPrefix  string // the deployment's, with URL
+	AMQPURL      string
+	InboxMax     int
 
 	Scenarios          []string
 	Concurrency        int
@@ -186,15 +188,17 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 		},
 	}
 	if o.RedisURL != "" {
-		opt, err := redis.ParseURL(o.RedisURL)
+		rdb, err := rediscache.NewClient(o.RedisURL, o.RedisCluster, redisGoroutines+o.Concurrency)
 		if err != nil {
 			return nil, fmt.Errorf("bench run: FEEDD_REDIS_URL: %w", err)
 		}
-		opt.PoolSize = max(opt.PoolSize, redisGoroutines+o.Concurrency)
-		r.rdb = redis.NewClient(opt)
+		r.rdb = rdb
 		defer r.rdb.Close()
 		if err := r.rdb.Ping(ctx).Err(); err != nil {
-			return nil, fmt.Errorf("bench run: redis at %s: %w", opt.Addr, err)
+			return nil, fmt.Errorf("bench run: redis at %s: %w", cmpOr(o.RedisCluster, o.RedisURL), err)
+		}
+		if _, ok := rdb.(*redis.ClusterClient); ok {
+			r.rep.Settings.RedisCluster = true
 		}
 		if info, err := r.rdb.Info(ctx, "server").Result(); err == nil {
 			for _, line := range strings.Split(info, "\n") {

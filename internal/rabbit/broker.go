@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -32,6 +33,10 @@ type Options struct {
 	// Prefix namespaces every queue and exchange name: "feedd." turns the
 	// queue "posts" into "feedd.posts". Tests use a random one.
 	Prefix string
+	// QueueType is "quorum" (the default: replicated by Raft across a
+	// cluster, and counting deliveries for the delivery limit) or
+	// "classic" (one node; feedd counts attempts itself, see work).
+	QueueType string
 	// PublishChannels bounds the confirm channels publishing at once
 	// (default 16). Each is used by one Publish call at a time, so this is
 	// also how many publishes proceed in parallel; the rest wait.
@@ -40,8 +45,9 @@ type Options struct {
 
 // Broker is a feed.Broker on RabbitMQ. It is safe for concurrent use.
 type Broker struct {
-	prefix string
-	logger *slog.Logger
+	prefix  string
+	classic bool
+	logger  *slog.Logger
 
 	pub *link // publishing and the small synchronous calls (declare, counts, ping)
 	sub *link // consuming
@@ -61,8 +67,15 @@ type Broker struct {
 }
 
 // Dial connects to the RabbitMQ at url (amqp://user:pass@host:5672/vhost)
-// and returns a Broker. The consuming connection is dialed on the first
-// Consume, so a publish-only process holds one connection.
+// and returns a Broker. url may list the nodes of a cluster, separated by
+// commas: every (re)connection tries them in turn, from the last one that
+// worked. The consuming connection is dialed on the first Consume, so a
+// publish-only process holds one connection.
+//
+// The connections are named "feedd <prefix>publish" and "feedd
+// <prefix>consume" (client property connection_name), so that an operator
+// can tell the processes of one deployment apart in rabbitmqctl
+// list_connections and close exactly theirs.
 func Dial(ctx context.Context, url string, opts Options, logger *slog.Logger) (*Broker, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -72,13 +85,28 @@ func Dial(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 	if n <= 0 {
 		n = 16
 	}
+	var urls []string
+	for _, u := range strings.Split(url, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	if len(urls) == 0 {
+		return nil, errors.New("rabbit: dial: no URL")
+	}
+	switch opts.QueueType {
+	case "", amqp.QueueTypeQuorum, amqp.QueueTypeClassic:
+	default:
+		return nil, fmt.Errorf("rabbit: queue type %q: want quorum or classic", opts.QueueType)
+	}
 	b := &Broker{
-		prefix: opts.Prefix,
-		logger: logger,
-		pub:    newLink(url, "feedd publish", logger),
-		sub:    newLink(url, "feedd consume", logger),
-		slots:  make(chan struct{}, n),
-		free:   make(chan *pubChan, n),
+		prefix:  opts.Prefix,
+		classic: opts.QueueType == amqp.QueueTypeClassic,
+		logger:  logger,
+		pub:     newLink(urls, "feedd "+opts.Prefix+"publish", logger),
+		sub:     newLink(urls, "feedd "+opts.Prefix+"consume", logger),
+		slots:   make(chan struct{}, n),
+		free:    make(chan *pubChan, n),
 	}
 	// Fail fast on a wrong address or credentials instead of at the first
 	// publish.
@@ -163,11 +191,14 @@ func (b *Broker) declare(s *session, ch *amqp.Channel, queue string) error {
 	name, dead, dlx := b.prefix+queue, b.deadName(queue), b.dlxName()
 	// Quorum queues are replicated by Raft across the cluster and count
 	// deliveries, which is what the delivery limit below needs.
-	quorum := amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum}
+	typ := amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum}
+	if b.classic {
+		typ = amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeClassic}
+	}
 	if err := ch.ExchangeDeclare(dlx, amqp.ExchangeDirect, true, false, false, false, nil); err != nil {
 		return fmt.Errorf("declare exchange %s: %w", dlx, err)
 	}
-	if _, err := ch.QueueDeclare(dead, true, false, false, false, quorum); err != nil {
+	if _, err := ch.QueueDeclare(dead, true, false, false, false, typ); err != nil {
 		return fmt.Errorf("declare queue %s: %w", dead, err)
 	}
 	if err := ch.QueueBind(dead, dead, dlx, false, nil); err != nil {
@@ -188,6 +219,16 @@ func (b *Broker) declare(s *session, ch *amqp.Channel, queue string) error {
 		// overflow for it; without a length limit that never triggers.
 		"x-dead-letter-strategy": "at-least-once",
 		amqp.QueueOverflowArg:    amqp.QueueOverflowRejectPublish,
+	}
+	if b.classic {
+		// A classic queue counts no deliveries and has no at-least-once
+		// dead-lettering: feedd counts attempts in a header and rejects
+		// the last one into the dead-letter exchange (work).
+		args = amqp.Table{
+			amqp.QueueTypeArg:           amqp.QueueTypeClassic,
+			"x-dead-letter-exchange":    dlx,
+			"x-dead-letter-routing-key": dead,
+		}
 	}
 	if _, err := ch.QueueDeclare(name, true, false, false, false, args); err != nil {
 		return fmt.Errorf("declare queue %s: %w", name, err)

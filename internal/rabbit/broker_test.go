@@ -32,13 +32,21 @@ func testURL() string {
 // skips, unless CI=true demands one.
 func newTestBroker(tb testing.TB) *Broker {
 	tb.Helper()
+	return newTestBrokerWith(tb, testURL(), Options{})
+}
+
+// newTestBrokerWith is newTestBroker on url with opts (a random Prefix is
+// set).
+func newTestBrokerWith(tb testing.TB, url string, opts Options) *Broker {
+	tb.Helper()
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	prefix := "feeddtest." + hex.EncodeToString(rnd[:]) + "."
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b, err := Dial(ctx, testURL(), Options{Prefix: prefix}, logger)
+	opts.Prefix = prefix
+	b, err := Dial(ctx, url, opts, logger)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			tb.Fatalf("RabbitMQ at %s is required under CI=true: %v", testURL(), err)
@@ -97,6 +105,43 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func TestBroker(t *testing.T) {
 	feedtest.TestBroker(t, func(t *testing.T) feed.Broker { return newTestBroker(t) })
+}
+
+// TestBrokerClassic: classic queues (FEEDD_AMQP_QUEUE_TYPE=classic) pass
+// the same contract, the delivery limit and dead letters included.
+func TestBrokerClassic(t *testing.T) {
+	feedtest.TestBroker(t, func(t *testing.T) feed.Broker {
+		return newTestBrokerWith(t, testURL(), Options{QueueType: "classic"})
+	})
+}
+
+// TestFailoverURLs: of several comma-separated nodes, the broker uses one
+// that answers, and a bad queue type is refused.
+func TestFailoverURLs(t *testing.T) {
+	b := newTestBrokerWith(t, "amqp://guest:guest@127.0.0.1:1/, "+testURL(), Options{})
+	ctx := t.Context()
+	got := make(chan string, 1)
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Consume(cctx, "tasks", feed.ConsumeOptions{}, func(ctx context.Context, d feed.Delivery) error {
+			got <- string(d.Body)
+			return nil
+		})
+	}()
+	if err := b.Publish(ctx, "tasks", []byte("via the second node")); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	if s := recv(t, got); s != "via the second node" {
+		t.Errorf("got %q", s)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Consume: %v", err)
+	}
+	if _, err := Dial(ctx, testURL(), Options{QueueType: "stream"}, nil); err == nil {
+		t.Error("Dial with queue type stream: err = nil; want an error")
+	}
 }
 
 // dropConnections cuts the TCP connections under the broker, as a network

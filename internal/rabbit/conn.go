@@ -3,6 +3,7 @@ package rabbit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -61,8 +62,11 @@ type session struct {
 // publishing connection as a whole and consumers must keep acking while it
 // does.
 type link struct {
-	url    string
-	name   string // connection_name shown in the management UI
+	// urls are the nodes of a cluster (or one server); a dial tries them
+	// in turn from the last one that worked.
+	urls []string
+	next int    // guarded by lock
+	name string // connection_name shown by rabbitmqctl and the management UI
 	logger *slog.Logger
 
 	cur atomic.Pointer[session]
@@ -72,8 +76,8 @@ type link struct {
 	closed bool // guarded by lock
 }
 
-func newLink(url, name string, logger *slog.Logger) *link {
-	return &link{url: url, name: name, logger: logger.With("conn", name), lock: make(chan struct{}, 1)}
+func newLink(urls []string, name string, logger *slog.Logger) *link {
+	return &link{urls: urls, name: name, logger: logger.With("conn", name), lock: make(chan struct{}, 1)}
 }
 
 // session returns the live connection, dialing a new one if there is none
@@ -95,15 +99,32 @@ func (l *link) session(ctx context.Context) (*session, error) {
 	if s := l.cur.Load(); s != nil && !s.conn.IsClosed() {
 		return s, nil
 	}
-	s, err := l.dial(ctx)
-	if err != nil {
-		return nil, err
+	// Every node in turn, from the one that worked last: after a node
+	// dies, its clients move to the next one.
+	var errs []error
+	for i := range l.urls {
+		n := (l.next + i) % len(l.urls)
+		s, err := l.dial(ctx, l.urls[n])
+		if err == nil {
+			if n != l.next && len(errs) > 0 {
+				l.logger.Warn("connected to another node", "node", n+1, "of", len(l.urls))
+			}
+			l.next = n
+			l.cur.Store(s)
+			return s, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		errs = append(errs, err)
 	}
-	l.cur.Store(s)
-	return s, nil
+	if len(errs) == 1 {
+		return nil, errs[0]
+	}
+	return nil, fmt.Errorf("%d nodes: %w", len(errs), errors.Join(errs...))
 }
 
-func (l *link) dial(ctx context.Context) (*session, error) {
+func (l *link) dial(ctx context.Context, url string) (*session, error) {
 	s := &session{}
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName(l.name)
@@ -129,7 +150,7 @@ func (l *link) dial(ctx context.Context) (*session, error) {
 			return c, nil
 		},
 	}
-	conn, err := amqp.DialConfig(l.url, cfg)
+	conn, err := amqp.DialConfig(url, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -112,7 +112,7 @@ func (b *Broker) consume(ctx context.Context, queue string, conc, prefetch int, 
 	logger := b.logger.With("queue", queue)
 	var wg sync.WaitGroup
 	for range conc {
-		wg.Go(func() { work(ctx, deliveries, h, logger) })
+		wg.Go(func() { b.work(ctx, queue, deliveries, h, logger) })
 	}
 	done := make(chan struct{})
 	go func() {
@@ -149,8 +149,12 @@ func (b *Broker) consume(ctx context.Context, queue string, conc, prefetch int, 
 	}
 }
 
+// attemptsHeader carries, on a classic queue, how many times a message
+// was tried before it was sent back to its queue (see Broker.retry).
+const attemptsHeader = "x-feedd-attempts"
+
 // work runs handlers one at a time until ctx is done or deliveries close.
-func work(ctx context.Context, deliveries <-chan amqp.Delivery, h feed.Handler, logger *slog.Logger) {
+func (b *Broker) work(ctx context.Context, queue string, deliveries <-chan amqp.Delivery, h feed.Handler, logger *slog.Logger) {
 	// A message in hand completes even when the consumer is told to stop:
 	// redoing it elsewhere would cost more than finishing it.
 	hctx := context.WithoutCancel(ctx)
@@ -180,9 +184,7 @@ func work(ctx context.Context, deliveries <-chan amqp.Delivery, h feed.Handler, 
 			} else {
 				logger.Warn("handler failed; requeueing the message", "attempt", a, "err", err)
 			}
-			if err := d.Nack(false, true); err != nil {
-				logger.Warn("nack failed; the broker will redeliver", "err", err)
-			}
+			b.giveBack(hctx, queue, d, a, logger)
 			continue
 		}
 		if err := d.Ack(false); err != nil {
@@ -191,29 +193,51 @@ func work(ctx context.Context, deliveries <-chan amqp.Delivery, h feed.Handler, 
 	}
 }
 
+// giveBack returns a message whose handler failed on its a-th attempt. A
+// quorum queue counts the nack and dead-letters past its delivery limit.
+// A classic queue counts nothing, so the message is sent again with its
+// count in a header and the failed copy acked, or, at the last attempt,
+// rejected into the dead-letter exchange.
+func (b *Broker) giveBack(ctx context.Context, queue string, d amqp.Delivery, a int, logger *slog.Logger) {
+	if !b.classic {
+		if err := d.Nack(false, true); err != nil {
+			logger.Warn("nack failed; the broker will redeliver", "err", err)
+		}
+		return
+	}
+	if a >= feed.MaxAttempts {
+		if err := d.Nack(false, false); err != nil {
+			logger.Warn("reject failed; the broker will redeliver", "err", err)
+		}
+		return
+	}
+	// Sent before the ack: a crash between the two means one extra
+	// delivery, never a lost message.
+	if err := b.retry(ctx, queue, d.Body, a); err != nil {
+		logger.Warn("sending the message back failed; requeueing it uncounted", "err", err)
+		if err := d.Nack(false, true); err != nil {
+			logger.Warn("nack failed; the broker will redeliver", "err", err)
+		}
+		return
+	}
+	if err := d.Ack(false); err != nil {
+		logger.Warn("ack failed; the broker will redeliver", "err", err)
+	}
+}
+
 // attempt numbers a delivery from 1. A quorum queue reports in
 // x-delivery-count how many times the message came back; Redelivered is
 // the fallback for a queue that does not (a classic queue declared by
 // someone else), where it can only tell the first delivery from later ones.
 func attempt(d amqp.Delivery) int {
-	var n int64 = -1
-	switch v := d.Headers["x-delivery-count"].(type) {
-	case int64:
-		n = v
-	case int32:
-		n = int64(v)
-	case int16:
-		n = int64(v)
-	case int8:
-		n = int64(v)
-	case int:
-		n = int64(v)
-	case uint8:
-		n = int64(v)
-	case uint16:
-		n = int64(v)
-	case uint32:
-		n = int64(v)
+	n, ok := headerInt(d.Headers["x-delivery-count"])
+	if !ok {
+		n = -1
+	}
+	if tried, ok := headerInt(d.Headers[attemptsHeader]); ok {
+		// A classic queue's retry: the tries before this copy, plus one
+		// if this copy itself came back (a lost connection).
+		n = max(n, 0) + tried
 	}
 	switch {
 	case n >= 0:
@@ -223,4 +247,27 @@ func attempt(d amqp.Delivery) int {
 	default:
 		return 1
 	}
+}
+
+// headerInt reads an integer header of any AMQP integer type.
+func headerInt(v any) (int64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return v, true
+	case int32:
+		return int64(v), true
+	case int16:
+		return int64(v), true
+	case int8:
+		return int64(v), true
+	case int:
+		return int64(v), true
+	case uint8:
+		return int64(v), true
+	case uint16:
+		return int64(v), true
+	case uint32:
+		return int64(v), true
+	}
+	return 0, false
 }

@@ -115,7 +115,7 @@ func (b *Broker) Publish(ctx context.Context, queue string, bodies ...[]byte) er
 	if err != nil {
 		return fmt.Errorf("rabbit: publish to %s: %w", queue, err)
 	}
-	clean, err := b.publish(ctx, pc, queue, bodies)
+	clean, err := b.publish(ctx, pc, queue, bodies, nil)
 	b.release(pc, clean)
 	if err != nil {
 		return fmt.Errorf("rabbit: publish to %s: %w", queue, err)
@@ -123,9 +123,22 @@ func (b *Broker) Publish(ctx context.Context, queue string, bodies ...[]byte) er
 	return nil
 }
 
+// retry sends body back to the end of queue as its attempt-th try (the
+// header attemptsHeader), with a confirm: a classic queue's way to count
+// what a quorum queue counts itself.
+func (b *Broker) retry(ctx context.Context, queue string, body []byte, attempt int) error {
+	pc, err := b.borrow(ctx)
+	if err != nil {
+		return err
+	}
+	clean, err := b.publish(ctx, pc, queue, [][]byte{body}, amqp.Table{attemptsHeader: int64(attempt)})
+	b.release(pc, clean)
+	return err
+}
+
 // publish reports whether pc is clean (no confirm or return of this call
 // still to come) alongside the error.
-func (b *Broker) publish(ctx context.Context, pc *pubChan, queue string, bodies [][]byte) (clean bool, err error) {
+func (b *Broker) publish(ctx context.Context, pc *pubChan, queue string, bodies [][]byte, headers amqp.Table) (clean bool, err error) {
 	if pc.s.blocked.Load() {
 		return true, errors.New("broker is blocking publishers (resource alarm)")
 	}
@@ -140,6 +153,7 @@ func (b *Broker) publish(ctx context.Context, pc *pubChan, queue string, bodies 
 	for _, body := range bodies {
 		dc, err := pc.ch.PublishWithDeferredConfirm("", name, true, false, amqp.Publishing{
 			DeliveryMode: amqp.Persistent,
+			Headers:      headers,
 			Body:         body,
 		})
 		if err != nil {

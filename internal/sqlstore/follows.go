@@ -189,7 +189,12 @@ func (s *Store) FollowerRangeEnd(ctx context.Context, user, after int64, n int) 
 
 // queryIDs runs a read returning one column of ids; n sizes the result.
 func (s *Store) queryIDs(ctx context.Context, n int, query string, args ...any) ([]int64, error) {
-	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	return s.queryIDsOn(ctx, s.rdb, n, query, args...)
+}
+
+// queryIDsOn is queryIDs on pool db (the replica, for the read path).
+func (s *Store) queryIDsOn(ctx context.Context, db *sql.DB, n int, query string, args ...any) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func (s *Store) SetPullMode(ctx context.Context, author int64, pull bool, refan 
 // hysteresis band). One query: the reader's follows rows by primary key,
 // each joined to its user by primary key.
 func (s *Store) PullFollowees(ctx context.Context, reader, high, low int64) ([]int64, error) {
-	ids, err := s.queryIDs(ctx, 64, `SELECT u.id FROM follows f JOIN users u ON u.id = f.followee_id
+	ids, err := s.queryIDsOn(ctx, s.replica, 64, `SELECT u.id FROM follows f JOIN users u ON u.id = f.followee_id
 		WHERE f.follower_id = ? AND (u.follower_count >= ? OR (u.follower_count >= ? AND u.pull_mode = 1))
 		ORDER BY u.id`, reader, high, low)
 	if err != nil {
@@ -88,7 +88,7 @@ func (s *Store) AuthorsPostIDs(ctx context.Context, authors []int64, before int6
 	var out []int64
 	for _, chunk := range chunks(authors) {
 		args := append(chunk, upperBound(before), n)
-		ids, err := s.queryIDs(ctx, n, `SELECT id FROM posts WHERE author_id IN (`+placeholders(len(chunk))+`)
+		ids, err := s.queryIDsOn(ctx, s.replica, n, `SELECT id FROM posts WHERE author_id IN (`+placeholders(len(chunk))+`)
 			AND id < ? AND deleted_at IS NULL ORDER BY id DESC LIMIT ?`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: post ids of %d authors: %w", len(authors), err)

@@ -137,7 +137,7 @@ func (s *Store) Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, er
 	posts := make(map[int64]feed.Post, len(ids))
 	for _, chunk := range chunks(ids) {
 		err := func() error {
-			rows, err := s.rdb.QueryContext(ctx,
+			rows, err := s.replica.QueryContext(ctx,
 				"SELECT "+postColumns+" FROM posts WHERE id IN ("+placeholders(len(chunk))+")", chunk...)
 			if err != nil {
 				return err
@@ -196,7 +196,7 @@ func (s *Store) AuthorPosts(ctx context.Context, author, before int64, n int) ([
 	if n <= 0 {
 		return []feed.Post{}, nil
 	}
-	rows, err := s.rdb.QueryContext(ctx, "SELECT "+postColumns+` FROM posts
+	rows, err := s.replica.QueryContext(ctx, "SELECT "+postColumns+` FROM posts
 		WHERE author_id = ? AND id < ? AND deleted_at IS NULL ORDER BY id DESC LIMIT ?`,
 		author, upperBound(before), n)
 	if err != nil {
@@ -260,7 +260,7 @@ func (s *Store) FeedPostIDs(ctx context.Context, reader, after, before int64, n 
 	if n <= 0 {
 		return []int64{}, nil
 	}
-	ids, err := s.queryIDs(ctx, n, `SELECT p.id FROM follows f
+	ids, err := s.queryIDsOn(ctx, s.replica, n, `SELECT p.id FROM follows f
 		`+s.d.feedJoin+` posts p ON p.author_id = f.followee_id
 		WHERE f.follower_id = ? AND p.id > ? AND p.id < ? AND p.deleted_at IS NULL
 		ORDER BY p.id DESC LIMIT ?`,

@@ -6,6 +6,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -29,7 +30,14 @@ type Store struct {
 	// in WAL mode readers never wait for the writer. On MySQL it is db,
 	// unless Pools.Read gives reads a pool of their own (a bulkhead).
 	rdb *sql.DB
-	d   dialect
+	// replica takes the read path that tolerates replication lag: the
+	// queries of a feed page (inbox rebuild, refresh, SQL paging, pulled
+	// authors, hydration) and of user and post listings. It is rdb unless
+	// a read DSN was given (OpenMySQLReplicated). Anything that must see
+	// its own writes — a post just created, an idempotent retry, the
+	// follower lists a fan-out walks, the outbox — stays on rdb or db.
+	replica *sql.DB
+	d       dialect
 }
 
 // OpenSQLite opens (creating it if needed) the SQLite database at path,
@@ -83,7 +91,7 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("sqlstore: open sqlite %q for reading: %w", path, err)
 	}
-	return &Store{db: db, rdb: rdb, d: sqliteDialect}, nil
+	return &Store{db: db, rdb: rdb, replica: rdb, d: sqliteDialect}, nil
 }
 
 // Pools sizes a MySQL store's connection pools: the bulkheads that keep
@@ -161,7 +169,26 @@ func OpenMySQLPools(ctx context.Context, dsn string, pools Pools) (*Store, error
 	if pools.Read > 0 {
 		rdb = pool(pools.Read)
 	}
-	return &Store{db: db, rdb: rdb, d: mysqlDialect}, nil
+	return &Store{db: db, rdb: rdb, replica: rdb, d: mysqlDialect}, nil
+}
+
+// OpenMySQLReplicated is OpenMySQLPools with one more pool, on readDSN (a
+// replica, or a proxy in front of several), that takes the lag-tolerant
+// read path (see Store.replica), sized like the read pool (or the write
+// pool when reads have none of their own). An empty readDSN is plain
+// OpenMySQLPools.
+func OpenMySQLReplicated(ctx context.Context, dsn, readDSN string, pools Pools) (*Store, error) {
+	s, err := OpenMySQLPools(ctx, dsn, pools)
+	if err != nil || readDSN == "" {
+		return s, err
+	}
+	r, err := OpenMySQLPools(ctx, readDSN, Pools{Write: cmp.Or(pools.Read, pools.Write)})
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlstore: read replica: %w", err)
+	}
+	s.replica = r.db
+	return s, nil
 }
 
 // Pools returns the write pool and the read pool (the same pool when
@@ -178,6 +205,11 @@ func (s *Store) Ping(ctx context.Context) error {
 			return fmt.Errorf("sqlstore: ping readers: %w", err)
 		}
 	}
+	if s.replica != s.rdb {
+		if err := s.replica.PingContext(ctx); err != nil {
+			return fmt.Errorf("sqlstore: ping read replica: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -186,6 +218,9 @@ func (s *Store) Close() error {
 	err := s.db.Close()
 	if s.rdb != s.db {
 		err = errors.Join(err, s.rdb.Close())
+	}
+	if s.replica != s.rdb {
+		err = errors.Join(err, s.replica.Close())
 	}
 	if err != nil {
 		return fmt.Errorf("sqlstore: close: %w", err)

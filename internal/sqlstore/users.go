@@ -75,7 +75,7 @@ func (s *Store) Users(ctx context.Context, ids []int64) (map[int64]feed.User, er
 	users := make(map[int64]feed.User, len(ids))
 	for _, chunk := range chunks(ids) {
 		err := func() error {
-			rows, err := s.rdb.QueryContext(ctx,
+			rows, err := s.replica.QueryContext(ctx,
 				"SELECT "+userColumns+" FROM users WHERE id IN ("+placeholders(len(chunk))+")", chunk...)
 			if err != nil {
 				return err
