@@ -253,7 +253,7 @@ func TestCacheLoss(t *testing.T) {
 			in.feedEventually(tok, 7, all)
 		}
 		if _, ok := env["FEEDD_REDIS_URL"]; ok {
-			flushRedis(t, env["FEEDD_REDIS_URL"])
+			flushRedis(t, env)
 		} else {
 			in.stop()
 			in = startFeedd(t, env, nil, "FEEDD_INBOX_MAX", "30")

@@ -23,11 +23,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/rediscache"
 )
 
-// The behavioural suite runs every test against two stacks: the embedded
-// default (SQLite, in-process cache and queue) and the real services
-// (MariaDB, Redis, RabbitMQ on this machine's loopback defaults), over
+// The behavioural suite runs every test against three stacks: the
+// embedded default (SQLite, in-process cache and queue), the real services
+// (MariaDB, Redis, RabbitMQ on this machine's loopback defaults), and the
+// same with a Redis Cluster instead of the single Redis
+// (FEEDD_TEST_REDIS_CLUSTER_URL, which .ci/redis-cluster.sh prints), over
 // real HTTP. Under CI=true a missing service fails the run.
 
 const (
@@ -55,36 +58,110 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// servicesEnv creates a MariaDB database and queue prefix for one test
+// and returns the environment of a feedd on them and on redisURL.
+func servicesEnv(t *testing.T, redisURL string) map[string]string {
+	t.Helper()
+	db := "feedd_e2e_" + randHex(6)
+	root := envOr("FEEDD_TEST_MYSQL_DSN", testMySQL)
+	conn, err := sql.Open("mysql", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec("CREATE DATABASE " + db + " CHARACTER SET utf8mb4"); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = conn.Exec("DROP DATABASE IF EXISTS " + db)
+		conn.Close()
+	})
+	amqpURL, amqpPrefix := envOr("FEEDD_TEST_AMQP_URL", testAMQP), "e2e"+randHex(4)+"."
+	t.Cleanup(func() { deleteQueues(t, amqpURL, amqpPrefix) })
+	return map[string]string{
+		"FEEDD_MYSQL_DSN":    root + db,
+		"FEEDD_REDIS_URL":    redisURL,
+		"FEEDD_REDIS_PREFIX": "e2e" + randHex(4) + ":",
+		"FEEDD_AMQP_URL":     amqpURL,
+		"FEEDD_AMQP_PREFIX":  amqpPrefix,
+		"FEEDD_ADMIN_TOKEN":  "admin-" + randHex(8),
+		"FEEDD_JWT_SECRET":   randHex(16),
+	}
+}
+
+// clusterURL returns the Redis Cluster of the cluster stack. Without one
+// the stack skips on a laptop and fails under CI=true.
+func clusterURL(t *testing.T) string {
+	t.Helper()
+	url := os.Getenv("FEEDD_TEST_REDIS_CLUSTER_URL")
+	if url == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("FEEDD_TEST_REDIS_CLUSTER_URL is not set and CI=true requires a Redis Cluster: run .ci/redis-cluster.sh and export what it prints")
+		}
+		t.Skip("SKIPPING the cluster stack: FEEDD_TEST_REDIS_CLUSTER_URL is not set (.ci/redis-cluster.sh starts a Cluster and prints it)")
+	}
+	c := clusterClient(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Redis Cluster at %s is unreachable and CI=true: %v", url, err)
+		}
+		t.Skipf("SKIPPING the cluster stack: Redis Cluster at %s is unreachable: %v", url, err)
+	}
+	return url
+}
+
+// clusterClient returns a client of the test Cluster, closed at the end.
+func clusterClient(t *testing.T, url string) *redis.ClusterClient {
+	t.Helper()
+	c, err := rediscache.NewClient(url, "", 0)
+	if err != nil {
+		t.Fatalf("FEEDD_TEST_REDIS_CLUSTER_URL: %v", err)
+	}
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		c.Close()
+		t.Fatalf("FEEDD_TEST_REDIS_CLUSTER_URL=%s is not a redis+cluster:// URL", url)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+// deletePrefix removes every key under prefix from every master of a
+// Cluster, one key per command: other packages' tests share the Cluster,
+// so nothing flushes it.
+func deletePrefix(t *testing.T, c *redis.ClusterClient, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		iter := node.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if err := c.Unlink(ctx, iter.Val()).Err(); err != nil {
+				return err
+			}
+		}
+		return iter.Err()
+	})
+	if err != nil {
+		t.Logf("cleanup: delete keys %s*: %v", prefix, err)
+	}
+}
+
 var stacks = []stack{
 	{"embedded", func(t *testing.T) map[string]string {
 		return map[string]string{"FEEDD_DATA_DIR": t.TempDir()}
 	}},
 	{"services", func(t *testing.T) map[string]string {
 		requireServices(t)
-		db := "feedd_e2e_" + randHex(6)
-		root := envOr("FEEDD_TEST_MYSQL_DSN", testMySQL)
-		conn, err := sql.Open("mysql", root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Exec("CREATE DATABASE " + db + " CHARACTER SET utf8mb4"); err != nil {
-			t.Fatalf("create database: %v", err)
-		}
-		t.Cleanup(func() {
-			_, _ = conn.Exec("DROP DATABASE IF EXISTS " + db)
-			conn.Close()
-		})
-		amqpURL, amqpPrefix := envOr("FEEDD_TEST_AMQP_URL", testAMQP), "e2e"+randHex(4)+"."
-		t.Cleanup(func() { deleteQueues(t, amqpURL, amqpPrefix) })
-		return map[string]string{
-			"FEEDD_MYSQL_DSN":    root + db,
-			"FEEDD_REDIS_URL":    envOr("FEEDD_TEST_E2E_REDIS_URL", testRedis),
-			"FEEDD_REDIS_PREFIX": "e2e" + randHex(4) + ":",
-			"FEEDD_AMQP_URL":     amqpURL,
-			"FEEDD_AMQP_PREFIX":  amqpPrefix,
-			"FEEDD_ADMIN_TOKEN":  "admin-" + randHex(8),
-			"FEEDD_JWT_SECRET":   randHex(16),
-		}
+		return servicesEnv(t, envOr("FEEDD_TEST_E2E_REDIS_URL", testRedis))
+	}},
+	{"cluster", func(t *testing.T) map[string]string {
+		requireServices(t)
+		url := clusterURL(t)
+		env := servicesEnv(t, url)
+		c := clusterClient(t, url)
+		t.Cleanup(func() { deletePrefix(t, c, env["FEEDD_REDIS_PREFIX"]) })
+		return env
 	}},
 }
 
@@ -404,9 +481,15 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	}
 }
 
-// flushRedis empties the suite's Redis database, as a Redis restart would.
-func flushRedis(t *testing.T, url string) {
+// flushRedis empties the suite's Redis database, as a Redis restart would;
+// on the shared Cluster it deletes the test's keys instead.
+func flushRedis(t *testing.T, env map[string]string) {
 	t.Helper()
+	url := env["FEEDD_REDIS_URL"]
+	if strings.HasPrefix(url, "redis+cluster://") {
+		deletePrefix(t, clusterClient(t, url), env["FEEDD_REDIS_PREFIX"])
+		return
+	}
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		t.Fatal(err)

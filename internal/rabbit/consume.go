@@ -149,6 +149,15 @@ func (b *Broker) consume(ctx context.Context, queue string, conc, prefetch int, 
 	}
 }
 
+// retryDelay is the pause before a message whose a-th attempt failed is
+// handed back: 250 ms, doubling; 3.75 s in all before the last attempt.
+func retryDelay(a int) time.Duration {
+	if a >= feed.MaxAttempts {
+		return 0 // dead-lettered: nothing to wait for
+	}
+	return min(250*time.Millisecond<<(a-1), 4*time.Second)
+}
+
 // attemptsHeader carries, on a classic queue, how many times a message
 // was tried before it was sent back to its queue (see Broker.retry).
 const attemptsHeader = "x-feedd-attempts"
@@ -183,6 +192,14 @@ func (b *Broker) work(ctx context.Context, queue string, deliveries <-chan amqp.
 				logger.Error("handler failed; dead-lettering the message", "attempt", a, "err", err)
 			} else {
 				logger.Warn("handler failed; requeueing the message", "attempt", a, "err", err)
+			}
+			// A pause before the message comes back, growing with its
+			// attempts, so that a dependency's short outage (a Redis
+			// failover) does not burn every attempt in a second. ctx
+			// ends it early: shutting down hands the message back at once.
+			select {
+			case <-ctx.Done():
+			case <-time.After(retryDelay(a)):
 			}
 			b.giveBack(hctx, queue, d, a, logger)
 			continue

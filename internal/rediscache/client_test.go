@@ -51,8 +51,8 @@ func TestNewClient(t *testing.T) {
 				t.Errorf("NewClient(%q, %q) = cluster %v user %q pass %q redirects %d; want %v %q %q %d",
 					tc.url, tc.cluster, o.Addrs, o.Username, o.Password, o.MaxRedirects, tc.wantAddrs, tc.wantUser, tc.wantPass, tc.wantRedirect)
 			}
-			if o.MaxRetryBackoff != time.Second {
-				t.Errorf("NewClient(%q) max retry backoff = %v; want 1s", tc.url, o.MaxRetryBackoff)
+			if o.ClusterStateReloadInterval != time.Second {
+				t.Errorf("NewClient(%q) state reload interval = %v; want 1s", tc.url, o.ClusterStateReloadInterval)
 			}
 		}
 		c.Close()
