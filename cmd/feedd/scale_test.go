@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/url"
 	"os"
@@ -314,5 +315,82 @@ func TestBrokerClosesConnectionsDuringFanout(t *testing.T) {
 				return len(brokerConnections(t, prefix)) == 2
 			})
 		})
+	}
+}
+
+// TestReadReplica: with FEEDD_MYSQL_READ_DSN the feed is read from the
+// replica, and what must see its own writes from the primary. The
+// "replica" is a second database that the test copies the primary into
+// by hand, so it lags exactly as much as the test says: a post made after
+// the last copy is served by GET /v1/posts/{id} (primary) but is not in
+// a feed (replica) until the next copy.
+func TestReadReplica(t *testing.T) {
+	env := stackEnv(t, "services")
+	root := envOr("FEEDD_TEST_MYSQL_DSN", testMySQL)
+	primary := strings.TrimPrefix(env["FEEDD_MYSQL_DSN"], root)
+	replica := primary + "_replica"
+	db, err := sql.Open("mysql", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.Exec("DROP DATABASE IF EXISTS " + replica)
+		db.Close()
+	})
+	if _, err := db.Exec("CREATE DATABASE " + replica + " CHARACTER SET utf8mb4"); err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	replicate := func() {
+		t.Helper()
+		if tables == nil {
+			rows, err := db.Query("SELECT table_name FROM information_schema.tables WHERE table_schema = ?", primary)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var name string
+				if err := rows.Scan(&name); err != nil {
+					t.Fatal(err)
+				}
+				tables = append(tables, name)
+			}
+			rows.Close()
+			for _, tb := range tables {
+				if _, err := db.Exec(fmt.Sprintf("CREATE TABLE %s.%s LIKE %s.%s", replica, tb, primary, tb)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, tb := range tables {
+			for _, q := range []string{
+				fmt.Sprintf("DELETE FROM %s.%s", replica, tb),
+				fmt.Sprintf("INSERT INTO %s.%s SELECT * FROM %s.%s", replica, tb, primary, tb),
+			} {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatalf("replicate: %s: %v", q, err)
+				}
+			}
+		}
+	}
+	// Pull mode reads every feed page from SQL, so each page shows which
+	// database answered.
+	in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", "pull", "FEEDD_MYSQL_READ_DSN", root+replica)
+	author, authorTok := in.user("author")
+	_, readerTok := in.user("reader")
+	in.follow(readerTok, author)
+	p1 := in.post(authorTok, "replicated")
+	replicate()
+	p2 := in.post(authorTok, "not replicated yet")
+
+	if got := in.must(200, "GET", "/v1/posts/"+p2, readerTok, nil).str("id"); got != p2 {
+		t.Errorf("GET /v1/posts/%s (read your writes, primary) = %q", p2, got)
+	}
+	if got := in.feedAll(readerTok, 10); !slices.Equal(got, []string{p1}) {
+		t.Fatalf("feed from a replica that lags one post = %v; want [%s]", got, p1)
+	}
+	replicate()
+	if got := in.feedAll(readerTok, 10); !slices.Equal(got, []string{p2, p1}) {
+		t.Fatalf("feed after the replica caught up = %v; want [%s %s]", got, p2, p1)
 	}
 }
