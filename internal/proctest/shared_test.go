@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -139,4 +140,77 @@ func scrape(t *testing.T, p *proc) map[string]float64 {
 		t.Fatalf("scrape %s: status %d", p.name, res.StatusCode)
 	}
 	return m
+}
+
+// TestProcessesComeAndGo: two serve and three work processes share one set
+// of services while processes are added and removed — a work process
+// joins, one leaves with SIGTERM, one dies of SIGKILL and another
+// replaces it, a serve process is swapped for a new one — between the
+// posts of a big author published through whichever serve processes are
+// up. Every follower's inbox ends holding every post exactly once, and no
+// message is dead-lettered.
+func TestProcessesComeAndGo(t *testing.T) {
+	t.Parallel()
+	const followers = 1500
+	s := newStack(t)
+	s.migrate()
+	env := s.with("FEEDD_AUTO_MIGRATE", "false",
+		"FEEDD_BATCH_SIZE", "50", "FEEDD_DIRECT_FANOUT", "100", "FEEDD_WORKERS", "2")
+	serves := []*proc{startReady(t, "serve A", env, "serve"), startReady(t, "serve B", env, "serve")}
+	work := []*proc{startReady(t, "work 1", env, "work"), startReady(t, "work 2", env, "work"), startReady(t, "work 3", env, "work")}
+	waitFor(t, 30*time.Second, "three work processes consume posts and tasks", func() bool {
+		return s.consumers("posts") == 3 && s.consumers("tasks") == 3
+	})
+	star, starTok := serves[0].api().newUser(s.admin, "star")
+	readers := s.followers(star, followers)
+
+	var posts []int64
+	publish := func(i int) {
+		c := serves[i%len(serves)].api()
+		posts = append(posts, c.publish(starTok, fmt.Sprintf("post %d through %s", i, c.base)))
+	}
+	// Each change happens while the previous post is still fanning out.
+	steps := []struct {
+		what string
+		do   func()
+	}{
+		{"a fourth work process joins", func() { work = append(work, startReady(t, "work 4", env, "work")) }},
+		{"work 1 leaves (SIGTERM)", func() {
+			work[0].signal(syscall.SIGTERM)
+			if st := work[0].wait(30 * time.Second); !st.Success() {
+				t.Errorf("work 1 after SIGTERM: %v; want a clean exit", st)
+			}
+		}},
+		{"work 2 dies (SIGKILL), work 5 replaces it", func() {
+			work[1].signal(syscall.SIGKILL)
+			work[1].wait(10 * time.Second)
+			work = append(work, startReady(t, "work 5", env, "work"))
+		}},
+		{"serve B is replaced by serve C", func() {
+			serves[1].signal(syscall.SIGTERM)
+			if st := serves[1].wait(30 * time.Second); !st.Success() {
+				t.Errorf("serve B after SIGTERM: %v; want a clean exit", st)
+			}
+			serves[1] = startReady(t, "serve C", env, "serve")
+		}},
+	}
+	for i, step := range steps {
+		publish(i)
+		t.Log(step.what)
+		step.do()
+	}
+	publish(len(steps))
+	publish(len(steps) + 1)
+
+	want := slices.Clone(posts)
+	slices.Reverse(want)
+	s.waitInboxes(readers, want, 120*time.Second)
+	s.requireNoDeadLetters()
+	// Through either serve process, a follower's feed is every post.
+	tok := serves[0].api().token(s.admin, readers[0])
+	for _, p := range serves {
+		if got := p.api().feed(tok); !slices.Equal(got, want) {
+			t.Errorf("feed through %s = %v; want %v", p.name, got, want)
+		}
+	}
 }
