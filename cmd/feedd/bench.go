@@ -264,7 +264,7 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 
 func benchRun(ctx context.Context, command string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	o := bench.DefaultRunOptions()
-	var graphFile, models, scenarios, jsonOut, htmlOut, exe string
+	var graphFile, models, scenarios, jsonOut, htmlOut, exe, workProcs string
 	var maxReq int
 	workers := 8
 	if v, err := strconv.Atoi(getenv("FEEDD_WORKERS")); err == nil && v > 0 {
@@ -295,6 +295,7 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	f.num(&o.BaselineGoroutines, "baseline-goroutines", workers, false, "goroutines of the raw ZADD baseline (default: FEEDD_WORKERS, as many as feedd's batch workers)")
 	f.num(&o.MemoryReaders, "memory-readers", o.MemoryReaders, false, "sample readers who read once before the memory is measured")
 	f.num(&o.MemoryMaxKeys, "memory-max-keys", o.MemoryMaxKeys, false, "measure at most this many keys (a random sample) and extrapolate")
+	f.str(&workProcs, "work-procs", "", false, "measure each model once per count in this list (e.g. 1,2,4): a feedd serve child and that many feedd work children instead of one feedd all")
 	f.boolean(&o.Keep, "keep", false, "keep each child's Redis keys and queues after its run")
 	f.str(&o.LogDir, "log-dir", "", false, "where the children's logs go (default: a new temporary directory)")
 	f.str(&jsonOut, "json", "", false, "write every figure to this JSON file")
@@ -304,6 +305,16 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 		return err
 	}
 	o.MaxRequests = int64(maxReq)
+	for _, s := range list(workProcs) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 64 {
+			return fmt.Errorf("bench run: --work-procs %q: want counts from 1 to 64, e.g. 1,2,4", workProcs)
+		}
+		o.WorkProcs = append(o.WorkProcs, n)
+	}
+	if len(o.WorkProcs) > 0 && o.URL != "" {
+		return errors.New("bench run: --work-procs starts children; it does not go with --url")
+	}
 	o.Models, o.Scenarios, o.Command = list(models), list(scenarios), command
 	if o.URL != "" && o.Label == "" && len(o.Models) == 1 {
 		o.Label = o.Models[0]

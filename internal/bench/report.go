@@ -59,6 +59,7 @@ type Settings struct {
 // ModelResult is one model's figures, each scenario under its name.
 type ModelResult struct {
 	FanoutMode string                 `json:"fanout_mode"`
+	WorkProcs  int                    `json:"work_procs,omitempty"`
 	URL        string                 `json:"url"`
 	Fanout     *FanoutResult          `json:"fanout,omitempty"`
 	Publish    *PublishResult         `json:"publish,omitempty"`

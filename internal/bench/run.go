@@ -76,7 +76,12 @@ type RunOptions struct {
 	BaselineGoroutines int
 	MemoryReaders      int
 	MemoryMaxKeys      int
-	Keep               bool
+	// WorkProcs, when set, measures every model once per count: a
+	// `feedd serve` child for the API and that many `feedd work`
+	// children for the relay, dispatcher and workers, instead of one
+	// `feedd all`. The runs are labelled <model>-w<count>.
+	WorkProcs []int
+	Keep      bool
 	LogDir             string
 	// Progress gets progress bars and status lines (stderr).
 	Progress io.Writer
@@ -119,6 +124,7 @@ type modelRun struct {
 	name       string
 	url        string
 	cl         *client
+	workers    []*client // the work processes' /metrics, with WorkProcs
 	prefix     string            // feedd's Redis prefix
 	amqpPrefix string            // feedd's RabbitMQ prefix (children only)
 	cache      *rediscache.Cache // feedd's inboxes, through feedd's own layout
@@ -212,19 +218,35 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 	}
 
 	var errs []error
-	names := o.Models
-	if o.URL != "" {
-		names = []string{cmpOr(o.Label, "target")}
+	type runOf struct {
+		name, mode string
+		work       int // work processes; 0: one feedd all
 	}
-	for _, name := range names {
+	var runs []runOf
+	switch {
+	case o.URL != "":
+		runs = []runOf{{name: cmpOr(o.Label, "target")}}
+	case len(o.WorkProcs) > 0:
+		for _, m := range o.Models {
+			for _, n := range o.WorkProcs {
+				runs = append(runs, runOf{fmt.Sprintf("%s-w%d", m, n), m, n})
+			}
+		}
+	default:
+		for _, m := range o.Models {
+			runs = append(runs, runOf{name: m, mode: m})
+		}
+	}
+	for _, run := range runs {
+		name := run.name
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, err)
 			break
 		}
-		res := &ModelResult{FanoutMode: name, Errors: []string{}}
+		res := &ModelResult{FanoutMode: cmpOr(run.mode, name), WorkProcs: run.work, Errors: []string{}}
 		r.rep.ModelOrder = append(r.rep.ModelOrder, name)
 		r.rep.Models[name] = res
-		if err := r.runModel(ctx, name, res); err != nil {
+		if err := r.runModel(ctx, name, run.mode, run.work, res); err != nil {
 			res.Errors = append(res.Errors, err.Error())
 		}
 		for _, e := range res.Errors {
@@ -256,9 +278,16 @@ func (r *runner) logf(format string, args ...any) {
 // runModel starts the model's feedd (unless measuring a URL), runs the
 // scenarios in order, and tears down; a scenario's failure is recorded
 // and the next one still runs.
-func (r *runner) runModel(ctx context.Context, name string, res *ModelResult) (err error) {
+func (r *runner) runModel(ctx context.Context, name, mode string, work int, res *ModelResult) (err error) {
 	m := &modelRun{name: name, res: res}
 	var ch *child
+	var workers []*child
+	defer func() {
+		// Normally stopped by teardown; this catches a failed start.
+		for _, w := range workers {
+			_ = w.stop()
+		}
+	}()
 	if r.o.URL != "" {
 		m.url, m.prefix = r.o.URL, r.o.RedisPrefix
 	} else {
@@ -270,7 +299,7 @@ func (r *runner) runModel(ctx context.Context, name string, res *ModelResult) (e
 		// and wins).
 		env := append([]string{"FEEDD_RATE_USER_WRITE=0"}, r.o.Env...)
 		env = append(env,
-			"FEEDD_FANOUT_MODE="+name,
+			"FEEDD_FANOUT_MODE="+mode,
 			"FEEDD_REDIS_PREFIX="+m.prefix,
 			"FEEDD_AMQP_PREFIX="+m.amqpPrefix,
 			"FEEDD_ADDR=127.0.0.1:0",
@@ -279,17 +308,37 @@ func (r *runner) runModel(ctx context.Context, name string, res *ModelResult) (e
 		if r.o.JWTSecret != "" {
 			env = append(env, "FEEDD_JWT_SECRET="+r.o.JWTSecret)
 		}
+		role := "all"
+		if work > 0 {
+			role = "serve"
+		}
 		logPath := filepath.Join(r.o.LogDir, "feedd-bench-"+name+".log")
-		r.logf("== %s: starting feedd all (FEEDD_FANOUT_MODE=%s, log %s)", name, name, logPath)
-		ch, err = startChild(ctx, r.o.Exe, env, logPath, r.o.AdminToken)
+		r.logf("== %s: starting feedd %s (FEEDD_FANOUT_MODE=%s, log %s)", name, role, mode, logPath)
+		ch, err = startChild(ctx, r.o.Exe, role, env, logPath, r.o.AdminToken)
 		if err != nil {
 			return err
 		}
 		m.url = ch.url
+		for i := range work {
+			logPath := filepath.Join(r.o.LogDir, fmt.Sprintf("feedd-bench-%s-work%d.log", name, i+1))
+			r.logf("== %s: starting feedd work %d of %d (log %s)", name, i+1, work, logPath)
+			w, err := startChild(ctx, r.o.Exe, "work", env, logPath, r.o.AdminToken)
+			if err != nil {
+				_ = ch.stop()
+				return err
+			}
+			workers = append(workers, w)
+			m.workers = append(m.workers, newClient(w.url, r.o.AdminToken, 2))
+		}
 	}
 	res.URL = m.url
 	m.cl = newClient(m.url, r.o.AdminToken, r.o.Concurrency+16)
 	defer m.cl.close()
+	defer func() {
+		for _, c := range m.workers {
+			c.close()
+		}
+	}()
 	if r.rdb != nil {
 		// The cache is only used for its inbox calls; it is never closed
 		// (that would close the shared client).
@@ -297,9 +346,10 @@ func (r *runner) runModel(ctx context.Context, name string, res *ModelResult) (e
 	}
 	r.logf("== %s: measuring %s", name, m.url)
 	defer func() {
-		if terr := r.teardown(ctx, m, ch); terr != nil {
+		if terr := r.teardown(ctx, m, ch, workers); terr != nil {
 			res.Errors = append(res.Errors, terr.Error())
 		}
+		workers = nil
 	}()
 
 	for _, sc := range AllScenarios {
@@ -332,7 +382,7 @@ func (r *runner) runModel(ctx context.Context, name string, res *ModelResult) (e
 // the same data), waits for the relay to hand every event to the broker,
 // stops the child and removes its keys and queues, or, against a URL,
 // drops the inboxes bench materialized.
-func (r *runner) teardown(ctx context.Context, m *modelRun, ch *child) error {
+func (r *runner) teardown(ctx context.Context, m *modelRun, ch *child, workers []*child) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
 	var errs []error
@@ -358,11 +408,16 @@ func (r *runner) teardown(ctx context.Context, m *modelRun, ch *child) error {
 	// Events not yet relayed would be relayed by the next model's child.
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		s, err := m.cl.metrics(ctx)
+		s, err := r.metrics(ctx, m)
 		if err == nil && s.sum("feedd_outbox_backlog") <= 0 {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	for _, w := range workers {
+		if err := w.stop(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := ch.stop(); err != nil {
 		errs = append(errs, err)
@@ -480,7 +535,7 @@ func (r *runner) quiesce(ctx context.Context, m *modelRun) {
 	var last string
 	still := 0
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		s, err := m.cl.metrics(ctx)
+		s, err := r.metrics(ctx, m)
 		if err == nil {
 			state := fmt.Sprint(s.sum("feedd_fanout_inbox_writes_total"), s.sum("feedd_fanout_events_total"), s.sum("feedd_fanout_tasks_total"))
 			if s.sum("feedd_outbox_backlog") <= 0 && state == last {
@@ -497,9 +552,31 @@ func (r *runner) quiesce(ctx context.Context, m *modelRun) {
 	r.note(fmt.Sprintf("%s: feedd was still busy with earlier work after 2 minutes; its fan-out figures may include it", m.name))
 }
 
+// metrics scrapes the model's feedd: the one child or URL, plus its work
+// processes, summed series by series (counters of several processes add
+// up; bench reads only counters and the outbox backlog, a gauge every
+// process reports alike, so the sum over-counts it but is zero when it
+// is).
+func (r *runner) metrics(ctx context.Context, m *modelRun) (scrape, error) {
+	s, err := m.cl.metrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range m.workers {
+		ws, err := c.metrics(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range ws {
+			s[k] += v
+		}
+	}
+	return s, nil
+}
+
 // writes reads feedd's inbox-write counter.
 func (r *runner) writes(ctx context.Context, m *modelRun) (float64, error) {
-	s, err := m.cl.metrics(ctx)
+	s, err := r.metrics(ctx, m)
 	if err != nil {
 		return 0, err
 	}

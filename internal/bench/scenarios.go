@@ -273,14 +273,14 @@ func (r *runner) readCohort(ctx context.Context, m *modelRun, co Cohort) (*ReadR
 	}
 
 	res := &ReadResult{Following: co.Following, Celebrities: co.Celebrities, Readers: len(co.Readers), Concurrency: r.o.Concurrency}
-	before, _ := m.cl.metrics(ctx)
+	before, _ := r.metrics(ctx, m)
 	bufs := make([]bytes.Buffer, r.o.Concurrency)
 	bar := NewProgress(r.o.Progress, "read "+co.Name, 0)
 	h, reqs, nerr, items, el := load(ctx, r.o.Concurrency, r.o.Duration, r.o.MaxRequests, bar, func(ctx context.Context, w int, i int64) (int, error) {
 		return m.cl.feedRaw(ctx, toks[int(i)%len(toks)], &bufs[w])
 	})
 	bar.Done()
-	after, _ := m.cl.metrics(ctx)
+	after, _ := r.metrics(ctx, m)
 	res.DurationSeconds = el.Seconds()
 	res.Requests, res.Errors = reqs, nerr
 	ok := reqs - nerr
