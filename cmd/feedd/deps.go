@@ -159,6 +159,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 			return nil, err
 		}
 	}
+	var redisCounter *rediscache.CommandCounter
 	if cfg.redis() {
 		// A single server or a Cluster: rediscache touches one key (or one
 		// hash tag) per command and script, so it works on either.
@@ -166,6 +167,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		if err != nil {
 			return nil, fmt.Errorf("FEEDD_REDIS_URL: %w", err)
 		}
+		redisCounter = rediscache.CountCommands(client)
 		d.cache = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax})
 		if err := d.cache.Ping(ctx); err != nil {
 			return nil, fmt.Errorf("redis: %w", err)
@@ -181,6 +183,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 			d.closeOutboxes = true
 		}
 	}
+	d.reg.MustRegister(newCostCollector(d.store, redisCounter))
 	if cfg.amqpURL != "" {
 		b, err := rabbit.Dial(ctx, cfg.amqpURL, rabbit.Options{Prefix: cfg.amqpPrefix, QueueType: cfg.amqpQueue}, logger)
 		if err != nil {

@@ -243,6 +243,12 @@ func (s *syncBuffer) String() string {
 // backends first (fault injection), and stops it when the test ends.
 func startFeedd(t *testing.T, env map[string]string, tweak func(*deps), overrides ...string) *instance {
 	t.Helper()
+	return startRole(t, "all", env, tweak, overrides...)
+}
+
+// startRole is startFeedd for any long-running role: all, serve or work.
+func startRole(t *testing.T, role string, env map[string]string, tweak func(*deps), overrides ...string) *instance {
+	t.Helper()
 	merged := map[string]string{"FEEDD_ADDR": "127.0.0.1:0", "FEEDD_REFRESH_INTERVAL": "1ms"}
 	for k, v := range env {
 		merged[k] = v
@@ -250,7 +256,7 @@ func startFeedd(t *testing.T, env map[string]string, tweak func(*deps), override
 	for i := 0; i+1 < len(overrides); i += 2 {
 		merged[overrides[i]] = overrides[i+1]
 	}
-	cfg, err := parseConfig([]string{"all"}, func(k string) string { return merged[k] }, io.Discard)
+	cfg, err := parseConfig([]string{role}, func(k string) string { return merged[k] }, io.Discard)
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

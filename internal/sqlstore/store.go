@@ -38,6 +38,8 @@ type Store struct {
 	// follower lists a fan-out walks, the outbox — stays on rdb or db.
 	replica *sql.DB
 	d       dialect
+	// counters count the statements of the MySQL pools (count.go).
+	counters []*counter
 }
 
 // OpenSQLite opens (creating it if needed) the SQLite database at path,
@@ -119,6 +121,11 @@ func OpenMySQL(ctx context.Context, dsn string) (*Store, error) {
 // and the fan-out workers opens one store per role, so the roles do not
 // share connections either.
 func OpenMySQLPools(ctx context.Context, dsn string, pools Pools) (*Store, error) {
+	return openMySQL(ctx, dsn, pools, "primary")
+}
+
+// openMySQL is OpenMySQLPools whose statements are counted under pool.
+func openMySQL(ctx context.Context, dsn string, pools Pools, pool string) (*Store, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		// The error may quote the DSN, password included; keep it out.
@@ -147,8 +154,10 @@ func OpenMySQLPools(ctx context.Context, dsn string, pools Pools) (*Store, error
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open mysql: %w", err)
 	}
-	pool := func(n int) *sql.DB {
-		db := sql.OpenDB(conn)
+	c := &counter{pool: pool}
+	counted := countingConnector{Connector: conn, c: c}
+	open := func(n int) *sql.DB {
+		db := sql.OpenDB(counted)
 		db.SetMaxOpenConns(n)
 		db.SetMaxIdleConns(max(1, n/2))
 		// Below the usual server and proxy idle timeouts, so the pool does
@@ -160,16 +169,16 @@ func OpenMySQLPools(ctx context.Context, dsn string, pools Pools) (*Store, error
 	if pools.Write <= 0 {
 		pools.Write = 32
 	}
-	db := pool(pools.Write)
+	db := open(pools.Write)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlstore: open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
 	rdb := db
 	if pools.Read > 0 {
-		rdb = pool(pools.Read)
+		rdb = open(pools.Read)
 	}
-	return &Store{db: db, rdb: rdb, replica: rdb, d: mysqlDialect}, nil
+	return &Store{db: db, rdb: rdb, replica: rdb, d: mysqlDialect, counters: []*counter{c}}, nil
 }
 
 // OpenMySQLReplicated is OpenMySQLPools with one more pool, on readDSN (a
@@ -182,12 +191,13 @@ func OpenMySQLReplicated(ctx context.Context, dsn, readDSN string, pools Pools) 
 	if err != nil || readDSN == "" {
 		return s, err
 	}
-	r, err := OpenMySQLPools(ctx, readDSN, Pools{Write: cmp.Or(pools.Read, pools.Write)})
+	r, err := openMySQL(ctx, readDSN, Pools{Write: cmp.Or(pools.Read, pools.Write)}, "replica")
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlstore: read replica: %w", err)
 	}
 	s.replica = r.db
+	s.counters = append(s.counters, r.counters...)
 	return s, nil
 }
 

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/rediscache"
+)
+
+// TestCostPerOperation measures what one API call costs the backends, in
+// SQL statements and Redis commands, from feedd's own counters
+// (feedd_sql_statements_total, feedd_redis_commands_total): the figures
+// docs/capacity.md builds on. The API runs in a `serve` instance, which
+// does nothing in the background, so its counts are exact; the fan-out
+// runs in a `work` instance, whose relay polls the outbox while idle (one
+// transaction of BEGIN, one SELECT … FOR UPDATE SKIP LOCKED, COMMIT per
+// poll), so its SELECTs less its BEGINs are the fan-out's own. The test
+// reads inboxes through a client of its own, which the counters do not
+// see. It checks the bounds
+// the design promises — a read of a warm inbox costs no SQL, a publish
+// costs SQL independent of the audience, a fan-out costs one Redis script
+// per follower — and with FEEDD_COST_OUT=file writes every figure as
+// JSON.
+//
+//	FEEDD_COST_OUT=/tmp/cost.json FEEDD_TEST_E2E_REDIS_URL=redis://127.0.0.1:6379/8 \
+//	    go test -count=1 -run TestCostPerOperation -v ./cmd/feedd/
+func TestCostPerOperation(t *testing.T) {
+	for _, name := range []string{"services", "cluster"} {
+		t.Run(name, func(t *testing.T) {
+			costs := measureCosts(t, stackEnv(t, name))
+			if out := os.Getenv("FEEDD_COST_OUT"); out != "" {
+				b, _ := json.MarshalIndent(costs, "", "  ")
+				path := strings.TrimSuffix(out, ".json") + "-" + name + ".json"
+				if err := os.WriteFile(path, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// cost is what one operation cost, per operation.
+type cost struct {
+	Op    string             `json:"op"`
+	Where string             `json:"where"` // serve (API) or work (fan-out)
+	N     int                `json:"n"`     // operations measured
+	SQL   map[string]float64 `json:"sql"`   // statements by pool/verb, per operation
+	Redis map[string]float64 `json:"redis"` // commands by name, per operation
+}
+
+func (c cost) sqlTotal() float64   { return sum(c.SQL) }
+func (c cost) redisTotal() float64 { return sum(c.Redis) }
+
+func sum(m map[string]float64) float64 {
+	var t float64
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+// counts scrapes an instance's statement and command counters.
+func counts(t *testing.T, in *instance) (sqlc, redisc map[string]float64) {
+	t.Helper()
+	res, err := http.Get(in.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sqlc, redisc = map[string]float64{}, map[string]float64{}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, _ := strconv.ParseFloat(line[i+1:], 64)
+		series := line[:i]
+		label := func(k string) string {
+			_, after, _ := strings.Cut(series, k+`="`)
+			val, _, _ := strings.Cut(after, `"`)
+			return val
+		}
+		switch {
+		case strings.HasPrefix(series, "feedd_sql_statements_total{"):
+			sqlc[label("pool")+"/"+label("verb")] += v
+		case strings.HasPrefix(series, "feedd_redis_commands_total{"):
+			redisc[label("command")] += v
+		}
+	}
+	return sqlc, redisc
+}
+
+// meter measures the counters of an instance around operations. For a
+// work instance (relay set) it separates the relay's statements from the
+// fan-out's.
+type meter struct {
+	relay              bool
+	t                  *testing.T
+	in                 *instance
+	idleSQL, idleRedis map[string]float64
+	sql0, redis0       map[string]float64
+	start              time.Time
+	where              string
+}
+
+func newMeter(t *testing.T, in *instance, where string, idle time.Duration) *meter {
+	m := &meter{t: t, in: in, where: where, idleSQL: map[string]float64{}, idleRedis: map[string]float64{}}
+	if idle > 0 {
+		m.relay = true
+		s0, r0 := counts(t, in)
+		time.Sleep(idle)
+		s1, r1 := counts(t, in)
+		for k, v := range s1 {
+			m.idleSQL[k] = (v - s0[k]) / idle.Seconds()
+		}
+		for k, v := range r1 {
+			m.idleRedis[k] = (v - r0[k]) / idle.Seconds()
+		}
+	}
+	return m
+}
+
+func (m *meter) begin() {
+	m.sql0, m.redis0 = counts(m.t, m.in)
+	m.start = time.Now()
+}
+
+func (m *meter) end(op string, n int) cost {
+	s1, r1 := counts(m.t, m.in)
+	el := time.Since(m.start).Seconds()
+	c := cost{Op: op, Where: m.where, N: n, SQL: map[string]float64{}, Redis: map[string]float64{}}
+	_ = el
+	per := func(out, now, before map[string]float64) {
+		for k, v := range now {
+			if d := (v - before[k]) / float64(n); d > 0.005 {
+				out[k] = float64(int(d*100+0.5)) / 100
+			}
+		}
+	}
+	per(c.SQL, s1, m.sql0)
+	per(c.Redis, r1, m.redis0)
+	if m.relay {
+		// Every relay poll is BEGIN, SELECT … FOR UPDATE, COMMIT, plus an
+		// UPDATE marking sent what it published; the fan-out runs no
+		// transaction. What is left is the fan-out's.
+		polls := c.SQL["primary/begin"]
+		c.SQL = map[string]float64{
+			"fanout/select": float64(int((c.SQL["primary/select"]-polls)*100+0.5)) / 100,
+			"relay/update":  c.SQL["primary/update"],
+		}
+	}
+	m.t.Logf("%-36s %-5s sql %6.2f %v", op, m.where, c.sqlTotal(), sortedKV(c.SQL))
+	m.t.Logf("%-36s %-5s redis %6.2f %v", "", "", c.redisTotal(), sortedKV(c.Redis))
+	return c
+}
+
+func sortedKV(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%g ", k, m[k])
+	}
+	return b.String()
+}
+
+func measureCosts(t *testing.T, env map[string]string) []cost {
+	t.Helper()
+	const (
+		small = 200  // followers: the dispatcher writes them itself
+		big   = 6000 // followers: six batch tasks of 1000
+		posts = 3
+	)
+	// push: every post is written into every follower's inbox, the model
+	// whose write cost the capacity model scales.
+	serve := startRole(t, "serve", env, nil, "FEEDD_FANOUT_MODE", "push", "FEEDD_REFRESH_INTERVAL", "5s")
+	work := startRole(t, "work", env, nil, "FEEDD_FANOUT_MODE", "push")
+	ctx := context.Background()
+	client, err := rediscache.NewClient(env["FEEDD_REDIS_URL"], "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := rediscache.New(client, rediscache.Options{Prefix: env["FEEDD_REDIS_PREFIX"], InboxMax: serve.cfg.inboxMax})
+	t.Cleanup(func() { probe.Close() })
+	waitFor := func(readers []int64, post int64) {
+		t.Helper()
+		pending := slices.Clone(readers)
+		eventually(t, 60*time.Second, fmt.Sprintf("post %d reaches %d inboxes", post, len(readers)), func() bool {
+			rest := pending[:0]
+			for _, r := range pending {
+				if pg, err := probe.InboxPage(ctx, r, 0, 5); err != nil || !slices.Contains(pg.IDs, post) {
+					rest = append(rest, r)
+				}
+			}
+			pending = rest
+			return len(pending) == 0
+		})
+	}
+
+	smallID, smallTok := serve.user("small author")
+	bigID, bigTok := serve.user("big author")
+	sid, _ := feed.ParseID(smallID)
+	bid, _ := feed.ParseID(bigID)
+	smallFollowers := bulkFollowers(t, serve, sid, small)
+	bigFollowers := bulkFollowers(t, serve, bid, big)
+	for _, f := range slices.Concat(smallFollowers, bigFollowers) {
+		if err := probe.FillInbox(ctx, f, nil, true, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readers := smallFollowers[:100]
+	tokens := userTokens(t, serve, readers)
+
+	var costs []cost
+	api := newMeter(t, serve, "serve", 0)
+	fan := newMeter(t, work, "work", 3*time.Second)
+	costs = append(costs, cost{Op: "idle, per second", Where: "work", N: 1, SQL: fan.idleSQL, Redis: fan.idleRedis})
+	if polls := fan.idleSQL["primary/begin"]; polls < 1 {
+		t.Errorf("idle relay polls %.1f/s; the fan-out figures assume it polls", polls)
+	}
+	t.Logf("idle work process, per second: sql %v redis %v", sortedKV(fan.idleSQL), sortedKV(fan.idleRedis))
+
+	publish := func(op, tok string, followers []int64) {
+		api.begin()
+		fan.begin()
+		var ids []int64
+		for i := range posts {
+			id, _ := feed.ParseID(serve.post(tok, fmt.Sprintf("%s %d", op, i)))
+			ids = append(ids, id)
+			waitFor(followers, id)
+		}
+		costs = append(costs, api.end("publish "+op, posts), fan.end("fan-out "+op, posts))
+	}
+	publish(fmt.Sprintf("to %d followers (direct)", small), smallTok, smallFollowers)
+	publish(fmt.Sprintf("to %d followers (6 tasks)", big), bigTok, bigFollowers)
+
+	read := func(op string) cost {
+		api.begin()
+		for _, tok := range tokens {
+			if r := serve.must(200, "GET", "/v1/me/feed?limit=20", tok, nil); len(r.items()) != posts {
+				t.Fatalf("%s: %d items; want %d", op, len(r.items()), posts)
+			}
+		}
+		c := api.end(op, len(tokens))
+		costs = append(costs, c)
+		return c
+	}
+	refreshed := read("read first page, with smart refresh")
+	warm := read("read first page, within refresh interval")
+	for _, r := range readers {
+		if err := probe.DropInbox(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rebuilt := read("read first page, inbox rebuilt")
+
+	newTok := make([]string, 20)
+	for i := range newTok {
+		_, newTok[i] = serve.user(fmt.Sprintf("follower %d", i))
+	}
+	api.begin()
+	for _, tok := range newTok {
+		serve.follow(tok, smallID)
+	}
+	follow := api.end("follow (with backfill)", len(newTok))
+	costs = append(costs, follow)
+
+	// The promises, with room for the small fixed costs around them.
+	if n := warm.SQL; sum(n) != 0 {
+		t.Errorf("a first page within the refresh interval sent SQL %v; want none", n)
+	}
+	if n := refreshed.sqlTotal(); n < 0.9 || n > 1.1 {
+		t.Errorf("a first page with a smart refresh sent %.2f SQL statements; want 1", n)
+	}
+	if n := rebuilt.sqlTotal(); n < 1 || n > 3 {
+		t.Errorf("a rebuilt first page sent %.2f SQL statements; want 1 to 3", n)
+	}
+	for _, c := range costs {
+		if strings.HasPrefix(c.Op, "publish") && (c.sqlTotal() > 8 || c.redisTotal() > 4) {
+			t.Errorf("%s (API) sent %.2f SQL statements, %.2f Redis commands; want at most 8 and 4, whatever the audience", c.Op, c.sqlTotal(), c.redisTotal())
+		}
+		if strings.HasPrefix(c.Op, "fan-out") {
+			n := float64(small)
+			if strings.Contains(c.Op, "tasks") {
+				n = big
+			}
+			if got := c.Redis["evalsha"] + c.Redis["eval"]; got < n || got > n+10 {
+				t.Errorf("%s: %.2f scripts; want one per follower (%v)", c.Op, got, n)
+			}
+		}
+	}
+	return costs
+}
