@@ -1,15 +1,25 @@
 // Package rabbit implements feed.Broker on RabbitMQ with amqp091-go:
-// durable quorum queues (replicated across a cluster), publisher confirms,
-// manual acks, a delivery limit that sends poison messages to a per-queue
-// dead-letter queue, and reconnection after the broker or the network
-// goes away.
+// durable quorum queues (replicated across a cluster) or classic queues,
+// publisher confirms, manual acks, a delivery limit that sends poison
+// messages to a per-queue dead-letter queue, and reconnection after the
+// broker, a node of a cluster or the network goes away.
 //
-// For a queue q the broker declares, on first use:
+// For a queue q the broker declares, on first use and again on every new
+// connection (every declaration is idempotent, so any number of processes
+// may race):
 //
 //	<prefix>q       quorum queue, x-delivery-limit = feed.MaxAttempts-1,
-//	                dead-lettered (at-least-once) to <prefix>dlx
+//	                dead-lettered (at-least-once) to <prefix>dlx; or a
+//	                classic queue dead-lettered to <prefix>dlx, whose
+//	                attempts feedd counts in a header
 //	<prefix>dlx     direct exchange shared by all queues of the prefix
-//	<prefix>q.dead  quorum queue bound to <prefix>dlx with key <prefix>q.dead
+//	<prefix>q.dead  queue of the same type bound to <prefix>dlx with key
+//	                <prefix>q.dead
+//
+// Losing a connection or a channel is routine: the next publish redials
+// (trying every node of a comma-separated URL list in turn), consumers
+// subscribe again with jittered backoff, unacked messages are redelivered,
+// and a failed handler's message comes back after a growing pause.
 package rabbit
 
 import (
