@@ -2,7 +2,8 @@
 # Starts a local Redis Cluster for development and CI: three masters and
 # three replicas from this machine's redis-server, on loopback ports
 # $FEEDD_CLUSTER_PORT..+5 (default 7000-7005), data under
-# ${FEEDD_CLUSTER_DIR:-/tmp/feedd-redis-cluster}. Idempotent: nodes that
+# $FEEDD_CLUSTER_DIR (default /tmp/feedd-redis-cluster for port 7000,
+# /tmp/feedd-redis-cluster-<port> for another). Idempotent: nodes that
 # answer are left alone, dead ones are restarted (they rejoin with their
 # nodes.conf), and the cluster is created only if it does not exist yet.
 # Prints the address list feedd takes, e.g.
@@ -13,7 +14,11 @@
 set -euo pipefail
 
 base="${FEEDD_CLUSTER_PORT:-7000}"
-dir="${FEEDD_CLUSTER_DIR:-/tmp/feedd-redis-cluster}"
+if [[ $base == 7000 ]]; then
+  dir="${FEEDD_CLUSTER_DIR:-/tmp/feedd-redis-cluster}"
+else
+  dir="${FEEDD_CLUSTER_DIR:-/tmp/feedd-redis-cluster-$base}"
+fi
 ports=()
 for i in 0 1 2 3 4 5; do ports+=("$((base + i))"); done
 

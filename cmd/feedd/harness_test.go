@@ -92,21 +92,28 @@ func servicesEnv(t *testing.T, redisURL string) map[string]string {
 // the stack skips on a laptop and fails under CI=true.
 func clusterURL(t *testing.T) string {
 	t.Helper()
-	url := os.Getenv("FEEDD_TEST_REDIS_CLUSTER_URL")
+	return clusterURLFrom(t, "FEEDD_TEST_REDIS_CLUSTER_URL", ".ci/redis-cluster.sh")
+}
+
+// clusterURLFrom returns the Redis Cluster the variable names, which
+// starter starts.
+func clusterURLFrom(t *testing.T, variable, starter string) string {
+	t.Helper()
+	url := os.Getenv(variable)
 	if url == "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("FEEDD_TEST_REDIS_CLUSTER_URL is not set and CI=true requires a Redis Cluster: run .ci/redis-cluster.sh and export what it prints")
+			t.Fatalf("%s is not set and CI=true requires a Redis Cluster: run %s and export what it prints", variable, starter)
 		}
-		t.Skip("SKIPPING the cluster stack: FEEDD_TEST_REDIS_CLUSTER_URL is not set (.ci/redis-cluster.sh starts a Cluster and prints it)")
+		t.Skipf("SKIPPING: %s is not set (%s starts a Redis Cluster and prints its URL)", variable, starter)
 	}
 	c := clusterClient(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("Redis Cluster at %s is unreachable and CI=true: %v", url, err)
+			t.Fatalf("Redis Cluster at %s (%s) is unreachable and CI=true: %v", url, variable, err)
 		}
-		t.Skipf("SKIPPING the cluster stack: Redis Cluster at %s is unreachable: %v", url, err)
+		t.Skipf("SKIPPING: Redis Cluster at %s (%s) is unreachable: %v", url, variable, err)
 	}
 	return url
 }

@@ -81,10 +81,16 @@ func feedsEventually(t *testing.T, in *instance, tokens []string, want []string,
 // replicated are repaired by the read path's smart refresh from SQL. Every
 // follower's feed ends complete. The killed node is restarted afterwards
 // (.ci/redis-cluster.sh), and rejoins as a replica.
+//
+// It runs on a Cluster of its own, FEEDD_TEST_REDIS_FAILOVER_CLUSTER_URL
+// (.ci/run starts one on ports 7100-7105), because other packages' tests
+// use the shared one at the same time.
 func TestClusterMasterDiesDuringFanout(t *testing.T) {
-	env := stackEnv(t, "cluster")
-	url := env["FEEDD_REDIS_URL"]
+	requireServices(t)
+	url := clusterURLFrom(t, "FEEDD_TEST_REDIS_FAILOVER_CLUSTER_URL", "FEEDD_CLUSTER_PORT=7100 .ci/redis-cluster.sh")
+	env := servicesEnv(t, url)
 	c := clusterClient(t, url)
+	t.Cleanup(func() { deletePrefix(t, c, env["FEEDD_REDIS_PREFIX"]) })
 	t.Cleanup(func() { restoreCluster(t, url) })
 
 	in := startFeedd(t, env, nil, "FEEDD_BATCH_SIZE", "25", "FEEDD_DIRECT_FANOUT", "10", "FEEDD_WORKERS", "2")
@@ -203,10 +209,20 @@ func restoreCluster(t *testing.T, rawURL string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("bash", script)
-	cmd.Env = append(os.Environ(), "FEEDD_CLUSTER_PORT="+u.Port())
+	cmd.Env = append(os.Environ(), "FEEDD_CLUSTER_PORT="+u.Port(), "FEEDD_CLUSTER_DIR="+clusterDir(u.Port()))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("restore cluster with %s: %v\n%s", script, err, out)
 	}
+}
+
+// clusterDir is where .ci/redis-cluster.sh keeps the nodes of the Cluster
+// on base port: the script's default for 7000, a directory per port
+// otherwise, as .ci/run starts them.
+func clusterDir(port string) string {
+	if port == "7000" {
+		return "/tmp/feedd-redis-cluster"
+	}
+	return "/tmp/feedd-redis-cluster-" + port
 }
 
 // brokerConnections returns the pids of the RabbitMQ connections whose

@@ -1,0 +1,109 @@
+package rediscache
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestClusterResharding moves the slot of an inbox from one master to
+// another while the inbox is written, the way redis-cli --cluster
+// reshard does (SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE): a
+// push while the key is still on the source, one after it moved (the
+// source answers ASK), one after the slot changed hands (MOVED). Every
+// push lands, the inbox reads back complete, and the slot is moved back.
+func TestClusterResharding(t *testing.T) {
+	newClient := testCluster(t)
+	client := newClient()
+	cc := client.(*redis.ClusterClient)
+	prefix := randomPrefix()
+	c := New(client, Options{Prefix: prefix, InboxMax: 100})
+	t.Cleanup(func() {
+		deleteKeys(t, client, prefix)
+		c.Close()
+	})
+	ctx := t.Context()
+	const reader = 42
+	key := c.inboxKey(reader)
+	if err := c.FillInbox(ctx, reader, []int64{1, 2}, true, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	slot, err := cc.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dst *redis.Client
+	err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		if n.Options().Addr != src.Options().Addr && dst == nil {
+			dst = redis.NewClient(&redis.Options{Addr: n.Options().Addr})
+		}
+		return nil
+	})
+	if err != nil || dst == nil {
+		t.Fatalf("no second master: %v", err)
+	}
+	src = redis.NewClient(&redis.Options{Addr: src.Options().Addr})
+	t.Cleanup(func() { src.Close(); dst.Close() })
+
+	next := int64(3)
+	push := func(when string) {
+		t.Helper()
+		if err := c.PushToInboxes(ctx, []int64{reader}, next); err != nil {
+			t.Fatalf("push %d %s: %v", next, when, err)
+		}
+		next++
+	}
+	move(t, ctx, cc, slot, key, src, dst, push)
+	move(t, ctx, cc, slot, key, dst, src, push) // and back, leaving the Cluster as it was
+
+	page, err := c.InboxPage(ctx, reader, 0, 100)
+	want := []int64{8, 7, 6, 5, 4, 3, 2, 1}
+	if err != nil || !slices.Equal(page.IDs, want) {
+		t.Fatalf("inbox after two reshards = %v, %v; want %v", page.IDs, err, want)
+	}
+}
+
+// move migrates slot (holding key) from src to dst, calling push at each
+// step of the migration.
+func move(t *testing.T, ctx context.Context, cc *redis.ClusterClient, slot int64, key string, src, dst *redis.Client, push func(string)) {
+	t.Helper()
+	srcID, err := src.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dstID, err := dst.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(n *redis.Client, args ...any) {
+		t.Helper()
+		if err := n.Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%s %v: %v", n.Options().Addr, args, err)
+		}
+	}
+	do(dst, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID)
+	do(src, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)
+	push("while the slot is migrating, key on the source")
+	host, port, _ := strings.Cut(dst.Options().Addr, ":")
+	do(src, "MIGRATE", host, port, "", 0, 5000, "KEYS", key)
+	push("after the key moved (ASK)")
+	// The new owner first, then everyone: the order redis-cli uses.
+	do(dst, "CLUSTER", "SETSLOT", slot, "NODE", dstID)
+	do(src, "CLUSTER", "SETSLOT", slot, "NODE", dstID)
+	err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		return n.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err()
+	})
+	if err != nil {
+		t.Fatalf("announce slot %d: %v", slot, err)
+	}
+	push(fmt.Sprintf("after slot %d moved to %s (MOVED)", slot, dst.Options().Addr))
+}
