@@ -282,7 +282,7 @@ func (s *Store) PushedFeedPostIDs(ctx context.Context, reader, high, low, after,
 	if n <= 0 {
 		return []int64{}, nil
 	}
-	ids, err := s.queryIDs(ctx, n, `SELECT p.id FROM follows f
+	ids, err := s.queryIDsOn(ctx, s.replica, n, `SELECT p.id FROM follows f
 		`+s.d.feedJoin+` users u ON u.id = f.followee_id
 		`+s.d.feedJoin+` posts p ON p.author_id = f.followee_id
 		WHERE f.follower_id = ? AND u.follower_count < ? AND (u.follower_count < ? OR u.pull_mode = 0)
