@@ -439,3 +439,22 @@ func BenchmarkPublish(b *testing.B) {
 		})
 	}
 }
+
+// TestRetryDelay: a failed message waits longer at each attempt, under 4 s
+// in all before its last one, and not at all once it is dead-lettered.
+func TestRetryDelay(t *testing.T) {
+	var total time.Duration
+	for a := 1; a < feed.MaxAttempts; a++ {
+		d := retryDelay(a)
+		if a > 1 && d <= retryDelay(a-1) {
+			t.Errorf("retryDelay(%d) = %v; want more than retryDelay(%d) = %v", a, d, a-1, retryDelay(a-1))
+		}
+		total += d
+	}
+	if total > 4*time.Second {
+		t.Errorf("delays before the last attempt add up to %v; want at most 4s", total)
+	}
+	if d := retryDelay(feed.MaxAttempts); d != 0 {
+		t.Errorf("retryDelay(MaxAttempts) = %v; want 0", d)
+	}
+}
