@@ -384,6 +384,9 @@ func TestAttempt(t *testing.T) {
 		{amqp.Delivery{Redelivered: true}, 2},
 		{amqp.Delivery{Redelivered: true, Headers: amqp.Table{"x-delivery-count": int64(3)}}, 4},
 		{amqp.Delivery{Headers: amqp.Table{"x-delivery-count": int32(1)}}, 2},
+		// A classic queue's copy sent back after its 2nd attempt failed.
+		{amqp.Delivery{Headers: amqp.Table{attemptsHeader: int64(2)}}, 3},
+		{amqp.Delivery{Headers: amqp.Table{attemptsHeader: int32(4)}}, 5},
 	} {
 		if got := attempt(tc.d); got != tc.want {
 			t.Errorf("attempt(%+v) = %d; want %d", tc.d, got, tc.want)
