@@ -409,4 +409,8 @@ func TestReadReplica(t *testing.T) {
 	if got := in.feedAll(readerTok, 10); !slices.Equal(got, []string{p2, p1}) {
 		t.Fatalf("feed after the replica caught up = %v; want [%s %s]", got, p2, p1)
 	}
+	// The operator's view of the same: the replica pool took SELECTs.
+	if sqlc, _ := counts(t, in); sqlc["replica/select"] < 2 {
+		t.Errorf("feedd_sql_statements_total{pool=replica,verb=select} = %v; want the feed reads (at least 2)", sqlc["replica/select"])
+	}
 }
