@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,12 +33,18 @@ func eachMaster(ctx context.Context, rdb redis.UniversalClient, f func(ctx conte
 
 // scanKeys returns every key under prefix.
 func scanKeys(ctx context.Context, rdb redis.UniversalClient, prefix string) ([]string, error) {
+	// A Cluster's masters are scanned concurrently.
+	var mu sync.Mutex
 	var keys []string
 	err := eachMaster(ctx, rdb, func(ctx context.Context, node redis.Cmdable) error {
+		var mine []string
 		it := node.Scan(ctx, 0, escapeGlob(prefix)+"*", 1000).Iterator()
 		for it.Next(ctx) {
-			keys = append(keys, it.Val())
+			mine = append(mine, it.Val())
 		}
+		mu.Lock()
+		keys = append(keys, mine...)
+		mu.Unlock()
 		return it.Err()
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,16 +42,22 @@ func TestClusterResharding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dst *redis.Client
+	// ForEachMaster calls back concurrently: collect, then choose.
+	var mu sync.Mutex
+	var others []string
 	err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-		if n.Options().Addr != src.Options().Addr && dst == nil {
-			dst = redis.NewClient(&redis.Options{Addr: n.Options().Addr})
+		if addr := n.Options().Addr; addr != src.Options().Addr {
+			mu.Lock()
+			others = append(others, addr)
+			mu.Unlock()
 		}
 		return nil
 	})
-	if err != nil || dst == nil {
+	if err != nil || len(others) == 0 {
 		t.Fatalf("no second master: %v", err)
 	}
+	slices.Sort(others)
+	dst := redis.NewClient(&redis.Options{Addr: others[0]})
 	src = redis.NewClient(&redis.Options{Addr: src.Options().Addr})
 	t.Cleanup(func() { src.Close(); dst.Close() })
 
