@@ -1,6 +1,8 @@
 package main
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/feedd/feedd/internal/rediscache"
@@ -11,16 +13,25 @@ import (
 // pool and verb, Redis commands by name. Read from the counters at scrape
 // time, so the hot paths pay an atomic add and nothing else.
 type costCollector struct {
-	store *sqlstore.Store
-	redis *rediscache.CommandCounter // nil without Redis
+	// stores are the process's SQL stores: one per role in a process that
+	// runs the API and the workers, each with pools of its own. Their
+	// counts add up by pool and verb.
+	stores []*sqlstore.Store
+	redis  *rediscache.CommandCounter // nil without Redis
 
 	sqlDesc, redisDesc *prometheus.Desc
 }
 
-func newCostCollector(store *sqlstore.Store, redis *rediscache.CommandCounter) *costCollector {
+func newCostCollector(redis *rediscache.CommandCounter, stores ...*sqlstore.Store) *costCollector {
+	var distinct []*sqlstore.Store
+	for _, s := range stores {
+		if s != nil && !slices.Contains(distinct, s) {
+			distinct = append(distinct, s)
+		}
+	}
 	return &costCollector{
-		store: store,
-		redis: redis,
+		stores: distinct,
+		redis:  redis,
 		sqlDesc: prometheus.NewDesc("feedd_sql_statements_total",
 			"SQL statements sent to MySQL, by pool (primary, replica) and verb (select, insert, begin, commit…).",
 			[]string{"pool", "verb"}, nil),
@@ -36,8 +47,15 @@ func (c *costCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *costCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range c.store.Statements() {
-		ch <- prometheus.MustNewConstMetric(c.sqlDesc, prometheus.CounterValue, float64(s.N), s.Pool, s.Verb)
+	type key struct{ pool, verb string }
+	sums := map[key]int64{}
+	for _, st := range c.stores {
+		for _, s := range st.Statements() {
+			sums[key{s.Pool, s.Verb}] += s.N
+		}
+	}
+	for k, n := range sums {
+		ch <- prometheus.MustNewConstMetric(c.sqlDesc, prometheus.CounterValue, float64(n), k.pool, k.verb)
 	}
 	if c.redis != nil {
 		for name, n := range c.redis.Counts() {

@@ -183,7 +183,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 			d.closeOutboxes = true
 		}
 	}
-	d.reg.MustRegister(newCostCollector(d.store, redisCounter))
+	d.reg.MustRegister(newCostCollector(redisCounter, d.store, d.workStore))
 	if cfg.amqpURL != "" {
 		b, err := rabbit.Dial(ctx, cfg.amqpURL, rabbit.Options{Prefix: cfg.amqpPrefix, QueueType: cfg.amqpQueue}, logger)
 		if err != nil {
