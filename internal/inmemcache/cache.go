@@ -48,6 +48,7 @@ type Cache struct {
 	inboxes [shards]inboxShard
 	posts   [shards]postShard
 	kv      [shards]kvShard
+	likes   [shards]likeShard
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -114,6 +115,7 @@ func New(opts Options) *Cache {
 		c.inboxes[i].m = make(map[int64]*inbox)
 		c.posts[i].m = make(map[int64]postEntry)
 		c.kv[i].m = make(map[string]kvEntry)
+		c.likes[i].reset()
 	}
 	go c.janitor()
 	return c
@@ -138,6 +140,7 @@ func (c *Cache) Close() error {
 			lockAnd(&c.inboxes[i].mu, func() { c.inboxes[i].m = map[int64]*inbox{} })
 			lockAnd(&c.posts[i].mu, func() { c.posts[i].m = map[int64]postEntry{} })
 			lockAnd(&c.kv[i].mu, func() { c.kv[i].m = map[string]kvEntry{} })
+			lockAnd(&c.likes[i].mu, func() { c.likes[i].reset() })
 		}
 	})
 	return nil
@@ -194,6 +197,7 @@ func (c *Cache) sweep() {
 				}
 			}
 		})
+		lockAnd(&c.likes[i].mu, func() { c.likes[i].sweep(now) })
 	}
 }
 

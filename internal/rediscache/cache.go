@@ -15,6 +15,7 @@
 //	inbox:{<reader>}  an inbox: one string, a ring of post ids (inbox.go)
 //	post:{<id>}       a cached post, in the compact encoding of post.go
 //	kv:<key>          a KV key, as the caller named it
+//	likes:…           like counters and recent sets (likes.go)
 //
 // # Inboxes
 //
@@ -120,6 +121,7 @@ type Cache struct {
 
 	// Key prefixes, built once.
 	inboxPrefix, postKey, kvKey string
+	likesKey                    string
 
 	push, add, remove, page, bounds    *redis.Script
 	compareAndDelete, compareAndExpire *redis.Script
@@ -139,6 +141,7 @@ func New(client redis.UniversalClient, opts Options) *Cache {
 		inboxPrefix:      opts.Prefix + "inbox:",
 		postKey:          opts.Prefix + "post:",
 		kvKey:            opts.Prefix + "kv:",
+		likesKey:         opts.Prefix + "likes:",
 		push:             redis.NewScript(pushScript),
 		add:              redis.NewScript(addScript),
 		remove:           redis.NewScript(removeScript),

@@ -43,6 +43,10 @@ type dialect struct {
 	// insertFollow inserts a follow edge unless it exists; its result
 	// counts one affected row only when the edge is new.
 	insertFollow string
+	// upsertLikes and upsertStats end the batch writer's multi-row
+	// inserts (likes.go): a newer version wins a likes row; a stats row
+	// adds the delta.
+	upsertLikes, upsertStats string
 	// duplicate reports whether err is a primary-key or unique violation.
 	duplicate func(err error) bool
 	// retryable reports whether err aborted a transaction that can simply
@@ -84,6 +88,12 @@ var mysqlDialect = dialect{
 		" ON DUPLICATE KEY UPDATE follower_id = follower_id",
 	duplicate: func(err error) bool { return mysqlErrNumber(err) == mysqlDupEntry },
 	retryable: func(err error) bool { return mysqlErrNumber(err) == mysqlLockDeadlock },
+
+	// Assignments run left to right, so liked compares with the old
+	// version before version moves.
+	upsertLikes: " ON DUPLICATE KEY UPDATE liked = IF(VALUES(version) > version, VALUES(liked), liked)," +
+		" version = GREATEST(version, VALUES(version))",
+	upsertStats: " ON DUPLICATE KEY UPDATE like_count = like_count + VALUES(like_count), updated_at = VALUES(updated_at)",
 }
 
 // mysqlLockMigrations takes a named server lock for the current database.
@@ -141,6 +151,12 @@ var sqliteDialect = dialect{
 	},
 	// The single writer connection never deadlocks.
 	retryable: func(error) bool { return false },
+
+	upsertLikes: " ON CONFLICT (user_id, post_id) DO UPDATE SET" +
+		" liked = CASE WHEN excluded.version > likes.version THEN excluded.liked ELSE likes.liked END," +
+		" version = MAX(likes.version, excluded.version)",
+	upsertStats: " ON CONFLICT (post_id) DO UPDATE SET like_count = post_stats.like_count + excluded.like_count," +
+		" updated_at = excluded.updated_at",
 }
 
 func mustSub(fsys fs.FS, dir string) fs.FS {

@@ -174,3 +174,11 @@ func (s *Service) cacheFailed(what string, err error) {
 func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }
+
+// LivePosts returns the live posts among ids, in the order of ids, from
+// the post cache and one SQL query for the misses: for other services
+// (likes) that show posts.
+func (s *Service) LivePosts(ctx context.Context, ids []int64) ([]feed.Post, error) {
+	live, _, err := s.hydrate(ctx, ids)
+	return live, err
+}

@@ -1,0 +1,171 @@
+package feed
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"time"
+)
+
+// QueueLikes carries like events from the API to the batching writer.
+const QueueLikes = "likes"
+
+// CursorLikes pages a user's likes, newest first: position is the version
+// (the like's time in microseconds) of the last like seen. A user's
+// versions are strictly increasing, so one is an exact position.
+const CursorLikes byte = 'l'
+
+// LikeEvent is one like or unlike as the API accepted it. Version orders
+// the actions of one user: it is the action's time in microseconds, made
+// strictly increasing per user by the cache that decided the action, so
+// the writer applies a (user, post) pair's latest action whatever order
+// redeliveries arrive in.
+type LikeEvent struct {
+	User    int64 `json:"u,string"`
+	Post    int64 `json:"p,string"`
+	Liked   bool  `json:"l"`
+	Version int64 `json:"v,string"`
+}
+
+// LikeState is what a post shows one reader.
+type LikeState struct {
+	Count     int64
+	LikedByMe bool
+}
+
+// LikeEntry is one user's latest action on one post. Version 0 means the
+// user never acted on it.
+type LikeEntry struct {
+	Post    int64
+	Liked   bool
+	Version int64
+}
+
+// LikeChange is what SetLiked did.
+type LikeChange struct {
+	// Outcome says whether the cache decided, and what.
+	Outcome LikeOutcome
+	// Version is the new action's version when Outcome is LikeChanged,
+	// else the version of the state that was already there.
+	Version int64
+	// Prev is the state the change replaced, for RevertLike.
+	Prev LikeEntry
+}
+
+// LikeOutcome is the result of SetLiked.
+type LikeOutcome int
+
+const (
+	// LikeUnchanged: the state already was the one asked for.
+	LikeUnchanged LikeOutcome = iota
+	// LikeChanged: the state flipped; the caller publishes the event.
+	LikeChanged
+	// LikeCold: the user's recent set exists but does not know the post
+	// (older than its window): call again with the state SQL has.
+	LikeCold
+	// LikeAbsent: the user has no recent set: fill it from SQL and call
+	// again.
+	LikeAbsent
+)
+
+// LikeStates is a page's like state as the cache knows it.
+type LikeStates struct {
+	// Counts holds the cached counters; a post without one is a miss.
+	Counts map[int64]int64
+	// Liked holds the posts the reader likes, as far as the recent set
+	// knows.
+	Liked map[int64]bool
+	// Cold lists the posts whose state the recent set does not know: all
+	// of them when the set is absent (SetExists false).
+	Cold      []int64
+	SetExists bool
+}
+
+// LikeCache is the hot state of likes: per-post counters (kept while
+// read or written, reloaded from SQL when they expire) and per-user
+// recent sets of the newest actions, which decide idempotency on the
+// write path and answer liked_by_me on the read path. Every call touches
+// keys of one hash tag, and LikeStates is one round trip: pipelined
+// single-key commands, so Redis Cluster serves it.
+type LikeCache interface {
+	// SetLiked sets user's state of post (created at postTime) to liked,
+	// if the recent set can decide. cold, when not nil, is what SQL says
+	// of the pair, used only if the set does not know it. The set keeps
+	// the newest window actions and lives for ttl after each change.
+	SetLiked(ctx context.Context, user, post int64, postTime time.Time, liked bool, cold *LikeEntry, window int, ttl time.Duration) (LikeChange, error)
+	// RevertLike undoes a change whose event could not be published, if
+	// the pair still has that change's version.
+	RevertLike(ctx context.Context, user, post int64, ch LikeChange) error
+	// FillUserLikes creates user's recent set from SQL's newest actions
+	// (newest first) unless it exists. complete says they are all of the
+	// user's actions.
+	FillUserLikes(ctx context.Context, user int64, recent []LikeEntry, complete bool, ttl time.Duration) error
+	// AddLikeCount adds delta to post's counter if it is cached, renews
+	// its ttl, and returns the new value and whether it was cached.
+	AddLikeCount(ctx context.Context, post, delta int64, ttl time.Duration) (int64, bool, error)
+	// FillLikeCounts caches counters that are absent, for ttl.
+	FillLikeCounts(ctx context.Context, counts map[int64]int64, ttl time.Duration) error
+	// LikeStates returns, in one round trip, the cached counters of posts
+	// (renewing their ttl) and reader's state of each (reader 0: none).
+	// postTimes[i] is the creation time of posts[i].
+	LikeStates(ctx context.Context, reader int64, posts []int64, postTimes []time.Time, ttl time.Duration) (LikeStates, error)
+	// DropLikes forgets post's counter and user's recent set (tests and
+	// operators; either may be 0).
+	DropLikes(ctx context.Context, user, post int64) error
+}
+
+// LikeClockSkew is how far the cache's clock (which versions likes) and
+// the clocks that stamp post ids may disagree. A post created less than
+// this after the oldest action a recent set still holds counts as unknown
+// to the set, since its like might have been trimmed.
+const LikeClockSkew = time.Minute
+
+// Liker is one like of a post: who, and when (its version).
+type Liker struct {
+	User    User
+	Version int64
+}
+
+// LikedPost is one post a user likes, and when (the like's version).
+type LikedPost struct {
+	Post    Post
+	Version int64
+}
+
+// CursorLikers pages a post's likers, newest like first. Versions are
+// unique per user, not per post, so the position is the pair (version,
+// user id) of the last liker seen.
+const CursorLikers byte = 'k'
+
+// EncodeLikerCursor renders a likers position.
+func EncodeLikerCursor(version, user int64) string {
+	buf := make([]byte, 2, 2+2*binary.MaxVarintLen64)
+	buf[0], buf[1] = cursorVersion, CursorLikers
+	buf = binary.AppendUvarint(buf, uint64(version))
+	buf = binary.AppendUvarint(buf, uint64(user))
+	return base64.RawURLEncoding.EncodeToString(buf)
+}
+
+// DecodeLikerCursor parses a likers cursor; "" is the start (0, 0).
+func DecodeLikerCursor(s string) (version, user int64, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	bad := Errorf(EINVALID, "cursor is not valid: pass back next_cursor exactly as a previous page returned it")
+	if len(s) > 48 {
+		return 0, 0, bad
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) < 4 || raw[0] != cursorVersion || raw[1] != CursorLikers {
+		return 0, 0, bad
+	}
+	v, n := binary.Uvarint(raw[2:])
+	if n <= 0 {
+		return 0, 0, bad
+	}
+	u, m := binary.Uvarint(raw[2+n:])
+	if m <= 0 || 2+n+m != len(raw) || v == 0 || u == 0 || v > 1<<63-1 || u > 1<<63-1 {
+		return 0, 0, bad
+	}
+	return int64(v), int64(u), nil
+}

@@ -1,0 +1,268 @@
+package inmemcache
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Likes mirror rediscache's (see its likes.go): a counter per post and a
+// recent set per user of the newest actions, with the window start W
+// below which the set may have forgotten an action.
+
+var _ feed.LikeCache = (*Cache)(nil)
+
+type likeShard struct {
+	mu     sync.Mutex
+	counts map[int64]likeCount
+	users  map[int64]*likeSet
+}
+
+type likeCount struct {
+	n       int64
+	expires int64
+}
+
+type likeSet struct {
+	acts    map[int64]feed.LikeEntry
+	w       int64 // window start, microseconds; >= 1
+	top     int64 // highest version issued
+	expires int64
+}
+
+func (s *likeShard) reset() {
+	s.counts = map[int64]likeCount{}
+	s.users = map[int64]*likeSet{}
+}
+
+func (s *likeShard) sweep(now int64) {
+	for k, e := range s.counts {
+		if expired(e.expires, now) {
+			delete(s.counts, k)
+		}
+	}
+	for k, e := range s.users {
+		if expired(e.expires, now) {
+			delete(s.users, k)
+		}
+	}
+}
+
+func (s *likeShard) set(user, now int64) *likeSet {
+	u := s.users[user]
+	if u != nil && expired(u.expires, now) {
+		delete(s.users, user)
+		return nil
+	}
+	return u
+}
+
+func (s *likeShard) count(post, now int64) (likeCount, bool) {
+	e, ok := s.counts[post]
+	if ok && expired(e.expires, now) {
+		delete(s.counts, post)
+		return likeCount{}, false
+	}
+	return e, ok
+}
+
+// known reports what the set knows of post: its entry, or whether absence
+// means "never acted on" (post newer than the window).
+func (u *likeSet) known(post int64, postTime time.Time) (feed.LikeEntry, bool) {
+	if e, ok := u.acts[post]; ok {
+		return e, true
+	}
+	if postTime.UnixMicro() > u.w+feed.LikeClockSkew.Microseconds() {
+		return feed.LikeEntry{Post: post}, true
+	}
+	return feed.LikeEntry{}, false
+}
+
+// SetLiked decides a like or unlike on user's set.
+func (c *Cache) SetLiked(ctx context.Context, user, post int64, postTime time.Time, liked bool, cold *feed.LikeEntry, window int, ttl time.Duration) (feed.LikeChange, error) {
+	if c.closed.Load() {
+		return feed.LikeChange{}, errClosed
+	}
+	now := c.now()
+	s := &c.likes[shardOf(user)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.set(user, now.UnixNano())
+	if u == nil {
+		return feed.LikeChange{Outcome: feed.LikeAbsent}, nil
+	}
+	cur, ok := u.known(post, postTime)
+	if !ok {
+		if cold == nil {
+			return feed.LikeChange{Outcome: feed.LikeCold}, nil
+		}
+		cur = feed.LikeEntry{Post: post, Liked: cold.Liked, Version: cold.Version}
+	}
+	u.expires = deadline(now, ttl)
+	if cur.Liked == liked {
+		return feed.LikeChange{Outcome: feed.LikeUnchanged, Version: cur.Version, Prev: cur}, nil
+	}
+	v := max(now.UnixMicro(), u.top+1, cur.Version+1)
+	u.top = v
+	u.acts[post] = feed.LikeEntry{Post: post, Liked: liked, Version: v}
+	if len(u.acts) > max(window, 1) {
+		// Trim the oldest actions; the window start moves up to the
+		// newest one dropped.
+		for len(u.acts) > max(window, 1) {
+			oldest := feed.LikeEntry{Version: 1<<63 - 1}
+			for _, e := range u.acts {
+				if e.Version < oldest.Version {
+					oldest = e
+				}
+			}
+			delete(u.acts, oldest.Post)
+			u.w = max(u.w, oldest.Version)
+		}
+	}
+	return feed.LikeChange{Outcome: feed.LikeChanged, Version: v, Prev: cur}, nil
+}
+
+// RevertLike undoes ch if the pair still has its version.
+func (c *Cache) RevertLike(ctx context.Context, user, post int64, ch feed.LikeChange) error {
+	if c.closed.Load() {
+		return errClosed
+	}
+	s := &c.likes[shardOf(user)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.set(user, c.now().UnixNano())
+	if u == nil {
+		return nil
+	}
+	if e, ok := u.acts[post]; !ok || e.Version != ch.Version {
+		return nil
+	}
+	delete(u.acts, post)
+	if ch.Prev.Version > 0 {
+		u.acts[post] = ch.Prev
+	}
+	return nil
+}
+
+// FillUserLikes creates user's set unless it exists.
+func (c *Cache) FillUserLikes(ctx context.Context, user int64, recent []feed.LikeEntry, complete bool, ttl time.Duration) error {
+	if c.closed.Load() {
+		return errClosed
+	}
+	now := c.now()
+	s := &c.likes[shardOf(user)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.set(user, now.UnixNano()) != nil {
+		return nil
+	}
+	u := &likeSet{acts: make(map[int64]feed.LikeEntry, len(recent)), w: 1, expires: deadline(now, ttl)}
+	for _, e := range recent {
+		u.acts[e.Post] = e
+		u.top = max(u.top, e.Version)
+	}
+	if !complete && len(recent) > 0 {
+		u.w = recent[0].Version
+		for _, e := range recent {
+			u.w = min(u.w, e.Version)
+		}
+		u.w = max(u.w, 1)
+	}
+	s.users[user] = u
+	return nil
+}
+
+// AddLikeCount adds delta to a cached counter.
+func (c *Cache) AddLikeCount(ctx context.Context, post, delta int64, ttl time.Duration) (int64, bool, error) {
+	if c.closed.Load() {
+		return 0, false, errClosed
+	}
+	now := c.now()
+	s := &c.likes[shardOf(post)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.count(post, now.UnixNano())
+	if !ok {
+		return 0, false, nil
+	}
+	e.n += delta
+	e.expires = deadline(now, ttl)
+	s.counts[post] = e
+	return e.n, true, nil
+}
+
+// FillLikeCounts caches absent counters.
+func (c *Cache) FillLikeCounts(ctx context.Context, counts map[int64]int64, ttl time.Duration) error {
+	if c.closed.Load() {
+		return errClosed
+	}
+	now := c.now()
+	for post, n := range counts {
+		s := &c.likes[shardOf(post)]
+		lockAnd(&s.mu, func() {
+			if _, ok := s.count(post, now.UnixNano()); !ok {
+				s.counts[post] = likeCount{n: n, expires: deadline(now, ttl)}
+			}
+		})
+	}
+	return nil
+}
+
+// LikeStates answers a page's counters and reader's state.
+func (c *Cache) LikeStates(ctx context.Context, reader int64, posts []int64, postTimes []time.Time, ttl time.Duration) (feed.LikeStates, error) {
+	st := feed.LikeStates{Counts: make(map[int64]int64, len(posts)), Liked: map[int64]bool{}}
+	if c.closed.Load() {
+		return st, errClosed
+	}
+	now := c.now()
+	for _, post := range posts {
+		s := &c.likes[shardOf(post)]
+		lockAnd(&s.mu, func() {
+			if e, ok := s.count(post, now.UnixNano()); ok {
+				e.expires = deadline(now, ttl)
+				s.counts[post] = e
+				st.Counts[post] = e.n
+			}
+		})
+	}
+	if reader == 0 {
+		return st, nil
+	}
+	s := &c.likes[shardOf(reader)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.set(reader, now.UnixNano())
+	st.SetExists = u != nil
+	for i, post := range posts {
+		if u == nil {
+			st.Cold = append(st.Cold, post)
+			continue
+		}
+		e, ok := u.known(post, postTimes[i])
+		switch {
+		case !ok:
+			st.Cold = append(st.Cold, post)
+		case e.Liked:
+			st.Liked[post] = true
+		}
+	}
+	return st, nil
+}
+
+// DropLikes forgets post's counter and user's set.
+func (c *Cache) DropLikes(ctx context.Context, user, post int64) error {
+	if c.closed.Load() {
+		return errClosed
+	}
+	if post != 0 {
+		s := &c.likes[shardOf(post)]
+		lockAnd(&s.mu, func() { delete(s.counts, post) })
+	}
+	if user != 0 {
+		s := &c.likes[shardOf(user)]
+		lockAnd(&s.mu, func() { delete(s.users, user) })
+	}
+	return nil
+}

@@ -1,0 +1,333 @@
+package rediscache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Likes live in two kinds of keys, each its own hash tag:
+//
+//	likes:n:{<post>}  the post's like counter, a plain integer string;
+//	                  renewed by every read (GETEX) and write
+//	likes:u:{<user>}  the user's recent set: a sorted set of the newest
+//	                  actions, member "<post>" for a like and "-<post>"
+//	                  for an unlike, score the action's version (its time
+//	                  in microseconds, strictly increasing per user), and
+//	                  member "w" whose score is the window start W: the set
+//	                  knows every action on posts created after W (plus
+//	                  feed.LikeClockSkew), since an older action could only
+//	                  have been trimmed if its version was below W
+//
+// Versions are below 2^53 (microseconds until the year 2255), exact as
+// scores and as Lua numbers. W is at least 1, because ZMSCORE reports a
+// missing member as 0 through go-redis.
+
+var _ feed.LikeCache = (*Cache)(nil)
+
+// KEYS[1] the user's set. ARGV: post, want (1 like, 0 unlike), post time
+// µs, skew µs, window, ttl ms, cold given (1/0), cold liked (1/0), cold
+// version. Returns {outcome, version, prev liked, prev version}, outcome
+// as feed.LikeOutcome.
+const setLikedScript = `
+local key = KEYS[1]
+local p = ARGV[1]
+local np = '-' .. p
+local w = redis.call('ZSCORE', key, 'w')
+if not w then
+  return {3, 0, 0, 0}
+end
+local cur, curV = nil, 0
+local s = redis.call('ZSCORE', key, p)
+if s then
+  cur, curV = 1, tonumber(s)
+else
+  s = redis.call('ZSCORE', key, np)
+  if s then
+    cur, curV = 0, tonumber(s)
+  end
+end
+if not cur then
+  if tonumber(ARGV[3]) > tonumber(w) + tonumber(ARGV[4]) then
+    cur = 0
+  elseif ARGV[7] == '1' then
+    cur, curV = tonumber(ARGV[8]), tonumber(ARGV[9])
+  else
+    return {2, 0, 0, 0}
+  end
+end
+redis.call('PEXPIRE', key, ARGV[6])
+local want = tonumber(ARGV[2])
+if cur == want then
+  return {0, curV, cur, curV}
+end
+local t = redis.call('TIME')
+local v = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local top = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
+if #top == 2 and tonumber(top[2]) >= v then
+  v = tonumber(top[2]) + 1
+end
+if curV >= v then
+  v = curV + 1
+end
+if want == 1 then
+  redis.call('ZREM', key, np)
+  redis.call('ZADD', key, v, p)
+else
+  redis.call('ZREM', key, p)
+  redis.call('ZADD', key, v, np)
+end
+local window = tonumber(ARGV[5])
+local n = redis.call('ZCARD', key) - 1
+if n > window then
+  redis.call('ZREM', key, 'w')
+  local gone = redis.call('ZRANGE', key, 0, n - window - 1, 'WITHSCORES')
+  redis.call('ZREMRANGEBYRANK', key, 0, n - window - 1)
+  local nw = tonumber(w)
+  local last = tonumber(gone[#gone])
+  if last > nw then
+    nw = last
+  end
+  redis.call('ZADD', key, nw, 'w')
+end
+return {1, v, cur, curV}
+`
+
+// KEYS[1] the user's set. ARGV: post, liked (1/0) of the change, its
+// version, prev liked, prev version.
+const revertLikeScript = `
+local key = KEYS[1]
+local p = ARGV[1]
+local np = '-' .. p
+local m = np
+if ARGV[2] == '1' then
+  m = p
+end
+local s = redis.call('ZSCORE', key, m)
+if not s or tonumber(s) ~= tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('ZREM', key, m)
+if tonumber(ARGV[5]) > 0 then
+  if ARGV[4] == '1' then
+    redis.call('ZADD', key, ARGV[5], p)
+  else
+    redis.call('ZADD', key, ARGV[5], np)
+  end
+end
+return 1
+`
+
+// KEYS[1] the user's set. ARGV: ttl ms, w, then score, member pairs.
+const fillLikesScript = `
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+redis.call('ZADD', KEYS[1], ARGV[2], 'w')
+for i = 3, #ARGV, 500 do
+  redis.call('ZADD', KEYS[1], unpack(ARGV, i, math.min(i + 499, #ARGV)))
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+`
+
+// KEYS[1] a counter. ARGV: delta, ttl ms.
+const addCountScript = `
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {0, 0}
+end
+local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {1, n}
+`
+
+var (
+	setLiked   = redis.NewScript(setLikedScript)
+	revertLike = redis.NewScript(revertLikeScript)
+	fillLikes  = redis.NewScript(fillLikesScript)
+	addCount   = redis.NewScript(addCountScript)
+)
+
+func (c *Cache) likeUserKey(user int64) string {
+	return c.likesKey + "u:{" + strconv.FormatInt(user, 10) + "}"
+}
+
+func (c *Cache) likeCountKey(post int64) string {
+	return c.likesKey + "n:{" + strconv.FormatInt(post, 10) + "}"
+}
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// SetLiked decides a like or unlike in one script on the user's set.
+func (c *Cache) SetLiked(ctx context.Context, user, post int64, postTime time.Time, liked bool, cold *feed.LikeEntry, window int, ttl time.Duration) (feed.LikeChange, error) {
+	coldGiven, coldLiked, coldVersion := "0", "0", int64(0)
+	if cold != nil {
+		coldGiven, coldLiked, coldVersion = "1", boolArg(cold.Liked), cold.Version
+	}
+	res, err := setLiked.Run(ctx, c.client, []string{c.likeUserKey(user)},
+		post, boolArg(liked), micros(postTime), feed.LikeClockSkew.Microseconds(), max(window, 1), ms(ttl),
+		coldGiven, coldLiked, coldVersion).Int64Slice()
+	if err != nil {
+		return feed.LikeChange{}, fmt.Errorf("rediscache: set like of %d on %d: %w", user, post, err)
+	}
+	if len(res) != 4 {
+		return feed.LikeChange{}, fmt.Errorf("rediscache: set like of %d on %d: script returned %v", user, post, res)
+	}
+	return feed.LikeChange{
+		Outcome: feed.LikeOutcome(res[0]),
+		Version: res[1],
+		Prev:    feed.LikeEntry{Post: post, Liked: res[2] == 1, Version: res[3]},
+	}, nil
+}
+
+// RevertLike undoes ch if the pair still has its version.
+func (c *Cache) RevertLike(ctx context.Context, user, post int64, ch feed.LikeChange) error {
+	// The change set the opposite of Prev.
+	err := revertLike.Run(ctx, c.client, []string{c.likeUserKey(user)},
+		post, boolArg(!ch.Prev.Liked), ch.Version, boolArg(ch.Prev.Liked), ch.Prev.Version).Err()
+	if err != nil {
+		return fmt.Errorf("rediscache: revert like of %d on %d: %w", user, post, err)
+	}
+	return nil
+}
+
+// FillUserLikes creates user's set unless it exists.
+func (c *Cache) FillUserLikes(ctx context.Context, user int64, recent []feed.LikeEntry, complete bool, ttl time.Duration) error {
+	w := windowStart(recent, complete)
+	args := make([]any, 0, 2+2*len(recent))
+	args = append(args, ms(ttl), w)
+	for _, e := range recent {
+		m := strconv.FormatInt(e.Post, 10)
+		if !e.Liked {
+			m = "-" + m
+		}
+		args = append(args, e.Version, m)
+	}
+	if err := fillLikes.Run(ctx, c.client, []string{c.likeUserKey(user)}, args...).Err(); err != nil {
+		return fmt.Errorf("rediscache: fill likes of %d: %w", user, err)
+	}
+	return nil
+}
+
+// windowStart is W of a set filled with recent: 1 when it is every
+// action, else the oldest version it holds.
+func windowStart(recent []feed.LikeEntry, complete bool) int64 {
+	if complete || len(recent) == 0 {
+		return 1
+	}
+	w := recent[0].Version
+	for _, e := range recent {
+		w = min(w, e.Version)
+	}
+	return max(w, 1)
+}
+
+// AddLikeCount adds delta to a cached counter.
+func (c *Cache) AddLikeCount(ctx context.Context, post, delta int64, ttl time.Duration) (int64, bool, error) {
+	res, err := addCount.Run(ctx, c.client, []string{c.likeCountKey(post)}, delta, ms(ttl)).Int64Slice()
+	if err != nil || len(res) != 2 {
+		return 0, false, fmt.Errorf("rediscache: add %d to like count of %d: %w %v", delta, post, err, res)
+	}
+	return res[1], res[0] == 1, nil
+}
+
+// FillLikeCounts sets absent counters, in one pipeline.
+func (c *Cache) FillLikeCounts(ctx context.Context, counts map[int64]int64, ttl time.Duration) error {
+	if len(counts) == 0 {
+		return nil
+	}
+	p := c.client.Pipeline()
+	for post, n := range counts {
+		p.SetNX(ctx, c.likeCountKey(post), n, max(ttl, 0))
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return fmt.Errorf("rediscache: fill %d like counts: %w", len(counts), err)
+	}
+	return nil
+}
+
+// LikeStates is one pipeline: a GETEX per post and one ZMSCORE of the
+// reader's set, asking for the window start and both members of each
+// post.
+func (c *Cache) LikeStates(ctx context.Context, reader int64, posts []int64, postTimes []time.Time, ttl time.Duration) (feed.LikeStates, error) {
+	st := feed.LikeStates{Counts: make(map[int64]int64, len(posts)), Liked: map[int64]bool{}}
+	if len(posts) == 0 {
+		st.SetExists = reader != 0
+		return st, nil
+	}
+	p := c.client.Pipeline()
+	counts := make([]*redis.StringCmd, len(posts))
+	for i, post := range posts {
+		counts[i] = p.GetEx(ctx, c.likeCountKey(post), max(ttl, 0))
+	}
+	var scores *redis.FloatSliceCmd
+	if reader != 0 {
+		members := make([]string, 0, 1+2*len(posts))
+		members = append(members, "w")
+		for _, post := range posts {
+			members = append(members, strconv.FormatInt(post, 10))
+		}
+		for _, post := range posts {
+			members = append(members, "-"+strconv.FormatInt(post, 10))
+		}
+		scores = p.ZMScore(ctx, c.likeUserKey(reader), members...)
+	}
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return st, fmt.Errorf("rediscache: like states of %d posts: %w", len(posts), err)
+	}
+	for i, cmd := range counts {
+		if n, err := cmd.Int64(); err == nil {
+			st.Counts[posts[i]] = n
+		}
+	}
+	if reader == 0 {
+		return st, nil
+	}
+	sc, err := scores.Result()
+	if err != nil || len(sc) != 1+2*len(posts) {
+		return st, fmt.Errorf("rediscache: likes of %d: %w", reader, err)
+	}
+	w := sc[0]
+	st.SetExists = w > 0
+	for i, post := range posts {
+		switch {
+		case !st.SetExists:
+			st.Cold = append(st.Cold, post)
+		case sc[1+i] > 0:
+			st.Liked[post] = true
+		case sc[1+len(posts)+i] > 0:
+		case float64(micros(postTimes[i])) > w+float64(feed.LikeClockSkew.Microseconds()):
+		default:
+			st.Cold = append(st.Cold, post)
+		}
+	}
+	return st, nil
+}
+
+// DropLikes deletes post's counter and user's set.
+func (c *Cache) DropLikes(ctx context.Context, user, post int64) error {
+	p := c.client.Pipeline()
+	if post != 0 {
+		p.Del(ctx, c.likeCountKey(post))
+	}
+	if user != 0 {
+		p.Del(ctx, c.likeUserKey(user))
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return fmt.Errorf("rediscache: drop likes: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,311 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// likeBatch is what ApplyLikes did.
+type likeBatch struct {
+	// Deltas is how much each post's like count moved: the likes rows
+	// that actually turned liked minus those that turned unliked.
+	Deltas map[int64]int64
+	// Rows is how many likes rows were written; Writes how many write
+	// statements it took (the batching ratio's numerator).
+	Rows, Writes int
+}
+
+// likePairsPerSelect bounds the (user, post) pairs of one locking read.
+const likePairsPerSelect = 250
+
+type likePair struct{ user, post int64 }
+
+// ApplyLikes writes a batch of like events in one transaction, and is
+// idempotent: applying a batch again, or any of its events in any order,
+// ends in the same rows and counts.
+//
+// Per (user, post) only the event with the highest version counts, and
+// only if it is newer than the stored row: an unlike delivered twice, or
+// a like redelivered after a newer unlike, changes nothing. The rows of
+// the batch's pairs are read with a lock first (on MySQL FOR UPDATE,
+// which also locks the gaps of absent pairs, so concurrent writers in
+// other processes serialize on shared pairs; on SQLite the transaction is
+// the only writer), so each post's delta is the number of rows that
+// really flipped. Then one multi-row upsert writes the rows (an unlike is
+// kept as a tombstone row, so that the version survives it), and one
+// multi-row upsert moves every touched post's stats row by its delta:
+// two write statements per batch of up to 500 pairs.
+//
+// It returns each post's delta (posts that did not move are left out) and
+// the number of write statements it ran.
+func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas map[int64]int64, writes int, err error) {
+	latest := make(map[likePair]feed.LikeEvent, len(evs))
+	for _, ev := range evs {
+		k := likePair{ev.User, ev.Post}
+		if cur, ok := latest[k]; !ok || ev.Version > cur.Version {
+			latest[k] = ev
+		}
+	}
+	pairs := make([]likePair, 0, len(latest))
+	for k := range latest {
+		pairs = append(pairs, k)
+	}
+	// One lock order for every writer, so that two batches sharing pairs
+	// queue instead of deadlocking (gap locks still can; write retries).
+	slices.SortFunc(pairs, func(a, b likePair) int {
+		return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(a.post, b.post))
+	})
+	var out likeBatch
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		out = likeBatch{Deltas: map[int64]int64{}}
+		type row struct {
+			liked   bool
+			version int64
+		}
+		stored := make(map[likePair]row, len(pairs))
+		for start := 0; start < len(pairs); start += likePairsPerSelect {
+			chunk := pairs[start:min(start+likePairsPerSelect, len(pairs))]
+			args := make([]any, 0, 2*len(chunk))
+			conds := make([]string, len(chunk))
+			for i, p := range chunk {
+				conds[i] = "(user_id = ? AND post_id = ?)"
+				args = append(args, p.user, p.post)
+			}
+			rows, err := tx.QueryContext(ctx, "SELECT user_id, post_id, liked, version FROM likes WHERE "+
+				strings.Join(conds, " OR ")+s.d.forUpdate, args...)
+			if err != nil {
+				return fmt.Errorf("lock %d pairs: %w", len(chunk), err)
+			}
+			for rows.Next() {
+				var p likePair
+				var r row
+				if err := rows.Scan(&p.user, &p.post, &r.liked, &r.version); err != nil {
+					rows.Close()
+					return err
+				}
+				stored[p] = r
+			}
+			if err := rows.Close(); err != nil {
+				return err
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		var vals []any
+		for _, p := range pairs {
+			ev := latest[p]
+			r, ok := stored[p]
+			if ok && r.version >= ev.Version {
+				continue // stale or repeated
+			}
+			switch {
+			case ev.Liked && !r.liked:
+				out.Deltas[p.post]++
+			case !ev.Liked && r.liked:
+				out.Deltas[p.post]--
+			}
+			vals = append(vals, p.user, p.post, ev.Liked, ev.Version)
+		}
+		for start := 0; start < len(vals); start += 4 * chunkSize {
+			chunk := vals[start:min(start+4*chunkSize, len(vals))]
+			n := len(chunk) / 4
+			if _, err := tx.ExecContext(ctx, "INSERT INTO likes (user_id, post_id, liked, version) VALUES "+
+				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", n), ", ")+s.d.upsertLikes, chunk...); err != nil {
+				return fmt.Errorf("write %d likes rows: %w", n, err)
+			}
+			out.Rows += n
+			out.Writes++
+		}
+		var stats []any
+		now := millis(time.Now())
+		posts := make([]int64, 0, len(out.Deltas))
+		for post, d := range out.Deltas {
+			if d != 0 {
+				posts = append(posts, post)
+			}
+		}
+		slices.Sort(posts)
+		for _, post := range posts {
+			stats = append(stats, post, out.Deltas[post], now)
+		}
+		for start := 0; start < len(stats); start += 3 * chunkSize {
+			chunk := stats[start:min(start+3*chunkSize, len(stats))]
+			n := len(chunk) / 3
+			if _, err := tx.ExecContext(ctx, "INSERT INTO post_stats (post_id, like_count, updated_at) VALUES "+
+				strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", n), ", ")+s.d.upsertStats, chunk...); err != nil {
+				return fmt.Errorf("move %d like counts: %w", n, err)
+			}
+			out.Writes++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("sqlstore: apply %d like events: %w", len(evs), err)
+	}
+	for post, d := range out.Deltas {
+		if d == 0 {
+			delete(out.Deltas, post)
+		}
+	}
+	return out.Deltas, out.Writes, nil
+}
+
+// LikeCounts returns the like counts of posts; a post nobody liked is 0.
+func (s *Store) LikeCounts(ctx context.Context, posts []int64) (map[int64]int64, error) {
+	counts := make(map[int64]int64, len(posts))
+	for _, id := range posts {
+		counts[id] = 0
+	}
+	for _, chunk := range chunks(posts) {
+		err := func() error {
+			rows, err := s.rdb.QueryContext(ctx,
+				"SELECT post_id, like_count FROM post_stats WHERE post_id IN ("+placeholders(len(chunk))+")", chunk...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id, n int64
+				if err := rows.Scan(&id, &n); err != nil {
+					return err
+				}
+				counts[id] = n
+			}
+			return rows.Err()
+		}()
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: like counts of %d posts: %w", len(posts), err)
+		}
+	}
+	return counts, nil
+}
+
+// UserLikeEntries returns, in one query, user's newest recentN actions
+// (newest first; complete when they are all there are) and user's actions
+// on posts (absent: never acted). recentN 0 skips the first part.
+func (s *Store) UserLikeEntries(ctx context.Context, user int64, recentN int, posts []int64) (recent []feed.LikeEntry, complete bool, on map[int64]feed.LikeEntry, err error) {
+	on = map[int64]feed.LikeEntry{}
+	var parts []string
+	var args []any
+	if recentN > 0 {
+		parts = append(parts, "SELECT post_id, liked, version, 0 AS part FROM ("+
+			"SELECT post_id, liked, version FROM likes WHERE user_id = ? ORDER BY version DESC LIMIT ?) recent")
+		args = append(args, user, recentN)
+	}
+	if len(posts) > 0 {
+		if len(posts) > chunkSize {
+			return nil, false, nil, fmt.Errorf("sqlstore: likes of %d on %d posts: at most %d at once", user, len(posts), chunkSize)
+		}
+		parts = append(parts, "SELECT post_id, liked, version, 1 AS part FROM likes WHERE user_id = ? AND post_id IN ("+
+			placeholders(len(posts))+")")
+		args = append(args, user)
+		for _, p := range posts {
+			args = append(args, p)
+		}
+	}
+	if len(parts) == 0 {
+		return nil, true, on, nil
+	}
+	rows, err := s.rdb.QueryContext(ctx, strings.Join(parts, " UNION ALL "), args...)
+	if err != nil {
+		return nil, false, nil, fmt.Errorf("sqlstore: likes of %d: %w", user, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e feed.LikeEntry
+		var part int
+		if err := rows.Scan(&e.Post, &e.Liked, &e.Version, &part); err != nil {
+			return nil, false, nil, fmt.Errorf("sqlstore: likes of %d: %w", user, err)
+		}
+		if part == 0 {
+			recent = append(recent, e)
+		} else {
+			on[e.Post] = e
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, nil, fmt.Errorf("sqlstore: likes of %d: %w", user, err)
+	}
+	// The derived table's order does not survive the union.
+	slices.SortFunc(recent, func(a, b feed.LikeEntry) int { return cmp.Compare(b.Version, a.Version) })
+	return recent, len(recent) < recentN, on, nil
+}
+
+// UserLikes returns up to n of the posts user likes, liked before version
+// before (0: from the newest), newest like first, with their versions.
+func (s *Store) UserLikes(ctx context.Context, user, before int64, n int) ([]feed.LikeEntry, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT post_id, version FROM likes
+		WHERE user_id = ? AND version < ? AND liked = 1 ORDER BY version DESC LIMIT ?`, user, upperBound(before), n)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: likes of %d before %d: %w", user, before, err)
+	}
+	defer rows.Close()
+	var out []feed.LikeEntry
+	for rows.Next() {
+		e := feed.LikeEntry{Liked: true}
+		if err := rows.Scan(&e.Post, &e.Version); err != nil {
+			return nil, fmt.Errorf("sqlstore: likes of %d: %w", user, err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// PostLikers returns up to n users who like post and the versions of
+// their likes, newest like first,
+// starting strictly after the position (version, user) of the last one
+// seen (0, 0: from the newest).
+func (s *Store) PostLikers(ctx context.Context, post, version, user int64, n int) (users, versions []int64, err error) {
+	if version == 0 {
+		version, user = upperBound(0), upperBound(0)
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT user_id, version FROM likes
+		WHERE post_id = ? AND liked = 1 AND (version < ? OR (version = ? AND user_id < ?))
+		ORDER BY version DESC, user_id DESC LIMIT ?`, post, version, version, user, n)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlstore: likers of %d: %w", post, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u, v int64
+		if err := rows.Scan(&u, &v); err != nil {
+			return nil, nil, fmt.Errorf("sqlstore: likers of %d: %w", post, err)
+		}
+		users, versions = append(users, u), append(versions, v)
+	}
+	return users, versions, rows.Err()
+}
+
+// TopLiked returns up to n live posts created at or after since with the
+// most likes, most first (ties: newest first), and their counts. Every
+// like reaches post_stats through the batch writer, so no post's count
+// can starve here, however it ranks.
+func (s *Store) TopLiked(ctx context.Context, since time.Time, n int) ([]int64, map[int64]int64, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT s.post_id, s.like_count FROM post_stats s
+		JOIN posts p ON p.id = s.post_id
+		WHERE s.post_id >= ? AND s.like_count > 0 AND p.deleted_at IS NULL
+		ORDER BY s.like_count DESC, s.post_id DESC LIMIT ?`, feed.MinIDAt(since), n)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlstore: top liked since %v: %w", since, err)
+	}
+	defer rows.Close()
+	var ids []int64
+	counts := map[int64]int64{}
+	for rows.Next() {
+		var id, c int64
+		if err := rows.Scan(&id, &c); err != nil {
+			return nil, nil, fmt.Errorf("sqlstore: top liked: %w", err)
+		}
+		ids = append(ids, id)
+		counts[id] = c
+	}
+	return ids, counts, rows.Err()
+}
