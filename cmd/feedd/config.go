@@ -64,6 +64,10 @@ type config struct {
 	switchPoll      time.Duration
 	hotPosts        int
 	hotPostTTL      time.Duration
+
+	// Likes (README, "Likes").
+	likeBatch  int
+	likeLinger time.Duration
 }
 
 var roles = map[string]string{
@@ -145,6 +149,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	var mode string
 	str(&mode, "fanout-mode", "hybrid", "timeline model: push, pull, or hybrid (push below the pull threshold, pull above)")
 	num(&c.pullAt, "pull-threshold", 100_000, "in hybrid mode, authors with at least this many followers are pulled at read time, not fanned out (back to push below 90% of it)")
+	num(&c.likeBatch, "like-batch", 500, "like events written to SQL in one batch at most")
+	dur(&c.likeLinger, "like-linger", 500*time.Millisecond, "with RabbitMQ, how long a batch of like events waits to fill before it is written")
 	boolean(&c.autoMigrate, "auto-migrate", true, "apply SQL migrations at start (they are idempotent)")
 	str(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	str(&c.logFormat, "log-format", "json", "json (one object per line, with request_id) or text")
@@ -220,7 +226,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}{{"inbox-max", c.inboxMax}, {"direct-fanout", c.directFanout}, {"batch-size", c.batchSize}, {"workers", c.workers}, {"relay-workers", c.relayWorkers}, {"active-days", c.activeDays}, {"pull-threshold", c.pullAt},
 		{"rate-users", c.rateUsers}, {"max-inflight-reads", c.maxReads}, {"max-inflight-writes", c.maxWrites},
 		{"breaker-failures", c.breakerFailures}, {"sql-read-conns", c.sqlReadConns}, {"sql-write-conns", c.sqlWriteConns},
-		{"sql-work-conns", c.sqlWorkConns}, {"relay-max-pending", c.relayMaxPending}, {"tasks-max-pending", c.tasksMaxPending}} {
+		{"sql-work-conns", c.sqlWorkConns}, {"relay-max-pending", c.relayMaxPending}, {"tasks-max-pending", c.tasksMaxPending},
+		{"like-batch", c.likeBatch}} {
 		if v.n <= 0 {
 			return c, fmt.Errorf("%s must be positive, got %d", v.name, v.n)
 		}

@@ -38,6 +38,9 @@ type deps struct {
 	// never wait for it.
 	workStore *sqlstore.Store
 	cache     feed.Cache
+	// likes is the like counters and recent sets: the same backend as
+	// cache.
+	likes feed.LikeCache
 	// outboxes caches pulled authors' newest post ids: the inbox
 	// structure in its own key space (nil unless the mode is hybrid).
 	outboxes      feed.Cache
@@ -168,7 +171,8 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 			return nil, fmt.Errorf("FEEDD_REDIS_URL: %w", err)
 		}
 		redisCounter = rediscache.CountCommands(client)
-		d.cache = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax})
+		rc := rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax})
+		d.cache, d.likes = rc, rc
 		if err := d.cache.Ping(ctx); err != nil {
 			return nil, fmt.Errorf("redis: %w", err)
 		}
@@ -177,7 +181,8 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 			d.outboxes = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix + "ob:", InboxMax: outboxMax})
 		}
 	} else {
-		d.cache = inmemcache.New(inmemcache.Options{InboxMax: cfg.inboxMax})
+		mc := inmemcache.New(inmemcache.Options{InboxMax: cfg.inboxMax})
+		d.cache, d.likes = mc, mc
 		if cfg.fanoutMode == feed.ModeHybrid {
 			d.outboxes = inmemcache.New(inmemcache.Options{InboxMax: outboxMax})
 			d.closeOutboxes = true

@@ -180,7 +180,7 @@ func deleteQueues(t *testing.T, url, prefix string) {
 		return
 	}
 	defer conn.Close()
-	for _, q := range []string{feed.QueuePosts, feed.QueueTasks} {
+	for _, q := range []string{feed.QueuePosts, feed.QueueTasks, feed.QueueLikes} {
 		for _, name := range []string{prefix + q, prefix + q + ".dead"} {
 			// A channel per delete: a failed one closes its channel.
 			if ch, err := conn.Channel(); err == nil {

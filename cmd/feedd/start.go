@@ -21,6 +21,7 @@ import (
 	"github.com/feedd/feedd/internal/fanout"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/httpapi"
+	"github.com/feedd/feedd/internal/likes"
 	"github.com/feedd/feedd/internal/limit"
 	"github.com/feedd/feedd/internal/relay"
 	"github.com/feedd/feedd/internal/timeline"
@@ -89,7 +90,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			}),
 			Shed:     limit.NewShedder(map[limit.Class]int{limit.Read: cfg.maxReads, limit.Write: cfg.maxWrites}, cfg.shedWait),
 			Switches: switches,
-		}, svc, d.reg, metrics)
+		}, api{svc, newLikes(cfg, d, logger, svc)}, d.reg, metrics)
 	} else {
 		handler = httpapi.NewOps(logger, workReady, metrics)
 	}
@@ -127,6 +128,14 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 				errs <- fmt.Errorf("workers: %w", err)
 			}
 		})
+		if likesViaBroker(cfg) {
+			w := likes.NewWriter(logger, likes.WriterConfig{MaxBatch: cfg.likeBatch, Linger: cfg.likeLinger}, d.store, d.reg)
+			work.Go(func() {
+				if err := d.broker.Consume(workCtx, feed.QueueLikes, feed.ConsumeOptions{Concurrency: w.Concurrency()}, w.Handle); err != nil {
+					errs <- fmt.Errorf("likes writer: %w", err)
+				}
+			})
+		}
 	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -204,6 +213,33 @@ func pingAll(ctx context.Context, checks []feed.Check, pings ...func(context.Con
 	}
 	wg.Wait()
 	return checks
+}
+
+// api is the API's Service: the timeline and the likes.
+type api struct {
+	*timeline.Service
+	*likesService
+}
+
+// likesService is an alias so that api can embed both services (the
+// embedded field takes the alias's name).
+type likesService = likes.Service
+
+// likesViaBroker reports whether like events travel through RabbitMQ to
+// a batching consumer. The in-process queue dies with the process, so
+// without RabbitMQ a like is written (group-committed) before the API
+// answers instead.
+func likesViaBroker(cfg config) bool { return cfg.amqpURL != "" }
+
+func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts) *likes.Service {
+	var publish likes.Publisher
+	if likesViaBroker(cfg) {
+		publish = likes.BrokerPublisher(d.broker)
+	} else {
+		w := likes.NewWriter(logger, likes.WriterConfig{MaxBatch: cfg.likeBatch}, d.store, d.reg)
+		publish = w.Submit
+	}
+	return likes.New(logger, likes.Config{}, d.store, d.likes, posts, publish, d.reg)
 }
 
 // inboxesOrNil keeps a nil cache a nil interface.

@@ -34,6 +34,8 @@ type fakeService struct {
 	fail     map[string]error         // method -> error it returns
 	panicOn  map[string]bool          // method -> it panics
 	readyErr error
+	likes    map[int64]map[int64]int64 // post -> liker -> like sequence
+	likeSeq  int64
 }
 
 func newFakeService(now time.Time) *fakeService {
@@ -331,3 +333,124 @@ func (f *fakeService) Ready(ctx context.Context) error {
 }
 
 var _ Service = (*fakeService)(nil)
+
+// likesOf returns post's likers, creating the map; the caller holds the
+// lock.
+func (f *fakeService) likesOf(post int64) map[int64]int64 {
+	if f.likes == nil {
+		f.likes = map[int64]map[int64]int64{}
+	}
+	if f.likes[post] == nil {
+		f.likes[post] = map[int64]int64{}
+	}
+	return f.likes[post]
+}
+
+func (f *fakeService) setLike(method string, user, post int64, liked bool) (feed.LikeState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(method, user, post); err != nil {
+		return feed.LikeState{}, err
+	}
+	p, ok := f.posts[post]
+	if !ok || p.Deleted {
+		return feed.LikeState{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", post)
+	}
+	likers := f.likesOf(post)
+	if liked {
+		if _, ok := likers[user]; !ok {
+			f.likeSeq++
+			likers[user] = f.likeSeq
+		}
+	} else {
+		delete(likers, user)
+	}
+	return feed.LikeState{Count: int64(len(likers)), LikedByMe: liked}, nil
+}
+
+func (f *fakeService) Like(ctx context.Context, user, post int64) (feed.LikeState, error) {
+	return f.setLike("Like", user, post, true)
+}
+
+func (f *fakeService) Unlike(ctx context.Context, user, post int64) (feed.LikeState, error) {
+	return f.setLike("Unlike", user, post, false)
+}
+
+// LikeStates is not recorded: every post-showing route calls it, and the
+// call logs of the other tests name the call that chose the posts.
+func (f *fakeService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail["LikeStates"]; err != nil {
+		return nil, err
+	}
+	out := map[int64]feed.LikeState{}
+	for _, p := range posts {
+		likers := f.likesOf(p.ID)
+		_, mine := likers[viewer]
+		out[p.ID] = feed.LikeState{Count: int64(len(likers)), LikedByMe: mine}
+	}
+	return out, nil
+}
+
+func (f *fakeService) PostLikers(ctx context.Context, post, version, user int64, n int) ([]feed.Liker, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("PostLikers", post, version, user, n); err != nil {
+		return nil, false, err
+	}
+	if p, ok := f.posts[post]; !ok || p.Deleted {
+		return nil, false, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", post)
+	}
+	var out []feed.Liker
+	for u, v := range f.likesOf(post) {
+		if version == 0 || v < version {
+			out = append(out, feed.Liker{User: f.users[u], Version: v})
+		}
+	}
+	slices.SortFunc(out, func(a, b feed.Liker) int { return cmp.Compare(b.Version, a.Version) })
+	if len(out) > n {
+		return out[:n], true, nil
+	}
+	return out, false, nil
+}
+
+func (f *fakeService) UserLikes(ctx context.Context, user, before int64, n int) ([]feed.LikedPost, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("UserLikes", user, before, n); err != nil {
+		return nil, false, err
+	}
+	if _, ok := f.users[user]; !ok {
+		return nil, false, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
+	}
+	var out []feed.LikedPost
+	for post, likers := range f.likes {
+		if v, ok := likers[user]; ok && (before == 0 || v < before) {
+			out = append(out, feed.LikedPost{Post: f.posts[post], Version: v})
+		}
+	}
+	slices.SortFunc(out, func(a, b feed.LikedPost) int { return cmp.Compare(b.Version, a.Version) })
+	if len(out) > n {
+		return out[:n], true, nil
+	}
+	return out, false, nil
+}
+
+func (f *fakeService) TopPosts(ctx context.Context, window time.Duration, n int) ([]feed.Post, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("TopPosts", window, n); err != nil {
+		return nil, err
+	}
+	var out []feed.Post
+	for post, likers := range f.likes {
+		if p, ok := f.posts[post]; ok && !p.Deleted && len(likers) > 0 {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b feed.Post) int {
+		return cmp.Or(cmp.Compare(len(f.likes[b.ID]), len(f.likes[a.ID])), cmp.Compare(b.ID, a.ID))
+	})
+	return out[:min(n, len(out))], nil
+}

@@ -250,7 +250,7 @@ func checkPost(t *testing.T, v any) map[string]any {
 	if !ok {
 		t.Fatalf("post = %v; want an object", v)
 	}
-	if got, want := keys(p), []string{"author_id", "content", "created_at", "id"}; !slices.Equal(got, want) {
+	if got, want := keys(p), []string{"author_id", "content", "created_at", "id", "like_count", "liked_by_me"}; !slices.Equal(got, want) {
 		t.Errorf("post keys = %q; want %q", got, want)
 	}
 	for _, k := range []string{"id", "author_id", "content", "created_at"} {
@@ -260,6 +260,12 @@ func checkPost(t *testing.T, v any) map[string]any {
 	}
 	if ts, _ := p["created_at"].(string); !timeRE.MatchString(ts) {
 		t.Errorf("post created_at = %q; want RFC 3339 UTC with milliseconds", ts)
+	}
+	if _, ok := p["like_count"].(float64); !ok {
+		t.Errorf("post like_count = %#v; want a number", p["like_count"])
+	}
+	if _, ok := p["liked_by_me"].(bool); !ok {
+		t.Errorf("post liked_by_me = %#v; want a boolean", p["liked_by_me"])
 	}
 	return p
 }
@@ -945,7 +951,7 @@ func TestRouting(t *testing.T) {
 		}
 	})
 	t.Run("404", func(t *testing.T) {
-		for _, path := range []string{"/", "/nope", "/v1", "/v1/users/1/likes", "/v1/users/", "/v2/users/1"} {
+		for _, path := range []string{"/", "/nope", "/v1", "/v1/users/1/nope", "/v1/users/", "/v2/users/1"} {
 			r := e.do(req{method: "GET", path: path, token: alices})
 			wantStatus(t, r, http.StatusNotFound)
 			if got, want := r.errorCode(t), "not_found"; got != want {

@@ -20,6 +20,9 @@ type postJSON struct {
 	AuthorID  string `json:"author_id"`
 	Content   string `json:"content"`
 	CreatedAt string `json:"created_at"`
+	// Every post a client sees carries its likes (likes.go).
+	LikeCount int64 `json:"like_count"`
+	LikedByMe bool  `json:"liked_by_me"`
 }
 
 func toPostJSON(p feed.Post) postJSON {
@@ -31,12 +34,23 @@ func toPostJSON(p feed.Post) postJSON {
 	}
 }
 
+func toPostJSONLikes(p feed.Post, st feed.LikeState) postJSON {
+	j := toPostJSON(p)
+	j.LikeCount, j.LikedByMe = st.Count, st.LikedByMe
+	return j
+}
+
 // postPage renders a page of posts. A deleted post never reaches a client,
 // even if a cache handed the service a stale one.
 func postPage(posts []feed.Post, more bool) pageJSON[postJSON] {
+	return postPageLikes(posts, more, nil)
+}
+
+// postPageLikes is postPage with each post's likes from states.
+func postPageLikes(posts []feed.Post, more bool, states map[int64]feed.LikeState) pageJSON[postJSON] {
 	return newPage(posts, more, feed.CursorFeed,
 		func(p feed.Post) int64 { return p.ID },
-		func(p feed.Post) (postJSON, bool) { return toPostJSON(p), !p.Deleted })
+		func(p feed.Post) (postJSON, bool) { return toPostJSONLikes(p, states[p.ID]), !p.Deleted })
 }
 
 type createPostRequest struct {
@@ -95,7 +109,12 @@ func handlePostGet(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		encode(w, http.StatusOK, toPostJSON(p))
+		states, err := svc.LikeStates(r.Context(), viewerFrom(r.Context()), []feed.Post{p})
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		encode(w, http.StatusOK, toPostJSONLikes(p, states[p.ID]))
 	})
 }
 
@@ -136,7 +155,12 @@ func handleAuthorPosts(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		encode(w, http.StatusOK, postPage(posts, more))
+		states, err := svc.LikeStates(r.Context(), viewerFrom(r.Context()), posts)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		encode(w, http.StatusOK, postPageLikes(posts, more, states))
 	})
 }
 
@@ -158,7 +182,12 @@ func handleFeed(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		page := postPage(posts, more)
+		states, err := svc.LikeStates(ctx, me, posts)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		page := postPageLikes(posts, more, states)
 		page.Degraded = notes.Degraded()
 		encode(w, http.StatusOK, page)
 	})

@@ -55,6 +55,8 @@ type Service interface {
 	Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error)
 	// Ready returns nil when every backend answers.
 	Ready(ctx context.Context) error
+	// Likes are the likes operations (likes.go).
+	Likes
 }
 
 // checker is a Service that reports each dependency by name, for /readyz;

@@ -1,0 +1,213 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Likes is what the API needs of the likes service.
+type Likes interface {
+	// Like and Unlike set the actor's like of a post, idempotently, and
+	// return the post's count and the actor's state; ENOTFOUND for an
+	// unknown or deleted post.
+	Like(ctx context.Context, user, post int64) (feed.LikeState, error)
+	Unlike(ctx context.Context, user, post int64) (feed.LikeState, error)
+	// LikeStates returns the count of each post and whether viewer (0:
+	// nobody) likes it.
+	LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error)
+	// PostLikers pages a post's likers after the position (version, user),
+	// newest first.
+	PostLikers(ctx context.Context, post, version, user int64, n int) ([]feed.Liker, bool, error)
+	// UserLikes pages the posts a user likes below version before, newest
+	// like first; a deleted post comes back with ID 0.
+	UserLikes(ctx context.Context, user, before int64, n int) ([]feed.LikedPost, bool, error)
+	// TopPosts returns the most liked posts created within window.
+	TopPosts(ctx context.Context, window time.Duration, n int) ([]feed.Post, error)
+}
+
+// viewerFrom is the user whose liked_by_me a response shows: the token's
+// user, or nobody (0) for the admin.
+func viewerFrom(ctx context.Context) int64 {
+	me, _ := actorFrom(ctx)
+	return me
+}
+
+type likeJSON struct {
+	LikeCount int64 `json:"like_count"`
+	LikedByMe bool  `json:"liked_by_me"`
+}
+
+func handleLike(svc Service, liked bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		me, ok := actorFrom(r.Context())
+		if !ok {
+			respondError(w, errNoActor)
+			return
+		}
+		id, err := pathID(r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		var st feed.LikeState
+		if liked {
+			st, err = svc.Like(r.Context(), me, id)
+		} else {
+			st, err = svc.Unlike(r.Context(), me, id)
+		}
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		encode(w, http.StatusOK, likeJSON{LikeCount: st.Count, LikedByMe: st.LikedByMe})
+	})
+}
+
+func handlePostLikers(svc Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		// The limit check of pageQuery, with a cursor of another kind.
+		_, limit, err := pageQuery(withoutCursor(r), feed.CursorLikers)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		version, user, err := feed.DecodeLikerCursor(r.URL.Query().Get("cursor"))
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		likers, more, err := svc.PostLikers(r.Context(), id, version, user, limit)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		page := pageJSON[userJSON]{Items: make([]userJSON, 0, len(likers))}
+		for _, l := range likers {
+			page.Items = append(page.Items, toUserJSON(l.User))
+		}
+		if more && len(likers) > 0 {
+			last := likers[len(likers)-1]
+			c := feed.EncodeLikerCursor(last.Version, last.User.ID)
+			page.NextCursor = &c
+		}
+		encode(w, http.StatusOK, page)
+	})
+}
+
+// withoutCursor returns r with no cursor in its query, for pageQuery's
+// limit check on routes whose cursor has another shape.
+func withoutCursor(r *http.Request) *http.Request {
+	q := r.URL.Query()
+	q.Del("cursor")
+	r2 := new(http.Request)
+	*r2 = *r
+	u := *r.URL
+	u.RawQuery = q.Encode()
+	r2.URL = &u
+	return r2
+}
+
+func handleUserLikes(svc Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		before, limit, err := pageQuery(r, feed.CursorLikes)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		liked, more, err := svc.UserLikes(r.Context(), id, before, limit)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		posts := make([]feed.Post, 0, len(liked))
+		for _, l := range liked {
+			if l.Post.ID != 0 {
+				posts = append(posts, l.Post)
+			}
+		}
+		states, err := svc.LikeStates(r.Context(), viewerFrom(r.Context()), posts)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		page := pageJSON[postJSON]{Items: make([]postJSON, 0, len(posts))}
+		for _, p := range posts {
+			if !p.Deleted {
+				page.Items = append(page.Items, toPostJSONLikes(p, states[p.ID]))
+			}
+		}
+		// The cursor names the last like, even one of a post deleted since.
+		if more && len(liked) > 0 {
+			c := feed.EncodeCursor(feed.CursorLikes, liked[len(liked)-1].Version)
+			page.NextCursor = &c
+		}
+		encode(w, http.StatusOK, page)
+	})
+}
+
+// Top posts' window: a Go duration such as 24h or 90m, or days as 7d.
+const defaultTopWindow = 24 * time.Hour
+
+func parseWindow(s string) (time.Duration, error) {
+	bad := feed.Errorf(feed.EINVALID, "window must be a duration like 24h, 90m or 7d")
+	if s == "" {
+		return defaultTopWindow, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 1 || strings.Trim(days, "0123456789") != "" {
+			return 0, bad
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second {
+		return 0, bad
+	}
+	return d, nil
+}
+
+func handleTopPosts(svc Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		window, err := parseWindow(r.URL.Query().Get("window"))
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		if r.URL.Query().Has("cursor") {
+			respondError(w, feed.Errorf(feed.EINVALID, "the top posts are one page: no cursor"))
+			return
+		}
+		_, limit, err := pageQuery(r, feed.CursorFeed)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		posts, err := svc.TopPosts(r.Context(), window, limit)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		states, err := svc.LikeStates(r.Context(), viewerFrom(r.Context()), posts)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		encode(w, http.StatusOK, postPageLikes(posts, false, states))
+	})
+}
