@@ -1,0 +1,237 @@
+package feedtest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// TestLikeCache runs the behavioural suite of feed.LikeCache against the
+// implementation newCache builds: a fresh, empty cache per subtest that
+// cleans up after itself.
+func TestLikeCache(t *testing.T, newCache func(t *testing.T) feed.LikeCache) {
+	t.Helper()
+	// Posts made an hour ago: newer than a complete set's window start,
+	// older than a set filled just now with incomplete history.
+	postTime := time.Now().Add(-time.Hour)
+	const window = 1000
+
+	t.Run("absent set", func(t *testing.T) {
+		c := newCache(t)
+		ch := setLiked(t, c, 1, 10, postTime, true, nil, window)
+		if ch.Outcome != feed.LikeAbsent {
+			t.Fatalf("SetLiked on an absent set = %+v; want LikeAbsent", ch)
+		}
+		st := states(t, c, 1, []int64{10, 11}, postTime)
+		if st.SetExists || !slices.Equal(st.Cold, []int64{10, 11}) || len(st.Liked) != 0 {
+			t.Errorf("states with an absent set = %+v; want both cold", st)
+		}
+	})
+
+	t.Run("like, unlike, idempotent, versions increase", func(t *testing.T) {
+		c := newCache(t)
+		must(t, c.FillUserLikes(t.Context(), 1, nil, true, longTTL))
+		var last int64
+		for i, tc := range []struct {
+			liked bool
+			want  feed.LikeOutcome
+		}{
+			{true, feed.LikeChanged}, {true, feed.LikeUnchanged}, {false, feed.LikeChanged},
+			{false, feed.LikeUnchanged}, {true, feed.LikeChanged}, {false, feed.LikeChanged}, {true, feed.LikeChanged},
+		} {
+			ch := setLiked(t, c, 1, 10, postTime, tc.liked, nil, window)
+			if ch.Outcome != tc.want {
+				t.Fatalf("step %d: SetLiked(%v) = %+v; want outcome %d", i, tc.liked, ch, tc.want)
+			}
+			if tc.want == feed.LikeChanged {
+				if ch.Version <= last {
+					t.Fatalf("step %d: version %d after %d; want strictly increasing", i, ch.Version, last)
+				}
+				if ch.Prev.Liked == tc.liked {
+					t.Errorf("step %d: prev %+v; want the opposite state", i, ch.Prev)
+				}
+				last = ch.Version
+			} else if ch.Version != last {
+				t.Errorf("step %d: unchanged version %d; want the current %d", i, ch.Version, last)
+			}
+		}
+		if v := time.Now().UnixMicro(); last < v-int64(time.Minute/time.Microsecond) || last > v+int64(time.Minute/time.Microsecond) {
+			t.Errorf("version %d; want about the time in microseconds (%d)", last, v)
+		}
+		st := states(t, c, 1, []int64{10, 11}, postTime)
+		if !st.SetExists || !st.Liked[10] || st.Liked[11] || len(st.Cold) != 0 {
+			t.Errorf("states = %+v; want 10 liked, 11 known unliked", st)
+		}
+		// Another reader's set is another set.
+		if st := states(t, c, 2, []int64{10}, postTime); st.SetExists || st.Liked[10] {
+			t.Errorf("states of reader 2 = %+v; want an absent set", st)
+		}
+		// No reader: counts only.
+		if st := states(t, c, 0, []int64{10}, postTime); len(st.Liked) != 0 || len(st.Cold) != 0 {
+			t.Errorf("states of nobody = %+v; want no liked state", st)
+		}
+	})
+
+	t.Run("revert", func(t *testing.T) {
+		c := newCache(t)
+		must(t, c.FillUserLikes(t.Context(), 1, []feed.LikeEntry{{Post: 10, Liked: true, Version: 50}}, true, longTTL))
+		ch := setLiked(t, c, 1, 10, postTime, false, nil, window)
+		if ch.Outcome != feed.LikeChanged || ch.Prev.Version != 50 || !ch.Prev.Liked {
+			t.Fatalf("unlike = %+v; want changed from liked at 50", ch)
+		}
+		must(t, c.RevertLike(t.Context(), 1, 10, ch))
+		if st := states(t, c, 1, []int64{10}, postTime); !st.Liked[10] {
+			t.Errorf("after revert: %+v; want liked again", st)
+		}
+		// A revert of a change that was overtaken does nothing.
+		ch1 := setLiked(t, c, 1, 11, postTime, true, nil, window)
+		setLiked(t, c, 1, 11, postTime, false, nil, window)
+		ch3 := setLiked(t, c, 1, 11, postTime, true, nil, window)
+		must(t, c.RevertLike(t.Context(), 1, 11, ch1))
+		if st := states(t, c, 1, []int64{11}, postTime); !st.Liked[11] {
+			t.Errorf("after a stale revert: %+v; want still liked", st)
+		}
+		must(t, c.RevertLike(t.Context(), 1, 11, ch3))
+		if st := states(t, c, 1, []int64{11}, postTime); st.Liked[11] {
+			t.Errorf("after reverting the newest like: %+v; want unliked", st)
+		}
+	})
+
+	t.Run("window and cold posts", func(t *testing.T) {
+		c := newCache(t)
+		// An incomplete set whose oldest action is from now: posts of an
+		// hour ago may have been liked long ago, trimmed since.
+		now := time.Now().UnixMicro()
+		must(t, c.FillUserLikes(t.Context(), 1, []feed.LikeEntry{
+			{Post: 20, Liked: true, Version: now}, {Post: 21, Liked: false, Version: now - 1},
+		}, false, longTTL))
+		st := states(t, c, 1, []int64{20, 21, 22}, postTime)
+		if !st.Liked[20] || st.Liked[21] || !slices.Equal(st.Cold, []int64{22}) {
+			t.Errorf("states = %+v; want 20 liked, 21 known unliked, 22 cold", st)
+		}
+		// A post created after the window start is known.
+		if st := states(t, c, 1, []int64{23}, time.Now().Add(2*feed.LikeClockSkew)); len(st.Cold) != 0 || st.Liked[23] {
+			t.Errorf("states of a new post = %+v; want known unliked", st)
+		}
+		if ch := setLiked(t, c, 1, 22, postTime, true, nil, window); ch.Outcome != feed.LikeCold {
+			t.Fatalf("like of a cold post = %+v; want LikeCold", ch)
+		}
+		// SQL says it is liked already: nothing changes.
+		ch := setLiked(t, c, 1, 22, postTime, true, &feed.LikeEntry{Post: 22, Liked: true, Version: 7}, window)
+		if ch.Outcome != feed.LikeUnchanged || ch.Version != 7 {
+			t.Errorf("like of a post SQL has liked = %+v; want unchanged at 7", ch)
+		}
+		ch = setLiked(t, c, 1, 22, postTime, false, &feed.LikeEntry{Post: 22, Liked: true, Version: 7}, window)
+		if ch.Outcome != feed.LikeChanged || ch.Version <= now {
+			t.Errorf("unlike of it = %+v; want changed with a version above the set's", ch)
+		}
+		// The set knows it now; the hint is not needed.
+		if ch := setLiked(t, c, 1, 22, postTime, false, nil, window); ch.Outcome != feed.LikeUnchanged {
+			t.Errorf("unlike again = %+v; want unchanged", ch)
+		}
+	})
+
+	t.Run("trim moves the window", func(t *testing.T) {
+		c := newCache(t)
+		must(t, c.FillUserLikes(t.Context(), 1, nil, true, longTTL))
+		for post := int64(1); post <= 5; post++ {
+			// Once the window moved past the posts' time, they are cold:
+			// the caller passes what SQL says (never liked).
+			ch := setLiked(t, c, 1, post, postTime, true, nil, 3)
+			if ch.Outcome == feed.LikeCold {
+				if post < 5 {
+					t.Errorf("like of post %d = %+v; want the window to move only at the 4th like", post, ch)
+				}
+				ch = setLiked(t, c, 1, post, postTime, true, &feed.LikeEntry{Post: post}, 3)
+			}
+			if ch.Outcome != feed.LikeChanged {
+				t.Fatalf("like of post %d = %+v; want changed", post, ch)
+			}
+		}
+		st := states(t, c, 1, []int64{1, 2, 3, 4, 5}, postTime)
+		if !slices.Equal(st.Cold, []int64{1, 2}) || len(st.Liked) != 3 || !st.Liked[5] {
+			t.Errorf("after 5 likes in a window of 3: %+v; want 1, 2 cold, 3-5 liked", st)
+		}
+	})
+
+	t.Run("counters", func(t *testing.T) {
+		c := newCache(t)
+		ctx := t.Context()
+		if _, ok, err := c.AddLikeCount(ctx, 10, 1, longTTL); err != nil || ok {
+			t.Errorf("add to an absent counter: ok %v, %v; want false (not created)", ok, err)
+		}
+		must(t, c.FillLikeCounts(ctx, map[int64]int64{10: 5, 11: 0}, longTTL))
+		must(t, c.FillLikeCounts(ctx, map[int64]int64{10: 99}, longTTL)) // present: kept
+		if n, ok, err := c.AddLikeCount(ctx, 10, 1, longTTL); err != nil || !ok || n != 6 {
+			t.Errorf("add: %d %v %v; want 6", n, ok, err)
+		}
+		if n, _, _ := c.AddLikeCount(ctx, 11, -1, longTTL); n != -1 {
+			t.Errorf("counters are plain integers: got %d; want -1 (callers clamp)", n)
+		}
+		st := states(t, c, 0, []int64{10, 11, 12}, postTime)
+		if st.Counts[10] != 6 || st.Counts[11] != -1 || len(st.Counts) != 2 {
+			t.Errorf("counts = %v; want 10:6 11:-1, 12 missing", st.Counts)
+		}
+		must(t, c.DropLikes(ctx, 0, 10))
+		if st := states(t, c, 0, []int64{10}, postTime); len(st.Counts) != 0 {
+			t.Errorf("after drop: %v; want missing", st.Counts)
+		}
+	})
+
+	t.Run("reads renew counters", func(t *testing.T) {
+		c := newCache(t)
+		ctx := t.Context()
+		must(t, c.FillLikeCounts(ctx, map[int64]int64{10: 3, 11: 4}, shortTTL))
+		for range 3 {
+			time.Sleep(shortTTL / 2)
+			if _, err := c.LikeStates(ctx, 0, []int64{10}, []time.Time{postTime}, shortTTL); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st := states(t, c, 0, []int64{10, 11}, postTime)
+		if st.Counts[10] != 3 {
+			t.Errorf("a counter read every half ttl: %v; want kept", st.Counts)
+		}
+		if _, ok := st.Counts[11]; ok {
+			t.Errorf("a counter nobody read for 1.5 ttl: %v; want expired", st.Counts)
+		}
+	})
+
+	t.Run("fill keeps an existing set", func(t *testing.T) {
+		c := newCache(t)
+		must(t, c.FillUserLikes(t.Context(), 1, nil, true, longTTL))
+		setLiked(t, c, 1, 10, postTime, true, nil, window)
+		must(t, c.FillUserLikes(t.Context(), 1, nil, true, longTTL))
+		if st := states(t, c, 1, []int64{10}, postTime); !st.Liked[10] {
+			t.Errorf("after a second fill: %+v; want the like kept", st)
+		}
+		must(t, c.DropLikes(t.Context(), 1, 0))
+		if st := states(t, c, 1, []int64{10}, postTime); st.SetExists {
+			t.Errorf("after drop: %+v; want absent", st)
+		}
+	})
+}
+
+func setLiked(t *testing.T, c feed.LikeCache, user, post int64, postTime time.Time, liked bool, cold *feed.LikeEntry, window int) feed.LikeChange {
+	t.Helper()
+	ch, err := c.SetLiked(t.Context(), user, post, postTime, liked, cold, window, longTTL)
+	if err != nil {
+		t.Fatalf("SetLiked(%d, %d, %v): %v", user, post, liked, err)
+	}
+	return ch
+}
+
+func states(t *testing.T, c feed.LikeCache, reader int64, posts []int64, postTime time.Time) feed.LikeStates {
+	t.Helper()
+	times := make([]time.Time, len(posts))
+	for i := range times {
+		times[i] = postTime
+	}
+	st, err := c.LikeStates(t.Context(), reader, posts, times, longTTL)
+	if err != nil {
+		t.Fatalf("LikeStates: %v", err)
+	}
+	return st
+}
