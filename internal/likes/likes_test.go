@@ -1,0 +1,268 @@
+package likes
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/rediscache"
+	"github.com/feedd/feedd/internal/sqlstore"
+)
+
+// roundTrips counts what a go-redis client sends: one round trip per
+// command sent alone, one per pipeline.
+type roundTrips struct {
+	trips atomic.Int64
+}
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.count([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.count(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (r *roundTrips) count([]redis.Cmder) { r.trips.Add(1) }
+
+func (r *roundTrips) reset() { r.trips.Store(0) }
+
+// storePosts adapts the store to Posts for tests that run without the
+// timeline service.
+type storePosts struct{ s *sqlstore.Store }
+
+func (p storePosts) LivePosts(ctx context.Context, ids []int64) ([]feed.Post, error) {
+	found, err := p.s.Posts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var out []feed.Post
+	for _, id := range ids {
+		if q, ok := found[id]; ok && !q.Deleted {
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
+type fixture struct {
+	svc   *Service
+	store *sqlstore.Store
+	cache *rediscache.Cache
+	trips *roundTrips
+	reg   *prometheus.Registry
+	posts []feed.Post
+}
+
+// newFixture runs the service on real Redis (a random key prefix, its
+// keys deleted afterwards) and an SQLite file, with 20 posts by user 1.
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	url := cmp.Or(os.Getenv("FEEDD_TEST_REDIS_URL"), "redis://127.0.0.1:6379/1")
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.DialTimeout("tcp", opt.Addr, time.Second); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Redis at %s is unreachable and CI=true requires it: %v", opt.Addr, err)
+		}
+		t.Skipf("!!! SKIPPING: Redis at %s is unreachable: %v", opt.Addr, err)
+	} else {
+		c.Close()
+	}
+	client := redis.NewClient(opt)
+	trips := &roundTrips{}
+	client.AddHook(trips)
+	prefix := "feeddtest:" + rand.Text()[:12] + ":"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			client.Del(ctx, iter.Val())
+		}
+		client.Close()
+	})
+	cache := rediscache.New(client, rediscache.Options{Prefix: prefix})
+	store, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "feedd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if err := store.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ids := feed.NewIDGen(nil)
+	f := &fixture{store: store, cache: cache, trips: trips, reg: prometheus.NewRegistry()}
+	for _, u := range []int64{1, 2, 3} {
+		if _, err := store.CreateUser(t.Context(), feed.User{ID: u, Name: fmt.Sprint("u", u)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		id := ids.Next()
+		p, _, err := store.CreatePost(t.Context(), feed.Post{ID: id, AuthorID: 1, Content: fmt.Sprint("post ", i), CreatedAt: feed.IDTime(id)}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.posts = append(f.posts, p)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	w := NewWriter(logger, WriterConfig{}, store, f.reg)
+	f.svc = New(logger, Config{}, store, cache, storePosts{store}, w.Submit, f.reg)
+	return f
+}
+
+// TestPageCostsOneRoundTrip: the like counts and liked state of a page of
+// 20 posts cost one Redis round trip (one pipeline: 20 GETEX and one
+// ZMSCORE), and no SQL query.
+func TestPageCostsOneRoundTrip(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	// Reader 2 likes every other post; user 3 likes the first five.
+	for i, p := range f.posts {
+		if i%2 == 0 {
+			if _, err := f.svc.Like(ctx, 2, p.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i < 5 {
+			if _, err := f.svc.Like(ctx, 3, p.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A first read caches the counters of posts nobody liked (0).
+	if _, err := f.svc.LikeStates(ctx, 2, f.posts); err != nil {
+		t.Fatal(err)
+	}
+	cold := metric(t, f.reg, "feedd_likes_cold_reads_total")
+	loads := metric(t, f.reg, "feedd_likes_count_loads_total")
+
+	f.trips.reset()
+	states, err := f.svc.LikeStates(ctx, 2, f.posts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.trips.trips.Load(); got != 1 {
+		t.Errorf("a page of 20 cost %d Redis round trips; want 1", got)
+	}
+	if got := metric(t, f.reg, "feedd_likes_cold_reads_total") - cold; got != 0 {
+		t.Errorf("a warm page ran %v cold SQL reads; want 0", got)
+	}
+	if got := metric(t, f.reg, "feedd_likes_count_loads_total") - loads; got != 0 {
+		t.Errorf("a warm page loaded %v counters from SQL; want 0", got)
+	}
+	for i, p := range f.posts {
+		want := feed.LikeState{Count: int64(btoi(i%2 == 0) + btoi(i < 5)), LikedByMe: i%2 == 0}
+		if states[p.ID] != want {
+			t.Errorf("post %d: %+v; want %+v", i, states[p.ID], want)
+		}
+	}
+
+	// The reader's set is lost: one SQL query answers the page and
+	// rebuilds it; the next page is back to one round trip.
+	if err := f.cache.DropLikes(ctx, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.trips.reset()
+	states, err = f.svc.LikeStates(ctx, 2, f.posts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := metric(t, f.reg, "feedd_likes_cold_reads_total") - cold; got != 1 {
+		t.Errorf("a page with a lost set ran %v SQL reads for its state; want 1", got)
+	}
+	if !states[f.posts[0].ID].LikedByMe || states[f.posts[1].ID].LikedByMe {
+		t.Errorf("states from SQL wrong: %+v", states)
+	}
+	f.trips.reset()
+	if _, err := f.svc.LikeStates(ctx, 2, f.posts); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.trips.trips.Load(); got != 1 {
+		t.Errorf("after the rebuild, a page cost %d round trips; want 1", got)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestBatchWriterGroups: concurrent likes share batches, and the count is
+// exact however they interleave.
+func TestBatchWriterGroups(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	p := f.posts[0]
+	const users = 300
+	for u := int64(10); u < 10+users; u++ {
+		if _, err := f.store.CreateUser(ctx, feed.User{ID: u, Name: "fan"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, users)
+	for u := int64(10); u < 10+users; u++ {
+		go func() {
+			_, err := f.svc.Like(ctx, u, p.ID)
+			errs <- err
+		}()
+	}
+	for range users {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts, err := f.store.LikeCounts(ctx, []int64{p.ID})
+	if err != nil || counts[p.ID] != users {
+		t.Fatalf("SQL count = %d, %v; want %d (a synchronous writer answers after the commit)", counts[p.ID], err, users)
+	}
+	st, err := f.svc.LikeStates(ctx, 0, []feed.Post{p})
+	if err != nil || st[p.ID].Count != users {
+		t.Errorf("cached count = %+v, %v; want %d", st[p.ID], err, users)
+	}
+	nb := metric(t, f.reg, "feedd_likes_batches_total")
+	if nb >= users {
+		t.Errorf("%v batches for %d concurrent likes; want them grouped", nb, users)
+	}
+	t.Logf("%d concurrent likes in %v batches", users, nb)
+}
+
+// metric reads a counter of reg.
+func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
