@@ -173,7 +173,7 @@ var stacks = []stack{
 }
 
 // deleteQueues removes the queues and exchange one test's feedd declared.
-func deleteQueues(t *testing.T, url, prefix string) {
+func deleteQueues(t testing.TB, url, prefix string) {
 	conn, err := amqp.Dial(url)
 	if err != nil {
 		t.Logf("cleanup: %v", err)

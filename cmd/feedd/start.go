@@ -234,7 +234,7 @@ func likesViaBroker(cfg config) bool { return cfg.amqpURL != "" }
 func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts) *likes.Service {
 	var publish likes.Publisher
 	if likesViaBroker(cfg) {
-		publish = likes.BrokerPublisher(d.broker)
+		publish = likes.GroupPublisher(d.broker, cfg.likeBatch)
 	} else {
 		w := likes.NewWriter(logger, likes.WriterConfig{MaxBatch: cfg.likeBatch}, d.store, d.reg)
 		publish = w.Submit

@@ -28,7 +28,6 @@ package likes
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -107,20 +106,6 @@ func New(logger *slog.Logger, cfg Config, store Store, cache feed.LikeCache, pos
 		publish: publish,
 		logger:  logger.With("component", "likes"),
 		metrics: newMetrics(reg),
-	}
-}
-
-// BrokerPublisher publishes like events to feed.QueueLikes, returning once
-// the broker confirmed them.
-func BrokerPublisher(b interface {
-	Publish(ctx context.Context, queue string, bodies ...[]byte) error
-}) Publisher {
-	return func(ctx context.Context, ev feed.LikeEvent) error {
-		body, err := json.Marshal(ev)
-		if err != nil {
-			return err
-		}
-		return b.Publish(ctx, feed.QueueLikes, body)
 	}
 }
 

@@ -35,23 +35,10 @@ type WriterConfig struct {
 // that holds their event committed, so a broker acks a message after its
 // write, and a synchronous caller answers after it.
 type Writer struct {
-	cfg     WriterConfig
+	group   *group
 	store   Applier
 	logger  *slog.Logger
 	metrics *writerMetrics
-
-	// flushing serializes batch writes: one transaction at a time per
-	// process, while the next batch fills.
-	flushing sync.Mutex
-
-	mu      sync.Mutex
-	pending []waiter
-	gen     uint64 // bumped whenever pending is taken, so a stale timer does nothing
-}
-
-type waiter struct {
-	ev   feed.LikeEvent
-	done chan error
 }
 
 // NewWriter returns a Writer. Run it as the consumer of feed.QueueLikes
@@ -61,15 +48,14 @@ func NewWriter(logger *slog.Logger, cfg WriterConfig, store Applier, reg prometh
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 500
 	}
-	if cfg.Linger < 0 {
-		cfg.Linger = 0
-	}
-	return &Writer{cfg: cfg, store: store, logger: logger.With("component", "likes-writer"), metrics: newWriterMetrics(reg)}
+	w := &Writer{store: store, logger: logger.With("component", "likes-writer"), metrics: newWriterMetrics(reg)}
+	w.group = newGroup(cfg.MaxBatch, cfg.Linger, w.write)
+	return w
 }
 
 // Concurrency is how many deliveries a consumer should hand the Writer at
 // once: two batches' worth, so that one fills while the other is written.
-func (w *Writer) Concurrency() int { return 2 * w.cfg.MaxBatch }
+func (w *Writer) Concurrency() int { return 2 * w.group.maxBatch }
 
 // Handle is the broker handler of feed.QueueLikes: it returns (and the
 // message is acked) after the event's batch committed; an error requeues
@@ -85,44 +71,9 @@ func (w *Writer) Handle(ctx context.Context, d feed.Delivery) error {
 }
 
 // Submit adds ev to the next batch and waits until that batch is written.
-func (w *Writer) Submit(ctx context.Context, ev feed.LikeEvent) error {
-	wt := waiter{ev: ev, done: make(chan error, 1)}
-	w.mu.Lock()
-	w.pending = append(w.pending, wt)
-	n, gen := len(w.pending), w.gen
-	w.mu.Unlock()
-	switch {
-	case n >= w.cfg.MaxBatch || w.cfg.Linger == 0:
-		w.flush(0, false)
-	case n == 1:
-		time.AfterFunc(w.cfg.Linger, func() { w.flush(gen, true) })
-	}
-	// No ctx case: the event is in a batch now and its outcome is the
-	// caller's answer (a broker handler's ctx is never cancelled anyway).
-	return <-wt.done
-}
+func (w *Writer) Submit(ctx context.Context, ev feed.LikeEvent) error { return w.group.submit(ev) }
 
-// flush writes what is pending. A timer's flush (timed) only takes the
-// batch it was started for.
-func (w *Writer) flush(gen uint64, timed bool) {
-	w.flushing.Lock()
-	defer w.flushing.Unlock()
-	w.mu.Lock()
-	if timed && w.gen != gen {
-		w.mu.Unlock()
-		return // that batch left with a full one
-	}
-	batch := w.pending
-	w.pending = nil
-	w.gen++
-	w.mu.Unlock()
-	if len(batch) == 0 {
-		return // an earlier flush took this caller's event
-	}
-	evs := make([]feed.LikeEvent, len(batch))
-	for i, wt := range batch {
-		evs[i] = wt.ev
-	}
+func (w *Writer) write(evs []feed.LikeEvent) error {
 	// Detached: the batch holds other callers' events too.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -131,14 +82,110 @@ func (w *Writer) flush(gen uint64, timed bool) {
 	if err != nil {
 		w.metrics.batchErrors.Inc()
 		w.logger.Warn("writing a batch of likes failed; its events are retried", "events", len(evs), "err", err)
-	} else {
-		w.metrics.batches.Inc()
-		w.metrics.events.Add(float64(len(evs)))
-		w.metrics.sqlWrites.Add(float64(writes))
-		w.metrics.batchSize.Observe(float64(len(evs)))
-		w.metrics.batchSeconds.Observe(time.Since(start).Seconds())
-		w.metrics.moved.Add(float64(len(deltas)))
+		return err
 	}
+	w.metrics.batches.Inc()
+	w.metrics.events.Add(float64(len(evs)))
+	w.metrics.sqlWrites.Add(float64(writes))
+	w.metrics.batchSize.Observe(float64(len(evs)))
+	w.metrics.batchSeconds.Observe(time.Since(start).Seconds())
+	w.metrics.moved.Add(float64(len(deltas)))
+	return nil
+}
+
+// GroupPublisher publishes like events to feed.QueueLikes, returning once
+// the broker confirmed them. Concurrent likes share one publish: while one
+// is waiting for its confirm, the next gathers everything that arrives, so
+// the confirm round trip (a quorum queue's replicated disk write) is paid
+// per group, not per like.
+func GroupPublisher(b interface {
+	Publish(ctx context.Context, queue string, bodies ...[]byte) error
+}, maxBatch int) Publisher {
+	g := newGroup(max(maxBatch, 1), 0, func(evs []feed.LikeEvent) error {
+		bodies := make([][]byte, len(evs))
+		for i, ev := range evs {
+			body, err := json.Marshal(ev)
+			if err != nil {
+				return err
+			}
+			bodies[i] = body
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return b.Publish(ctx, feed.QueueLikes, bodies...)
+	})
+	return func(ctx context.Context, ev feed.LikeEvent) error { return g.submit(ev) }
+}
+
+// group gathers events from concurrent callers into batches and hands
+// each batch to flush, one at a time; every caller waits for the outcome
+// of the batch that holds its event.
+type group struct {
+	maxBatch int
+	// linger is how long a batch's first event waits for company; 0
+	// flushes at once, gathering whatever arrived while the previous
+	// flush ran (group commit).
+	linger time.Duration
+	flush  func([]feed.LikeEvent) error
+
+	// flushing serializes flushes: one at a time, while the next batch
+	// fills.
+	flushing sync.Mutex
+
+	mu      sync.Mutex
+	pending []waiter
+	gen     uint64 // bumped whenever pending is taken, so a stale timer does nothing
+}
+
+type waiter struct {
+	ev   feed.LikeEvent
+	done chan error
+}
+
+func newGroup(maxBatch int, linger time.Duration, flush func([]feed.LikeEvent) error) *group {
+	return &group{maxBatch: maxBatch, linger: max(linger, 0), flush: flush}
+}
+
+// submit adds ev to the next batch and waits for that batch's outcome.
+// There is no ctx: once in a batch, the event's outcome is the caller's
+// answer (a broker handler's ctx is never cancelled anyway).
+func (g *group) submit(ev feed.LikeEvent) error {
+	wt := waiter{ev: ev, done: make(chan error, 1)}
+	g.mu.Lock()
+	g.pending = append(g.pending, wt)
+	n, gen := len(g.pending), g.gen
+	g.mu.Unlock()
+	switch {
+	case n >= g.maxBatch || g.linger == 0:
+		g.run(0, false)
+	case n == 1:
+		time.AfterFunc(g.linger, func() { g.run(gen, true) })
+	}
+	return <-wt.done
+}
+
+// run flushes what is pending. A timer's run (timed) only takes the batch
+// it was started for.
+func (g *group) run(gen uint64, timed bool) {
+	g.flushing.Lock()
+	defer g.flushing.Unlock()
+	g.mu.Lock()
+	if timed && g.gen != gen {
+		g.mu.Unlock()
+		return // that batch left with a full one
+	}
+	batch := g.pending
+	g.pending = nil
+	g.gen++
+	g.mu.Unlock()
+	if len(batch) == 0 {
+		return // an earlier run took this caller's event
+	}
+	evs := make([]feed.LikeEvent, len(batch))
+	for i, wt := range batch {
+		evs[i] = wt.ev
+	}
+	err := g.flush(evs)
 	for _, wt := range batch {
 		wt.done <- err
 	}
