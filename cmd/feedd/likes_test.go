@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/internal/feed"
 )
 
 // likeCount reads a post's like_count and liked_by_me through the API.
@@ -278,6 +283,144 @@ func TestLikes(t *testing.T) {
 		}
 		if n, _ := in.likeState(bob, p1); n != 2 {
 			t.Errorf("after bad input: like_count %d; want 2", n)
+		}
+	})
+}
+
+// idleLikesBroker never consumes the likes queue: a writer that is down.
+type idleLikesBroker struct{ feed.Broker }
+
+func (b idleLikesBroker) Consume(ctx context.Context, q string, opts feed.ConsumeOptions, h feed.Handler) error {
+	if q == feed.QueueLikes {
+		<-ctx.Done()
+		return nil
+	}
+	return b.Broker.Consume(ctx, q, opts, h)
+}
+
+// TestLikesSurviveDeath: an answered like is never lost. On the embedded
+// stack it is in SQL when the API answers. With RabbitMQ it is in the
+// broker: with no writer running, the process stops (the answered likes
+// only in the queue), and the next process writes them all.
+func TestLikesSurviveDeath(t *testing.T) {
+	forEachStack(t, func(t *testing.T, env map[string]string) {
+		viaBroker := env["FEEDD_AMQP_URL"] != ""
+		in := startFeedd(t, env, func(d *deps) {
+			if viaBroker {
+				d.broker = idleLikesBroker{d.broker}
+			}
+		})
+		_, authorTok := in.user("author")
+		post := in.post(authorTok, "durable")
+		const users = 30
+		for i := range users {
+			_, tok := in.user(fmt.Sprintf("u%d", i))
+			in.must(200, "PUT", "/v1/posts/"+post+"/like", tok, nil)
+		}
+		stats, _ := in.sqlLikes(post)
+		if !viaBroker {
+			if stats != users {
+				t.Fatalf("embedded: SQL has %d likes when the API has answered %d; want all", stats, users)
+			}
+			return
+		}
+		if stats != 0 {
+			t.Fatalf("SQL has %d likes with no writer running; want 0 (the test's premise)", stats)
+		}
+		n, err := in.d.broker.Pending(context.Background(), feed.QueueLikes)
+		if err != nil || n != users {
+			t.Fatalf("likes queue holds %d, %v; want the %d answered likes", n, err, users)
+		}
+		in.stop()
+		in2 := startFeedd(t, env, nil)
+		eventually(t, 20*time.Second, "the next process writes the queued likes", func() bool {
+			stats, rows := in2.sqlLikes(post)
+			return stats == users && rows == users
+		})
+		if n, _ := in2.likeState(in2.admin, post); n != users {
+			t.Errorf("API like_count = %d; want %d", n, users)
+		}
+	})
+}
+
+// likesCrashingBroker fails every like event's first delivery, half before
+// the batch write and half after it (a writer that died before its ack).
+type likesCrashingBroker struct {
+	feed.Broker
+	crashed atomic.Int64
+}
+
+func (b *likesCrashingBroker) Consume(ctx context.Context, q string, opts feed.ConsumeOptions, h feed.Handler) error {
+	return b.Broker.Consume(ctx, q, opts, func(ctx context.Context, d feed.Delivery) error {
+		if q != feed.QueueLikes || d.Attempt > 1 {
+			return h(ctx, d)
+		}
+		n := b.crashed.Add(1)
+		if n%2 == 0 {
+			return errors.New("writer died before the write")
+		}
+		if err := h(ctx, d); err != nil {
+			return err
+		}
+		return errors.New("writer died after the write, before its ack")
+	})
+}
+
+// TestLikeRedeliveries: every like event is delivered again, some after
+// their batch was written; users like and unlike in bursts; the counts
+// end exact and nothing is dead-lettered.
+func TestLikeRedeliveries(t *testing.T) {
+	services := stacks[1]
+	t.Run(services.name, func(t *testing.T) {
+		env := services.env(t)
+		cb := &likesCrashingBroker{}
+		in := startFeedd(t, env, func(d *deps) {
+			cb.Broker = d.broker
+			d.broker = cb
+		})
+		_, authorTok := in.user("author")
+		posts := []string{in.post(authorTok, "a"), in.post(authorTok, "b")}
+		const users = 40
+		want := map[string]int64{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range users {
+			_, tok := in.user(fmt.Sprintf("u%d", i))
+			wg.Go(func() {
+				for j, p := range posts {
+					// like, unlike, like, then unlike for odd users on b.
+					seq := []string{"PUT", "DELETE", "PUT"}
+					if j == 1 && i%2 == 1 {
+						seq = append(seq, "DELETE")
+					}
+					for _, m := range seq {
+						if r := in.do(m, "/v1/posts/"+p+"/like", tok, nil); r.status != 200 {
+							t.Errorf("%s: %d", m, r.status)
+						}
+					}
+					if seq[len(seq)-1] == "PUT" {
+						mu.Lock()
+						want[p]++
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for _, p := range posts {
+			eventually(t, 30*time.Second, "SQL counts exact after redeliveries", func() bool {
+				stats, rows := in.sqlLikes(p)
+				return stats == want[p] && rows == want[p]
+			})
+			if n, _ := in.likeState(in.admin, p); n != want[p] {
+				t.Errorf("API like_count %d; want %d", n, want[p])
+			}
+		}
+		if cb.crashed.Load() < users {
+			t.Errorf("%d first deliveries crashed; want every event's", cb.crashed.Load())
+		}
+		if n, err := cb.DeadLetters(context.Background(), feed.QueueLikes); err != nil || n != 0 {
+			t.Errorf("dead letters = %d, %v; want 0", n, err)
 		}
 	})
 }
