@@ -216,7 +216,7 @@ func deleteQueues(amqpURL, prefix string) error {
 	}
 	defer conn.Close()
 	var errs []error
-	for _, q := range []string{feed.QueuePosts, feed.QueueTasks} {
+	for _, q := range []string{feed.QueuePosts, feed.QueueTasks, feed.QueueLikes} {
 		for _, name := range []string{prefix + q, prefix + q + ".dead"} {
 			// A failed command closes its channel: one channel per command.
 			ch, err := conn.Channel()

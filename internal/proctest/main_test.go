@@ -238,7 +238,7 @@ func deleteKeys(t *testing.T, client *redis.Client, prefix string) {
 
 // queueNames are the queues the rabbit broker declares under a prefix.
 func queueNames(prefix string) []string {
-	return []string{prefix + "posts", prefix + "tasks", prefix + "posts.dead", prefix + "tasks.dead"}
+	return []string{prefix + "posts", prefix + "tasks", prefix + "likes", prefix + "posts.dead", prefix + "tasks.dead", prefix + "likes.dead"}
 }
 
 // deleteQueues deletes the queues and the exchange under prefix.
@@ -291,7 +291,7 @@ func (s *stack) deadLetters() map[string]int {
 	}
 	defer conn.Close()
 	out := map[string]int{}
-	for _, q := range []string{s.amqpPrefix + "posts.dead", s.amqpPrefix + "tasks.dead"} {
+	for _, q := range []string{s.amqpPrefix + "posts.dead", s.amqpPrefix + "tasks.dead", s.amqpPrefix + "likes.dead"} {
 		ch, err := conn.Channel()
 		if err != nil {
 			s.t.Fatal(err)
