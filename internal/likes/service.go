@@ -8,7 +8,8 @@
 // deployment:
 //
 //   - with RabbitMQ, the event is published with a publisher confirm (a
-//     quorum of the queue's replicas has it) before the API answers; a
+//     quorum of the queue's replicas has it) before the API answers;
+//     concurrent likes share one publish and its confirm (GroupPublisher); a
 //     Writer consumes the queue, batches events for up to 500 ms or 500
 //     events, writes each batch to SQL in one transaction and acks the
 //     messages only after the commit;

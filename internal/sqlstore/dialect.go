@@ -47,6 +47,11 @@ type dialect struct {
 	// inserts (likes.go): a newer version wins a likes row; a stats row
 	// adds the delta.
 	upsertLikes, upsertStats string
+	// likesByKey pins the batch writer's locking read to the primary key,
+	// so that it locks exactly its (user, post) pairs: left alone, MariaDB
+	// picks a secondary index and locks every like of the users, or of a
+	// hot post.
+	likesByKey string
 	// duplicate reports whether err is a primary-key or unique violation.
 	duplicate func(err error) bool
 	// retryable reports whether err aborted a transaction that can simply
@@ -94,6 +99,7 @@ var mysqlDialect = dialect{
 	upsertLikes: " ON DUPLICATE KEY UPDATE liked = IF(VALUES(version) > version, VALUES(liked), liked)," +
 		" version = GREATEST(version, VALUES(version))",
 	upsertStats: " ON DUPLICATE KEY UPDATE like_count = like_count + VALUES(like_count), updated_at = VALUES(updated_at)",
+	likesByKey:  " FORCE INDEX (PRIMARY)",
 }
 
 // mysqlLockMigrations takes a named server lock for the current database.

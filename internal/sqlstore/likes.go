@@ -78,7 +78,7 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 				conds[i] = "(user_id = ? AND post_id = ?)"
 				args = append(args, p.user, p.post)
 			}
-			rows, err := tx.QueryContext(ctx, "SELECT user_id, post_id, liked, version FROM likes WHERE "+
+			rows, err := tx.QueryContext(ctx, "SELECT user_id, post_id, liked, version FROM likes"+s.d.likesByKey+" WHERE "+
 				strings.Join(conds, " OR ")+s.d.forUpdate, args...)
 			if err != nil {
 				return fmt.Errorf("lock %d pairs: %w", len(chunk), err)
