@@ -109,6 +109,9 @@ type LikeCache interface {
 	// (renewing their ttl) and reader's state of each (reader 0: none).
 	// postTimes[i] is the creation time of posts[i].
 	LikeStates(ctx context.Context, reader int64, posts []int64, postTimes []time.Time, ttl time.Duration) (LikeStates, error)
+	// RecentLikes returns every action in user's recent set, newest
+	// first, and whether the set exists: the actions SQL may not have yet.
+	RecentLikes(ctx context.Context, user int64) ([]LikeEntry, bool, error)
 	// DropLikes forgets post's counter and user's recent set (tests and
 	// operators; either may be 0).
 	DropLikes(ctx context.Context, user, post int64) error

@@ -1,7 +1,9 @@
 package inmemcache
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -265,4 +267,24 @@ func (c *Cache) DropLikes(ctx context.Context, user, post int64) error {
 		lockAnd(&s.mu, func() { delete(s.users, user) })
 	}
 	return nil
+}
+
+// RecentLikes returns user's set, newest first.
+func (c *Cache) RecentLikes(ctx context.Context, user int64) ([]feed.LikeEntry, bool, error) {
+	if c.closed.Load() {
+		return nil, false, errClosed
+	}
+	s := &c.likes[shardOf(user)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.set(user, c.now().UnixNano())
+	if u == nil {
+		return nil, false, nil
+	}
+	out := make([]feed.LikeEntry, 0, len(u.acts))
+	for _, e := range u.acts {
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b feed.LikeEntry) int { return cmp.Compare(b.Version, a.Version) })
+	return out, true, nil
 }

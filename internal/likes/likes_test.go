@@ -266,3 +266,56 @@ func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+// TestUserLikesMergesInFlight: a user's likes list shows what the API
+// answered before SQL has it, in both directions, and pages exactly.
+func TestUserLikesMergesInFlight(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	var inFlight []feed.LikeEvent
+	svc := New(slog.New(slog.DiscardHandler), Config{}, f.store, f.cache, storePosts{f.store},
+		func(_ context.Context, ev feed.LikeEvent) error { inFlight = append(inFlight, ev); return nil }, nil)
+	var evs []feed.LikeEvent
+	for i := range 10 {
+		evs = append(evs, feed.LikeEvent{User: 2, Post: f.posts[i].ID, Liked: true, Version: int64(i + 1)})
+	}
+	if _, _, err := f.store.ApplyLikes(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	page := func(before int64, n int) ([]int, bool, int64) {
+		t.Helper()
+		got, more, err := svc.UserLikes(ctx, 2, before, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var idx []int
+		for _, lp := range got {
+			for i, p := range f.posts {
+				if p.ID == lp.Post.ID {
+					idx = append(idx, i)
+				}
+			}
+		}
+		return idx, more, got[len(got)-1].Version
+	}
+	if got, more, _ := page(0, 5); fmt.Sprint(got) != "[9 8 7 6 5]" || !more {
+		t.Errorf("from SQL alone: %v more %v; want [9 8 7 6 5] more", got, more)
+	}
+	if _, err := svc.Unlike(ctx, 2, f.posts[9].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Like(ctx, 2, f.posts[15].ID); err != nil {
+		t.Fatal(err)
+	}
+	if len(inFlight) != 2 {
+		t.Fatalf("events in flight: %v; want the unlike and the like", inFlight)
+	}
+	got, more, last := page(0, 5)
+	if fmt.Sprint(got) != "[15 8 7 6 5]" || !more {
+		t.Errorf("with an unlike and a like in flight: %v more %v; want [15 8 7 6 5] more", got, more)
+	}
+	got, more, _ = page(last, 5)
+	if fmt.Sprint(got) != "[4 3 2 1 0]" || more {
+		t.Errorf("page 2: %v more %v; want [4 3 2 1 0], the end", got, more)
+	}
+}

@@ -28,9 +28,11 @@
 package likes
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -341,17 +343,43 @@ func (s *Service) statesFromSQL(ctx context.Context, reader int64, ids []int64) 
 
 // UserLikes returns up to n posts user likes with likes older than
 // version before (0: from the newest), newest like first, and whether
-// more exist. Posts deleted since are left out. The list is read from
-// SQL, so a like shows here once its batch is written (within the batch
-// window).
+// more exist. Posts deleted since keep their place with an empty Post, so
+// that the caller's cursor still advances past them.
+//
+// SQL has every like once its batch is written; the user's recent set
+// has the newest actions at once. A page merges the two: the set's state
+// of a post wins (it is newer than any row: an unlike still in flight
+// hides SQL's like), SQL answers every post the set does not hold. So a
+// user sees their own like in this list as soon as the API answered it.
 func (s *Service) UserLikes(ctx context.Context, user, before int64, n int) ([]feed.LikedPost, bool, error) {
 	if _, err := s.store.User(ctx, user); err != nil {
 		return nil, false, err
 	}
-	entries, err := s.store.UserLikes(ctx, user, before, n+1)
+	recent, _, err := s.cache.RecentLikes(ctx, user)
+	if err != nil {
+		s.cacheFailed("read recent likes", err)
+		recent = nil
+	}
+	known := make(map[int64]bool, len(recent))
+	var entries []feed.LikeEntry
+	for _, e := range recent {
+		known[e.Post] = true
+		if e.Liked && (before == 0 || e.Version < before) {
+			entries = append(entries, e)
+		}
+	}
+	// Rows of posts the set knows are dropped below, so ask for as many
+	// more: a short merged page then means SQL has no more.
+	rows, err := s.store.UserLikes(ctx, user, before, n+1+len(known))
 	if err != nil {
 		return nil, false, err
 	}
+	for _, e := range rows {
+		if !known[e.Post] {
+			entries = append(entries, e)
+		}
+	}
+	slices.SortFunc(entries, func(a, b feed.LikeEntry) int { return cmp.Compare(b.Version, a.Version) })
 	more := len(entries) > n
 	if more {
 		entries = entries[:n]
@@ -370,8 +398,6 @@ func (s *Service) UserLikes(ctx context.Context, user, before int64, n int) ([]f
 	}
 	out := make([]feed.LikedPost, 0, len(entries))
 	for _, e := range entries {
-		// A deleted post keeps its place with an empty Post, so that the
-		// caller's cursor still advances past it.
 		out = append(out, feed.LikedPost{Post: byID[e.Post], Version: e.Version})
 	}
 	return out, more, nil

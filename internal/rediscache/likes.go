@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -330,4 +331,28 @@ func (c *Cache) DropLikes(ctx context.Context, user, post int64) error {
 		return fmt.Errorf("rediscache: drop likes: %w", err)
 	}
 	return nil
+}
+
+// RecentLikes reads user's whole set (at most the window, 1,000 actions).
+func (c *Cache) RecentLikes(ctx context.Context, user int64) ([]feed.LikeEntry, bool, error) {
+	zs, err := c.client.ZRevRangeWithScores(ctx, c.likeUserKey(user), 0, -1).Result()
+	if err != nil {
+		return nil, false, fmt.Errorf("rediscache: recent likes of %d: %w", user, err)
+	}
+	out := make([]feed.LikeEntry, 0, len(zs))
+	exists := false
+	for _, z := range zs {
+		m, _ := z.Member.(string)
+		if m == "w" {
+			exists = true
+			continue
+		}
+		liked := !strings.HasPrefix(m, "-")
+		post, err := strconv.ParseInt(strings.TrimPrefix(m, "-"), 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, feed.LikeEntry{Post: post, Liked: liked, Version: int64(z.Score)})
+	}
+	return out, exists, nil
 }

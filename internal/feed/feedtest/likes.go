@@ -199,6 +199,22 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) feed.LikeCache) {
 		}
 	})
 
+	t.Run("recent likes", func(t *testing.T) {
+		c := newCache(t)
+		if got, ok, err := c.RecentLikes(t.Context(), 1); err != nil || ok || len(got) != 0 {
+			t.Errorf("recent of an absent set = %v %v %v; want none, absent", got, ok, err)
+		}
+		must(t, c.FillUserLikes(t.Context(), 1, []feed.LikeEntry{{Post: 7, Liked: true, Version: 3}}, true, longTTL))
+		a := setLiked(t, c, 1, 10, postTime, true, nil, window)
+		setLiked(t, c, 1, 11, postTime, true, nil, window)
+		b := setLiked(t, c, 1, 11, postTime, false, nil, window)
+		got, ok, err := c.RecentLikes(t.Context(), 1)
+		want := []feed.LikeEntry{{Post: 11, Liked: false, Version: b.Version}, {Post: 10, Liked: true, Version: a.Version}, {Post: 7, Liked: true, Version: 3}}
+		if err != nil || !ok || !slices.Equal(got, want) {
+			t.Errorf("recent = %+v %v %v; want %+v", got, ok, err, want)
+		}
+	})
+
 	t.Run("fill keeps an existing set", func(t *testing.T) {
 		c := newCache(t)
 		must(t, c.FillUserLikes(t.Context(), 1, nil, true, longTTL))
