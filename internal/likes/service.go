@@ -128,6 +128,11 @@ func (s *Service) set(ctx context.Context, user, id int64, liked bool) (feed.Lik
 	if err != nil {
 		return feed.LikeState{}, err
 	}
+	// From here the steps run to the end even if the client goes away: a
+	// decision in the cache without its event, or an event without its
+	// counter move, would leave the cache disagreeing with SQL.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
 	ch, err := s.decide(ctx, user, p, liked)
 	if err != nil {
 		return feed.LikeState{}, unavailable(fmt.Errorf("likes: decide %d on %d: %w", user, id, err))
