@@ -129,7 +129,12 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			}
 		})
 		if likesViaBroker(cfg) {
-			w := likes.NewWriter(logger, likes.WriterConfig{MaxBatch: cfg.likeBatch, Linger: cfg.likeLinger}, d.store, d.reg)
+			// Retried for minutes (holding the messages) before a
+			// batch's messages are handed back, well under RabbitMQ's
+			// 30-minute consumer timeout.
+			w := likes.NewWriter(logger, likes.WriterConfig{
+				MaxBatch: cfg.likeBatch, Linger: cfg.likeLinger, RetryFor: 5 * time.Minute, Done: workCtx.Done(),
+			}, d.store, d.reg)
 			work.Go(func() {
 				if err := d.broker.Consume(workCtx, feed.QueueLikes, feed.ConsumeOptions{Concurrency: w.Concurrency()}, w.Handle); err != nil {
 					errs <- fmt.Errorf("likes writer: %w", err)

@@ -28,6 +28,15 @@ type WriterConfig struct {
 	// (500 ms). Zero is group commit: a batch is written as soon as the
 	// previous one is done, holding everything that arrived meanwhile.
 	Linger time.Duration
+	// RetryFor is how long a failed batch is retried, with backoff, before
+	// its callers get the error. A broker consumer retries for minutes
+	// while holding the messages unacked, so that a database restart does
+	// not use up their delivery attempts and send them to the dead-letter
+	// queue; a synchronous writer (an HTTP request waits) fails at once.
+	RetryFor time.Duration
+	// Done, when closed, ends the retries at once (shutdown): the callers
+	// get the error, and a broker redelivers their messages.
+	Done <-chan struct{}
 }
 
 // Writer persists like events in batches: one SQL transaction (two write
@@ -35,6 +44,7 @@ type WriterConfig struct {
 // that holds their event committed, so a broker acks a message after its
 // write, and a synchronous caller answers after it.
 type Writer struct {
+	cfg     WriterConfig
 	group   *group
 	store   Applier
 	logger  *slog.Logger
@@ -48,7 +58,7 @@ func NewWriter(logger *slog.Logger, cfg WriterConfig, store Applier, reg prometh
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 500
 	}
-	w := &Writer{store: store, logger: logger.With("component", "likes-writer"), metrics: newWriterMetrics(reg)}
+	w := &Writer{cfg: cfg, store: store, logger: logger.With("component", "likes-writer"), metrics: newWriterMetrics(reg)}
 	w.group = newGroup(cfg.MaxBatch, cfg.Linger, w.write)
 	return w
 }
@@ -73,7 +83,26 @@ func (w *Writer) Handle(ctx context.Context, d feed.Delivery) error {
 // Submit adds ev to the next batch and waits until that batch is written.
 func (w *Writer) Submit(ctx context.Context, ev feed.LikeEvent) error { return w.group.submit(ev) }
 
+// write applies a batch, retrying with backoff for RetryFor.
 func (w *Writer) write(evs []feed.LikeEvent) error {
+	deadline := time.Now().Add(w.cfg.RetryFor)
+	backoff := 100 * time.Millisecond
+	for {
+		err := w.apply(evs)
+		if err == nil || !time.Now().Before(deadline) {
+			return err
+		}
+		w.logger.Warn("writing a batch of likes failed; retrying", "events", len(evs), "retry_in", backoff, "err", err)
+		select {
+		case <-w.cfg.Done:
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+func (w *Writer) apply(evs []feed.LikeEvent) error {
 	// Detached: the batch holds other callers' events too.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -81,7 +110,6 @@ func (w *Writer) write(evs []feed.LikeEvent) error {
 	deltas, writes, err := w.store.ApplyLikes(ctx, evs)
 	if err != nil {
 		w.metrics.batchErrors.Inc()
-		w.logger.Warn("writing a batch of likes failed; its events are retried", "events", len(evs), "err", err)
 		return err
 	}
 	w.metrics.batches.Inc()
