@@ -134,7 +134,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			// 30-minute consumer timeout.
 			w := likes.NewWriter(logger, likes.WriterConfig{
 				MaxBatch: cfg.likeBatch, Linger: cfg.likeLinger, RetryFor: 5 * time.Minute, Done: workCtx.Done(),
-			}, d.store, d.reg)
+			}, d.workStore, d.reg)
 			work.Go(func() {
 				if err := d.broker.Consume(workCtx, feed.QueueLikes, feed.ConsumeOptions{Concurrency: w.Concurrency()}, w.Handle); err != nil {
 					errs <- fmt.Errorf("likes writer: %w", err)
@@ -170,7 +170,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 // registerBackendMetrics exposes the queue depths, dead letters and SQL
 // pool use of this process's backends.
 func registerBackendMetrics(d *deps) {
-	for _, q := range []string{feed.QueuePosts, feed.QueueTasks} {
+	for _, q := range []string{feed.QueuePosts, feed.QueueTasks, feed.QueueLikes} {
 		d.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "feedd_queue_depth", Help: "Messages ready in a queue (-1: the broker did not answer).",
 			ConstLabels: prometheus.Labels{"queue": q},

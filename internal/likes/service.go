@@ -290,7 +290,7 @@ func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Pos
 	if len(miss) > 0 {
 		counts, err := s.store.LikeCounts(ctx, miss)
 		if err != nil {
-			return nil, err
+			return s.partial(ctx, ids, st, err), nil
 		}
 		s.metrics.countLoads.Add(float64(len(miss)))
 		for id, n := range counts {
@@ -307,7 +307,7 @@ func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Pos
 		}
 		recent, complete, on, err := s.store.UserLikeEntries(ctx, reader, recentN, st.Cold)
 		if err != nil {
-			return nil, err
+			return s.partial(ctx, ids, st, err), nil
 		}
 		s.metrics.coldReads.Inc()
 		for id, e := range on {
@@ -326,6 +326,19 @@ func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Pos
 		out[id] = feed.LikeState{Count: max(st.Counts[id], 0), LikedByMe: st.Liked[id]}
 	}
 	return out, nil
+}
+
+// partial answers a page with what the cache knew when SQL failed: a
+// page served while SQL is down (from the cache alone, degraded) still
+// shows, marked degraded, with the counters and likes the cache holds.
+func (s *Service) partial(ctx context.Context, ids []int64, st feed.LikeStates, err error) map[int64]feed.LikeState {
+	s.logger.Warn("likes: SQL failed; answering a page with what the cache knows", "err", err)
+	feed.MarkDegraded(ctx)
+	out := make(map[int64]feed.LikeState, len(ids))
+	for _, id := range ids {
+		out[id] = feed.LikeState{Count: max(st.Counts[id], 0), LikedByMe: st.Liked[id]}
+	}
+	return out
 }
 
 func (s *Service) statesFromSQL(ctx context.Context, reader int64, ids []int64) (map[int64]feed.LikeState, error) {

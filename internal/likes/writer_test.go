@@ -29,7 +29,9 @@ func (s *flakyStore) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (map[
 	return map[int64]int64{}, 2, nil
 }
 
-func ev(user int64) feed.LikeEvent { return feed.LikeEvent{User: user, Post: 1, Liked: true, Version: 1} }
+func ev(user int64) feed.LikeEvent {
+	return feed.LikeEvent{User: user, Post: 1, Liked: true, Version: 1}
+}
 
 // TestWriterRetries: a failed batch is retried while its callers wait, so
 // a short database outage costs no delivery attempt.
