@@ -319,3 +319,40 @@ func TestUserLikesMergesInFlight(t *testing.T) {
 		t.Errorf("page 2: %v more %v; want [4 3 2 1 0], the end", got, more)
 	}
 }
+
+// downStore is a store whose SQL is unavailable for the read path.
+type downStore struct{ *sqlstore.Store }
+
+func (downStore) LikeCounts(context.Context, []int64) (map[int64]int64, error) {
+	return nil, fmt.Errorf("sql is down")
+}
+
+func (downStore) UserLikeEntries(context.Context, int64, int, []int64) ([]feed.LikeEntry, bool, map[int64]feed.LikeEntry, error) {
+	return nil, false, nil, fmt.Errorf("sql is down")
+}
+
+// TestLikeStatesDegrade: with SQL down, a page still gets what the cache
+// knows, marked degraded, instead of failing.
+func TestLikeStatesDegrade(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	if _, err := f.svc.Like(ctx, 2, f.posts[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	down := New(slog.New(slog.DiscardHandler), Config{}, downStore{f.store}, f.cache, storePosts{f.store}, nil, nil)
+	nctx, notes := feed.WithNotes(ctx)
+	states, err := down.LikeStates(nctx, 2, f.posts[:3])
+	if err != nil {
+		t.Fatalf("LikeStates with SQL down: %v; want a partial answer", err)
+	}
+	if !notes.Degraded() {
+		t.Error("the answer is not marked degraded")
+	}
+	if st := states[f.posts[0].ID]; st.Count != 1 || !st.LikedByMe {
+		t.Errorf("cached post = %+v; want its cached count and like", st)
+	}
+	nctx, notes = feed.WithNotes(ctx)
+	if _, err := down.LikeStates(nctx, 2, f.posts[:1]); err != nil || notes.Degraded() {
+		t.Errorf("a page the cache knows entirely: %v, degraded %v; want a full answer", err, notes.Degraded())
+	}
+}
