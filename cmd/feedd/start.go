@@ -244,7 +244,10 @@ func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts) *like
 		w := likes.NewWriter(logger, likes.WriterConfig{MaxBatch: cfg.likeBatch}, d.store, d.reg)
 		publish = w.Submit
 	}
-	return likes.New(logger, likes.Config{}, d.store, d.likes, posts, publish, d.reg)
+	// Its own breaker, set like the timeline's: a page's likes never wait
+	// on a SQL that the timeline already answers around.
+	b := breaker.New(breaker.Config{Failures: cfg.breakerFailures, Timeout: cfg.sqlTimeout, Cooldown: cfg.breakerCooldown})
+	return likes.New(logger, likes.Config{Breaker: b}, d.store, d.likes, posts, publish, d.reg)
 }
 
 // inboxesOrNil keeps a nil cache a nil interface.

@@ -37,6 +37,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/feedd/feedd/internal/breaker"
 	"github.com/feedd/feedd/internal/feed"
 )
 
@@ -70,6 +71,10 @@ type Config struct {
 	SetTTL time.Duration
 	// MaxTopWindow bounds ?window= of the top posts.
 	MaxTopWindow time.Duration
+	// Breaker guards the SQL reads of a page's likes (nil: none): while
+	// SQL fails or hangs they fail fast, and the page is answered from
+	// the cache, marked degraded, rather than waiting on SQL.
+	Breaker *breaker.Breaker
 }
 
 func (c Config) withDefaults() Config {
@@ -288,7 +293,9 @@ func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Pos
 		}
 	}
 	if len(miss) > 0 {
-		counts, err := s.store.LikeCounts(ctx, miss)
+		counts, err := breaker.Do(ctx, s.cfg.Breaker, func(ctx context.Context) (map[int64]int64, error) {
+			return s.store.LikeCounts(ctx, miss)
+		})
 		if err != nil {
 			return s.partial(ctx, ids, st, err), nil
 		}
@@ -305,7 +312,16 @@ func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Pos
 		if !st.SetExists {
 			recentN = s.cfg.Window
 		}
-		recent, complete, on, err := s.store.UserLikeEntries(ctx, reader, recentN, st.Cold)
+		var (
+			recent   []feed.LikeEntry
+			complete bool
+			on       map[int64]feed.LikeEntry
+		)
+		_, err := breaker.Do(ctx, s.cfg.Breaker, func(ctx context.Context) (struct{}, error) {
+			var err error
+			recent, complete, on, err = s.store.UserLikeEntries(ctx, reader, recentN, st.Cold)
+			return struct{}{}, err
+		})
 		if err != nil {
 			return s.partial(ctx, ids, st, err), nil
 		}
