@@ -63,7 +63,7 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 		return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(a.post, b.post))
 	})
 	var out likeBatch
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	apply := func(tx *sql.Tx) error {
 		out = likeBatch{Deltas: map[int64]int64{}}
 		type row struct {
 			liked   bool
@@ -146,7 +146,16 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 			out.Writes++
 		}
 		return nil
-	})
+	}
+	// Writers in several processes that share pairs (a redelivery) lock
+	// the same gaps and can deadlock on the inserts; the victim runs
+	// again. write already retries a few times; a batch, which holds
+	// hundreds of acknowledgements, is worth a few rounds more.
+	for round := 0; round < 4; round++ {
+		if err = s.write(ctx, apply); err == nil || !s.d.retryable(err) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("sqlstore: apply %d like events: %w", len(evs), err)
 	}
