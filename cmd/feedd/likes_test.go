@@ -100,8 +100,8 @@ func TestLikeStorm(t *testing.T) {
 
 		// Lose the cache and restart: the counts come back from SQL.
 		in.stop()
-		if url, ok := env["FEEDD_REDIS_URL"]; ok {
-			flushRedis(t, url)
+		if _, ok := env["FEEDD_REDIS_URL"]; ok {
+			flushRedis(t, env)
 		}
 		in2 := startFeedd(t, env, nil)
 		if n, _ := in2.likeState(in2.admin, post); n != users {
