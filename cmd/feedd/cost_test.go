@@ -286,8 +286,11 @@ func measureCosts(t *testing.T, env map[string]string) []cost {
 	if n := warm.SQL; sum(n) != 0 {
 		t.Errorf("a first page within the refresh interval sent SQL %v; want none", n)
 	}
-	if n := refreshed.sqlTotal(); n < 0.9 || n > 1.1 {
-		t.Errorf("a first page with a smart refresh sent %.2f SQL statements; want 1", n)
+	// These readers' first page ever also reads their likes state from
+	// SQL once (their recent-likes set does not exist yet: one query
+	// answers the page and fills it); later pages read it from Redis.
+	if n := refreshed.sqlTotal(); n < 1.9 || n > 2.1 {
+		t.Errorf("a first page with a smart refresh sent %.2f SQL statements; want 2 (the refresh, and the reader's likes state once)", n)
 	}
 	if n := rebuilt.sqlTotal(); n < 1 || n > 3 {
 		t.Errorf("a rebuilt first page sent %.2f SQL statements; want 1 to 3", n)
