@@ -82,7 +82,7 @@ type RunOptions struct {
 	// `feedd all`. The runs are labelled <model>-w<count>.
 	WorkProcs []int
 	Keep      bool
-	LogDir             string
+	LogDir    string
 	// Progress gets progress bars and status lines (stderr).
 	Progress io.Writer
 }
@@ -124,7 +124,7 @@ type modelRun struct {
 	name       string
 	url        string
 	cl         *client
-	workers    []*client // the work processes' /metrics, with WorkProcs
+	workers    []*client         // the work processes' /metrics, with WorkProcs
 	prefix     string            // feedd's Redis prefix
 	amqpPrefix string            // feedd's RabbitMQ prefix (children only)
 	cache      *rediscache.Cache // feedd's inboxes, through feedd's own layout

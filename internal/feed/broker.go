@@ -1,6 +1,10 @@
 package feed
 
-import "context"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // Queue names. A broker may prefix them (a namespace) but callers use these.
 const (
@@ -30,6 +34,44 @@ type ConsumeOptions struct {
 	// Prefetch is how many unacked messages the broker hands over ahead of
 	// the handlers (default 2 * Concurrency).
 	Prefetch int
+	// Drain bounds how long handlers in flight run on after the consume
+	// ctx ends (default DefaultDrain); see DrainContext.
+	Drain time.Duration
+}
+
+// DefaultDrain is the default ConsumeOptions.Drain.
+const DefaultDrain = 10 * time.Second
+
+// DrainContext returns the ctx a consumer gives its handlers. It is not
+// cancelled with ctx, so a message in hand completes when the consumer is
+// told to stop. It is cancelled drain after ctx ends (opts.Drain, or
+// DefaultDrain), so a handler that waits on something that stopped with
+// the process (a queue no worker drains any more, a lock) cannot hold a
+// shutdown forever: it fails, and its message goes back to its queue for
+// another process. Handlers are idempotent, so that costs a redo at most.
+// cancel releases the ctx's resources.
+func DrainContext(ctx context.Context, opts ConsumeOptions) (context.Context, context.CancelFunc) {
+	drain := opts.Drain
+	if drain <= 0 {
+		drain = DefaultDrain
+	}
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var timer *time.Timer
+	var mu sync.Mutex
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		timer = time.AfterFunc(drain, cancel)
+		mu.Unlock()
+	})
+	return hctx, func() {
+		stop()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
 }
 
 // Broker carries messages between processes: RabbitMQ in production, an

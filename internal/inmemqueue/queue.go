@@ -108,7 +108,7 @@ func (q *Queue) Publish(ctx context.Context, queue string, bodies ...[]byte) err
 
 // Consume runs h on queue's messages with opts.Concurrency workers until
 // ctx is done, then lets the handlers in flight finish and settle (their
-// ctx is not cancelled with ctx) and returns nil. A failed message goes to
+// ctx is feed.DrainContext's) and returns nil. A failed message goes to
 // the back of the queue with its attempt counted; after feed.MaxAttempts
 // deliveries it is dead-lettered. Prefetch does not apply: workers take
 // messages one at a time. After Close, Consume returns an error once its
@@ -131,7 +131,8 @@ func (q *Queue) Consume(ctx context.Context, queue string, opts feed.ConsumeOpti
 	})
 	defer stop()
 
-	hctx := context.WithoutCancel(ctx)
+	hctx, cancel := feed.DrainContext(ctx, opts)
+	defer cancel()
 	var wg sync.WaitGroup
 	for range max(opts.Concurrency, 1) {
 		wg.Go(func() {

@@ -64,9 +64,9 @@ type session struct {
 type link struct {
 	// urls are the nodes of a cluster (or one server); a dial tries them
 	// in turn from the last one that worked.
-	urls []string
-	next int    // guarded by lock
-	name string // connection_name shown by rabbitmqctl and the management UI
+	urls   []string
+	next   int    // guarded by lock
+	name   string // connection_name shown by rabbitmqctl and the management UI
 	logger *slog.Logger
 
 	cur atomic.Pointer[session]

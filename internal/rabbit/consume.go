@@ -26,9 +26,10 @@ const (
 // Close, or a refusal that retrying cannot fix, ends it with an error.
 //
 // On ctx done it cancels the subscription, lets the handlers in flight
-// finish (their ctx is not cancelled with the consume ctx, so a message in
-// hand completes and is acked), then closes its channel, which hands the
-// prefetched messages no handler started back to the queue.
+// finish (their ctx is feed.DrainContext's: a message in hand completes and
+// is acked, unless it takes longer than opts.Drain, when it goes back to
+// its queue), then closes its channel, which hands the prefetched messages
+// no handler started back to the queue.
 //
 // RabbitMQ 3.x counts a message returned by a closing channel as a
 // delivery, so a shutdown uses up one of a prefetched message's
@@ -42,6 +43,9 @@ func (b *Broker) Consume(ctx context.Context, queue string, opts feed.ConsumeOpt
 		prefetch = 2 * conc
 	}
 	logger := b.logger.With("queue", queue)
+	hctx, cancel := feed.DrainContext(ctx, opts)
+	defer cancel()
+	h = withContext(hctx, h)
 	backoff := minBackoff
 	for {
 		if ctx.Err() != nil {
@@ -163,9 +167,11 @@ func retryDelay(a int) time.Duration {
 const attemptsHeader = "x-feedd-attempts"
 
 // work runs handlers one at a time until ctx is done or deliveries close.
+//
+// h runs on its own ctx (withContext): a message in hand completes even
+// when the consumer is told to stop, since redoing it elsewhere would cost
+// more than finishing it, within the drain bound.
 func (b *Broker) work(ctx context.Context, queue string, deliveries <-chan amqp.Delivery, h feed.Handler, logger *slog.Logger) {
-	// A message in hand completes even when the consumer is told to stop:
-	// redoing it elsewhere would cost more than finishing it.
 	hctx := context.WithoutCancel(ctx)
 	for {
 		var d amqp.Delivery
@@ -287,4 +293,9 @@ func headerInt(v any) (int64, bool) {
 		return int64(v), true
 	}
 	return 0, false
+}
+
+// withContext makes h run on hctx whatever ctx it is called with.
+func withContext(hctx context.Context, h feed.Handler) feed.Handler {
+	return func(_ context.Context, d feed.Delivery) error { return h(hctx, d) }
 }

@@ -61,4 +61,3 @@ func (c *CommandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 }
 
 var _ redis.Hook = (*CommandCounter)(nil)
-

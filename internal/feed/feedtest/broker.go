@@ -172,6 +172,31 @@ func TestBroker(t *testing.T, newBroker func(t *testing.T) feed.Broker) {
 		checkBrokerCount(t, "Pending", b.Pending, "drain", 0)
 	})
 
+	t.Run("drain bound cuts off a stuck handler and its message comes back", func(t *testing.T) {
+		// A handler waiting on something that stopped with the process must
+		// not hold the shutdown: past Drain its ctx ends, Consume returns,
+		// and the message is delivered again.
+		b := newBroker(t)
+		brokerPublish(t, b, "stuck", []byte("x"))
+		started := make(chan string, 1)
+		c1 := startBrokerConsumer(t, b, "stuck", feed.ConsumeOptions{Drain: 200 * time.Millisecond}, func(ctx context.Context, d feed.Delivery) error {
+			started <- string(d.Body)
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		brokerRecv(t, started, "first delivery")
+		c1.stop(t)
+
+		rec := newBrokerRecorder()
+		c2 := startBrokerConsumer(t, b, "stuck", feed.ConsumeOptions{}, rec.handle(nil))
+		rec.waitTotal(t, 1)
+		c2.stop(t)
+		if got := rec.attempts("x"); len(got) != 1 {
+			t.Errorf("the cut-off message was delivered with attempts %v; want once more", got)
+		}
+		checkBrokerCount(t, "DeadLetters", b.DeadLetters, "stuck", 0)
+	})
+
 	t.Run("message of a failed worker delivered again", func(t *testing.T) {
 		// The worker holds the message when it is told to stop, then fails
 		// it: the message must reach the next consumer (at-least-once).
