@@ -283,7 +283,9 @@ func measureCosts(t *testing.T, env map[string]string) []cost {
 	costs = append(costs, follow)
 
 	// The promises, with room for the small fixed costs around them.
-	if n := warm.SQL; sum(n) != 0 {
+	// None, but for the process's background work that may land in the
+	// same counters (well under one statement per page).
+	if n := warm.SQL; sum(n) > 0.05 {
 		t.Errorf("a first page within the refresh interval sent SQL %v; want none", n)
 	}
 	// These readers' first page ever also reads their likes state from
@@ -296,8 +298,11 @@ func measureCosts(t *testing.T, env map[string]string) []cost {
 		t.Errorf("a rebuilt first page sent %.2f SQL statements; want 1 to 3", n)
 	}
 	for _, c := range costs {
-		if strings.HasPrefix(c.Op, "publish") && (c.sqlTotal() > 8 || c.redisTotal() > 4) {
-			t.Errorf("%s (API) sent %.2f SQL statements, %.2f Redis commands; want at most 8 and 4, whatever the audience", c.Op, c.sqlTotal(), c.redisTotal())
+		// No write to Redis: a publish must not queue behind a running
+		// fan-out's pipelines. (The counters are the process's, so its
+		// background reads, such as the switches' poll, may show.)
+		if strings.HasPrefix(c.Op, "publish") && (c.sqlTotal() > 8 || c.redisTotal() > 4 || c.Redis["set"] > 0) {
+			t.Errorf("%s (API) sent %.2f SQL statements, %.2f Redis commands (%v); want at most 8 and 4, no SET, whatever the audience", c.Op, c.sqlTotal(), c.redisTotal(), c.Redis)
 		}
 		if strings.HasPrefix(c.Op, "fan-out") {
 			n := float64(small)
