@@ -235,9 +235,9 @@ func TestRedisOutage(t *testing.T) {
 	}
 	write(204, "DELETE", "/v1/posts/"+feed.FormatID(alicePosts[1]), aliceTok, nil)
 	aliceLive := slices.Delete(slices.Clone(alicePosts), 1, 2)
-	write(204, "PUT", "/v1/me/following/"+feed.FormatID(bob), rs[0].tok, nil)       // reader 0 now also follows bob
-	write(204, "DELETE", "/v1/me/following/"+feed.FormatID(alice), rs[1].tok, nil)  // reader 1 follows nobody
-	write(204, "PUT", "/v1/me/following/"+feed.FormatID(alice), carolTok, nil)      // carol, new, follows alice
+	write(204, "PUT", "/v1/me/following/"+feed.FormatID(bob), rs[0].tok, nil)      // reader 0 now also follows bob
+	write(204, "DELETE", "/v1/me/following/"+feed.FormatID(alice), rs[1].tok, nil) // reader 1 follows nobody
+	write(204, "PUT", "/v1/me/following/"+feed.FormatID(alice), carolTok, nil)     // carol, new, follows alice
 	bobPosts = append(bobPosts, parseID(t, write(201, "POST", "/v1/posts", bobTok, map[string]any{"content": "bob during"})["id"]))
 
 	wantFeeds := func() map[int64][]int64 {
