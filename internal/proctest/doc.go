@@ -3,13 +3,18 @@
 // RabbitMQ, and checks what an operator relies on when processes die or
 // are stopped: SIGKILL of a worker loses no fan-out, SIGTERM drains, the
 // configuration contract holds, and several serve and work processes
-// share one set of services.
+// share one set of services. The proofs of issue 5 live here too: chaos
+// (kills, a broker cut, a Redis flush and a serve restart during a big
+// fan-out) and the broker and Redis outages, made by cutting a
+// testproxy between the processes and the service, never by stopping the
+// shared service.
 //
 // The package holds only tests. It builds cmd/feedd once per test binary
 // and starts it with exec, so it sees what a deployment sees: exit
 // statuses, signals, printed output and real sockets. Each test creates
 // its own MariaDB database, Redis key prefix (in Redis database 4) and
-// queue prefix, and removes them when it ends. Without the services a
+// queue prefix, and removes them when it ends; the chaos test, which
+// flushes its Redis database, uses database 7 (FEEDD_TEST_CHAOS_REDIS_URL). Without the services a
 // test skips loudly; with CI=true it fails. FEEDD_TEST_MYSQL_DSN,
 // FEEDD_TEST_PROC_REDIS_URL and FEEDD_TEST_AMQP_URL override the loopback
 // defaults.
