@@ -116,6 +116,12 @@ func TestBrokerOutage(t *testing.T) {
 	}
 	up := publish(before, "broker up")
 	s.waitInboxes(readers, reversed(posts), 60*time.Second)
+	// Every event so far is marked sent, so that the backlog below counts
+	// exactly the outage's.
+	waitFor(t, 30*time.Second, "the outbox is drained before the cut", func() bool {
+		n, err := s.store.OutboxBacklog(ctx)
+		return err == nil && n == 0
+	})
 
 	mq.Cut()
 	cutAt := time.Now()
