@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,15 +28,11 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// The chaos test flushes its Redis database, so it has one of its own,
-// which nothing else uses; FEEDD_TEST_CHAOS_REDIS_URL overrides it.
-const defaultChaosRedis = "redis://127.0.0.1:6379/7"
-
 // TestChaos: while a celebrity with 50,000 followers posts (each post a
 // 50,000-inbox fan-out) and 30 ordinary users publish, follow each other
 // and read, the test
 //
-//   - flushes Redis (its own database),
+//   - flushes Redis: deletes every key feedd has there,
 //   - kills -9 a work process (another one runs) and starts a new one,
 //   - cuts every process's RabbitMQ connection for 3s (through a proxy),
 //   - kills -9 the serve process and starts a new one on the same address,
@@ -54,7 +51,7 @@ func TestChaos(t *testing.T) {
 		streamUsers = 30
 		loadFor     = 26 * time.Second
 	)
-	s := newStackOn(t, envOr("FEEDD_TEST_CHAOS_REDIS_URL", defaultChaosRedis))
+	s := newStack(t)
 	s.migrate()
 	mq, mqURL := proxied(t, s.amqpURL)
 	env := s.with("FEEDD_AUTO_MIGRATE", "false", "FEEDD_AMQP_URL", mqURL,
@@ -122,8 +119,8 @@ func TestChaos(t *testing.T) {
 	}
 	// The flush comes first, so that the inboxes the readers rebuild after
 	// it live through the kills and the cut that follow.
-	at(3*time.Second, "flush Redis (FLUSHDB of the test's own database)")
-	flushDB(t, s.env["FEEDD_REDIS_URL"])
+	at(3*time.Second, "flush Redis (every key under the test's prefix)")
+	t.Logf("flush deleted %d keys", s.flushRedis())
 
 	at(7*time.Second, "kill -9 work 1 (work 2 runs on); start work 3")
 	kill(work[0])
@@ -174,7 +171,7 @@ func TestChaos(t *testing.T) {
 	}
 
 	// The API: every feed, whole.
-	items := w.checkFeeds(ctx, s.env["FEEDD_JWT_SECRET"], fans, wantFan)
+	items := w.checkFeeds(ctx, s, fans, wantFan)
 	s.requireNoDeadLetters()
 	t.Logf("checked: %d posts and %d follow edges in SQL; %d feeds read whole through the API, %d feed items, each post exactly once; 0 dead letters",
 		w.streamPostCount()+len(w.posts[celeb]), w.followCount()+streamUsers+followers, followers+streamUsers, items)
@@ -455,11 +452,11 @@ func queryIDs(ctx context.Context, t *testing.T, db *sql.DB, query string, args 
 // compares it with the truth; it returns how many items it checked. A feed
 // may lag its last post by the fan-out's tail, so a mismatch is read again
 // until a deadline.
-func (w *chaosWorld) checkFeeds(ctx context.Context, secret string, fans []int64, wantFan []int64) int64 {
+func (w *chaosWorld) checkFeeds(ctx context.Context, s *stack, fans []int64, wantFan []int64) int64 {
 	t := w.t
 	t.Helper()
 	users := slices.Concat(fans, w.stream)
-	toks := w.sign(secret, users)
+	toks := w.sign(s.env["FEEDD_JWT_SECRET"], users)
 	want := func(i int) []int64 {
 		if i < len(fans) {
 			return wantFan
@@ -482,8 +479,8 @@ func (w *chaosWorld) checkFeeds(ctx context.Context, secret string, fans []int64
 					return nil
 				}
 				if time.Now().After(deadline) {
-					return fmt.Errorf("feed of %d through the API = %d posts (%d distinct); want %d posts, each once:\n got  %v\n want %v",
-						users[i], len(got), len(slices.Compact(slices.Sorted(slices.Values(got)))), len(want(i)), got, want(i))
+					return fmt.Errorf("feed of %d through the API = %d posts (%d distinct); want %d posts, each once:%s",
+						users[i], len(got), len(slices.Compact(slices.Sorted(slices.Values(got)))), len(want(i)), s.explainFeed(users[i], got, want(i)))
 				}
 				time.Sleep(200 * time.Millisecond)
 			}
@@ -600,20 +597,66 @@ func (s *stack) queued(queue string) int {
 	return info.Messages
 }
 
-// flushDB empties the Redis database at url, as a Redis restart without
-// persistence would. Only the chaos test's own database is ever flushed.
-func flushDB(t *testing.T, rawURL string) {
-	t.Helper()
-	opt, err := redis.ParseURL(rawURL)
+// flushRedis deletes every key feedd keeps in Redis, which is what a
+// Redis restart without persistence (or FLUSHALL) does to feedd, and
+// returns how many there were. It deletes by the test's prefix rather than
+// flushing a database: the server is shared with other suites and other
+// people's runs, which an actual FLUSHDB would hit too.
+func (s *stack) flushRedis() int {
+	s.t.Helper()
+	opt, err := redis.ParseURL(s.env["FEEDD_REDIS_URL"])
 	if err != nil {
-		t.Fatal(err)
-	}
-	if opt.DB == 0 || opt.DB == 4 { // the default, and the other proctests'
-		t.Fatalf("refusing to flush Redis database %d (%s): only the chaos test's own database may be flushed", opt.DB, rawURL)
+		s.t.Fatal(err)
 	}
 	c := redis.NewClient(opt)
 	defer c.Close()
-	if err := c.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatalf("flush redis: %v", err)
+	ctx := context.Background()
+	var cursor uint64
+	n := 0
+	for {
+		keys, next, err := c.Scan(ctx, cursor, s.env["FEEDD_REDIS_PREFIX"]+"*", 5000).Result()
+		if err != nil {
+			s.t.Fatalf("flush: scan: %v", err)
+		}
+		if len(keys) > 0 {
+			if err := c.Unlink(ctx, keys...).Err(); err != nil {
+				s.t.Fatalf("flush: unlink: %v", err)
+			}
+			n += len(keys)
+		}
+		if cursor = next; cursor == 0 {
+			return n
+		}
 	}
+}
+
+// explainFeed describes how a feed differs from what it should be, for a
+// failure message: the posts missing and extra with their authors and
+// times, when the reader followed those authors, and the reader's inbox.
+func (s *stack) explainFeed(reader int64, got, want []int64) string {
+	ctx := context.Background()
+	var b strings.Builder
+	describe := func(label string, ids []int64) {
+		for _, id := range ids {
+			var author int64
+			_ = s.store.DB().QueryRowContext(ctx, "SELECT author_id FROM posts WHERE id = ?", id).Scan(&author)
+			var followed int64
+			_ = s.store.DB().QueryRowContext(ctx, "SELECT created_at FROM follows WHERE follower_id = ? AND followee_id = ?", reader, author).Scan(&followed)
+			fmt.Fprintf(&b, "\n  %s post %d at %s by %d, followed at %s",
+				label, id, feed.IDTime(id).Format("15:04:05.000"), author, time.UnixMilli(followed).UTC().Format("15:04:05.000"))
+		}
+	}
+	describe("missing", slices.DeleteFunc(slices.Clone(want), func(id int64) bool { return slices.Contains(got, id) }))
+	describe("extra", slices.DeleteFunc(slices.Clone(got), func(id int64) bool { return slices.Contains(want, id) }))
+	pg, err := s.cache.InboxPage(ctx, reader, 0, 2000)
+	fmt.Fprintf(&b, "\n  inbox: exists %v complete %v, %d ids (err %v); missing ones in it: ", pg.Exists, pg.Complete, len(pg.IDs), err)
+	for _, id := range want {
+		if !slices.Contains(got, id) {
+			fmt.Fprintf(&b, "%v ", slices.Contains(pg.IDs, id))
+		}
+	}
+	if len(pg.IDs) > 0 {
+		fmt.Fprintf(&b, "\n  inbox from %s to %s", feed.IDTime(pg.IDs[len(pg.IDs)-1]).Format("15:04:05.000"), feed.IDTime(pg.IDs[0]).Format("15:04:05.000"))
+	}
+	return b.String()
 }

@@ -13,8 +13,7 @@
 // and starts it with exec, so it sees what a deployment sees: exit
 // statuses, signals, printed output and real sockets. Each test creates
 // its own MariaDB database, Redis key prefix (in Redis database 4) and
-// queue prefix, and removes them when it ends; the chaos test, which
-// flushes its Redis database, uses database 7 (FEEDD_TEST_CHAOS_REDIS_URL). Without the services a
+// queue prefix, and removes them when it ends. Without the services a
 // test skips loudly; with CI=true it fails. FEEDD_TEST_MYSQL_DSN,
 // FEEDD_TEST_PROC_REDIS_URL and FEEDD_TEST_AMQP_URL override the loopback
 // defaults.

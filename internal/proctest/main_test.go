@@ -140,18 +140,7 @@ type stack struct {
 
 func newStack(t *testing.T) *stack {
 	t.Helper()
-	return newStackOn(t, "")
-}
-
-// newStackOn is newStack on the Redis database at redisURL ("" for the
-// package's own): the chaos test flushes its database, so it gets one of
-// its own.
-func newStackOn(t *testing.T, redisURL string) *stack {
-	t.Helper()
 	svc := requireServices(t)
-	if redisURL != "" {
-		svc.redis = redisURL
-	}
 	ctx := context.Background()
 	id := randHex(5)
 
