@@ -157,7 +157,8 @@ func TestAuthMatrix(t *testing.T) {
 }
 
 // snapshot renders what a refused request could have changed: row counts
-// of every table the API writes, and two users' profiles and feeds.
+// of every table the API writes, the degradation switches, and two users'
+// profiles and feeds.
 func (in *instance) snapshot(aliceTok, bobTok, alice, bob string) string {
 	in.t.Helper()
 	var b strings.Builder
@@ -179,6 +180,10 @@ func (in *instance) snapshot(aliceTok, bobTok, alice, bob string) string {
 	for _, u := range []string{alice, bob} {
 		r := in.must(http.StatusOK, "GET", "/v1/users/"+u, in.admin, nil)
 		fmt.Fprintf(&b, "user %s=%v/%v ", u, r.body["follower_count"], r.body["following_count"])
+	}
+	// The run-time switches, where the program has them.
+	if r := in.do("GET", "/v1/admin/degradation", in.admin, nil); r.status == http.StatusOK {
+		fmt.Fprintf(&b, "switches=%s ", strings.TrimSpace(string(r.raw)))
 	}
 	for _, tok := range []string{aliceTok, bobTok} {
 		fmt.Fprintf(&b, "feed=%v ", slices.Clip(in.feedAll(tok, 100)))
