@@ -65,6 +65,7 @@ type ModelResult struct {
 	Publish    *PublishResult         `json:"publish,omitempty"`
 	Read       map[string]*ReadResult `json:"read,omitempty"`
 	Memory     *MemoryResult          `json:"memory,omitempty"`
+	Mixed      *MixedResult           `json:"mixed,omitempty"`
 	Errors     []string               `json:"errors"`
 }
 
@@ -464,6 +465,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, v, t.Goal, met, t.Detail)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := r.writeMixed(w); err != nil {
 		return err
 	}
 	for _, name := range r.ModelOrder {

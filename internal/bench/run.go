@@ -146,7 +146,7 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 		return nil, errors.New("bench run: no graph manifest")
 	}
 	for _, s := range o.Scenarios {
-		if !slices.Contains(AllScenarios, s) {
+		if !slices.Contains(AllScenarios, s) && s != ScenarioMixed {
 			return nil, fmt.Errorf("bench run: unknown scenario %q: want some of %s", s, strings.Join(AllScenarios, ","))
 		}
 	}
@@ -373,6 +373,13 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 		if err != nil {
 			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", sc, err))
 			r.logf("!! %s %s: %v", name, sc, err)
+		}
+	}
+	if slices.Contains(r.o.Scenarios, ScenarioMixed) && ctx.Err() == nil {
+		var err error
+		if res.Mixed, err = r.mixed(ctx, m); err != nil {
+			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", ScenarioMixed, err))
+			r.logf("!! %s %s: %v", name, ScenarioMixed, err)
 		}
 	}
 	return nil

@@ -47,5 +47,11 @@ func DecodeCursor(kind byte, s string) (int64, error) {
 	if n <= 0 || 2+n != len(raw) || pos == 0 || pos > 1<<63-1 {
 		return 0, bad
 	}
+	// One position, one cursor: base64 with stray trailing bits ("AWa0A0"
+	// for "AWa0Aw", found by FuzzDecodeCursor) or an over-long varint would
+	// otherwise be accepted as another spelling of the same cursor.
+	if EncodeCursor(kind, int64(pos)) != s {
+		return 0, bad
+	}
 	return int64(pos), nil
 }

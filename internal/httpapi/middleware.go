@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -166,6 +167,14 @@ func recoverPanics(next http.Handler) http.Handler {
 // or 405 with the Allow header when the path exists under other methods.
 func routeFallback(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// ServeMux answers a path that is not clean ("/v1/users//posts",
+		// an empty id) with an HTML redirect to the cleaned one, which may
+		// be another route; an API client gets a JSON 404 instead (found
+		// by FuzzPathAndQuery).
+		if p := r.URL.Path; p != "" && p != "/" && path.Clean(p) != p && r.Method != http.MethodConnect {
+			writeError(w, http.StatusNotFound, feed.ENOTFOUND, fmt.Sprintf("there is no route %s %s", r.Method, p))
+			return
+		}
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
 			mux.ServeHTTP(w, r)

@@ -7,18 +7,25 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// Follow makes follower follow followee. It is idempotent; a new edge
-// copies the followee's recent posts into the follower's inbox, if it has
+// Follow makes follower follow followee. It is idempotent; the edge's
+// followee's recent posts are copied into the follower's inbox, if it has
 // one (an absent inbox is rebuilt from SQL on the next read anyway).
+//
+// The copy runs on a repeated follow too: a process that dies between the
+// SQL commit and the copy leaves an inbox with a gap, and the client's
+// retry of the idempotent PUT is what repairs it (the chaos test found
+// this). The copy is idempotent, so a repeat costs two reads and no harm.
 func (s *Service) Follow(ctx context.Context, follower, followee int64) error {
 	if follower == followee {
 		return feed.Errorf(feed.EINVALID, "you cannot follow yourself")
 	}
 	changed, err := s.store.Follow(ctx, follower, followee)
-	if err != nil || !changed {
+	if err != nil {
 		return err
 	}
-	s.afterGraphChange(ctx, follower, followee)
+	if changed {
+		s.afterGraphChange(ctx, follower, followee)
+	}
 	if err := s.backfill(ctx, follower, followee); err != nil {
 		// The edge is in SQL: a failed backfill only costs freshness, and
 		// dropping the inbox makes the next read rebuild it complete.
@@ -61,7 +68,8 @@ func (s *Service) backfill(ctx context.Context, follower, followee int64) error 
 }
 
 // Unfollow removes the edge and the followee's posts from the follower's
-// inbox. It is idempotent.
+// inbox. It is idempotent, and like Follow it redoes the inbox part on a
+// repeat, so that a retry repairs what a crash after the commit left.
 func (s *Service) Unfollow(ctx context.Context, follower, followee int64) error {
 	if follower == followee {
 		return feed.Errorf(feed.EINVALID, "you cannot unfollow yourself")
@@ -70,10 +78,12 @@ func (s *Service) Unfollow(ctx context.Context, follower, followee int64) error 
 		return err
 	}
 	changed, err := s.store.Unfollow(ctx, follower, followee)
-	if err != nil || !changed {
+	if err != nil {
 		return err
 	}
-	s.afterGraphChange(ctx, follower, followee)
+	if changed {
+		s.afterGraphChange(ctx, follower, followee)
+	}
 	if err := s.removeAuthor(ctx, follower, followee); err != nil {
 		s.cacheFailed("unfollow removal", err)
 		_ = s.cache.DropInbox(ctx, follower)
