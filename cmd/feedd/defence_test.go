@@ -277,6 +277,32 @@ func TestSwitchesEndToEnd(t *testing.T) {
 		}
 		in.feedEventually(fanTok, 10, []string{m1, s1})
 
+		// L1: no likes enrichment: posts carry no likes fields (rather
+		// than a misleading 0), and they come back when it is lifted.
+		in.must(200, "PUT", "/v1/posts/"+m1+"/like", fanTok, nil)
+		likesOf := func() (any, bool) {
+			items := in.must(200, "GET", "/v1/me/feed?limit=10", fanTok, nil).items()
+			for _, it := range items {
+				if it["id"] == m1 {
+					c, ok := it["like_count"]
+					return c, ok
+				}
+			}
+			t.Fatalf("post %s is not in the feed", m1)
+			return nil, false
+		}
+		set(`{"L1": true}`)
+		if c, ok := likesOf(); ok {
+			t.Fatalf("under L1 a feed post carries like_count %v; want no likes fields", c)
+		}
+		if p := in.must(200, "GET", "/v1/posts/"+m1, fanTok, nil).body; p["liked_by_me"] != nil {
+			t.Fatalf("under L1 GET /v1/posts carries liked_by_me %v; want none", p["liked_by_me"])
+		}
+		set(`{"L1": false}`)
+		if c, ok := likesOf(); !ok || c != float64(1) {
+			t.Fatalf("with L1 off like_count = %v (present %v); want 1", c, ok)
+		}
+
 		// L4: the last good first page, from the cache.
 		in.feedAll(fanTok, 10) // a good first page, remembered
 		set(`{"L4": true}`)

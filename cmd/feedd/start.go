@@ -230,6 +230,16 @@ type api struct {
 // embedded field takes the alias's name).
 type likesService = likes.Service
 
+// LikeStates is the likes service's, unless degradation switch L1 drops
+// non-essential enrichment: then pages cost no likes lookup and their
+// posts carry no likes fields.
+func (a api) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
+	if !a.Service.Enrich() {
+		return nil, nil
+	}
+	return a.likesService.LikeStates(ctx, viewer, posts)
+}
+
 // likesViaBroker reports whether like events travel through RabbitMQ to
 // a batching consumer. The in-process queue dies with the process, so
 // without RabbitMQ a like is written (group-committed) before the API

@@ -18,7 +18,8 @@ type Likes interface {
 	Like(ctx context.Context, user, post int64) (feed.LikeState, error)
 	Unlike(ctx context.Context, user, post int64) (feed.LikeState, error)
 	// LikeStates returns the count of each post and whether viewer (0:
-	// nobody) likes it.
+	// nobody) likes it; nil when degradation switch L1 drops that
+	// enrichment (the posts then carry no likes fields).
 	LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error)
 	// PostLikers pages a post's likers after the position (version, user),
 	// newest first.
@@ -148,7 +149,7 @@ func handleUserLikes(svc Service) http.Handler {
 		page := pageJSON[postJSON]{Items: make([]postJSON, 0, len(posts))}
 		for _, p := range posts {
 			if !p.Deleted {
-				page.Items = append(page.Items, toPostJSONLikes(p, states[p.ID]))
+				page.Items = append(page.Items, toPostJSONLikes(p, states))
 			}
 		}
 		// The cursor names the last like, even one of a post deleted since.

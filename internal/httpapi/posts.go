@@ -20,9 +20,11 @@ type postJSON struct {
 	AuthorID  string `json:"author_id"`
 	Content   string `json:"content"`
 	CreatedAt string `json:"created_at"`
-	// Every post a client sees carries its likes (likes.go).
-	LikeCount int64 `json:"like_count"`
-	LikedByMe bool  `json:"liked_by_me"`
+	// Every post a client sees carries its likes (likes.go), unless
+	// degradation switch L1 dropped that enrichment: then both are absent
+	// rather than a misleading 0 and false.
+	LikeCount *int64 `json:"like_count,omitempty"`
+	LikedByMe *bool  `json:"liked_by_me,omitempty"`
 }
 
 func toPostJSON(p feed.Post) postJSON {
@@ -34,9 +36,14 @@ func toPostJSON(p feed.Post) postJSON {
 	}
 }
 
-func toPostJSONLikes(p feed.Post, st feed.LikeState) postJSON {
+// toPostJSONLikes is toPostJSON with p's likes from states; a nil states
+// (the service dropped enrichment, L1) leaves them out.
+func toPostJSONLikes(p feed.Post, states map[int64]feed.LikeState) postJSON {
 	j := toPostJSON(p)
-	j.LikeCount, j.LikedByMe = st.Count, st.LikedByMe
+	if states != nil {
+		st := states[p.ID]
+		j.LikeCount, j.LikedByMe = &st.Count, &st.LikedByMe
+	}
 	return j
 }
 
@@ -46,11 +53,14 @@ func postPage(posts []feed.Post, more bool) pageJSON[postJSON] {
 	return postPageLikes(posts, more, nil)
 }
 
+// noLikesYet is the likes of a post just created: 0 and false.
+var noLikesYet = map[int64]feed.LikeState{}
+
 // postPageLikes is postPage with each post's likes from states.
 func postPageLikes(posts []feed.Post, more bool, states map[int64]feed.LikeState) pageJSON[postJSON] {
 	return newPage(posts, more, feed.CursorFeed,
 		func(p feed.Post) int64 { return p.ID },
-		func(p feed.Post) (postJSON, bool) { return toPostJSONLikes(p, states[p.ID]), !p.Deleted })
+		func(p feed.Post) (postJSON, bool) { return toPostJSONLikes(p, states), !p.Deleted })
 }
 
 type createPostRequest struct {
@@ -90,7 +100,7 @@ func handlePostCreate(svc Service) http.Handler {
 			return
 		}
 		w.Header().Set("Location", "/v1/posts/"+feed.FormatID(p.ID))
-		encode(w, http.StatusCreated, toPostJSON(p))
+		encode(w, http.StatusCreated, toPostJSONLikes(p, noLikesYet))
 	})
 }
 
@@ -114,7 +124,7 @@ func handlePostGet(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		encode(w, http.StatusOK, toPostJSONLikes(p, states[p.ID]))
+		encode(w, http.StatusOK, toPostJSONLikes(p, states))
 	})
 }
 
