@@ -85,18 +85,14 @@ func feeddCmd(t *testing.T, ctx context.Context, exe string, env []string, args 
 	return out.String()
 }
 
-func TestBenchEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: builds feedd and runs it three times")
-	}
-	requireServices(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	exe := buildFeedd(t, dir)
-
+// childEnv creates a MariaDB database for one test, dropped when it ends,
+// and returns the environment of the feedd children bench starts: the
+// test's own, less the developer's FEEDD_* settings, plus that database,
+// redisURL, the broker, fresh secrets, quiet logs and extra.
+func childEnv(t *testing.T, dbPrefix, redisURL string, extra ...string) []string {
+	t.Helper()
 	root := envOr("FEEDD_TEST_MYSQL_DSN", e2eMySQL)
-	db := "feedd_bench_" + randHex(6)
+	db := dbPrefix + randHex(6)
 	conn, err := sql.Open("mysql", root)
 	if err != nil {
 		t.Fatal(err)
@@ -108,10 +104,6 @@ func TestBenchEndToEnd(t *testing.T) {
 		_, _ = conn.Exec("DROP DATABASE IF EXISTS " + db)
 		conn.Close()
 	})
-	redisURL := envOr("FEEDD_TEST_BENCH_REDIS_URL", e2eRedis)
-	runPrefix := "bench" + randHex(4) + "-"
-
-	// The developer's own FEEDD_* settings stay out of the children.
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "FEEDD_") {
@@ -124,9 +116,26 @@ func TestBenchEndToEnd(t *testing.T) {
 		"FEEDD_AMQP_URL="+envOr("FEEDD_TEST_AMQP_URL", e2eAMQP),
 		"FEEDD_ADMIN_TOKEN=admin-"+randHex(8),
 		"FEEDD_JWT_SECRET="+randHex(16),
+		"FEEDD_LOG_LEVEL=warn",
+	)
+	return append(env, extra...)
+}
+
+func TestBenchEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds feedd and runs it three times")
+	}
+	requireServices(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	exe := buildFeedd(t, dir)
+
+	redisURL := envOr("FEEDD_TEST_BENCH_REDIS_URL", e2eRedis)
+	runPrefix := "bench" + randHex(4) + "-"
+	env := childEnv(t, "feedd_bench_", redisURL,
 		// The celebrity's 1,500 followers are above it: hybrid pulls it.
 		"FEEDD_PULL_THRESHOLD=1000",
-		"FEEDD_LOG_LEVEL=warn",
 	)
 
 	graph := filepath.Join(dir, "graph.json")

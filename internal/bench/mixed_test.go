@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"math"
 	"os"
@@ -26,34 +25,7 @@ func TestMixedLoad(t *testing.T) {
 	dir := t.TempDir()
 	exe := buildFeedd(t, dir)
 
-	root := envOr("FEEDD_TEST_MYSQL_DSN", e2eMySQL)
-	db := "feedd_mixed_" + randHex(6)
-	conn, err := sql.Open("mysql", root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec("CREATE DATABASE " + db + " CHARACTER SET utf8mb4"); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		_, _ = conn.Exec("DROP DATABASE IF EXISTS " + db)
-		conn.Close()
-	})
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "FEEDD_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env,
-		"FEEDD_MYSQL_DSN="+root+db,
-		"FEEDD_REDIS_URL="+envOr("FEEDD_TEST_BENCH_REDIS_URL", e2eRedis),
-		"FEEDD_AMQP_URL="+envOr("FEEDD_TEST_AMQP_URL", e2eAMQP),
-		"FEEDD_ADMIN_TOKEN=admin-"+randHex(8),
-		"FEEDD_JWT_SECRET="+randHex(16),
-		"FEEDD_PULL_THRESHOLD=1000",
-		"FEEDD_LOG_LEVEL=warn",
-	)
+	env := childEnv(t, "feedd_mixed_", envOr("FEEDD_TEST_BENCH_REDIS_URL", e2eRedis), "FEEDD_PULL_THRESHOLD=1000")
 	graph := filepath.Join(dir, "graph.json")
 	feeddCmd(t, ctx, exe, env, "bench", "graph", "--users", "3000", "--celebrities", "1", "--celebrity-followers", "1500",
 		"--posts-per-user", "5", "--cohorts", "50", "--cohort-readers", "10", "--sample-users", "500", "--out", graph)

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -36,36 +35,8 @@ func TestBenchWorkProcsOnCluster(t *testing.T) {
 	dir := t.TempDir()
 	exe := buildFeedd(t, dir)
 
-	root := envOr("FEEDD_TEST_MYSQL_DSN", e2eMySQL)
-	db := "feedd_bench_" + randHex(6)
-	conn, err := sql.Open("mysql", root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec("CREATE DATABASE " + db + " CHARACTER SET utf8mb4"); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		_, _ = conn.Exec("DROP DATABASE IF EXISTS " + db)
-		conn.Close()
-	})
 	runPrefix := "bench" + randHex(4) + "-"
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "FEEDD_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env,
-		"FEEDD_MYSQL_DSN="+root+db,
-		"FEEDD_REDIS_URL="+clusterURL,
-		"FEEDD_AMQP_URL="+envOr("FEEDD_TEST_AMQP_URL", e2eAMQP),
-		"FEEDD_ADMIN_TOKEN=admin-"+randHex(8),
-		"FEEDD_JWT_SECRET="+randHex(16),
-		"FEEDD_BATCH_SIZE=200",
-		"FEEDD_DIRECT_FANOUT=500",
-		"FEEDD_LOG_LEVEL=warn",
-	)
+	env := childEnv(t, "feedd_bench_", clusterURL, "FEEDD_BATCH_SIZE=200", "FEEDD_DIRECT_FANOUT=500")
 	graph := filepath.Join(dir, "graph.json")
 	feeddCmd(t, ctx, exe, env, "bench", "graph", "--users", "3000", "--celebrities", "1", "--celebrity-followers", "2000",
 		"--posts-per-user", "2", "--cohorts", "50", "--cohort-readers", "5", "--sample-users", "50", "--out", graph)
