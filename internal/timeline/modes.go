@@ -2,7 +2,10 @@ package timeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -171,8 +174,63 @@ type outboxSource struct {
 	author int64
 }
 
+// outboxHeadTTL is how old a process's copy of a pulled author's outbox
+// head may be, and so how late a pulled author's new post may reach a
+// merged page; outboxHeads bounds how many authors' heads a process keeps.
+const (
+	outboxHeadTTL = time.Second
+	outboxHeads   = 4096
+)
+
+// outboxHead is a process's copy of a pulled author's newest outbox ids.
+// A celebrity's outbox is read by every page of every one of its
+// followers, the hottest keys there are; note 003's answer to a hot key is
+// a short-lived local copy. With it a merged page costs no cache call per
+// pulled author (bench: 20 per page for readers of 20 celebrities).
+type outboxHead struct {
+	ids      []int64 // newest first; shared, never modified
+	complete bool    // ids are all the author's posts
+}
+
+// head returns author's outbox head, at most outboxHeadTTL old, and false
+// when the outbox is absent or unreadable (the caller takes the long way).
+func (s *Service) head(ctx context.Context, author int64) (outboxHead, bool) {
+	if h, ok := s.heads.Get(author); ok {
+		s.metrics.cacheLookups.WithLabelValues("outbox_head", "hit").Inc()
+		return h, true
+	}
+	s.metrics.cacheLookups.WithLabelValues("outbox_head", "miss").Inc()
+	v, err, _ := s.headLoads.Do(strconv.FormatInt(author, 10), func() (any, error) {
+		ctx, cancel := detached(ctx)
+		defer cancel()
+		pg, err := s.outboxes.InboxPage(ctx, author, 0, s.cfg.OutboxMax)
+		if err != nil || !pg.Exists {
+			return nil, errNoHead
+		}
+		h := outboxHead{ids: pg.IDs, complete: pg.Complete}
+		s.heads.Put(author, h)
+		return h, nil
+	})
+	if err != nil {
+		return outboxHead{}, false
+	}
+	return v.(outboxHead), true
+}
+
+var errNoHead = errors.New("timeline: no outbox head")
+
 func (o outboxSource) next(ctx context.Context, pos int64, want int) ([]int64, bool, error) {
 	s := o.s
+	if h, ok := s.head(ctx, o.author); ok {
+		below := h.ids
+		if pos > 0 {
+			below = below[sort.Search(len(below), func(i int) bool { return below[i] < pos }):]
+		}
+		if len(below) >= want || h.complete {
+			ids := slices.Clone(below[:min(want, len(below))])
+			return ids, len(ids) < want, nil
+		}
+	}
 	pg, err := s.outboxes.InboxPage(ctx, o.author, pos, want)
 	if err == nil {
 		s.metrics.cacheLookups.WithLabelValues("outbox", hitOrMiss(pg.Exists)).Inc()

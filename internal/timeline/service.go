@@ -128,6 +128,11 @@ type Service struct {
 	users       singleflight.Group
 	outboxFills singleflight.Group
 	pulleeLoads singleflight.Group
+
+	// heads is the process's copy of pulled authors' outbox heads
+	// (outboxHead), loaded once per author at a time.
+	heads     *lru.Cache[int64, outboxHead]
+	headLoads singleflight.Group
 }
 
 // readyCheck is one named dependency of Checks.
@@ -161,6 +166,7 @@ func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, outboxe
 		logger:    logger.With("component", "timeline"),
 		metrics:   newMetrics(reg),
 		published: func() {},
+		heads:     lru.New[int64, outboxHead](outboxHeads, outboxHeadTTL, nil),
 	}
 	// SQL is required: without it the API cannot take a write. The cache
 	// is not: every read falls back to SQL.
