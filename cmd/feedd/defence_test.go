@@ -59,20 +59,7 @@ func runFeedd(t *testing.T, env map[string]string, overrides ...string) (*instan
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	var once sync.Once
-	in.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("feedd exited with %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("feedd did not stop within 30s of its context ending")
-			}
-		})
-	}
+	in.stop = stopper(t, cancel, done)
 	t.Cleanup(in.stop)
 	return in, logs
 }

@@ -304,20 +304,7 @@ func startRole(t *testing.T, role string, env map[string]string, tweak func(*dep
 		}
 	}
 	in.admin = d.adminToken
-	var once sync.Once
-	in.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("feedd exited with %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("feedd did not stop within 30s of its context ending")
-			}
-		})
-	}
+	in.stop = stopper(t, cancel, done)
 	t.Cleanup(in.stop)
 	return in
 }
@@ -511,5 +498,24 @@ func flushRedis(t *testing.T, env map[string]string) {
 	defer c.Close()
 	if err := c.FlushDB(context.Background()).Err(); err != nil {
 		t.Fatalf("flush redis: %v", err)
+	}
+}
+
+// stopper returns a function that ends an in-process feedd (cancel) and
+// checks, once, that run returned nil (on done) within 30s.
+func stopper(t *testing.T, cancel context.CancelFunc, done <-chan error) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("feedd exited with %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("feedd did not stop within 30s of its context ending")
+			}
+		})
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
@@ -576,25 +575,9 @@ func (s *stack) waitExistingInboxes(readers, want []int64, within time.Duration)
 // unacked; a queue not declared yet holds none.
 func (s *stack) queued(queue string) int {
 	s.t.Helper()
-	conn, err := amqp.Dial(s.amqpURL)
-	if err != nil {
-		s.t.Fatalf("dial rabbitmq: %v", err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	info, err := ch.QueueDeclarePassive(s.amqpPrefix+queue, true, false, false, false, nil)
-	switch {
-	case isNotFound(err):
-		return 0
-	case err != nil:
-		s.t.Fatalf("inspect %s: %v", queue, err)
-	}
 	// Declare-ok counts ready messages only, not those a consumer holds;
 	// the checks after this one therefore poll until their deadline.
-	return info.Messages
+	return s.inspect(queue).Messages
 }
 
 // flushRedis deletes every key feedd keeps in Redis, which is what a

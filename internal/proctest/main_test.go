@@ -314,6 +314,13 @@ func (s *stack) deadLetters() map[string]int {
 // declared yet has none.
 func (s *stack) consumers(queue string) int {
 	s.t.Helper()
+	return s.inspect(queue).Consumers
+}
+
+// inspect returns what the broker says of queue (unprefixed); a queue not
+// declared yet reads as empty.
+func (s *stack) inspect(queue string) amqp.Queue {
+	s.t.Helper()
 	conn, err := amqp.Dial(s.amqpURL)
 	if err != nil {
 		s.t.Fatalf("dial rabbitmq: %v", err)
@@ -326,11 +333,11 @@ func (s *stack) consumers(queue string) int {
 	info, err := ch.QueueDeclarePassive(s.amqpPrefix+queue, true, false, false, false, nil)
 	switch {
 	case isNotFound(err):
-		return 0
+		return amqp.Queue{}
 	case err != nil:
 		s.t.Fatalf("inspect %s: %v", queue, err)
 	}
-	return info.Consumers
+	return info
 }
 
 // requireNoDeadLetters fails the test if any message was dead-lettered.
