@@ -42,6 +42,7 @@ type config struct {
 	pullAt       int
 	autoMigrate  bool
 	logLevel     string
+	pprofAddr    string
 	logFormat    string
 
 	// The defences (README, "Defences").
@@ -152,6 +153,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	num(&c.likeBatch, "like-batch", 500, "like events written to SQL in one batch at most")
 	dur(&c.likeLinger, "like-linger", 500*time.Millisecond, "with RabbitMQ, how long a batch of like events waits to fill before it is written")
 	boolean(&c.autoMigrate, "auto-migrate", true, "apply SQL migrations at start (they are idempotent)")
+	str(&c.pprofAddr, "pprof-addr", "", "if set, serve Go's profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; keep it private")
 	str(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	str(&c.logFormat, "log-format", "json", "json (one object per line, with request_id) or text")
 	rule := func(p *limit.Rule, name, def, usage string) {

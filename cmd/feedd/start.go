@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -112,6 +113,13 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	logger.Info("feedd started", "role", cfg.role, "url", url, "sql", sqlKind(cfg), "cache", orEmbedded(cfg.redis(), "redis"), "queue", orEmbedded(cfg.amqpURL != "", "rabbitmq"), "fanout_mode", cfg.fanoutMode)
 
 	errs := make(chan error, 4)
+	if cfg.pprofAddr != "" {
+		stopProfiles, err := serveProfiles(cfg.pprofAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer stopProfiles()
+	}
 	if runWork {
 		disp, worker := fanout.New(logger, fanout.Config{
 			DirectFanout: cfg.directFanout, BatchSize: cfg.batchSize, Policy: policy,
@@ -165,6 +173,26 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	work.Wait()
 	logger.Info("feedd stopped")
 	return runErr
+}
+
+// serveProfiles serves Go's runtime profiles on their own listener, off
+// the API's address, so that only an operator who can reach that address
+// (loopback, a private network) can profile a running process.
+func serveProfiles(addr string, logger *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for profiles on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	logger.Info("serving profiles", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
+	return func() { _ = srv.Close() }, nil
 }
 
 // registerBackendMetrics exposes the queue depths, dead letters and SQL
