@@ -283,6 +283,7 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	f.str(&o.RedisPrefix, "redis-prefix", o.RedisPrefix, true, "with --url, the deployment's Redis key prefix")
 	f.str(&o.AMQPURL, "amqp-url", "", true, "RabbitMQ of the children, whose queues bench deletes afterwards")
 	f.num(&o.InboxMax, "inbox-max", o.InboxMax, true, "the deployment's inbox length")
+	f.num(&o.InboxGroups, "inbox-groups", o.InboxGroups, true, "the deployment's inbox hash tags")
 	f.str(&o.RunPrefix, "run-prefix", o.RunPrefix, false, "start of every Redis and RabbitMQ prefix bench gives its children and its own keys")
 	f.num(&o.Concurrency, "concurrency", o.Concurrency, false, "concurrent clients of the read scenario")
 	f.dur(&o.Duration, "duration", o.Duration, "how long each cohort's reads run, and the mixed load")

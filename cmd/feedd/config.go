@@ -11,6 +11,7 @@ import (
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/limit"
+	"github.com/feedd/feedd/internal/rediscache"
 )
 
 // config is every setting of feedd. Each has a flag and an environment
@@ -43,6 +44,7 @@ type config struct {
 	autoMigrate  bool
 	logLevel     string
 	pprofAddr    string
+	inboxGroups  int
 	logFormat    string
 
 	// The defences (README, "Defences").
@@ -141,6 +143,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	str(&c.amqpQueue, "amqp-queue-type", "quorum", "quorum (replicated, for a RabbitMQ cluster) or classic")
 	str(&c.amqpPrefix, "amqp-prefix", "feedd.", "prefix of every RabbitMQ queue and exchange")
 	num(&c.inboxMax, "inbox-max", 1000, "entries kept per home-feed inbox")
+	num(&c.inboxGroups, "inbox-groups", rediscache.DefaultInboxGroups, "Redis hash tags the inboxes are spread over: a fan-out pushes into one group's inboxes with one script call, so fewer are cheaper and more spread a Cluster better; changing it rebuilds every inbox from SQL")
 	num(&c.directFanout, "direct-fanout", 5000, "authors with fewer followers are fanned out by the dispatcher directly, others in batch tasks")
 	num(&c.batchSize, "batch-size", 1000, "followers per fan-out batch task")
 	num(&c.workers, "workers", 8, "concurrent batch-task handlers per work process")
@@ -225,7 +228,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"inbox-max", c.inboxMax}, {"direct-fanout", c.directFanout}, {"batch-size", c.batchSize}, {"workers", c.workers}, {"relay-workers", c.relayWorkers}, {"active-days", c.activeDays}, {"pull-threshold", c.pullAt},
+	}{{"inbox-max", c.inboxMax}, {"inbox-groups", c.inboxGroups}, {"direct-fanout", c.directFanout}, {"batch-size", c.batchSize}, {"workers", c.workers}, {"relay-workers", c.relayWorkers}, {"active-days", c.activeDays}, {"pull-threshold", c.pullAt},
 		{"rate-users", c.rateUsers}, {"max-inflight-reads", c.maxReads}, {"max-inflight-writes", c.maxWrites},
 		{"breaker-failures", c.breakerFailures}, {"sql-read-conns", c.sqlReadConns}, {"sql-write-conns", c.sqlWriteConns},
 		{"sql-work-conns", c.sqlWorkConns}, {"relay-max-pending", c.relayMaxPending}, {"tasks-max-pending", c.tasksMaxPending},

@@ -309,8 +309,13 @@ func measureCosts(t *testing.T, env map[string]string) []cost {
 			if strings.Contains(c.Op, "tasks") {
 				n = big
 			}
-			if got := c.Redis["evalsha"] + c.Redis["eval"]; got < n || got > n+10 {
-				t.Errorf("%s: %.2f scripts; want one per follower (%v)", c.Op, got, n)
+			// One plain LPUSHX per follower; a script only where an
+			// inbox's pending list filled up (none here: one post).
+			if got := c.Redis["lpushx"]; got < n || got > n+10 {
+				t.Errorf("%s: %.2f LPUSHX; want one per follower (%v)", c.Op, got, n)
+			}
+			if got := c.Redis["evalsha"] + c.Redis["eval"]; got > 10 {
+				t.Errorf("%s: %.2f scripts; want none but the process's background ones (%v)", c.Op, got, c.Redis)
 			}
 		}
 	}

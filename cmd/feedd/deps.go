@@ -171,14 +171,14 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 			return nil, fmt.Errorf("FEEDD_REDIS_URL: %w", err)
 		}
 		redisCounter = rediscache.CountCommands(client)
-		rc := rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax})
+		rc := rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax, InboxGroups: cfg.inboxGroups})
 		d.cache, d.likes = rc, rc
 		if err := d.cache.Ping(ctx); err != nil {
 			return nil, fmt.Errorf("redis: %w", err)
 		}
 		if cfg.fanoutMode == feed.ModeHybrid {
 			// Same client: closing the inbox cache closes it.
-			d.outboxes = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix + "ob:", InboxMax: outboxMax})
+			d.outboxes = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix + "ob:", InboxMax: outboxMax, InboxGroups: cfg.inboxGroups})
 		}
 	} else {
 		mc := inmemcache.New(inmemcache.Options{InboxMax: cfg.inboxMax})

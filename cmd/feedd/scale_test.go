@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/rediscache"
 )
 
 // The scale-out tests: a Redis Cluster master dies in the middle of a
@@ -106,7 +107,8 @@ func TestClusterMasterDiesDuringFanout(t *testing.T) {
 	tokens := userTokens(t, in, followers)
 
 	// The victim is the master of the first follower's inbox.
-	victim, err := c.MasterForKey(ctx, env["FEEDD_REDIS_PREFIX"]+"inbox:{"+feed.FormatID(followers[0])+"}")
+	key, _ := rediscache.New(nil, rediscache.Options{Prefix: env["FEEDD_REDIS_PREFIX"]}).InboxKeys(followers[0])
+	victim, err := c.MasterForKey(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,7 @@ type RunOptions struct {
 	RedisPrefix  string // the deployment's, with URL
 	AMQPURL      string
 	InboxMax     int
+	InboxGroups  int
 
 	Scenarios          []string
 	Concurrency        int
@@ -90,7 +91,7 @@ type RunOptions struct {
 // DefaultRunOptions are the flags' defaults.
 func DefaultRunOptions() RunOptions {
 	return RunOptions{
-		Models: AllModels, RunPrefix: "bench-", RedisPrefix: "feedd:", InboxMax: 1000,
+		Models: AllModels, RunPrefix: "bench-", RedisPrefix: "feedd:", InboxMax: 1000, InboxGroups: rediscache.DefaultInboxGroups,
 		Scenarios: AllScenarios, Concurrency: 32, Duration: 10 * time.Second, BaselineDuration: 5 * time.Second,
 		MaxRequests: 10_000_000, PublishCount: 200, FanoutTimeout: 10 * time.Minute,
 		VerifySample: 1000, BaselineGoroutines: 8, MemoryReaders: 1000, MemoryMaxKeys: 200_000,
@@ -342,7 +343,7 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 	if r.rdb != nil {
 		// The cache is only used for its inbox calls; it is never closed
 		// (that would close the shared client).
-		m.cache = rediscache.New(r.rdb, rediscache.Options{Prefix: m.prefix, InboxMax: r.o.InboxMax})
+		m.cache = rediscache.New(r.rdb, rediscache.Options{Prefix: m.prefix, InboxMax: r.o.InboxMax, InboxGroups: r.o.InboxGroups})
 	}
 	r.logf("== %s: measuring %s", name, m.url)
 	defer func() {

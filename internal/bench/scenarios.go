@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -455,14 +454,14 @@ func measureMemory(ctx context.Context, rdb redis.UniversalClient, cache *redisc
 		return nil, err
 	}
 	res := &MemoryResult{Prefix: prefix, Keys: int64(len(keys)), ByType: map[string]*TypeMemory{}, ByNamespace: map[string]*TypeMemory{}}
-	isReader := make(map[int64]bool, len(readers))
+	isInbox := make(map[string]bool, len(readers))
 	for _, r := range readers {
-		isReader[r] = true
+		ring, pending := cache.InboxKeys(r)
+		isInbox[ring], isInbox[pending] = true, true
 	}
 	var inboxKeys, others []string
 	for _, k := range keys {
-		ns := namespaceOf(strings.TrimPrefix(k, prefix))
-		if tag, ok := hashTag(k); ok && isReader[tag] && !strings.HasPrefix(ns, "kv:") && !strings.HasPrefix(ns, "post:") {
+		if isInbox[k] {
 			inboxKeys = append(inboxKeys, k)
 		} else {
 			others = append(others, k)
@@ -592,20 +591,6 @@ func namespaceOf(rest string) string {
 		}
 	}
 	return rest
-}
-
-// hashTag returns the number in a key's {hash tag}.
-func hashTag(key string) (int64, bool) {
-	i := strings.IndexByte(key, '{')
-	if i < 0 {
-		return 0, false
-	}
-	j := strings.IndexByte(key[i:], '}')
-	if j < 0 {
-		return 0, false
-	}
-	id, err := strconv.ParseInt(key[i+1:i+j], 10, 64)
-	return id, err == nil
 }
 
 // publish measures publish latency for the zero-follower author and the

@@ -121,7 +121,7 @@ func BenchmarkPushToInboxes(b *testing.B) {
 	}
 
 	b.Run("baseline=zadd", func(b *testing.B) {
-		keys := New(client, Options{Prefix: prefix + "raw:"}).inboxKeys(benchReaders(1, batch))
+		keys := New(client, Options{Prefix: prefix + "raw:"}).pendingKeys(benchReaders(1, batch))
 		n := 0
 		for b.Loop() {
 			id := benchIDs(next, 1)[0]
@@ -171,6 +171,27 @@ func BenchmarkPushToInboxes(b *testing.B) {
 			n := 0
 			for b.Loop() {
 				if err := l.push(ctx, absent, benchIDs(next, 1)[0]); err != nil {
+					b.Fatal(err)
+				}
+				next++
+				n++
+			}
+			report(b, n)
+		})
+	}
+	// The ring with other group counts (Options.InboxGroups): a batch of
+	// 1000 readers makes one script call per group, so groups=1000000 is
+	// about one call an inbox.
+	for i, groups := range []int{1_000_000, 1024, 256, 64, 16} {
+		ring := New(client, Options{Prefix: prefix + "g" + strconv.Itoa(groups) + ":", InboxMax: benchInboxMax, InboxGroups: groups})
+		readers := benchReaders(int64(100+10*i)*batch, batch)
+		fillAll(b, layout{name: "ring", fill: func(ctx context.Context, reader int64, ids []int64) error {
+			return ring.FillInbox(ctx, reader, ids, false, time.Hour)
+		}}, readers, full)
+		b.Run("layout=ring,groups="+strconv.Itoa(groups)+",push=full", func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				if err := ring.PushToInboxes(ctx, readers, benchIDs(next, 1)[0]); err != nil {
 					b.Fatal(err)
 				}
 				next++

@@ -3,35 +3,56 @@
 // that locks and rate gates use.
 //
 // It is built for Redis Cluster from the first line: every command and
-// every script touches one key, named in KEYS, so any
+// every script touches the keys of one hash tag, named in KEYS, so any
 // redis.UniversalClient works — a single server, a Sentinel failover
 // client, a Cluster or a Ring. Batches (a fan-out push, a page of posts to
-// hydrate) are pipelines of single-key commands, which a ClusterClient
-// splits by slot and sends to the nodes in parallel; nothing uses MGET or
-// a multi-key DEL.
+// hydrate) are pipelines of such commands, which a ClusterClient splits
+// by slot and sends to the nodes in parallel; nothing uses MGET, and the
+// one multi-key DEL (an inbox's two keys) stays within one tag.
 //
 // Keys, under Options.Prefix:
 //
-//	inbox:{<reader>}  an inbox: one string, a ring of post ids (inbox.go)
-//	post:{<id>}       a cached post, in the compact encoding of post.go
-//	kv:<key>          a KV key, as the caller named it
-//	likes:…           like counters and recent sets (likes.go)
+//	inbox:{g<n>}:<reader>    an inbox's ring of post ids: one string (inbox.go)
+//	inbox:{g<n>}:<reader>:p  its pending list: ids pushed since the last drain
+//	post:{<id>}              a cached post, in the compact encoding of post.go
+//	kv:<key>                 a KV key, as the caller named it
+//	likes:…                  like counters and recent sets (likes.go)
 //
 // # Inboxes
 //
-// An inbox is one Redis string: a 21-byte header (format, complete or
-// not, ring size, head, count, newest id) and a ring of post ids, 7
-// big-endian bytes each (ids are below 2^53), newest first from the head.
-// Ids are time-ordered, so nearly every push brings a new newest id: the
-// push script reads the header, writes the slot before the head — in a
-// full inbox the oldest id's, so trimming to InboxMax costs nothing — and
-// writes the header back: three O(1) calls on one small string. A late
-// id (fan-outs finishing out of order) or a repeated one is found by
-// binary search and the ids on its shorter side move one slot, so the
-// inbox always holds exactly what a sorted set would. Reads are a script
-// too, one round trip: a first page is one GETRANGE; a later one finds
-// its cursor among the newest 64 ids or by binary search. An inbox is one
-// key, so its ttl is the whole inbox's, and pushes (SETRANGE) keep it.
+// An inbox is two keys of one hash tag. Its ring is one Redis string: a
+// 21-byte header (format, complete or not, ring size, head, count, newest
+// id) and a ring of post ids, 7 big-endian bytes each (ids are below
+// 2^53), newest first from the head. Its pending list is a Redis list of
+// the ids pushed since it was last drained, in arrival order, ending in a
+// sentinel element so that the list exists while nothing is pending.
+//
+// A fan-out push is one plain LPUSHX onto each follower's pending list: it
+// does nothing where there is no inbox, and costs Redis about what the
+// ZADD of the baseline does, where any script costs several times that (a
+// script call and each redis.call in it pay for a Lua context; the push
+// script this replaced spent 7 µs an inbox). Every other inbox operation
+// is a script that first drains the pending list into the ring: sorts the
+// ids, drops repeats and adds them — as one block written before the head
+// when they are all newer than the newest (the usual case), else one by
+// one or by a merge. A reader's next page therefore pays once for the
+// posts pushed since its last one; a push that finds a list grown to
+// drainAt ids drains it at once (in one script call per group of such
+// inboxes), which bounds the lists of readers who do not read. A ring
+// whose list is missing (evicted alone, or written by an older version)
+// may have missed pushes: it reads as absent and is rebuilt from SQL.
+//
+// In the ring, a late id (fan-outs finishing out of order) or a repeated
+// one is found by binary search and the ids on its shorter side move one
+// slot, so the inbox always holds exactly what a sorted set would. Reads
+// are a script, one round trip: a first page is one GETRANGE; a later one
+// finds its cursor among the newest 64 ids or by binary search. The
+// inbox's ttl is set on both keys when it is filled; pushes and drains
+// keep it.
+//
+// The hash tag is the reader's group (Options.InboxGroups, by a hash of
+// the reader id), not the reader, so that the drains of a fan-out batch
+// take many inboxes in one script call.
 //
 // Why not the sorted set this replaced (member and score the id, a
 // sentinel member "0" for the state; bench_test.go keeps it for
@@ -40,48 +61,34 @@
 // ZREMRANGEBYRANK into a 1000-entry listpack are O(n) on parsed scores and
 // pushes fell to about 15k inboxes/s. Bucket keys of at most 128 entries
 // (listpacks) cost about 22 bytes an id plus a key and an index per
-// bucket to keep in step; a LIST (LPUSH, LTRIM) costs about 10 bytes
-// (measured once: 10.3) but can seek neither by id nor by offset, so
-// cursors and late ids need the same scripting on a structure that is
-// slower to search. A ring of fixed-width ids is the least memory and the
-// cheapest common write, and depends on no encoding threshold.
+// bucket to keep in step. A LIST alone (LPUSH, LTRIM) costs about 10
+// bytes an id but can seek neither by id nor by offset, so cursors and
+// late ids would need scripts on a structure that is slow to search: it
+// serves here only as the short, unsorted queue in front of the ring. A
+// ring of fixed-width ids is the least memory and the cheapest search,
+// and depends on no encoding threshold.
 //
-// Measured with the benchmarks of bench_test.go (commands in LAYOUT.md):
-// Redis 7.0 on loopback, 2 cores shared with the Go client, InboxMax
-// 1000, both layouts in one run, medians of 5; rates move by 10-20% from
-// run to run on a shared machine:
-//
-//	                                       sorted set   ring    plain command
-//	bytes an id (MEMORY USAGE, all keys)      118.4      7.26
-//	push into full inboxes, inboxes/s          91k       171k    265k (ZADD)
-//	  every second push late by one            75k       114k
-//	  into absent inboxes (skipped)           279k       283k
-//	page of 20, pages/s (16 goroutines)                          (ZREVRANGEBYSCORE)
-//	  first page                               66k        74k     71k
-//	  pages 2 to 4                             60k        63k     73k
-//	  below a random id                        57k        40k     75k
-//
-// A page below a random id is the one case that lost: it binary-searches
-// past the newest 64 ids with a GETRANGE a probe, where the skiplist seeks
-// in one call. Readers scroll from the top, so it is the rare page.
+// Measured end to end by feedd bench (one post to 1,000,000 materialized
+// inboxes, Redis 7.0, 2 shared cores): the ring's push script reached 0.33
+// of the raw pipelined ZADD baseline; LPUSHX onto pending lists 1.15 of
+// it (3.0 s for the million). LAYOUT.md has the micro-benchmarks.
 //
 // What a deployment needs: Redis 6.0 or later (SET … KEEPTTL; tested on
 // 7.0) with Lua scripting, whose struct library every Redis since 2.6 has.
 // No encoding setting matters — zset-max-listpack-*, list-max-listpack-size
 // and the like may stay at their defaults or be anything — and any
 // maxmemory-policy will do, since an evicted inbox is rebuilt from SQL.
-// Scripts are O(1) for a new post; a late id or a removal moves at most
-// half an inbox, and adding or removing more than 16 ids at once rewrites
-// it: O(InboxMax), tens of microseconds at 1000. Replicas and the AOF get
-// the scripts' effects, SETRANGEs of a few bytes.
+// Replicas and the AOF get the pushes and the scripts' effects: LPUSHX,
+// SETRANGEs of a few bytes, an LTRIM.
 //
-// Upgrading from the sorted sets: inboxes moved from feed:{reader} to
-// inbox:{reader}, so that no string command ever meets an old sorted set
-// (WRONGTYPE) during a rolling deploy; every reader's first read after it
-// rebuilds the inbox from SQL. The old keys are never read again and
-// expire with their ttl; to free them at once (on each master of a
-// Cluster):
+// Upgrading: inboxes moved from inbox:{reader} (a ring alone) and, before
+// that, feed:{reader} (a sorted set) to the grouped keys above, so that no
+// command meets an old layout during a rolling deploy; every reader's
+// first read after it rebuilds the inbox from SQL. The old keys are never
+// read again and expire with their ttl; to free them at once (on each
+// master of a Cluster):
 //
+//	redis-cli --scan --pattern 'feedd:inbox:{[0-9]*}' | xargs -r -n 500 redis-cli unlink
 //	redis-cli --scan --pattern 'feedd:feed:{*}' | xargs -r -n 500 redis-cli unlink
 package rediscache
 
@@ -100,6 +107,10 @@ import (
 // DefaultInboxMax is the inbox length when Options.InboxMax is not set.
 const DefaultInboxMax = 800
 
+// DefaultInboxGroups is the number of inbox hash tags when
+// Options.InboxGroups is not set.
+const DefaultInboxGroups = 256
+
 // Options configure a Cache.
 type Options struct {
 	// Prefix starts every key, e.g. "feedd:", so that tenants and tests
@@ -109,12 +120,20 @@ type Options struct {
 	// InboxMax is how many post ids an inbox keeps (DefaultInboxMax if
 	// <= 0).
 	InboxMax int
+	// InboxGroups is how many hash tags inboxes are spread over
+	// (DefaultInboxGroups if <= 0). A fan-out pushes into the inboxes of
+	// one group with one script call, so fewer groups make pushes cheaper
+	// and more groups spread inboxes over more Cluster slots. Changing it
+	// renames every inbox: each is rebuilt from SQL at its reader's next
+	// read.
+	InboxGroups int
 }
 
 // Cache is a feed.Cache on Redis, safe for concurrent use.
 type Cache struct {
-	client   redis.UniversalClient
-	inboxMax int
+	client      redis.UniversalClient
+	inboxMax    int
+	inboxGroups int
 	// maxArg is InboxMax formatted and boxed once, because every push of
 	// a fan-out passes it.
 	maxArg any
@@ -123,7 +142,7 @@ type Cache struct {
 	inboxPrefix, postKey, kvKey string
 	likesKey                    string
 
-	push, add, remove, page, bounds    *redis.Script
+	drain, add, remove, page, bounds   *redis.Script
 	compareAndDelete, compareAndExpire *redis.Script
 }
 
@@ -134,15 +153,19 @@ func New(client redis.UniversalClient, opts Options) *Cache {
 	if opts.InboxMax <= 0 {
 		opts.InboxMax = DefaultInboxMax
 	}
+	if opts.InboxGroups <= 0 {
+		opts.InboxGroups = DefaultInboxGroups
+	}
 	return &Cache{
 		client:           client,
 		inboxMax:         opts.InboxMax,
+		inboxGroups:      opts.InboxGroups,
 		maxArg:           strconv.Itoa(opts.InboxMax),
 		inboxPrefix:      opts.Prefix + "inbox:",
 		postKey:          opts.Prefix + "post:",
 		kvKey:            opts.Prefix + "kv:",
 		likesKey:         opts.Prefix + "likes:",
-		push:             redis.NewScript(pushScript),
+		drain:            redis.NewScript(drainScript),
 		add:              redis.NewScript(addScript),
 		remove:           redis.NewScript(removeScript),
 		page:             redis.NewScript(pageScript),

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,13 +112,14 @@ func deleteKeys(tb testing.TB, client redis.UniversalClient, prefix string) {
 }
 
 // suite runs the feedtest suite on the server newClient reaches, with a
-// client, a prefix and a cleanup per subtest.
-func suite(t *testing.T, newClient func() redis.UniversalClient) {
+// client, a prefix and a cleanup per subtest, and inboxes spread over
+// groups hash tags (0: the default).
+func suite(t *testing.T, newClient func() redis.UniversalClient, groups int) {
 	admin := newClient() // outlives the caches that subtests close
 	t.Cleanup(func() { admin.Close() })
 	feedtest.TestCache(t, func(t *testing.T, inboxMax int) feed.Cache {
 		prefix := randomPrefix()
-		c := New(newClient(), Options{Prefix: prefix, InboxMax: inboxMax})
+		c := New(newClient(), Options{Prefix: prefix, InboxMax: inboxMax, InboxGroups: groups})
 		t.Cleanup(func() {
 			c.Close() // the subtest may have closed it already
 			deleteKeys(t, admin, prefix)
@@ -126,31 +128,37 @@ func suite(t *testing.T, newClient func() redis.UniversalClient) {
 	})
 }
 
-func TestCache(t *testing.T) { suite(t, testServer(t)) }
+func TestCache(t *testing.T) { suite(t, testServer(t), 0) }
 
-func TestCacheCluster(t *testing.T) { suite(t, testCluster(t)) }
+func TestCacheCluster(t *testing.T) { suite(t, testCluster(t), 0) }
 
-// pushWithoutScript checks that a batch whose script the server does
-// not know (after a restart, a SCRIPT FLUSH, a failover) still lands, and
-// that the script is loaded for the next batch. A script of unique source
-// stands in for a flushed one, since a flush would disturb other tests on
-// the server.
-func TestPushWithoutScript(t *testing.T) { pushWithoutScript(t, testServer(t)) }
+// With one group, every push is one script call over all the inboxes it
+// reaches, absent, full, growing, late and repeated ones mixed.
+func TestCacheOneGroup(t *testing.T) { suite(t, testServer(t), 1) }
 
-func TestPushWithoutScriptCluster(t *testing.T) { pushWithoutScript(t, testCluster(t)) }
+func TestCacheClusterOneGroup(t *testing.T) { suite(t, testCluster(t), 1) }
 
-func pushWithoutScript(t *testing.T, newClient func() redis.UniversalClient) {
+// drainWithoutScript checks that a push whose drain script the server
+// does not know (after a restart, a SCRIPT FLUSH, a failover) still lands,
+// and that the script is loaded for the next drain. A script of unique
+// source stands in for a flushed one, since a flush would disturb other
+// tests on the server. InboxMax 2 makes every second push drain.
+func TestDrainWithoutScript(t *testing.T) { drainWithoutScript(t, testServer(t)) }
+
+func TestDrainWithoutScriptCluster(t *testing.T) { drainWithoutScript(t, testCluster(t)) }
+
+func drainWithoutScript(t *testing.T, newClient func() redis.UniversalClient) {
 	ctx := t.Context()
 	prefix := randomPrefix()
 	client := newClient()
-	c := New(client, Options{Prefix: prefix})
+	c := New(client, Options{Prefix: prefix, InboxMax: 2})
 	t.Cleanup(func() {
 		deleteKeys(t, client, prefix)
 		c.Close()
 	})
-	c.push = redis.NewScript(pushScript + "-- " + prefix + "\n")
+	c.drain = redis.NewScript(drainScript + "-- " + prefix + "\n")
 
-	if exists, err := c.push.Exists(ctx, client).Result(); err != nil || exists[0] {
+	if exists, err := c.drain.Exists(ctx, client).Result(); err != nil || exists[0] {
 		t.Fatalf("script of unique source already loaded = %v, %v; the test would prove nothing", exists, err)
 	}
 
@@ -164,12 +172,16 @@ func pushWithoutScript(t *testing.T, newClient func() redis.UniversalClient) {
 		if err := c.PushToInboxes(ctx, readers, id); err != nil {
 			t.Fatalf("PushToInboxes(%v, %d): %v", readers, id, err)
 		}
-		exists, err := c.push.Exists(ctx, client).Result()
-		if err != nil || !exists[0] {
-			t.Errorf("after a push, script loaded = %v, %v; want true", exists, err)
-		}
+	}
+	if exists, err := c.drain.Exists(ctx, client).Result(); err != nil || !exists[0] {
+		t.Errorf("after a drain, script loaded = %v, %v; want true", exists, err)
 	}
 	for _, r := range readers[:2] {
+		// The ring itself, not a page (a page would drain too).
+		ring, err := client.GetRange(ctx, c.inboxKey(r), 0, -1).Result()
+		if err != nil || len(ring) < headerLen || ring[6:14] != "\x00\x00\x00\x00\x00\x00\x00\x02" {
+			t.Errorf("ring of %d = %q, %v; want 2 ids drained into it", r, ring, err)
+		}
 		page, err := c.InboxPage(ctx, r, 0, 10)
 		if err != nil || len(page.IDs) != 2 || page.IDs[0] != 102 || page.IDs[1] != 101 {
 			t.Errorf("InboxPage(%d) = %+v, %v; want ids [102 101]", r, page, err)
@@ -178,21 +190,86 @@ func pushWithoutScript(t *testing.T, newClient func() redis.UniversalClient) {
 	if page, err := c.InboxPage(ctx, 3, 0, 10); err != nil || page.Exists {
 		t.Errorf("InboxPage(3) = %+v, %v; want absent", page, err)
 	}
+	if n, err := client.Exists(ctx, c.inboxKey(3), c.pendingKey(3)).Result(); err != nil || n != 0 {
+		t.Errorf("keys of the absent inbox 3 = %d, %v; want none: a push creates nothing", n, err)
+	}
 }
 
 // TestKeysAreClusterSafe checks that the keys of one inbox or post share
-// the slot of their hash tag, whatever the prefix.
+// the slot of their hash tag, whatever the prefix: an inbox's tag is its
+// reader's group, a post's its id.
 func TestKeysAreClusterSafe(t *testing.T) {
 	c := New(nil, Options{Prefix: "feedd:"})
+	ring, pending := c.InboxKeys(42)
 	for _, tc := range []struct{ key, want string }{
-		{c.inboxKey(42), "feedd:inbox:{42}"},
-		{c.inboxKeys([]int64{7, 42})[1], "feedd:inbox:{42}"},
+		{ring, "feedd:inbox:{g34}:42"},
+		{pending, "feedd:inbox:{g34}:42:p"},
+		{c.pendingKeys([]int64{7, 42})[1], "feedd:inbox:{g34}:42:p"},
+		{c.pendingKeys([]int64{7, 42})[0], "feedd:inbox:{g20}:7:p"},
 		{c.postKeyOf(feed.MaxID), "feedd:post:{9007199254740991}"},
 	} {
 		if tc.key != tc.want {
 			t.Errorf("key = %q; want %q", tc.key, tc.want)
 		}
 	}
+}
+
+// TestInboxGroups checks how a fan-out's drains are cut into script
+// calls: every reader's ring and list exactly once, as a pair, each
+// call's keys of one hash tag and at most maxDrainInboxes inboxes; and
+// that time-ordered reader ids (the usual kind) spread evenly over the
+// groups.
+func TestInboxGroups(t *testing.T) {
+	for _, groups := range []int{1, 7, 256} {
+		c := New(nil, Options{Prefix: "p:", InboxGroups: groups})
+		gen := feed.NewIDGen(time.Now)
+		readers := make([]int64, 20_000)
+		for i := range readers {
+			readers[i] = gen.Next()
+		}
+		seen := map[string]int{}
+		perGroup := map[string]int{}
+		for _, keys := range c.drainCalls(readers) {
+			if len(keys) == 0 || len(keys)%2 != 0 || len(keys) > 2*maxDrainInboxes {
+				t.Fatalf("groups=%d: a call of %d keys; want pairs of 1 to %d inboxes", groups, len(keys), maxDrainInboxes)
+			}
+			tag := hashTagOf(keys[0])
+			for i := 0; i < len(keys); i += 2 {
+				if keys[i+1] != keys[i]+pendingSuffix {
+					t.Fatalf("groups=%d: keys %q, %q are not one inbox's ring and list", groups, keys[i], keys[i+1])
+				}
+				if hashTagOf(keys[i]) != tag {
+					t.Fatalf("groups=%d: keys %q and %q in one call have different tags", groups, keys[0], keys[i])
+				}
+				seen[keys[i]]++
+				perGroup[tag]++
+			}
+		}
+		for _, r := range readers {
+			if k := c.inboxKey(r); seen[k] != 1 {
+				t.Fatalf("groups=%d: inbox %q is in %d calls; want 1", groups, k, seen[k])
+			}
+		}
+		if len(seen) != len(readers) {
+			t.Fatalf("groups=%d: %d keys for %d readers", groups, len(seen), len(readers))
+		}
+		if len(perGroup) != groups {
+			t.Errorf("groups=%d: readers fell into %d groups", groups, len(perGroup))
+		}
+		mean := len(readers) / groups
+		for tag, n := range perGroup {
+			if n > mean*3/2 || n < mean/2 {
+				t.Errorf("groups=%d: group %s holds %d readers; mean %d", groups, tag, n, mean)
+			}
+		}
+	}
+}
+
+// hashTagOf returns what Redis Cluster hashes of key: the first {…}.
+func hashTagOf(key string) string {
+	i := strings.IndexByte(key, '{')
+	j := strings.IndexByte(key[i+1:], '}')
+	return key[i+1 : i+1+j]
 }
 
 func TestPostEncoding(t *testing.T) {

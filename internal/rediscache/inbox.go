@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,16 +50,27 @@ func ringCap(n, inboxMax int) int {
 	return max(n, min(inboxMax, n+n/2+16))
 }
 
-// inboxHeaderLua starts every inbox script: it reads the header of
-// KEYS[1]. A missing key reads as version 0, which each script treats as
-// absent.
-const inboxHeaderLua = `
-local key = KEYS[1]
-local hdr = redis.call('GETRANGE', key, 0, 20)
+// inboxLoadLua starts every inbox script: it declares the header fields
+// of the inbox a script is working on and load(k), which reads them from
+// inbox k. A missing key reads as version 0, which each script treats as
+// absent. The push script loads one inbox after another; the others work
+// on KEYS[1] (inboxHeaderLua).
+const inboxLoadLua = `
+local key
 local version, state, cap, head, count, newest = 0, 0, 0, 0, 0, 0
-if #hdr == 21 then
-  version, state, cap, head, count, newest = struct.unpack('>BBI4I4I4I7', hdr)
+local function load(k)
+  key = k
+  version, state, cap, head, count, newest = 0, 0, 0, 0, 0, 0
+  local hdr = redis.call('GETRANGE', k, 0, 20)
+  if #hdr == 21 then
+    version, state, cap, head, count, newest = struct.unpack('>BBI4I4I4I7', hdr)
+  end
 end
+`
+
+// inboxHeaderLua starts the single-inbox scripts: KEYS[1], loaded.
+const inboxHeaderLua = inboxLoadLua + `
+load(KEYS[1])
 `
 
 // ringLua holds the helpers of the scripts that do more than the push's
@@ -253,96 +265,159 @@ local function remove(id)
 end
 `
 
-// pushScript adds one id to one inbox if it exists, dropping the oldest id
-// past InboxMax and marking the inbox incomplete if it did. It is the
-// fan-out's inner loop, so the common case — a new post, newer than every
-// id in the inbox — is three calls on one small string: read the header,
-// write one slot (in a full ring, the oldest id's), write the header. The
-// rest — a late id (an older fan-out finishing after a newer one), a
-// repeated one, a ring that must grow — goes through ringLua's insert.
-//
-// KEYS[1] inbox; ARGV[1] the post id, 7 bytes; ARGV[2] InboxMax.
-const pushScript = inboxHeaderLua + `
-if version ~= 1 then
-  return 0
-end
-local bin = ARGV[1]
-local id = struct.unpack('>I7', bin)
-local max = tonumber(ARGV[2])
-if id > newest and (count < cap or cap >= max) then
-  head = (head - 1) % cap
-  redis.call('SETRANGE', key, 21 + 7 * head, bin)
-  if count < cap then
-    count = count + 1
-  else
-    state = 1 -- the slot was the oldest id's
+// ringAddLua holds the helpers of the scripts that add ids to a ring or
+// drain its pending list; it follows ringWriteLua.
+const ringAddLua = `
+-- addIDs adds packed ids (newest first, no duplicates) and trims to max.
+-- Ids all newer than the newest — what a fan-out brings — go in as one
+-- block before the head when they fit, or when the ring is full and the
+-- oldest give way; a few others are inserted one by one; more are merged
+-- with the whole ring, which is rewritten.
+local function addIDs(add, max)
+  local n = #add / 7
+  if n == 0 then
+    return
   end
-  if count > max then -- InboxMax was lowered since the fill
-    count, state = max, 1
+  if at(add, n - 1) > newest and (count + n <= cap or cap >= max) then
+    if n > cap then
+      add, n, state = string.sub(add, 1, 7 * cap), cap, 1
+    end
+    head = (head - n) % cap
+    write(0, add)
+    if count + n > cap then
+      count, state = cap, 1 -- the oldest gave way
+    else
+      count = count + n
+    end
+    if count > max then -- InboxMax was lowered since the fill
+      count, state = max, 1
+    end
+    newest = at(add, 0)
+    return
   end
-  redis.call('SETRANGE', key, 1, struct.pack('>BI4I4I4I7', state, cap, head, count, id))
-  return 1
+  if n <= 16 then
+    for j = 0, n - 1 do
+      insert(at(add, j), string.sub(add, 7 * j + 1, 7 * j + 7), max)
+    end
+    return
+  end
+  local s = read(0, count)
+  local parts, from, total = {}, 0, count
+  for j = 0, n - 1 do
+    local k, found = search(s, from, count, at(add, j))
+    if not found then
+      parts[#parts + 1] = string.sub(s, 7 * from + 1, 7 * k)
+      parts[#parts + 1] = string.sub(add, 7 * j + 1, 7 * j + 7)
+      from, total = k, total + 1
+    end
+  end
+  parts[#parts + 1] = string.sub(s, 7 * from + 1)
+  local ids = table.concat(parts)
+  if total > max then
+    ids, state = string.sub(ids, 1, 7 * max), 1
+  end
+  rewrite(ids, max)
 end
-` + ringLua + ringWriteLua + `
-if insert(id, bin, max) then
+
+-- drain moves the ids pushed onto pending list pk into the ring and saves
+-- it. pending is the list: pushed ids in any order, repeats included,
+-- then its sentinel.
+local function drain(pk, pending, max)
+  local ids = {}
+  for i = 1, #pending - 1 do
+    ids[i] = struct.unpack('>I7', pending[i])
+  end
+  table.sort(ids, function(a, b) return a > b end)
+  local parts, last = {}, -1
+  for _, id in ipairs(ids) do
+    if id ~= last then
+      parts[#parts + 1] = struct.pack('>I7', id)
+      last = id
+    end
+  end
+  addIDs(table.concat(parts), max)
   save()
+  redis.call('LTRIM', pk, -1, -1)
+end
+`
+
+// pendingLua follows inboxHeaderLua in the scripts on one inbox (KEYS[1]
+// its ring, KEYS[2] its pending list): it reads the pending list into
+// pending and returns nil (absent) when the ring or the list is missing.
+// A ring without its list (evicted, or left by an older version) has
+// missed pushes, so it is not to be trusted.
+const pendingLua = `
+if version ~= 1 then
+  return false
+end
+local pending = redis.call('LRANGE', KEYS[2], 0, -1)
+if #pending == 0 then
+  return false
+end
+`
+
+// drainLua drains the pending list of KEYS[2], with InboxMax max, if it
+// holds any id. Only then are the helpers that change a ring defined: most
+// reads find the list empty and pay for no closures. It follows ringLua.
+const drainLua = `
+if #pending > 1 then
+` + ringWriteLua + ringAddLua + `
+  drain(KEYS[2], pending, max)
+end
+`
+
+// drainScript drains the pending lists of several inboxes of one slot:
+// what a fan-out does for the inboxes whose list grew past drainAt. A
+// pending list whose ring is gone is deleted: it would collect pushes for
+// nothing.
+//
+// KEYS ring, pending list, ring, pending list, …; ARGV[1] InboxMax.
+const drainScript = inboxLoadLua + ringLua + ringWriteLua + ringAddLua + `
+local max = tonumber(ARGV[1])
+for i = 1, #KEYS, 2 do
+  load(KEYS[i])
+  if version == 1 then
+    local pending = redis.call('LRANGE', KEYS[i + 1], 0, -1)
+    if #pending > 1 then
+      drain(KEYS[i + 1], pending, max)
+    end
+  else
+    redis.call('DEL', KEYS[i + 1])
+  end
 end
 return 1
 `
 
 // addScript adds ids to one inbox if it exists, trims it to InboxMax and
-// marks it incomplete if it trimmed or if asked to. A few ids (a smart
-// refresh's) are inserted one by one; more (a follow backfill's) are
-// merged with the whole ring, which is then rewritten.
+// marks it incomplete if it trimmed or if asked to: addIDs. It returns
+// nil if the inbox is absent.
 //
-// KEYS[1] inbox; ARGV[1] the ids, 7 bytes each, newest first, no
-// duplicates; ARGV[2] InboxMax; ARGV[3] "1" to mark incomplete.
-const addScript = inboxHeaderLua + `
-if version ~= 1 then
-  return 0
+// KEYS[1] ring, KEYS[2] pending list; ARGV[1] the ids, 7 bytes each,
+// newest first, no duplicates; ARGV[2] InboxMax; ARGV[3] "1" to mark
+// incomplete.
+const addScript = inboxHeaderLua + pendingLua + ringLua + ringWriteLua + ringAddLua + `
+local max = tonumber(ARGV[2])
+if #pending > 1 then
+  drain(KEYS[2], pending, max)
 end
-` + ringLua + ringWriteLua + `
-local add, max = ARGV[1], tonumber(ARGV[2])
 if ARGV[3] == '1' then
   state = 1
 end
-if #add <= 7 * 16 then
-  for j = 0, #add / 7 - 1 do
-    insert(at(add, j), string.sub(add, 7 * j + 1, 7 * j + 7), max)
-  end
-  save()
-  return 1
-end
-local s = read(0, count)
-local parts, from, n = {}, 0, count
-for j = 0, #add / 7 - 1 do
-  local k, found = search(s, from, count, at(add, j))
-  if not found then
-    parts[#parts + 1] = string.sub(s, 7 * from + 1, 7 * k)
-    parts[#parts + 1] = string.sub(add, 7 * j + 1, 7 * j + 7)
-    from, n = k, n + 1
-  end
-end
-parts[#parts + 1] = string.sub(s, 7 * from + 1)
-local ids = table.concat(parts)
-if n > max then
-  ids, state = string.sub(ids, 1, 7 * max), 1
-end
-rewrite(ids, max)
+addIDs(ARGV[1], max)
 save()
 return 1
 `
 
 // removeScript removes ids from one inbox: a few (a read's lazy delete)
-// one by one, more (an unfollow's) by rewriting the ring without them.
+// one by one, more (an unfollow's) by rewriting the ring without them. It
+// returns nil if the inbox is absent.
 //
-// KEYS[1] inbox; ARGV[1] the ids, 7 bytes each, newest first, no
-// duplicates.
-const removeScript = inboxHeaderLua + `
-if version ~= 1 then
-  return 0
+// KEYS[1] ring, KEYS[2] pending list; ARGV[1] the ids, 7 bytes each,
+// newest first, no duplicates; ARGV[2] InboxMax.
+const removeScript = inboxHeaderLua + pendingLua + ringLua + ringWriteLua + ringAddLua + `
+if #pending > 1 then
+  drain(KEYS[2], pending, tonumber(ARGV[2]))
 end
-` + ringLua + ringWriteLua + `
 local rm = ARGV[1]
 local changed = false
 if #rm <= 7 * 16 then
@@ -371,20 +446,19 @@ end
 return 1
 `
 
-// pageScript reads a page of one inbox. A first page is one range after
-// the header. A later one must find before first; its cursor is most
-// often a few pages down (infinite scroll), so one read takes the newest
-// 64 ids and the n after them, and only a cursor below those is located,
-// whose last read takes the page along.
+// pageScript reads a page of one inbox, draining its pending list first.
+// A first page is one range after the header. A later one must find
+// before first; its cursor is most often a few pages down (infinite
+// scroll), so one read takes the newest 64 ids and the n after them, and
+// only a cursor below those is located, whose last read takes the page
+// along.
 //
-// KEYS[1] inbox; ARGV[1] before (0: from the newest); ARGV[2] n. Returns
-// nil if the inbox is absent, else the state byte and the ids, 7 bytes
-// each, newest first.
-const pageScript = inboxHeaderLua + `
-if version ~= 1 then
-  return false
-end
-` + ringLua + `
+// KEYS[1] ring, KEYS[2] pending list; ARGV[1] before (0: from the newest);
+// ARGV[2] n; ARGV[3] InboxMax. Returns nil if the inbox is absent, else
+// the state byte and the ids, 7 bytes each, newest first.
+const pageScript = inboxHeaderLua + pendingLua + ringLua + `
+local max = tonumber(ARGV[3])
+` + drainLua + `
 local before, n = tonumber(ARGV[1]), tonumber(ARGV[2])
 if before <= 0 or before > newest then
   return string.char(state) .. read(0, math.min(count, n))
@@ -408,42 +482,74 @@ return string.char(state) .. string.sub(s, 7 * (k - base) + 1, 7 * (math.min(cou
 `
 
 // boundsScript returns nil if the inbox is absent, an empty array if it is
-// empty, else its newest and oldest id.
+// empty, else its newest and oldest id, after draining its pending list.
 //
-// KEYS[1] inbox.
-const boundsScript = inboxHeaderLua + `
-if version ~= 1 then
-  return false
-end
+// KEYS[1] ring, KEYS[2] pending list; ARGV[1] InboxMax.
+const boundsScript = inboxHeaderLua + pendingLua + ringLua + `
+local max = tonumber(ARGV[1])
+` + drainLua + `
 if count == 0 then
   return {}
 end
-` + ringLua + `
 return {newest, at(read(count - 1, 1), 0)}
 `
 
-// inboxKey returns the key of reader's inbox. The reader id is the hash
-// tag, so that an inbox's commands, and a script on it, stay on one slot.
+// An inbox is two keys of one hash tag: its ring,
+// inbox:{g<group>}:<reader>, and its pending list, the ring's key and
+// ":p". The tag is the reader's group, not the reader, so that the
+// fan-out's occasional drains can take many inboxes of a group in one
+// script call on one slot (drainInboxes).
 func (c *Cache) inboxKey(reader int64) string {
-	return string(c.appendInboxKey(make([]byte, 0, len(c.inboxPrefix)+22), reader))
+	return string(c.appendInboxKey(make([]byte, 0, len(c.inboxPrefix)+32), reader))
+}
+
+func (c *Cache) pendingKey(reader int64) string {
+	return string(append(c.appendInboxKey(make([]byte, 0, len(c.inboxPrefix)+34), reader), pendingSuffix...))
+}
+
+const pendingSuffix = ":p"
+
+// pendingSentinel is the last element of every pending list: the list
+// exists, so LPUSHX pushes onto it, even when no id is pending.
+const pendingSentinel = "s"
+
+// InboxKeys returns the keys of reader's inbox, its ring and its pending
+// list, for tools and tests outside the package that must find an
+// inbox's node or measure it.
+func (c *Cache) InboxKeys(reader int64) (ring, pending string) {
+	return c.inboxKey(reader), c.pendingKey(reader)
 }
 
 func (c *Cache) appendInboxKey(b []byte, reader int64) []byte {
 	b = append(b, c.inboxPrefix...)
-	b = append(b, '{')
-	b = strconv.AppendInt(b, reader, 10)
-	return append(b, '}')
+	b = append(b, '{', 'g')
+	b = strconv.AppendInt(b, int64(c.inboxGroup(reader)), 10)
+	b = append(b, '}', ':')
+	return strconv.AppendInt(b, reader, 10)
 }
 
-// inboxKeys returns the keys of readers' inboxes, all cut from one string
-// so that a batch of a thousand keys costs a handful of allocations.
-func (c *Cache) inboxKeys(readers []int64) []string {
+// inboxGroup returns reader's group, 0 to inboxGroups-1. Reader ids are
+// mixed first (the splitmix64 finalizer): time-ordered ids share low and
+// high bits, and a plain modulo would crowd a few groups.
+func (c *Cache) inboxGroup(reader int64) int {
+	x := uint64(reader)
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return int(x % uint64(c.inboxGroups))
+}
+
+// keysOf returns key(r) for each of readers, all cut from one string so
+// that a batch of a thousand keys costs a handful of allocations.
+func keysOf(readers []int64, size int, appendKey func([]byte, int64) []byte) []string {
 	var all strings.Builder
-	all.Grow(len(readers) * (len(c.inboxPrefix) + 12))
+	all.Grow(len(readers) * size)
 	ends := make([]int, len(readers))
-	var scratch [32]byte
+	var scratch [64]byte
 	for i, r := range readers {
-		all.Write(c.appendInboxKey(scratch[:0], r))
+		all.Write(appendKey(scratch[:0], r))
 		ends[i] = all.Len()
 	}
 	s := all.String()
@@ -454,6 +560,42 @@ func (c *Cache) inboxKeys(readers []int64) []string {
 		start = end
 	}
 	return keys
+}
+
+// pendingKeys returns the pending lists of readers' inboxes.
+func (c *Cache) pendingKeys(readers []int64) []string {
+	return keysOf(readers, len(c.inboxPrefix)+26, func(b []byte, r int64) []byte {
+		return append(c.appendInboxKey(b, r), pendingSuffix...)
+	})
+}
+
+// maxDrainInboxes bounds the inboxes of one drain script call, so that a
+// call holds Redis for well under a millisecond.
+const maxDrainInboxes = 32
+
+// drainCalls cuts readers' inboxes into the key lists of drain script
+// calls: each list is ring, pending list, ring, … of one group (one
+// slot), at most maxDrainInboxes inboxes; lists come in group order.
+func (c *Cache) drainCalls(readers []int64) [][]string {
+	byGroup := map[int][]int64{}
+	for _, r := range readers {
+		g := c.inboxGroup(r)
+		byGroup[g] = append(byGroup[g], r)
+	}
+	var calls [][]string
+	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
+		rs := byGroup[g]
+		for len(rs) > 0 {
+			n := min(len(rs), maxDrainInboxes)
+			keys := make([]string, 0, 2*n)
+			for _, r := range rs[:n] {
+				keys = append(keys, c.inboxKey(r), c.pendingKey(r))
+			}
+			calls = append(calls, keys)
+			rs = rs[n:]
+		}
+	}
+	return calls
 }
 
 // appendID appends id as a slot: 7 bytes, big-endian.
@@ -488,7 +630,7 @@ func parseIDs(b string) ([]int64, error) {
 // InboxPage returns up to n ids of reader's inbox strictly below before (0:
 // from the newest), newest first, in one round trip.
 func (c *Cache) InboxPage(ctx context.Context, reader, before int64, n int) (feed.InboxPage, error) {
-	reply, err := c.page.Run(ctx, c.client, []string{c.inboxKey(reader)}, max(before, 0), max(n, 0)).Text()
+	reply, err := c.page.Run(ctx, c.client, c.keys(reader), max(before, 0), max(n, 0), c.maxArg).Text()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return feed.InboxPage{}, nil
@@ -507,8 +649,8 @@ func (c *Cache) InboxPage(ctx context.Context, reader, before int64, n int) (fee
 }
 
 // FillInbox creates or replaces reader's inbox with the newest InboxMax of
-// ids, in one SET; it is complete only if complete is set and nothing was
-// trimmed.
+// ids, and empties its pending list, in one transaction; it is complete
+// only if complete is set and nothing was trimmed.
 func (c *Cache) FillInbox(ctx context.Context, reader int64, ids []int64, complete bool, ttl time.Duration) error {
 	if err := checkIDs(ids...); err != nil {
 		return fmt.Errorf("rediscache: fill inbox %d: %w", reader, err)
@@ -535,7 +677,18 @@ func (c *Cache) FillInbox(ctx context.Context, reader int64, ids []int64, comple
 	}
 	v = append(v, slots...)
 	v = v[:size] // the free slots: zeros, from make
-	if err := c.client.Set(ctx, c.inboxKey(reader), v, max(ttl, 0)).Err(); err != nil {
+	ttl = max(ttl, 0)
+	pending := c.pendingKey(reader)
+	_, err := c.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, c.inboxKey(reader), v, ttl)
+		p.Del(ctx, pending)
+		p.RPush(ctx, pending, pendingSentinel)
+		if ttl > 0 {
+			p.PExpire(ctx, pending, ttl)
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("rediscache: fill inbox %d with %d ids: %w", reader, n, err)
 	}
 	return nil
@@ -558,15 +711,23 @@ func (c *Cache) AddToInbox(ctx context.Context, reader int64, ids []int64, markI
 	if markIncomplete {
 		mark = "1"
 	}
-	err := c.add.Run(ctx, c.client, []string{c.inboxKey(reader)}, packIDs(ids), c.maxArg, mark).Err()
-	if err != nil {
+	err := c.add.Run(ctx, c.client, c.keys(reader), packIDs(ids), c.maxArg, mark).Err()
+	if err != nil && !errors.Is(err, redis.Nil) { // nil: no inbox to add to
 		return fmt.Errorf("rediscache: add %d ids to inbox %d: %w", len(ids), reader, err)
 	}
 	return nil
 }
 
-// PushToInboxes adds id to the inbox of each reader whose inbox exists, in
-// one pipelined round trip of one EVALSHA per reader.
+// drainAt is how many pending ids make a push drain an inbox's pending
+// list, at most. Reads drain the lists of active readers; this bounds the
+// lists of the others.
+const drainAt = 64
+
+// PushToInboxes adds id to the inbox of each reader whose inbox exists:
+// one pipelined round trip of LPUSHX onto the pending lists, a plain
+// command, where a script costs Redis several times as much. The few
+// lists that grew to drainAt are drained into their rings in a second
+// round trip.
 func (c *Cache) PushToInboxes(ctx context.Context, readers []int64, id int64) error {
 	if err := checkIDs(id); err != nil {
 		return fmt.Errorf("rediscache: push to %d inboxes: %w", len(readers), err)
@@ -574,67 +735,99 @@ func (c *Cache) PushToInboxes(ctx context.Context, readers []int64, id int64) er
 	if len(readers) == 0 {
 		return nil
 	}
-	keys := c.inboxKeys(readers)
-	// One argument list for every reader: go-redis copies it into each
-	// command, so sharing it saves a slice and a boxed id per reader.
-	args := []any{string(appendID(nil, id)), c.maxArg}
+	var bin any = string(appendID(nil, id)) // boxed once for every command
+	keys := c.pendingKeys(readers)
+	cmds := make([]*redis.IntCmd, len(keys))
+	p := c.client.Pipeline()
+	for i, k := range keys {
+		cmds[i] = p.LPushX(ctx, k, bin)
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return fmt.Errorf("rediscache: push to %d inboxes: %w", len(readers), err)
+	}
+	var full []int64
+	for i, cmd := range cmds {
+		// The list holds the pending ids and the sentinel.
+		if cmd.Val()-1 >= int64(min(drainAt, c.inboxMax)) {
+			full = append(full, readers[i])
+		}
+	}
+	if len(full) == 0 {
+		return nil
+	}
+	if err := c.drainInboxes(ctx, full); err != nil {
+		return fmt.Errorf("rediscache: push to %d inboxes: %w", len(readers), err)
+	}
+	return nil
+}
 
-	cmds, err := c.pushAll(ctx, keys, args, c.push.EvalSha)
+// drainInboxes drains readers' pending lists, one EVALSHA per group of
+// inboxes, in one pipeline.
+func (c *Cache) drainInboxes(ctx context.Context, readers []int64) error {
+	calls := c.drainCalls(readers)
+	args := []any{c.maxArg}
+	cmds, err := c.evalAll(ctx, calls, args, c.drain.EvalSha)
 	if err == nil {
 		return nil
 	}
 	// A node that lost its scripts (restart, SCRIPT FLUSH, failover)
 	// answers NOSCRIPT; any other error fails the batch, which is safe to
-	// redo because a push is idempotent.
-	var missing []string
+	// redo because a drain is idempotent.
+	var missing [][]string
 	for i, cmd := range cmds {
 		switch err := cmd.Err(); {
 		case err == nil:
 		case isNoScript(err):
-			missing = append(missing, keys[i])
+			missing = append(missing, calls[i])
 		default:
-			return fmt.Errorf("rediscache: push to %d inboxes: %w", len(readers), err)
+			return fmt.Errorf("drain %d inboxes: %w", len(readers), err)
 		}
 	}
 	if len(missing) == 0 {
-		return fmt.Errorf("rediscache: push to %d inboxes: %w", len(readers), err)
+		return fmt.Errorf("drain %d inboxes: %w", len(readers), err)
 	}
 	// Load the script everywhere so that the next batches find it, then
-	// redo the missed inboxes with EVAL, which needs no cache: even if the
+	// redo the missed calls with EVAL, which needs no cache: even if the
 	// load failed on some node, this batch completes.
-	loadErr := c.loadPushScript(ctx)
-	if _, err := c.pushAll(ctx, missing, args, c.push.Eval); err != nil {
-		return fmt.Errorf("rediscache: push to %d inboxes (%d without the script): %w",
+	loadErr := c.loadScript(ctx, c.drain)
+	if _, err := c.evalAll(ctx, missing, args, c.drain.Eval); err != nil {
+		return fmt.Errorf("drain %d inboxes (%d calls without the script): %w",
 			len(readers), len(missing), errors.Join(err, loadErr))
 	}
 	return nil
 }
 
-// pushAll runs the push script on every key in one pipeline, with EVALSHA
-// or EVAL, and returns the commands in the order of keys.
-func (c *Cache) pushAll(ctx context.Context, keys []string, args []any,
+// evalAll runs a script once per key list in one pipeline, with EVALSHA
+// or EVAL, and returns the commands in the order of calls.
+func (c *Cache) evalAll(ctx context.Context, calls [][]string, args []any,
 	eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd,
 ) ([]*redis.Cmd, error) {
-	cmds := make([]*redis.Cmd, len(keys))
+	cmds := make([]*redis.Cmd, len(calls))
 	p := c.client.Pipeline()
-	for i := range keys {
-		cmds[i] = eval(ctx, p, keys[i:i+1:i+1], args...)
+	for i, keys := range calls {
+		cmds[i] = eval(ctx, p, keys, args...)
 	}
 	_, err := p.Exec(ctx)
 	return cmds, err
 }
 
-// loadPushScript loads the push script on every node that may run it. A
+// loadScript loads script on every node that may run it. A
 // ClusterClient's SCRIPT LOAD already goes to every node, replicas
 // included, so that a promoted replica has it too; a Ring's goes to one
 // shard, so each is asked.
-func (c *Cache) loadPushScript(ctx context.Context) error {
+func (c *Cache) loadScript(ctx context.Context, script *redis.Script) error {
 	if ring, ok := c.client.(*redis.Ring); ok {
 		return ring.ForEachShard(ctx, func(ctx context.Context, shard *redis.Client) error {
-			return c.push.Load(ctx, shard).Err()
+			return script.Load(ctx, shard).Err()
 		})
 	}
-	return c.push.Load(ctx, c.client).Err()
+	return script.Load(ctx, c.client).Err()
+}
+
+// keys returns the keys of reader's inbox as the scripts on one inbox take
+// them: ring, pending list.
+func (c *Cache) keys(reader int64) []string {
+	return []string{c.inboxKey(reader), c.pendingKey(reader)}
 }
 
 // RemoveFromInbox removes ids from reader's inbox.
@@ -645,7 +838,8 @@ func (c *Cache) RemoveFromInbox(ctx context.Context, reader int64, ids []int64) 
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := c.remove.Run(ctx, c.client, []string{c.inboxKey(reader)}, packIDs(ids)).Err(); err != nil {
+	err := c.remove.Run(ctx, c.client, c.keys(reader), packIDs(ids), c.maxArg).Err()
+	if err != nil && !errors.Is(err, redis.Nil) { // nil: no inbox to remove from
 		return fmt.Errorf("rediscache: remove %d ids from inbox %d: %w", len(ids), reader, err)
 	}
 	return nil
@@ -654,7 +848,7 @@ func (c *Cache) RemoveFromInbox(ctx context.Context, reader int64, ids []int64) 
 // InboxBounds returns the newest and oldest id in reader's inbox, in one
 // round trip.
 func (c *Cache) InboxBounds(ctx context.Context, reader int64) (newest, oldest int64, exists bool, err error) {
-	b, err := c.bounds.Run(ctx, c.client, []string{c.inboxKey(reader)}).Int64Slice()
+	b, err := c.bounds.Run(ctx, c.client, c.keys(reader), c.maxArg).Int64Slice()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return 0, 0, false, nil
@@ -670,7 +864,8 @@ func (c *Cache) InboxBounds(ctx context.Context, reader int64) (newest, oldest i
 
 // DropInbox deletes reader's inbox.
 func (c *Cache) DropInbox(ctx context.Context, reader int64) error {
-	if err := c.client.Del(ctx, c.inboxKey(reader)).Err(); err != nil {
+	// One DEL of two keys of one hash tag: a single slot.
+	if err := c.client.Del(ctx, c.keys(reader)...).Err(); err != nil {
 		return fmt.Errorf("rediscache: drop inbox %d: %w", reader, err)
 	}
 	return nil

@@ -23,7 +23,9 @@ func TestClusterResharding(t *testing.T) {
 	client := newClient()
 	cc := client.(*redis.ClusterClient)
 	prefix := randomPrefix()
-	c := New(client, Options{Prefix: prefix, InboxMax: 100})
+	// Groups of its own: the slot is not the one other tests' inboxes of
+	// the default groups are written to while it moves.
+	c := New(client, Options{Prefix: prefix, InboxMax: 100, InboxGroups: 1 << 30})
 	t.Cleanup(func() {
 		deleteKeys(t, client, prefix)
 		c.Close()
@@ -100,8 +102,19 @@ func move(t *testing.T, ctx context.Context, cc *redis.ClusterClient, slot int64
 	do(dst, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID)
 	do(src, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)
 	push("while the slot is migrating, key on the source")
+	// Every key of the slot moves, as redis-cli moves them: the inbox's
+	// ring and pending list, and whatever else shares the hash tag (other
+	// tests' inboxes of the same group).
+	keys, err := src.ClusterGetKeysInSlot(ctx, int(slot), 10_000).Result()
+	if err != nil || !slices.Contains(keys, key) {
+		t.Fatalf("keys in slot %d = %v, %v; want %s among them", slot, keys, err, key)
+	}
 	host, port, _ := strings.Cut(dst.Options().Addr, ":")
-	do(src, "MIGRATE", host, port, "", 0, 5000, "KEYS", key)
+	args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	do(src, args...)
 	push("after the key moved (ASK)")
 	// The new owner first, then everyone: the order redis-cli uses.
 	do(dst, "CLUSTER", "SETSLOT", slot, "NODE", dstID)
