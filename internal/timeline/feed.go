@@ -358,8 +358,9 @@ const refreshGates = 100_000
 // rebuild, or by another process), so a reader paging a hundred times in
 // an interval costs the cache one call, not a hundred. The gate's value is
 // the time it opens (Unix ms): a process that finds it taken by another
-// reads it once, and waits no longer than the process that took it, so
-// no refresh comes later than it would without the local gate.
+// reads it once, and waits no longer than the process that took it, so a
+// refresh comes at most a round trip later than it would without the
+// local gate.
 func (s *Service) gateRefreshOnce(ctx context.Context, reader int64) (bool, error) {
 	now := s.now()
 	if until, ok := s.gates.Get(reader); ok && now.Before(until) {
@@ -370,9 +371,9 @@ func (s *Service) gateRefreshOnce(ctx context.Context, reader int64) (bool, erro
 		return false, err
 	}
 	if ok {
-		// Measured from after the call: the cache's key outlives the local
-		// gate by no more than the round trip, so the next SET NX finds
-		// it gone.
+		// Measured from after the call, the local gate ends no earlier
+		// than the cache's key, set during the call (and at most a round
+		// trip later): the SET NX it lets through next finds the key gone.
 		s.gates.Put(reader, s.now().Add(s.cfg.RefreshInterval))
 		return true, nil
 	}
