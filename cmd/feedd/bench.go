@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -288,6 +289,7 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	f.num(&o.Concurrency, "concurrency", o.Concurrency, false, "concurrent clients of the read scenario")
 	f.dur(&o.Duration, "duration", o.Duration, "how long each cohort's reads run, and the mixed load")
 	f.dur(&o.BaselineDuration, "baseline-duration", o.BaselineDuration, "how long each cohort's Redis read baseline runs")
+	f.float(&o.ReadPacedFraction, "read-paced-fraction", o.ReadPacedFraction, "after the baseline, each cohort's reads run again for --duration, paced: the --concurrency clients offer this share of the baseline's requests/s, open loop (0: no paced run)")
 	f.num(&maxReq, "max-requests", int(o.MaxRequests), false, "upper bound on the requests of one read run")
 	f.num(&o.PublishCount, "publish-count", o.PublishCount, false, "publishes per author in the publish scenario")
 	f.str(&o.FanoutAuthor, "fanout-author", "", false, "author id of the fanout scenario (default: the first celebrity)")
@@ -322,6 +324,9 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	}
 	if o.Concurrency < 1 || o.Duration <= 0 || o.BaselineDuration <= 0 || o.PublishCount < 0 || o.BaselineGoroutines < 1 || o.MaxRequests < 1 {
 		return errors.New("bench run: --concurrency, --duration, --baseline-duration, --baseline-goroutines and --max-requests must be positive")
+	}
+	if o.ReadPacedFraction < 0 || math.IsNaN(o.ReadPacedFraction) || math.IsInf(o.ReadPacedFraction, 0) {
+		return fmt.Errorf("bench run: --read-paced-fraction %v: want a share of the baseline's rate, e.g. 0.3, or 0 for no paced run", o.ReadPacedFraction)
 	}
 
 	raw, err := os.ReadFile(graphFile)

@@ -102,6 +102,11 @@ func TestBenchUsage(t *testing.T) {
 	if err := run(context.Background(), []string{"bench", "run", "--graph", filepath.Join(t.TempDir(), "none.json")}, getenv, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "manifest") {
 		t.Errorf("bench run without a manifest: err %v", err)
 	}
+	for _, f := range []string{"-0.3", "NaN"} {
+		if err := run(context.Background(), []string{"bench", "run", "--read-paced-fraction", f}, getenv, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "read-paced-fraction") {
+			t.Errorf("bench run --read-paced-fraction %s: err %v; want it refused", f, err)
+		}
+	}
 	env := map[string]string{"FEEDD_BENCH_USERS": "many"}
 	if err := run(context.Background(), []string{"bench", "graph"}, func(k string) string { return env[k] }, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "FEEDD_BENCH_USERS") {
 		t.Errorf("bad FEEDD_BENCH_USERS: err %v; want it named", err)

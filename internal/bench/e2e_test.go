@@ -149,7 +149,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	out = feeddCmd(t, ctx, exe, env, "bench", "run", "--graph", graph, "--run-prefix", runPrefix,
 		"--duration", "1s", "--baseline-duration", "500ms", "--concurrency", "4", "--publish-count", "20",
 		"--memory-readers", "100", "--log-dir", dir, "--json", jsonOut, "--html", htmlOut)
-	for _, want := range []string{"fanout_writes_per_sec", "read following_500", "redis_bytes_per_entry", "memory_hybrid_vs_push"} {
+	for _, want := range []string{"fanout_writes_per_sec", "read following_500", "redis_bytes_per_entry", "memory_hybrid_vs_push", "paced p50 / p99 ms"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("bench run's table lacks %q", want)
 		}
@@ -190,13 +190,20 @@ func TestBenchEndToEnd(t *testing.T) {
 				}
 			}
 			pre := "models." + model + ".read." + cohort + "."
-			for _, f := range []string{"read_rps", "read_p50_ms", "read_p99_ms", "read_baseline_rps", "read_baseline_p99_ms", "items_per_page", "requests"} {
+			for _, f := range []string{"read_rps", "read_p50_ms", "read_p99_ms", "read_baseline_rps", "read_baseline_p99_ms", "items_per_page", "requests",
+				"read_paced_rps_target", "read_paced_rps", "read_paced_p50_ms", "read_paced_p99_ms", "read_paced_requests"} {
 				if v := num(pre+f, subs); v <= 0 {
 					t.Errorf("%s%s = %v; want > 0", pre, f, v)
 				}
 			}
 			if e := num(pre+"errors", subs); e != 0 {
 				t.Errorf("%serrors = %v; want 0", pre, e)
+			}
+			if e := num(pre+"read_paced_errors", subs); e != 0 {
+				t.Errorf("%sread_paced_errors = %v; want 0", pre, e)
+			}
+			if target, base := num(pre+"read_paced_rps_target", subs), num(pre+"read_baseline_rps", subs); target < 0.299*base || target > 0.301*base {
+				t.Errorf("%sread_paced_rps_target = %v; want 0.3 × the baseline's %v", pre, target, base)
 			}
 		}
 		pre := "models." + model + "."

@@ -29,6 +29,7 @@ type series struct {
 	name   string
 	color  string
 	dashed bool
+	dotted bool
 	pts    [][2]float64
 }
 
@@ -170,8 +171,11 @@ func lineChart(title, xLabel, yLabel string, ss []series, logX bool) template.HT
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(p[0]), py(p[1])))
 		}
 		dash := ""
-		if s.dashed {
+		switch {
+		case s.dashed:
 			dash = ` stroke-dasharray="6 4"`
+		case s.dotted:
+			dash = ` stroke-dasharray="2 3"`
 		}
 		b.f(`<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`, strings.Join(pts, " "), s.color, dash)
 		ly := padT + 14 + 18*i
@@ -344,6 +348,24 @@ func (r *Report) Charts() []chart {
 		bc := append(append([]string(nil), colors...), "#aaaaaa")
 		out = append(out, chart{"Read p99", barChart("Home-feed read p99 by cohort", "ms", cohorts, bn, bc, p99), "Redis baseline: the mean over models of the same reads issued directly (InboxPage + CachedPosts)."})
 		out = append(out, chart{"Read throughput", barChart("Home-feed reads per second by cohort", "requests/s", cohorts, bn, bc, rps), ""})
+
+		paced := make([][]float64, len(cohorts))
+		anyPaced := false
+		for ci, c := range cohorts {
+			paced[ci] = make([]float64, len(names))
+			for i, n := range names {
+				rd := r.Models[n].Read[c]
+				paced[ci][i] = pick(0, false)
+				if rd != nil && rd.ReadPacedRPSTarget > 0 && rd.ReadPacedRequests > 0 {
+					paced[ci][i], anyPaced = rd.ReadPacedP99MS, true
+				}
+			}
+		}
+		if anyPaced {
+			out = append(out, chart{"Read p99, paced", barChart("Home-feed read p99 at a paced rate, by cohort", "ms", cohorts, names, colors, paced),
+				fmt.Sprintf("The same %d clients offering %.2f of each model's Redis baseline requests/s, open loop; latency from each request's due time, so a wait for a busy client counts. The closed-loop p99 above is at saturation, where latency is mostly queueing.",
+					r.Settings.Concurrency, r.Settings.ReadPacedFraction)})
+		}
 	}
 	if hasAny(names, func(n string) bool { return r.Models[n].Memory != nil }) {
 		total := [][]float64{make([]float64, len(names)), make([]float64, len(names))}
@@ -370,9 +392,14 @@ func (r *Report) Charts() []chart {
 				if len(rd.BaselineHistogram) > 0 {
 					ss = append(ss, histSeries(n+" baseline", colors[i], true, rd.BaselineHistogram))
 				}
+				if len(rd.PacedHistogram) > 0 {
+					s := histSeries(n+" paced", colors[i], false, rd.PacedHistogram)
+					s.dotted = true
+					ss = append(ss, s)
+				}
 			}
 		}
-		out = append(out, chart{"Read latency " + c, lineChart("Read latency, "+c, "ms (log)", "% of requests", ss, true), ""})
+		out = append(out, chart{"Read latency " + c, lineChart("Read latency, "+c, "ms (log)", "% of requests", ss, true), "Solid: closed loop (saturation); dashed: the Redis baseline; dotted: paced, at a fixed rate."})
 	}
 	for _, who := range []string{"zero_followers", "celebrity"} {
 		var ss []series
@@ -450,7 +477,7 @@ code { background: #f5f5f5; padding: 1px 4px; }
 Graph: {{.R.Graph.Users}} users, {{.R.Graph.Follows}} follows, {{.R.Graph.Posts}} posts,
 {{.R.Graph.Celebrities}} celebrities with {{.R.Graph.CelebrityFollowers}} followers each ({{.R.Graph.Store}}).
 Machine: {{.R.Settings.CPUs}} CPUs, {{.R.Settings.GoVersion}}, Redis {{.R.Settings.RedisVersion}}.
-Reads: {{.R.Settings.Concurrency}} concurrent clients for {{f0 .R.Settings.DurationSeconds}} s per cohort.
+Reads: {{.R.Settings.Concurrency}} concurrent clients for {{f0 .R.Settings.DurationSeconds}} s per cohort, closed loop (saturation){{if gt .R.Settings.ReadPacedFraction 0.0}}, then paced at {{f2 .R.Settings.ReadPacedFraction}} of the Redis baseline's rate{{end}}.
 Fan-out baseline: {{.R.Settings.BaselineGoroutines}} goroutines, pipelines of {{.R.Settings.BaselinePipeline}} ZADDs.</p>
 
 <h2>Targets</h2>

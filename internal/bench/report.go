@@ -43,6 +43,7 @@ type Settings struct {
 	Concurrency        int      `json:"concurrency"`
 	DurationSeconds    float64  `json:"duration_seconds"`
 	BaselineSeconds    float64  `json:"baseline_duration_seconds"`
+	ReadPacedFraction  float64  `json:"read_paced_fraction"`
 	PublishCount       int      `json:"publish_count"`
 	BaselineGoroutines int      `json:"fanout_baseline_goroutines"`
 	BaselinePipeline   int      `json:"fanout_baseline_pipeline"`
@@ -144,6 +145,19 @@ type ReadResult struct {
 	ReadVsBaseline    float64            `json:"read_vs_baseline"`
 	Histogram         []Bin              `json:"histogram"`
 	BaselineHistogram []Bin              `json:"baseline_histogram"`
+	// The paced run (runner.readPaced): the same clients offering
+	// ReadPacedRPSTarget requests/s, open loop, latency from each
+	// request's due time. Zero when it did not run (no baseline).
+	ReadPacedRPSTarget float64 `json:"read_paced_rps_target"`
+	ReadPacedRPS       float64 `json:"read_paced_rps"`
+	ReadPacedP50MS     float64 `json:"read_paced_p50_ms"`
+	ReadPacedP99MS     float64 `json:"read_paced_p99_ms"`
+	ReadPacedRequests  int64   `json:"read_paced_requests"`
+	ReadPacedErrors    int64   `json:"read_paced_errors"`
+	// ReadPacedLate counts requests that fell so far behind that they
+	// were never sent; they count in the latency with their wait.
+	ReadPacedLate  int64 `json:"read_paced_late"`
+	PacedHistogram []Bin `json:"paced_histogram"`
 }
 
 // MemoryResult is the Redis footprint of the model's keys.
@@ -229,6 +243,15 @@ func (r *Report) computeTargets() {
 			add("read_p99_push_following_500_ms", rd.ReadP99MS, rd.Requests > 0, "<= 5", atMost(5), fmt.Sprintf("at %d concurrent clients", rd.Concurrency))
 			add("read_rps_vs_baseline_push_following_500", rd.ReadVsBaseline, rd.ReadBaselineRPS > 0, ">= 0.3", atLeast(0.3),
 				fmt.Sprintf("%.0f/s vs %.0f/s", rd.ReadRPS, rd.ReadBaselineRPS))
+			paced := "no paced run: it needs the Redis baseline's rate"
+			if r.Settings.ReadPacedFraction <= 0 {
+				paced = "no paced run (--read-paced-fraction 0)"
+			}
+			if rd.ReadPacedRPSTarget > 0 && rd.ReadBaselineRPS > 0 {
+				paced = fmt.Sprintf("%d clients offering %.0f/s (%.2f of the baseline's %.0f/s), %.0f/s answered",
+					rd.Concurrency, rd.ReadPacedRPSTarget, rd.ReadPacedRPSTarget/rd.ReadBaselineRPS, rd.ReadBaselineRPS, rd.ReadPacedRPS)
+			}
+			add("read_paced_p99_push_following_500_ms", rd.ReadPacedP99MS, rd.ReadPacedRPSTarget > 0 && rd.ReadPacedRequests > 0, "<= 5", atMost(5), paced)
 		}
 	}
 	for _, cohort := range sortedKeys(r.cohorts()) {
@@ -397,6 +420,22 @@ func (r *Report) WriteTable(w io.Writer) error {
 				return ""
 			}
 			return f2(get(m).ReadVsBaseline)
+		})
+		row("  paced rps (offered)", func(m *ModelResult) string {
+			if get(m) == nil || get(m).ReadPacedRPSTarget == 0 {
+				return ""
+			}
+			return fmt.Sprintf("%.0f (%.0f)", get(m).ReadPacedRPS, get(m).ReadPacedRPSTarget)
+		})
+		row("  paced p50 / p99 ms", func(m *ModelResult) string {
+			if get(m) == nil || get(m).ReadPacedRPSTarget == 0 {
+				return ""
+			}
+			s := fmt.Sprintf("%.2f / %.2f", get(m).ReadPacedP50MS, get(m).ReadPacedP99MS)
+			if late := get(m).ReadPacedLate; late > 0 {
+				s += fmt.Sprintf(", %d late", late)
+			}
+			return s
 		})
 		row("  items/page, errors", func(m *ModelResult) string {
 			if get(m) == nil {

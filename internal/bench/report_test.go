@@ -25,7 +25,7 @@ func sampleReport() *Report {
 	rep := &Report{
 		Command: "feedd bench run --graph g.json", StartedAt: time.Now(), FinishedAt: time.Now(), Seconds: 12,
 		Graph:      GraphSummary{Users: 2000, Follows: 40000, Posts: 6000, Celebrities: 1, CelebrityFollowers: 1500, Store: "mysql"},
-		Settings:   Settings{Scenarios: AllScenarios, Concurrency: 32, DurationSeconds: 10, BaselineGoroutines: 8, BaselinePipeline: 1000, CPUs: 2},
+		Settings:   Settings{Scenarios: AllScenarios, Concurrency: 32, DurationSeconds: 10, ReadPacedFraction: 0.3, BaselineGoroutines: 8, BaselinePipeline: 1000, CPUs: 2},
 		ModelOrder: []string{"push", "pull", "hybrid"},
 		Models:     map[string]*ModelResult{},
 		Notes:      []string{},
@@ -55,6 +55,8 @@ func sampleReport() *Report {
 				Paths:           map[string]float64{"inbox": 10000},
 				ReadBaselineRPS: 3000, ReadBaselineP50MS: 0.5, ReadBaselineP99MS: 1, ReadVsBaseline: 0.33 / f,
 				Histogram: bins, BaselineHistogram: bins,
+				ReadPacedRPSTarget: 900, ReadPacedRPS: 890, ReadPacedP50MS: 1 * f, ReadPacedP99MS: 3 * f, ReadPacedRequests: 9000,
+				PacedHistogram: bins,
 			}
 		}
 		m.Memory = &MemoryResult{
@@ -206,7 +208,8 @@ func TestReportHTML(t *testing.T) {
 	if svgs != len(charts) {
 		t.Fatalf("%d <svg> elements; want one per chart (%d)", svgs, len(charts))
 	}
-	for _, want := range []string{"fanout_vs_baseline[push]", "read_p99_hybrid_vs_push[following_500]", "memory_hybrid_vs_push", "read_p99_hybrid_vs_pull[following_50]", "publish_p99_celebrity_vs_zero[push]"} {
+	for _, want := range []string{"fanout_vs_baseline[push]", "read_p99_hybrid_vs_push[following_500]", "memory_hybrid_vs_push", "read_p99_hybrid_vs_pull[following_50]", "publish_p99_celebrity_vs_zero[push]",
+		"read_paced_p99_push_following_500_ms", "Home-feed read p99 at a paced rate", "push paced", "paced at 0.30 of the Redis baseline"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("report lacks target %s", want)
 		}
@@ -234,6 +237,7 @@ func TestTargets(t *testing.T) {
 		"read_p99_hybrid_vs_pull[following_500]":  1.5,
 		"memory_hybrid_vs_push":                   1.0 / 3,
 		"read_rps_vs_baseline_push_following_500": 0.33,
+		"read_paced_p99_push_following_500_ms":    3,
 		"redis_bytes_per_entry[hybrid]":           20,
 	} {
 		if v, ok := got[name]; !ok || v < want*0.999 || v > want*1.001 {
@@ -250,7 +254,8 @@ func TestWriteTable(t *testing.T) {
 	if err := sampleReport().WriteTable(&buf); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"fanout_writes_per_sec", "read following_5000", "redis_bytes_per_entry", "push", "hybrid", "memory_hybrid_vs_push"} {
+	for _, want := range []string{"fanout_writes_per_sec", "read following_5000", "redis_bytes_per_entry", "push", "hybrid", "memory_hybrid_vs_push",
+		"paced rps (offered)", "890 (900)", "paced p50 / p99 ms", "1.00 / 3.00", "read_paced_p99_push_following_500_ms"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}

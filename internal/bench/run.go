@@ -77,6 +77,10 @@ type RunOptions struct {
 	BaselineGoroutines int
 	MemoryReaders      int
 	MemoryMaxKeys      int
+	// ReadPacedFraction sets the rate of each cohort's paced read run: this
+	// share of the cohort's Redis read baseline's requests/s (0: no paced
+	// run).
+	ReadPacedFraction float64
 	// WorkProcs, when set, measures every model once per count: a
 	// `feedd serve` child for the API and that many `feedd work`
 	// children for the relay, dispatcher and workers, instead of one
@@ -93,7 +97,7 @@ func DefaultRunOptions() RunOptions {
 	return RunOptions{
 		Models: AllModels, RunPrefix: "bench-", RedisPrefix: "feedd:", InboxMax: 1000, InboxGroups: rediscache.DefaultInboxGroups,
 		Scenarios: AllScenarios, Concurrency: 32, Duration: 10 * time.Second, BaselineDuration: 5 * time.Second,
-		MaxRequests: 10_000_000, PublishCount: 200, FanoutTimeout: 10 * time.Minute,
+		ReadPacedFraction: 0.3, MaxRequests: 10_000_000, PublishCount: 200, FanoutTimeout: 10 * time.Minute,
 		VerifySample: 1000, BaselineGoroutines: 8, MemoryReaders: 1000, MemoryMaxKeys: 200_000,
 		Progress: io.Discard,
 	}
@@ -187,7 +191,7 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 			},
 			Settings: Settings{
 				Scenarios: o.Scenarios, Concurrency: o.Concurrency, DurationSeconds: o.Duration.Seconds(),
-				BaselineSeconds: o.BaselineDuration.Seconds(), PublishCount: o.PublishCount,
+				BaselineSeconds: o.BaselineDuration.Seconds(), ReadPacedFraction: o.ReadPacedFraction, PublishCount: o.PublishCount,
 				BaselineGoroutines: o.BaselineGoroutines, BaselinePipeline: baselineBatch,
 				VerifySample: o.VerifySample, MemoryReaders: o.MemoryReaders, InboxMax: o.InboxMax,
 				CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Target: cmpOr(o.URL, "children"),

@@ -308,6 +308,9 @@ func (r *runner) readCohort(ctx context.Context, m *modelRun, co Cohort) (*ReadR
 	}
 	r.logf("   read %s: %.0f/s p50 %.2f ms p99 %.2f ms; baseline %.0f/s p99 %.2f ms",
 		co.Name, res.ReadRPS, res.ReadP50MS, res.ReadP99MS, res.ReadBaselineRPS, res.ReadBaselineP99MS)
+	if err := r.readPaced(ctx, m, co, res, toks); err != nil {
+		return res, fmt.Errorf("paced: %w", err)
+	}
 	if nerr > 0 {
 		return res, fmt.Errorf("%d of %d reads failed", nerr, reqs)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/lru"
 )
 
 // access says who may call a route.
@@ -53,7 +54,31 @@ type tokens struct {
 	secret   []byte
 	now      func() time.Time
 	parser   *jwt.Parser
+	// verified remembers the user tokens that passed verify, by their
+	// digest, so that a client's every request does not parse and check
+	// the same token again. What can change with time (exp, nbf) is
+	// checked on every use.
+	verified *lru.Cache[[sha256.Size]byte, verifiedToken]
 }
+
+// verifiedToken is what a valid user token says.
+type verifiedToken struct {
+	user     int64
+	exp, nbf time.Time // nbf zero: none
+}
+
+// valid reports whether the token is valid at now, as the JWT parser
+// decides it: before exp, and not before nbf.
+func (v verifiedToken) valid(now time.Time) bool {
+	return now.Before(v.exp) && (v.nbf.IsZero() || !now.Before(v.nbf))
+}
+
+const (
+	// verifiedTokens bounds the tokens a process remembers (about 150
+	// bytes each); a forgotten one is only verified again.
+	verifiedTokens = 100_000
+	verifiedTTL    = 10 * time.Minute
+)
 
 func newTokens(cfg Config) *tokens {
 	return &tokens{
@@ -68,6 +93,7 @@ func newTokens(cfg Config) *tokens {
 			jwt.WithExpirationRequired(),
 			jwt.WithTimeFunc(cfg.Now),
 		),
+		verified: lru.New[[sha256.Size]byte, verifiedToken](verifiedTokens, verifiedTTL, nil),
 	}
 }
 
@@ -111,28 +137,40 @@ func (t *tokens) authenticate(r *http.Request) (principal, error) {
 	if t.hasAdmin && subtle.ConstantTimeCompare(sum[:], t.adminSum[:]) == 1 {
 		return principal{admin: true}, nil
 	}
-	user, err := t.verify(token)
+	if v, ok := t.verified.Get(sum); ok && v.valid(t.now()) {
+		return principal{user: v.user}, nil
+	}
+	v, err := t.verify(token)
 	if errors.Is(err, jwt.ErrTokenExpired) {
 		return principal{}, feed.Errorf(feed.EUNAUTHORIZED, "the token has expired")
 	}
 	if err != nil {
 		return principal{}, feed.Errorf(feed.EUNAUTHORIZED, "the token is not valid")
 	}
-	return principal{user: user}, nil
+	t.verified.Put(sum, v)
+	return principal{user: v.user}, nil
 }
 
-// verify checks a user token and returns its sub.
-func (t *tokens) verify(token string) (int64, error) {
+// verify checks a user token and returns what it says.
+func (t *tokens) verify(token string) (verifiedToken, error) {
 	if len(t.secret) == 0 {
 		// An empty HMAC key would make tokens anyone can forge.
-		return 0, errors.New("httpapi: no JWT secret configured")
+		return verifiedToken{}, errors.New("httpapi: no JWT secret configured")
 	}
 	var claims jwt.RegisteredClaims
 	_, err := t.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return t.secret, nil })
 	if err != nil {
-		return 0, err
+		return verifiedToken{}, err
 	}
-	return feed.ParseID(claims.Subject)
+	user, err := feed.ParseID(claims.Subject)
+	if err != nil {
+		return verifiedToken{}, err
+	}
+	v := verifiedToken{user: user, exp: claims.ExpiresAt.Time} // exp is required
+	if claims.NotBefore != nil {
+		v.nbf = claims.NotBefore.Time
+	}
+	return v, nil
 }
 
 // issue signs a token for user that lives for ttl and returns it with its

@@ -16,18 +16,37 @@ const contentTypeJSON = "application/json; charset=utf-8"
 
 // encode writes v as JSON with status. It marshals before writing a byte, so
 // a value that cannot be encoded becomes a clean 500 instead of half a body.
+//
+// A json.Encoder marshals into its own pooled buffer, adds the newline and
+// writes once; json.Marshal would copy the body out of that buffer, and
+// adding the newline copy it again (two allocations of a page's size).
 func encode[T any](w http.ResponseWriter, status int, v T) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		noteError(w, fmt.Errorf("httpapi: encode %T: %w", v, err))
-		status = http.StatusInternalServerError
-		body = []byte(`{"error":{"code":"internal","message":"internal error"}}`)
-	}
 	w.Header().Set("Content-Type", contentTypeJSON)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
+	out := &statusOnWrite{w: w, status: status}
+	err := json.NewEncoder(out).Encode(v)
+	if err != nil && !out.wrote {
+		noteError(w, fmt.Errorf("httpapi: encode %T: %w", v, err))
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"error":{"code":"internal","message":"internal error"}}` + "\n"))
+	}
 	// A failed write means the client went away; there is no one to tell.
-	_, _ = w.Write(append(body, '\n'))
+}
+
+// statusOnWrite writes the status just before the first byte of the body,
+// which a json.Encoder writes only once the value is marshalled.
+type statusOnWrite struct {
+	w      http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusOnWrite) Write(b []byte) (int, error) {
+	if !s.wrote {
+		s.wrote = true
+		s.w.WriteHeader(s.status)
+	}
+	return s.w.Write(b)
 }
 
 // validator is a request body that checks itself after decoding.

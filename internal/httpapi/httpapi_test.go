@@ -87,7 +87,7 @@ func newEnv(t *testing.T) *env {
 
 // userToken signs a valid token for user, independently of the code under
 // test.
-func userToken(t *testing.T, user int64) string {
+func userToken(t testing.TB, user int64) string {
 	t.Helper()
 	return signToken(t, jwt.SigningMethodHS256, []byte(testSecret), jwt.MapClaims{
 		"sub": feed.FormatID(user),
@@ -96,7 +96,7 @@ func userToken(t *testing.T, user int64) string {
 	})
 }
 
-func signToken(t *testing.T, method jwt.SigningMethod, key any, claims jwt.MapClaims) string {
+func signToken(t testing.TB, method jwt.SigningMethod, key any, claims jwt.MapClaims) string {
 	t.Helper()
 	s, err := jwt.NewWithClaims(method, claims).SignedString(key)
 	if err != nil {

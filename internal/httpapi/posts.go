@@ -13,7 +13,39 @@ import (
 // timestamps sort as strings and never lose the millisecond ids carry.
 const timeFormat = "2006-01-02T15:04:05.000Z07:00"
 
-func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+// formatTime is t.UTC().Format(timeFormat), written out by hand: every
+// post of every page passes here, and Format reads its layout anew on each
+// call (a tenth of the API's CPU per feed page, BenchmarkFeedPage).
+func formatTime(t time.Time) string {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Format(timeFormat)
+	}
+	hour, minute, sec := t.Clock()
+	var b [len("2006-01-02T15:04:05.000Z")]byte
+	digits := func(at, v, n int) {
+		for i := at + n - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	digits(0, year, 4)
+	b[4] = '-'
+	digits(5, int(month), 2)
+	b[7] = '-'
+	digits(8, day, 2)
+	b[10] = 'T'
+	digits(11, hour, 2)
+	b[13] = ':'
+	digits(14, minute, 2)
+	b[16] = ':'
+	digits(17, sec, 2)
+	b[19] = '.'
+	digits(20, t.Nanosecond()/int(time.Millisecond), 3)
+	b[23] = 'Z'
+	return string(b[:])
+}
 
 type postJSON struct {
 	ID        string `json:"id"`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -345,12 +346,63 @@ func (s *Service) refresh(ctx context.Context, reader int64, page []int64) ([]in
 
 func refreshKey(reader int64) string { return "refresh:{" + strconv.FormatInt(reader, 10) + "}" }
 
+// refreshGates bounds the readers whose refresh gate a process remembers
+// (gateRefreshOnce). A reader evicted from it is only asked of the cache
+// again.
+const refreshGates = 100_000
+
+// gateRefreshOnce reports whether reader's smart refresh is due, and if so
+// takes the gate for RefreshInterval, so that one process in the whole
+// deployment refreshes. The cache's SET NX decides; in front of it, the
+// process remembers until when it saw the gate taken (by itself, by a
+// rebuild, or by another process), so a reader paging a hundred times in
+// an interval costs the cache one call, not a hundred. The gate's value is
+// the time it opens (Unix ms): a process that finds it taken by another
+// reads it once, and waits no longer than the process that took it, so a
+// refresh comes at most a round trip later than it would without the
+// local gate.
 func (s *Service) gateRefreshOnce(ctx context.Context, reader int64) (bool, error) {
-	return s.cache.SetNX(ctx, refreshKey(reader), "1", s.cfg.RefreshInterval)
+	now := s.now()
+	if until, ok := s.gates.Get(reader); ok && now.Before(until) {
+		return false, nil
+	}
+	ok, err := s.cache.SetNX(ctx, refreshKey(reader), gateValue(now, s.cfg.RefreshInterval), s.cfg.RefreshInterval)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		// Measured from after the call, the local gate ends no earlier
+		// than the cache's key, set during the call (and at most a round
+		// trip later): the SET NX it lets through next finds the key gone.
+		s.gates.Put(reader, s.now().Add(s.cfg.RefreshInterval))
+		return true, nil
+	}
+	v, found, err := s.cache.Get(ctx, refreshKey(reader))
+	if err != nil || !found {
+		return false, nil // not known: ask the cache again on the next page
+	}
+	opens, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return false, nil // a gate of an older version ("1"): the same
+	}
+	now = s.now()
+	if wait := time.UnixMilli(opens).Sub(now); wait > 0 {
+		s.gates.Put(reader, now.Add(min(wait, s.cfg.RefreshInterval)))
+	}
+	return false, nil
 }
 
+// gateRefresh takes reader's refresh gate whether or not it was free: the
+// inbox was just rebuilt from SQL and needs no refresh for an interval.
 func (s *Service) gateRefresh(ctx context.Context, reader int64) error {
-	return s.cache.Set(ctx, refreshKey(reader), "1", s.cfg.RefreshInterval)
+	err := s.cache.Set(ctx, refreshKey(reader), gateValue(s.now(), s.cfg.RefreshInterval), s.cfg.RefreshInterval)
+	s.gates.Put(reader, s.now().Add(s.cfg.RefreshInterval))
+	return err
+}
+
+// gateValue is the value of a refresh gate taken at now: when it opens.
+func gateValue(now time.Time, interval time.Duration) string {
+	return strconv.FormatInt(now.Add(interval).UnixMilli(), 10)
 }
 
 // pageBelow returns up to n of ids (newest first) below pos.

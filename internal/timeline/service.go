@@ -133,6 +133,11 @@ type Service struct {
 	// (outboxHead), loaded once per author at a time.
 	heads     *lru.Cache[int64, outboxHead]
 	headLoads singleflight.Group
+
+	// gates remembers, per reader, until when the smart refresh's gate
+	// is known to be taken (gateRefreshOnce).
+	gates *lru.Cache[int64, time.Time]
+	now   func() time.Time // the clock of gates; tests set it
 }
 
 // readyCheck is one named dependency of Checks.
@@ -167,7 +172,9 @@ func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, outboxe
 		metrics:   newMetrics(reg),
 		published: func() {},
 		heads:     lru.New[int64, outboxHead](outboxHeads, outboxHeadTTL, nil),
+		now:       time.Now,
 	}
+	s.gates = lru.New[int64, time.Time](refreshGates, s.cfg.RefreshInterval, func() time.Time { return s.now() })
 	// SQL is required: without it the API cannot take a write. The cache
 	// is not: every read falls back to SQL.
 	s.ready = []readyCheck{{"sql", true, store.Ping}, {"cache", false, cache.Ping}}

@@ -1,0 +1,278 @@
+package timeline
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/inmemcache"
+	"github.com/feedd/feedd/internal/rediscache"
+	"github.com/feedd/feedd/internal/sqlstore"
+)
+
+// gateCalls counts a service's cache calls on refresh gates.
+type gateCalls struct {
+	feed.Cache
+	setnx, get, set atomic.Int64
+}
+
+func (g *gateCalls) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if strings.HasPrefix(key, "refresh:") {
+		g.setnx.Add(1)
+	}
+	return g.Cache.SetNX(ctx, key, value, ttl)
+}
+
+func (g *gateCalls) Get(ctx context.Context, key string) (string, bool, error) {
+	if strings.HasPrefix(key, "refresh:") {
+		g.get.Add(1)
+	}
+	return g.Cache.Get(ctx, key)
+}
+
+func (g *gateCalls) Set(ctx context.Context, key, value string, ttl time.Duration) error {
+	if strings.HasPrefix(key, "refresh:") {
+		g.set.Add(1)
+	}
+	return g.Cache.Set(ctx, key, value, ttl)
+}
+
+// take returns the calls counted since the last take, as "setnx get set".
+func (g *gateCalls) take() [3]int64 {
+	return [3]int64{g.setnx.Swap(0), g.get.Swap(0), g.set.Swap(0)}
+}
+
+type testClock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = c.at.Add(d)
+}
+
+// TestRefreshGate: two processes (services) share one cache and one SQL
+// store, and no fan-out runs, so a new post reaches the reader's feed only
+// through a smart refresh. At most one refresh per reader per interval
+// happens across both; a rebuild counts as one; the gate each process
+// remembers saves the cache a call on every later first page of the
+// interval; and a process that found the gate taken by the other waits
+// only until that gate opens, not a whole interval from when it looked.
+func TestRefreshGate(t *testing.T) {
+	ctx := context.Background()
+	const interval = 5 * time.Second
+	clock := &testClock{at: time.Now()}
+	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "feedd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cache := inmemcache.New(inmemcache.Options{Now: clock.now})
+	t.Cleanup(func() { cache.Close() })
+	process := func() (*Service, *gateCalls) {
+		g := &gateCalls{Cache: cache}
+		svc := New(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush}, RefreshInterval: interval},
+			st, g, nil, feed.NewIDGen(nil), nil)
+		svc.now = clock.now
+		return svc, g
+	}
+	a, ga := process()
+	b, gb := process()
+	author, _ := a.CreateUser(ctx, 0, "author")
+	reader, _ := a.CreateUser(ctx, 0, "reader")
+	if err := a.Follow(ctx, reader.ID, author.ID); err != nil {
+		t.Fatal(err)
+	}
+	publish := func() int64 {
+		t.Helper()
+		p, err := a.Publish(ctx, author.ID, "a post", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.ID
+	}
+	sees := func(svc *Service, post int64) bool {
+		t.Helper()
+		posts, _, err := svc.Feed(ctx, reader.ID, 0, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(posts, func(p feed.Post) bool { return p.ID == post })
+	}
+	check := func(what string, g *gateCalls, want [3]int64) {
+		t.Helper()
+		if got := g.take(); got != want {
+			t.Errorf("%s: refresh gate calls (setnx, get, set) = %v; want %v", what, got, want)
+		}
+	}
+
+	p0 := publish()
+	if !sees(a, p0) {
+		t.Fatal("the first read (a rebuild) misses the post")
+	}
+	check("a's rebuild", ga, [3]int64{0, 0, 1})
+	p1 := publish()
+	if sees(a, p1) || sees(a, p1) {
+		t.Error("a refreshed within the interval of its rebuild")
+	}
+	check("a's reads after its rebuild", ga, [3]int64{0, 0, 0})
+	if sees(b, p1) || sees(b, p1) {
+		t.Error("b refreshed within the interval of a's rebuild")
+	}
+	check("b's reads within the interval of a's rebuild", gb, [3]int64{1, 1, 0})
+
+	clock.advance(interval + time.Millisecond)
+	if !sees(b, p1) {
+		t.Error("b's first read after the interval was not refreshed")
+	}
+	check("b's refresh", gb, [3]int64{1, 0, 0})
+	if !sees(b, p1) {
+		t.Error("the refreshed post is gone")
+	}
+	check("b's read after its refresh", gb, [3]int64{0, 0, 0})
+	if !sees(a, p1) {
+		t.Error("a does not see what b's refresh added to the inbox")
+	}
+	check("a's read after b's refresh", ga, [3]int64{1, 1, 0})
+
+	// a looked at b's gate half an interval after b took it: a waits the
+	// other half, not a whole interval from when it looked.
+	p2 := publish()
+	clock.advance(interval / 2)
+	if sees(a, p2) {
+		t.Error("a refreshed within the interval of b's refresh")
+	}
+	check("a's read within b's interval", ga, [3]int64{0, 0, 0})
+	clock.advance(interval/2 + time.Millisecond)
+	if !sees(a, p2) {
+		t.Error("a's first read after b's gate opened was not refreshed")
+	}
+	check("a's refresh", ga, [3]int64{1, 0, 0})
+}
+
+// TestRefreshGateSavesARoundTrip: on Redis, a reader's second first page
+// within the refresh interval costs one Redis command fewer than the first
+// (no SET NX of the gate); another process's first page costs one more
+// (SET NX and a GET of when the gate opens), its later ones the same as the
+// first process's.
+func TestRefreshGateSavesARoundTrip(t *testing.T) {
+	ctx := context.Background()
+	url := cmp.Or(os.Getenv("FEEDD_TEST_REDIS_URL"), "redis://127.0.0.1:6379/1")
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(opt)
+	if err := client.Ping(ctx).Err(); err != nil {
+		client.Close()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Redis at %s (FEEDD_TEST_REDIS_URL) is unreachable and CI=true requires it: %v", opt.Addr, err)
+		}
+		t.Skipf("!!! SKIPPING: Redis at %s (FEEDD_TEST_REDIS_URL) is unreachable: %v", opt.Addr, err)
+	}
+	counter := rediscache.CountCommands(client)
+	prefix := "feeddtest:" + rand.Text()[:12] + ":"
+	t.Cleanup(func() {
+		iter := client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			client.Del(ctx, iter.Val())
+		}
+		client.Close()
+	})
+	cache := rediscache.New(client, rediscache.Options{Prefix: prefix})
+	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "feedd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	process := func() *Service {
+		return New(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush}, RefreshInterval: time.Minute},
+			st, cache, nil, feed.NewIDGen(nil), nil)
+	}
+	a, b := process(), process()
+	author, _ := a.CreateUser(ctx, 0, "author")
+	reader, _ := a.CreateUser(ctx, 0, "reader")
+	if err := a.Follow(ctx, reader.ID, author.ID); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.Publish(ctx, author.ID, "a post", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A warm inbox holding the post, and the post's body cached: a page
+	// is the page script and one GET of the body, plus the gate.
+	if err := cache.FillInbox(ctx, reader.ID, []int64{p.ID}, true, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.CachePosts(ctx, []feed.Post{p}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	read := func(svc *Service) map[string]int64 {
+		t.Helper()
+		before := counter.Counts()
+		posts, _, err := svc.Feed(ctx, reader.ID, 0, 20)
+		if err != nil || len(posts) != 1 {
+			t.Fatalf("feed = %d posts, %v; want the one post", len(posts), err)
+		}
+		sent := counter.Counts()
+		for k, v := range before {
+			if sent[k] -= v; sent[k] == 0 {
+				delete(sent, k)
+			}
+		}
+		return sent
+	}
+	total := func(m map[string]int64) int64 {
+		var n int64
+		for _, v := range m {
+			n += v
+		}
+		return n
+	}
+	first := read(a)
+	second := read(a)
+	t.Logf("first page, refreshed: %v; again within the interval: %v", first, second)
+	if first["set"] != 1 {
+		t.Errorf("the refreshed first page sent %d SETs; want 1 (the gate's SET NX)", first["set"])
+	}
+	want := maps.Clone(first)
+	delete(want, "set")
+	if !maps.Equal(second, want) || total(second) != total(first)-1 {
+		t.Errorf("the second first page within the interval sent %v; want one command fewer than the first: %v", second, want)
+	}
+	otherFirst, otherSecond := read(b), read(b)
+	t.Logf("another process: first page %v, then %v", otherFirst, otherSecond)
+	if total(otherFirst) != total(first)+1 || otherFirst["set"] != 1 {
+		t.Errorf("another process's first page sent %v; want %v and a GET of the gate", otherFirst, first)
+	}
+	if !maps.Equal(otherSecond, second) {
+		t.Errorf("another process's second page sent %v; want %v", otherSecond, second)
+	}
+}
