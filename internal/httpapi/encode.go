@@ -8,11 +8,16 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"sync"
 
 	"github.com/feedd/feedd/internal/feed"
 )
 
 const contentTypeJSON = "application/json; charset=utf-8"
+
+// bodies recycles the buffers of self-encoding bodies (jsonAppender): a
+// page of posts is a few KB, and every feed read writes one.
+var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b }}
 
 // encode writes v as JSON with status. It marshals before writing a byte, so
 // a value that cannot be encoded becomes a clean 500 instead of half a body.
@@ -23,6 +28,14 @@ const contentTypeJSON = "application/json; charset=utf-8"
 func encode[T any](w http.ResponseWriter, status int, v T) {
 	w.Header().Set("Content-Type", contentTypeJSON)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if a, ok := any(v).(jsonAppender); ok {
+		buf := bodies.Get().(*[]byte)
+		*buf = append(a.appendJSON((*buf)[:0]), '\n')
+		w.WriteHeader(status)
+		_, _ = w.Write(*buf)
+		bodies.Put(buf)
+		return
+	}
 	out := &statusOnWrite{w: w, status: status}
 	err := json.NewEncoder(out).Encode(v)
 	if err != nil && !out.wrote {

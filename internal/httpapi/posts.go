@@ -81,7 +81,7 @@ func toPostJSONLikes(p feed.Post, states map[int64]feed.LikeState) postJSON {
 
 // postPage renders a page of posts. A deleted post never reaches a client,
 // even if a cache handed the service a stale one.
-func postPage(posts []feed.Post, more bool) pageJSON[postJSON] {
+func postPage(posts []feed.Post, more bool) postsPageJSON {
 	return postPageLikes(posts, more, nil)
 }
 
@@ -89,10 +89,10 @@ func postPage(posts []feed.Post, more bool) pageJSON[postJSON] {
 var noLikesYet = map[int64]feed.LikeState{}
 
 // postPageLikes is postPage with each post's likes from states.
-func postPageLikes(posts []feed.Post, more bool, states map[int64]feed.LikeState) pageJSON[postJSON] {
-	return newPage(posts, more, feed.CursorFeed,
+func postPageLikes(posts []feed.Post, more bool, states map[int64]feed.LikeState) postsPageJSON {
+	return postsPageJSON(newPage(posts, more, feed.CursorFeed,
 		func(p feed.Post) int64 { return p.ID },
-		func(p feed.Post) (postJSON, bool) { return toPostJSONLikes(p, states), !p.Deleted })
+		func(p feed.Post) (postJSON, bool) { return toPostJSONLikes(p, states), !p.Deleted }))
 }
 
 type createPostRequest struct {
