@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -290,4 +291,67 @@ func TestPostEncoding(t *testing.T) {
 			t.Errorf("decodePost(%v) = %+v, true; want false", bad, got)
 		}
 	}
+}
+
+// TestInboxMissingAKey checks what happens when Redis holds only one of an
+// inbox's two keys (an eviction took the other, or it expired first): a
+// ring without its pending list may have missed pushes, so it reads as
+// absent until a fill, and a list without its ring is deleted by the next
+// drain instead of collecting pushes.
+func TestInboxMissingAKey(t *testing.T) {
+	ctx := t.Context()
+	client := testServer(t)()
+	prefix := randomPrefix()
+	c := New(client, Options{Prefix: prefix, InboxMax: 1}) // every push drains
+	t.Cleanup(func() {
+		deleteKeys(t, client, prefix)
+		c.Close()
+	})
+	const reader = 7
+	ring, pending := c.InboxKeys(reader)
+	mustInbox := func(want []int64, exists bool) {
+		t.Helper()
+		page, err := c.InboxPage(ctx, reader, 0, 10)
+		if err != nil || page.Exists != exists || !slices.Equal(page.IDs, want) {
+			t.Fatalf("InboxPage = %+v, %v; want ids %v, exists %v", page, err, want, exists)
+		}
+	}
+	if err := c.FillInbox(ctx, reader, []int64{5}, true, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	mustInbox([]int64{5}, true)
+
+	// The list is gone: the ring is not trusted, by any call.
+	if err := client.Del(ctx, pending).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PushToInboxes(ctx, []int64{reader}, 6); err != nil {
+		t.Fatal(err)
+	}
+	mustInbox(nil, false)
+	if err := c.AddToInbox(ctx, reader, []int64{9}, false); err != nil {
+		t.Fatalf("AddToInbox on a ring without its list: %v", err)
+	}
+	if err := c.RemoveFromInbox(ctx, reader, []int64{5}); err != nil {
+		t.Fatalf("RemoveFromInbox on a ring without its list: %v", err)
+	}
+	if _, _, exists, err := c.InboxBounds(ctx, reader); err != nil || exists {
+		t.Fatalf("InboxBounds = exists %v, %v; want absent", exists, err)
+	}
+	if err := c.FillInbox(ctx, reader, []int64{8}, true, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	mustInbox([]int64{8}, true)
+
+	// The ring is gone: a push that drains deletes the orphan list.
+	if err := client.Del(ctx, ring).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PushToInboxes(ctx, []int64{reader}, 10); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := client.Exists(ctx, ring, pending).Result(); err != nil || n != 0 {
+		t.Fatalf("keys after a drain of a list without its ring = %d, %v; want none", n, err)
+	}
+	mustInbox(nil, false)
 }
