@@ -473,4 +473,52 @@ func TestLocalCountsReadRacesLike(t *testing.T) {
 	if c, _ := s.counts.Get(7); c.n != 6 {
 		t.Errorf("held count %d; want the later read's 6", c.n)
 	}
+
+	// Two likes of one post in flight together: either answer may be the
+	// older, so the next page asks the cache.
+	s.moving = map[int64]*moving{}
+	s.startMove(8)
+	s.startMove(8)
+	s.endMove(8, 2, true)
+	s.endMove(8, 1, true)
+	if c, ok := s.counts.Get(8); !ok || !c.unknown {
+		t.Errorf("after overlapping likes: %+v; want marked unknown", c)
+	}
+	s.learn(s.writes.Load(), map[int64]int64{8: 2})
+	s.startMove(8)
+	s.endMove(8, 3, true)
+	if c, _ := s.counts.Get(8); c.unknown || c.n != 3 || len(s.moving) != 0 {
+		t.Errorf("after a lone like: %+v (moving %v); want 3 held", c, s.moving)
+	}
+}
+
+// TestLocalCountsStorm: concurrent likes of one post in one process; the
+// page right after shows the exact count.
+func TestLocalCountsStorm(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	logger := slog.New(slog.DiscardHandler)
+	w := NewWriter(logger, WriterConfig{}, f.store, nil)
+	svc := New(logger, Config{LocalCountTTL: time.Minute}, f.store, f.cache, storePosts{f.store}, w.Submit, prometheus.NewRegistry())
+	p := f.posts[0]
+	const users = 100
+	if _, err := svc.LikeStates(ctx, 0, []feed.Post{p}); err != nil { // held: 0
+		t.Fatal(err)
+	}
+	errs := make(chan error, users)
+	for u := int64(10); u < 10+users; u++ {
+		go func() {
+			_, err := svc.Like(ctx, u, p.ID)
+			errs <- err
+		}()
+	}
+	for range users {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := svc.LikeStates(ctx, 0, []feed.Post{p})
+	if err != nil || st[p.ID].Count != users {
+		t.Errorf("count right after %d concurrent likes = %+v, %v; want %d", users, st[p.ID], err, users)
+	}
 }

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -123,13 +124,24 @@ type Service struct {
 	// began before such a put must not overwrite it with an older value.
 	counts *lru.Cache[int64, localCount]
 	writes atomic.Uint64
+	// moving counts this process's likes in flight per post: two that
+	// overlap cannot tell whose counter value is the newer.
+	mu     sync.Mutex
+	moving map[int64]*moving // guarded by mu
 }
 
 // localCount is a like count held in process; seq is the writes number
-// of the like that put it, 0 if a read did.
+// of the like that put it, 0 if a read did. unknown marks a post whose
+// counter overlapping likes moved: a page asks the cache for it.
 type localCount struct {
-	n   int64
-	seq uint64
+	n       int64
+	seq     uint64
+	unknown bool
+}
+
+type moving struct {
+	n       int  // likes of the post in flight
+	overlap bool // some of them overlapped
 }
 
 // New returns a Service. reg may be nil.
@@ -138,6 +150,7 @@ func New(logger *slog.Logger, cfg Config, store Store, cache feed.LikeCache, pos
 	return &Service{
 		cfg:     cfg,
 		counts:  lru.New[int64, localCount](cfg.LocalCounts, cfg.LocalCountTTL, nil),
+		moving:  map[int64]*moving{},
 		store:   store,
 		cache:   cache,
 		posts:   posts,
@@ -198,7 +211,9 @@ func (s *Service) set(ctx context.Context, user, id int64, liked bool) (feed.Lik
 		delta = -1
 	}
 	s.metrics.accepted.WithLabelValues(op(liked)).Inc()
+	s.startMove(id)
 	n, ok, err := s.cache.AddLikeCount(ctx, id, delta, s.cfg.CountTTL)
+	s.endMove(id, n, err == nil && ok)
 	if err != nil || !ok {
 		// Lost between the load and now (Redis failed over): SQL will
 		// have the like within a batch window; answer from it.
@@ -207,10 +222,6 @@ func (s *Service) set(ctx context.Context, user, id int64, liked bool) (feed.Lik
 		if err != nil {
 			return feed.LikeState{}, err
 		}
-	} else {
-		// Exact in this process at once: the counter's value just after
-		// this like, newer than whatever a page read before it.
-		s.counts.Put(id, localCount{n: n, seq: s.writes.Add(1)})
 	}
 	return feed.LikeState{Count: max(n, 0), LikedByMe: liked}, nil
 }
@@ -293,6 +304,40 @@ func (s *Service) count(ctx context.Context, post int64) (int64, error) {
 	return counts[post], nil
 }
 
+// startMove and endMove bracket a like's move of post's counter. endMove
+// holds the counter's value just after the like in process, so that this
+// process shows it at once — unless another like of the post in this
+// process overlapped it: then either value may be the older, and the
+// post is marked for the next page to ask the cache. Holding it under mu
+// orders it before any later like's.
+func (s *Service) startMove(post int64) {
+	if s.counts == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.moving[post]
+	if m == nil {
+		m = &moving{}
+		s.moving[post] = m
+	}
+	m.n++
+	m.overlap = m.overlap || m.n > 1
+}
+
+func (s *Service) endMove(post, n int64, known bool) {
+	if s.counts == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.moving[post]
+	s.counts.Put(post, localCount{n: n, seq: s.writes.Add(1), unknown: !known || m.overlap})
+	if m.n--; m.n == 0 {
+		delete(s.moving, post)
+	}
+}
+
 // learn keeps counts read from the cache or SQL in process, except where
 // a like of this process put a count since from (s.writes when the read
 // began): the read may have happened before that like.
@@ -339,7 +384,7 @@ func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Pos
 	held := make(map[int64]int64, len(ids))
 	var counted []int64
 	for _, id := range ids {
-		if c, ok := s.counts.Get(id); ok {
+		if c, ok := s.counts.Get(id); ok && !c.unknown {
 			held[id] = c.n
 		} else {
 			counted = append(counted, id)
