@@ -69,8 +69,9 @@ type config struct {
 	hotPostTTL      time.Duration
 
 	// Likes (README, "Likes").
-	likeBatch  int
-	likeLinger time.Duration
+	likeBatch    int
+	likeLinger   time.Duration
+	likeCountTTL time.Duration
 }
 
 var roles = map[string]string{
@@ -155,6 +156,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	num(&c.pullAt, "pull-threshold", 100_000, "in hybrid mode, authors with at least this many followers are pulled at read time, not fanned out (back to push below 90% of it)")
 	num(&c.likeBatch, "like-batch", 500, "like events written to SQL in one batch at most")
 	dur(&c.likeLinger, "like-linger", 500*time.Millisecond, "with RabbitMQ, how long a batch of like events waits to fill before it is written")
+	dur(&c.likeCountTTL, "like-count-ttl", time.Second, "how long a process keeps a like count in memory before asking Redis again: how late other processes' likes may show in its counts (0: not at all)")
 	boolean(&c.autoMigrate, "auto-migrate", true, "apply SQL migrations at start (they are idempotent)")
 	str(&c.pprofAddr, "pprof-addr", "", "if set, serve Go's profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; keep it private")
 	str(&c.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -236,6 +238,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		if v.n <= 0 {
 			return c, fmt.Errorf("%s must be positive, got %d", v.name, v.n)
 		}
+	}
+	if c.likeCountTTL < 0 {
+		return c, fmt.Errorf("like-count-ttl must not be negative, got %s", c.likeCountTTL)
 	}
 	return c, nil
 }

@@ -297,6 +297,18 @@ func measureCosts(t *testing.T, env map[string]string) []cost {
 	if n := refreshed.Redis["set"] - warm.Redis["set"]; n < 0.95 {
 		t.Errorf("a first page within the refresh interval sent %.2f SETs fewer than the refreshed one; want at least 1 (the gate)", n)
 	}
+	// The process holds like counts for FEEDD_LIKE_COUNT_TTL (1s): a
+	// page asks Redis for a post's counter (GETEX) about once per second
+	// per process, not once per reader, and for the reader's liked state
+	// (one ZMSCORE) every time. A warm page of these 3 posts costs 2
+	// commands (the inbox read and the ZMSCORE); without the local counts
+	// it was 5.
+	if n := warm.Redis["getex"]; n > 0.5 {
+		t.Errorf("a first page within the refresh interval sent %.2f GETEX; want well under one (like counts are held in process)", n)
+	}
+	if n := warm.Redis["zmscore"]; n < 0.95 || n > 1.05 {
+		t.Errorf("a first page within the refresh interval sent %.2f ZMSCORE; want 1 (the reader's liked state, every page)", n)
+	}
 	// These readers' first page ever also reads their likes state from
 	// SQL once (their recent-likes set does not exist yet: one query
 	// answers the page and fills it); later pages read it from Redis.

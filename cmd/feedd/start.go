@@ -285,7 +285,7 @@ func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts) *like
 	// Its own breaker, set like the timeline's: a page's likes never wait
 	// on a SQL that the timeline already answers around.
 	b := breaker.New(breaker.Config{Failures: cfg.breakerFailures, Timeout: cfg.sqlTimeout, Cooldown: cfg.breakerCooldown})
-	return likes.New(logger, likes.Config{Breaker: b}, d.store, d.likes, posts, publish, d.reg)
+	return likes.New(logger, likes.Config{Breaker: b, LocalCountTTL: cfg.likeCountTTL}, d.store, d.likes, posts, publish, d.reg)
 }
 
 // inboxesOrNil keeps a nil cache a nil interface.

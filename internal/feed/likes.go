@@ -105,10 +105,13 @@ type LikeCache interface {
 	AddLikeCount(ctx context.Context, post, delta int64, ttl time.Duration) (int64, bool, error)
 	// FillLikeCounts caches counters that are absent, for ttl.
 	FillLikeCounts(ctx context.Context, counts map[int64]int64, ttl time.Duration) error
-	// LikeStates returns, in one round trip, the cached counters of posts
-	// (renewing their ttl) and reader's state of each (reader 0: none).
-	// postTimes[i] is the creation time of posts[i].
-	LikeStates(ctx context.Context, reader int64, posts []int64, postTimes []time.Time, ttl time.Duration) (LikeStates, error)
+	// LikeStates returns, in one round trip, reader's state of each of
+	// posts (reader 0: none; postTimes[i] is the creation time of
+	// posts[i]) and the cached counters of counted, renewing their ttl.
+	// counted is whichever posts the caller wants counters of, usually
+	// those of posts it does not hold itself; with no reader and nothing
+	// counted it costs nothing.
+	LikeStates(ctx context.Context, reader int64, posts []int64, postTimes []time.Time, counted []int64, ttl time.Duration) (LikeStates, error)
 	// RecentLikes returns every action in user's recent set, newest
 	// first, and whether the set exists: the actions SQL may not have yet.
 	RecentLikes(ctx context.Context, user int64) ([]LikeEntry, bool, error)

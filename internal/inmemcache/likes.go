@@ -213,13 +213,13 @@ func (c *Cache) FillLikeCounts(ctx context.Context, counts map[int64]int64, ttl 
 }
 
 // LikeStates answers a page's counters and reader's state.
-func (c *Cache) LikeStates(ctx context.Context, reader int64, posts []int64, postTimes []time.Time, ttl time.Duration) (feed.LikeStates, error) {
-	st := feed.LikeStates{Counts: make(map[int64]int64, len(posts)), Liked: map[int64]bool{}}
+func (c *Cache) LikeStates(ctx context.Context, reader int64, posts []int64, postTimes []time.Time, counted []int64, ttl time.Duration) (feed.LikeStates, error) {
+	st := feed.LikeStates{Counts: make(map[int64]int64, len(counted)), Liked: map[int64]bool{}}
 	if c.closed.Load() {
 		return st, errClosed
 	}
 	now := c.now()
-	for _, post := range posts {
+	for _, post := range counted {
 		s := &c.likes[shardOf(post)]
 		lockAnd(&s.mu, func() {
 			if e, ok := s.count(post, now.UnixNano()); ok {

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/lru"
 	"github.com/feedd/feedd/internal/rediscache"
 	"github.com/feedd/feedd/internal/sqlstore"
 )
@@ -25,6 +26,7 @@ import (
 // command sent alone, one per pipeline.
 type roundTrips struct {
 	trips atomic.Int64
+	cmds  atomic.Int64
 }
 
 func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -43,9 +45,12 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-func (r *roundTrips) count([]redis.Cmder) { r.trips.Add(1) }
+func (r *roundTrips) count(cmds []redis.Cmder) {
+	r.trips.Add(1)
+	r.cmds.Add(int64(len(cmds)))
+}
 
-func (r *roundTrips) reset() { r.trips.Store(0) }
+func (r *roundTrips) reset() { r.trips.Store(0); r.cmds.Store(0) }
 
 // storePosts adapts the store to Posts for tests that run without the
 // timeline service.
@@ -354,5 +359,166 @@ func TestLikeStatesDegrade(t *testing.T) {
 	nctx, notes = feed.WithNotes(ctx)
 	if _, err := down.LikeStates(nctx, 2, f.posts[:1]); err != nil || notes.Degraded() {
 		t.Errorf("a page the cache knows entirely: %v, degraded %v; want a full answer", err, notes.Degraded())
+	}
+}
+
+// TestLocalCounts: with LocalCountTTL, a process keeps the like counts it
+// learned. Its own likes show at once; another process's within the ttl
+// (and not necessarily before); the reader's liked state is read every
+// time; a warm page asks Redis only for that state.
+func TestLocalCounts(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	const ttl = time.Second
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	logger := slog.New(slog.DiscardHandler)
+	w := NewWriter(logger, WriterConfig{}, f.store, nil)
+	hereReg := prometheus.NewRegistry()
+	newService := func(localTTL time.Duration, reg *prometheus.Registry) *Service {
+		s := New(logger, Config{LocalCountTTL: localTTL}, f.store, f.cache, storePosts{f.store}, w.Submit, reg)
+		if localTTL > 0 {
+			s.counts = lru.New[int64, localCount](100, localTTL, clock)
+		}
+		return s
+	}
+	// Two processes sharing one deployment, and one without a local copy.
+	here, there, uncached := newService(ttl, hereReg), newService(ttl, prometheus.NewRegistry()), newService(0, prometheus.NewRegistry())
+	if uncached.counts != nil {
+		t.Fatal("LocalCountTTL 0 keeps counts in process; want none")
+	}
+	p := f.posts[0]
+	state := func(s *Service, reader int64, posts ...feed.Post) feed.LikeState {
+		t.Helper()
+		st, err := s.LikeStates(ctx, reader, posts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st[posts[0].ID]
+	}
+	if st := state(here, 2, f.posts...); st.Count != 0 {
+		t.Fatalf("before any like: %+v; want 0", st)
+	}
+
+	// A warm page of 20: Redis is asked for the reader's state alone
+	// (one ZMSCORE), and a page without a reader costs nothing.
+	f.trips.reset()
+	state(here, 2, f.posts...)
+	if trips, cmds := f.trips.trips.Load(), f.trips.cmds.Load(); trips != 1 || cmds != 1 {
+		t.Errorf("a warm page of 20 cost %d round trips, %d commands; want 1 and 1 (the reader's state)", trips, cmds)
+	}
+	f.trips.reset()
+	state(here, 0, f.posts...)
+	if trips := f.trips.trips.Load(); trips != 0 {
+		t.Errorf("a warm page of 20 without a reader cost %d round trips; want 0", trips)
+	}
+	f.trips.reset()
+	state(uncached, 2, f.posts...)
+	if cmds := f.trips.cmds.Load(); cmds != 21 {
+		t.Errorf("a page of 20 without local counts cost %d commands; want 21", cmds)
+	}
+
+	// A like handled here shows here at once, to anyone.
+	if st, err := here.Like(ctx, 2, p.ID); err != nil || st.Count != 1 {
+		t.Fatalf("like here: %+v, %v; want count 1", st, err)
+	}
+	if st := state(here, 3, p); st.Count != 1 || st.LikedByMe {
+		t.Errorf("here, after a like here: %+v; want count 1, not liked by 3", st)
+	}
+
+	// A like handled there: its user sees it at once here too (the
+	// liked state is never held), the count within the ttl.
+	if st, err := there.Like(ctx, 3, p.ID); err != nil || st.Count != 2 {
+		t.Fatalf("like there: %+v, %v; want count 2", st, err)
+	}
+	if st := state(uncached, 3, p); st.Count != 2 || !st.LikedByMe {
+		t.Errorf("without local counts: %+v; want count 2 at once, liked", st)
+	}
+	if st := state(here, 3, p); st.Count != 1 || !st.LikedByMe {
+		t.Errorf("here, just after a like there: %+v; want the held count 1 (within the ttl), liked by 3 at once", st)
+	}
+	now = now.Add(ttl)
+	if st := state(here, 3, p); st.Count != 2 || !st.LikedByMe {
+		t.Errorf("here, a ttl after a like there: %+v; want count 2", st)
+	}
+
+	// Counts loaded from SQL (the cache lost the counter) are held too.
+	q := f.posts[1]
+	if err := f.cache.DropLikes(ctx, 0, q.ID); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(ttl)
+	loads := metric(t, hereReg, "feedd_likes_count_loads_total")
+	state(here, 0, q)
+	if got := metric(t, hereReg, "feedd_likes_count_loads_total") - loads; got != 1 {
+		t.Errorf("a lost counter was loaded %v times; want 1", got)
+	}
+	f.trips.reset()
+	if st := state(here, 0, q); st.Count != 0 || f.trips.trips.Load() != 0 {
+		t.Errorf("a counter loaded from SQL, read again: %+v in %d round trips; want 0 in 0", st, f.trips.trips.Load())
+	}
+}
+
+// TestLocalCountsReadRacesLike: a page's read of a counter that began
+// before a like of this process must not replace the like's newer count.
+func TestLocalCountsReadRacesLike(t *testing.T) {
+	s := &Service{counts: lru.New[int64, localCount](10, time.Minute, nil)}
+	from := s.writes.Load()
+	s.counts.Put(7, localCount{n: 5, seq: s.writes.Add(1)}) // the like
+	s.learn(from, map[int64]int64{7: 4})                    // the page's older read
+	if c, _ := s.counts.Get(7); c.n != 5 {
+		t.Errorf("held count %d; want the like's 5", c.n)
+	}
+	s.learn(s.writes.Load(), map[int64]int64{7: 6}) // a read begun after it
+	if c, _ := s.counts.Get(7); c.n != 6 {
+		t.Errorf("held count %d; want the later read's 6", c.n)
+	}
+
+	// Two likes of one post in flight together: either answer may be the
+	// older, so the next page asks the cache.
+	s.moving = map[int64]*moving{}
+	s.startMove(8)
+	s.startMove(8)
+	s.endMove(8, 2, true)
+	s.endMove(8, 1, true)
+	if c, ok := s.counts.Get(8); !ok || !c.unknown {
+		t.Errorf("after overlapping likes: %+v; want marked unknown", c)
+	}
+	s.learn(s.writes.Load(), map[int64]int64{8: 2})
+	s.startMove(8)
+	s.endMove(8, 3, true)
+	if c, _ := s.counts.Get(8); c.unknown || c.n != 3 || len(s.moving) != 0 {
+		t.Errorf("after a lone like: %+v (moving %v); want 3 held", c, s.moving)
+	}
+}
+
+// TestLocalCountsStorm: concurrent likes of one post in one process; the
+// page right after shows the exact count.
+func TestLocalCountsStorm(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	logger := slog.New(slog.DiscardHandler)
+	w := NewWriter(logger, WriterConfig{}, f.store, nil)
+	svc := New(logger, Config{LocalCountTTL: time.Minute}, f.store, f.cache, storePosts{f.store}, w.Submit, prometheus.NewRegistry())
+	p := f.posts[0]
+	const users = 100
+	if _, err := svc.LikeStates(ctx, 0, []feed.Post{p}); err != nil { // held: 0
+		t.Fatal(err)
+	}
+	errs := make(chan error, users)
+	for u := int64(10); u < 10+users; u++ {
+		go func() {
+			_, err := svc.Like(ctx, u, p.ID)
+			errs <- err
+		}()
+	}
+	for range users {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := svc.LikeStates(ctx, 0, []feed.Post{p})
+	if err != nil || st[p.ID].Count != users {
+		t.Errorf("count right after %d concurrent likes = %+v, %v; want %d", users, st[p.ID], err, users)
 	}
 }

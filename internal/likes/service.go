@@ -33,12 +33,15 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/feedd/feedd/internal/breaker"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/lru"
 )
 
 // Store is what the service needs of SQL.
@@ -71,6 +74,16 @@ type Config struct {
 	SetTTL time.Duration
 	// MaxTopWindow bounds ?window= of the top posts.
 	MaxTopWindow time.Duration
+	// LocalCountTTL is how long this process keeps a like count it
+	// learned (from the cache, from SQL, or from a like it handled)
+	// before asking the cache again, so a page asks only for the counts
+	// it does not hold and a hot post's counter is read once per ttl per
+	// process, not once per reader. Likes handled by other processes show
+	// here within it; this process's own at once. Unlike the other
+	// fields, 0 means off (no local copy), not a default.
+	LocalCountTTL time.Duration
+	// LocalCounts bounds how many posts' counts are kept (100,000).
+	LocalCounts int
 	// Breaker guards the SQL reads of a page's likes (nil: none): while
 	// SQL fails or hangs they fail fast, and the page is answered from
 	// the cache, marked degraded, rather than waiting on SQL.
@@ -90,6 +103,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxTopWindow <= 0 {
 		c.MaxTopWindow = 30 * 24 * time.Hour
 	}
+	if c.LocalCounts <= 0 {
+		c.LocalCounts = 100_000
+	}
 	return c
 }
 
@@ -102,12 +118,39 @@ type Service struct {
 	publish Publisher
 	logger  *slog.Logger
 	metrics *metrics
+
+	// counts is the process's copy of like counts (nil: none). writes
+	// numbers the counts this process's likes put there: a read that
+	// began before such a put must not overwrite it with an older value.
+	counts *lru.Cache[int64, localCount]
+	writes atomic.Uint64
+	// moving counts this process's likes in flight per post: two that
+	// overlap cannot tell whose counter value is the newer.
+	mu     sync.Mutex
+	moving map[int64]*moving // guarded by mu
+}
+
+// localCount is a like count held in process; seq is the writes number
+// of the like that put it, 0 if a read did. unknown marks a post whose
+// counter overlapping likes moved: a page asks the cache for it.
+type localCount struct {
+	n       int64
+	seq     uint64
+	unknown bool
+}
+
+type moving struct {
+	n       int  // likes of the post in flight
+	overlap bool // some of them overlapped
 }
 
 // New returns a Service. reg may be nil.
 func New(logger *slog.Logger, cfg Config, store Store, cache feed.LikeCache, posts Posts, publish Publisher, reg prometheus.Registerer) *Service {
+	cfg = cfg.withDefaults()
 	return &Service{
-		cfg:     cfg.withDefaults(),
+		cfg:     cfg,
+		counts:  lru.New[int64, localCount](cfg.LocalCounts, cfg.LocalCountTTL, nil),
+		moving:  map[int64]*moving{},
 		store:   store,
 		cache:   cache,
 		posts:   posts,
@@ -168,7 +211,9 @@ func (s *Service) set(ctx context.Context, user, id int64, liked bool) (feed.Lik
 		delta = -1
 	}
 	s.metrics.accepted.WithLabelValues(op(liked)).Inc()
+	s.startMove(id)
 	n, ok, err := s.cache.AddLikeCount(ctx, id, delta, s.cfg.CountTTL)
+	s.endMove(id, n, err == nil && ok)
 	if err != nil || !ok {
 		// Lost between the load and now (Redis failed over): SQL will
 		// have the like within a batch window; answer from it.
@@ -235,13 +280,16 @@ func (s *Service) revert(ctx context.Context, user, post int64, ch feed.LikeChan
 }
 
 // count returns post's like count from the cache, loading it from SQL on
-// a miss.
+// a miss. It always asks the cache, never the local copy: the write path
+// needs the cached counter to exist before its event is published.
 func (s *Service) count(ctx context.Context, post int64) (int64, error) {
-	st, err := s.cache.LikeStates(ctx, 0, []int64{post}, []time.Time{feed.IDTime(post)}, s.cfg.CountTTL)
+	from := s.writes.Load()
+	st, err := s.cache.LikeStates(ctx, 0, nil, nil, []int64{post}, s.cfg.CountTTL)
 	if err != nil {
 		return 0, unavailable(fmt.Errorf("likes: count of %d: %w", post, err))
 	}
 	if n, ok := st.Counts[post]; ok {
+		s.learn(from, st.Counts)
 		return n, nil
 	}
 	counts, err := s.store.LikeCounts(ctx, []int64{post})
@@ -252,7 +300,56 @@ func (s *Service) count(ctx context.Context, post int64) (int64, error) {
 	if err := s.cache.FillLikeCounts(ctx, counts, s.cfg.CountTTL); err != nil {
 		return 0, unavailable(fmt.Errorf("likes: cache count of %d: %w", post, err))
 	}
+	s.learn(from, counts)
 	return counts[post], nil
+}
+
+// startMove and endMove bracket a like's move of post's counter. endMove
+// holds the counter's value just after the like in process, so that this
+// process shows it at once — unless another like of the post in this
+// process overlapped it: then either value may be the older, and the
+// post is marked for the next page to ask the cache. Holding it under mu
+// orders it before any later like's.
+func (s *Service) startMove(post int64) {
+	if s.counts == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.moving[post]
+	if m == nil {
+		m = &moving{}
+		s.moving[post] = m
+	}
+	m.n++
+	m.overlap = m.overlap || m.n > 1
+}
+
+func (s *Service) endMove(post, n int64, known bool) {
+	if s.counts == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.moving[post]
+	s.counts.Put(post, localCount{n: n, seq: s.writes.Add(1), unknown: !known || m.overlap})
+	if m.n--; m.n == 0 {
+		delete(s.moving, post)
+	}
+}
+
+// learn keeps counts read from the cache or SQL in process, except where
+// a like of this process put a count since from (s.writes when the read
+// began): the read may have happened before that like.
+func (s *Service) learn(from uint64, counts map[int64]int64) {
+	if s.counts == nil {
+		return
+	}
+	for id, n := range counts {
+		s.counts.Update(id, func(old localCount, ok bool) (localCount, bool) {
+			return localCount{n: n}, !ok || old.seq <= from
+		})
+	}
 }
 
 func (s *Service) livePost(ctx context.Context, id int64) (feed.Post, error) {
@@ -267,10 +364,12 @@ func (s *Service) livePost(ctx context.Context, id int64) (feed.Post, error) {
 }
 
 // LikeStates returns each post's like count and whether reader (0: no
-// one) likes it: one cache round trip for the page; SQL only for counters
-// the cache lost (one query) and for posts the reader's recent set does
-// not know (one query, which also refills an absent set). If the cache
-// fails, both come from SQL.
+// one) likes it: one cache round trip for the page, which asks for the
+// counters the process does not hold (LocalCountTTL) and for the
+// reader's state, always; SQL only for counters the cache lost (one
+// query) and for posts the reader's recent set does not know (one query,
+// which also refills an absent set). If the cache fails, both come from
+// SQL.
 func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
 	out := make(map[int64]feed.LikeState, len(posts))
 	if len(posts) == 0 {
@@ -281,10 +380,24 @@ func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Pos
 	for i, p := range posts {
 		ids[i], times[i] = p.ID, feed.IDTime(p.ID)
 	}
-	st, err := s.cache.LikeStates(ctx, reader, ids, times, s.cfg.CountTTL)
+	from := s.writes.Load()
+	held := make(map[int64]int64, len(ids))
+	var counted []int64
+	for _, id := range ids {
+		if c, ok := s.counts.Get(id); ok && !c.unknown {
+			held[id] = c.n
+		} else {
+			counted = append(counted, id)
+		}
+	}
+	st, err := s.cache.LikeStates(ctx, reader, ids, times, counted, s.cfg.CountTTL)
 	if err != nil {
 		s.cacheFailed("read like states", err)
 		return s.statesFromSQL(ctx, reader, ids)
+	}
+	s.learn(from, st.Counts)
+	for id, n := range held {
+		st.Counts[id] = n
 	}
 	var miss []int64
 	for _, id := range ids {
@@ -303,6 +416,7 @@ func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Pos
 		for id, n := range counts {
 			st.Counts[id] = n
 		}
+		s.learn(from, counts)
 		if err := s.cache.FillLikeCounts(ctx, counts, s.cfg.CountTTL); err != nil {
 			s.cacheFailed("fill like counts", err)
 		}

@@ -70,6 +70,33 @@ func (c *Cache[K, V]) Put(k K, v V) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.put(k, v)
+}
+
+// Update calls f with k's value (ok false when absent or expired) and
+// stores what f returns if f says so, all under one lock: for a writer
+// that must not overwrite a newer value.
+func (c *Cache[K, V]) Update(k K, f func(old V, ok bool) (V, bool)) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var old V
+	el, ok := c.items[k]
+	if ok {
+		e := el.Value.(*entry[K, V])
+		if ok = c.now().Before(e.expires); ok {
+			old = e.val
+		}
+	}
+	if v, put := f(old, ok); put {
+		c.put(k, v)
+	}
+}
+
+// put stores v under k; c.mu is held.
+func (c *Cache[K, V]) put(k K, v V) {
 	exp := c.now().Add(c.ttl)
 	if el, ok := c.items[k]; ok {
 		e := el.Value.(*entry[K, V])

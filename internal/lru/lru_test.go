@@ -33,3 +33,23 @@ func TestBoundAndExpiry(t *testing.T) {
 		t.Fatal("a nil cache holds something")
 	}
 }
+
+func TestUpdate(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	c := New[int, int](2, time.Second, func() time.Time { return now })
+	keepBigger := func(v int) func(int, bool) (int, bool) {
+		return func(old int, ok bool) (int, bool) { return v, !ok || v > old }
+	}
+	c.Update(1, keepBigger(5))
+	c.Update(1, keepBigger(3)) // refused: 5 stays
+	if v, ok := c.Get(1); !ok || v != 5 {
+		t.Fatalf("1 = %d, %v; want 5", v, ok)
+	}
+	now = now.Add(time.Second)
+	c.Update(1, keepBigger(3)) // 5 expired: f sees nothing
+	if v, ok := c.Get(1); !ok || v != 3 {
+		t.Fatalf("after expiry 1 = %d, %v; want 3", v, ok)
+	}
+	var none *Cache[int, int]
+	none.Update(1, keepBigger(1))
+}

@@ -260,18 +260,21 @@ func (c *Cache) FillLikeCounts(ctx context.Context, counts map[int64]int64, ttl 
 	return nil
 }
 
-// LikeStates is one pipeline: a GETEX per post and one ZMSCORE of the
-// reader's set, asking for the window start and both members of each
-// post.
-func (c *Cache) LikeStates(ctx context.Context, reader int64, posts []int64, postTimes []time.Time, ttl time.Duration) (feed.LikeStates, error) {
-	st := feed.LikeStates{Counts: make(map[int64]int64, len(posts)), Liked: map[int64]bool{}}
+// LikeStates is one pipeline: a GETEX per counted post and one ZMSCORE
+// of the reader's set, asking for the window start and both members of
+// each post; no call at all when it would be empty.
+func (c *Cache) LikeStates(ctx context.Context, reader int64, posts []int64, postTimes []time.Time, counted []int64, ttl time.Duration) (feed.LikeStates, error) {
+	st := feed.LikeStates{Counts: make(map[int64]int64, len(counted)), Liked: map[int64]bool{}}
 	if len(posts) == 0 {
 		st.SetExists = reader != 0
+		reader = 0
+	}
+	if reader == 0 && len(counted) == 0 {
 		return st, nil
 	}
 	p := c.client.Pipeline()
-	counts := make([]*redis.StringCmd, len(posts))
-	for i, post := range posts {
+	counts := make([]*redis.StringCmd, len(counted))
+	for i, post := range counted {
 		counts[i] = p.GetEx(ctx, c.likeCountKey(post), max(ttl, 0))
 	}
 	var scores *redis.FloatSliceCmd
@@ -287,11 +290,11 @@ func (c *Cache) LikeStates(ctx context.Context, reader int64, posts []int64, pos
 		scores = p.ZMScore(ctx, c.likeUserKey(reader), members...)
 	}
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return st, fmt.Errorf("rediscache: like states of %d posts: %w", len(posts), err)
+		return st, fmt.Errorf("rediscache: like states of %d posts: %w", max(len(posts), len(counted)), err)
 	}
 	for i, cmd := range counts {
 		if n, err := cmd.Int64(); err == nil {
-			st.Counts[posts[i]] = n
+			st.Counts[counted[i]] = n
 		}
 	}
 	if reader == 0 {

@@ -180,13 +180,42 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) feed.LikeCache) {
 		}
 	})
 
+	t.Run("counters only of counted posts", func(t *testing.T) {
+		// The caller holds some counters itself and asks only for the
+		// others; the reader's state is of every post all the same.
+		c := newCache(t)
+		ctx := t.Context()
+		must(t, c.FillUserLikes(ctx, 1, nil, true, longTTL))
+		setLiked(t, c, 1, 10, postTime, true, nil, window)
+		must(t, c.FillLikeCounts(ctx, map[int64]int64{10: 3, 11: 4, 12: 5}, longTTL))
+		st, err := c.LikeStates(ctx, 1, []int64{10, 11}, []time.Time{postTime, postTime}, []int64{11}, longTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Counts) != 1 || st.Counts[11] != 4 || !st.SetExists || !st.Liked[10] || st.Liked[11] || len(st.Cold) != 0 {
+			t.Errorf("states counting 11 only = %+v; want count 11:4, 10 liked, 11 not", st)
+		}
+		// Nothing counted, a reader: the state alone.
+		if st, err := c.LikeStates(ctx, 1, []int64{10}, []time.Time{postTime}, nil, longTTL); err != nil || len(st.Counts) != 0 || !st.Liked[10] {
+			t.Errorf("states counting nothing = %+v, %v; want 10 liked, no counts", st, err)
+		}
+		// No reader: counters of any posts, nothing else.
+		if st, err := c.LikeStates(ctx, 0, nil, nil, []int64{12, 13}, longTTL); err != nil || len(st.Counts) != 1 || st.Counts[12] != 5 || len(st.Liked) != 0 || len(st.Cold) != 0 {
+			t.Errorf("counters alone = %+v, %v; want 12:5, 13 missing", st, err)
+		}
+		// Neither: an empty answer.
+		if st, err := c.LikeStates(ctx, 0, nil, nil, nil, longTTL); err != nil || len(st.Counts) != 0 || len(st.Liked) != 0 {
+			t.Errorf("empty states = %+v, %v; want empty", st, err)
+		}
+	})
+
 	t.Run("reads renew counters", func(t *testing.T) {
 		c := newCache(t)
 		ctx := t.Context()
 		must(t, c.FillLikeCounts(ctx, map[int64]int64{10: 3, 11: 4}, shortTTL))
 		for range 3 {
 			time.Sleep(shortTTL / 2)
-			if _, err := c.LikeStates(ctx, 0, []int64{10}, []time.Time{postTime}, shortTTL); err != nil {
+			if _, err := c.LikeStates(ctx, 0, nil, nil, []int64{10}, shortTTL); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -245,7 +274,7 @@ func states(t *testing.T, c feed.LikeCache, reader int64, posts []int64, postTim
 	for i := range times {
 		times[i] = postTime
 	}
-	st, err := c.LikeStates(t.Context(), reader, posts, times, longTTL)
+	st, err := c.LikeStates(t.Context(), reader, posts, times, posts, longTTL)
 	if err != nil {
 		t.Fatalf("LikeStates: %v", err)
 	}
