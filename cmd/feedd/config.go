@@ -20,32 +20,33 @@ import (
 type config struct {
 	role string
 
-	addr         string
-	dataDir      string
-	adminToken   string
-	jwtSecret    string
-	mysqlDSN     string
-	redisURL     string
-	redisCluster string
-	mysqlReadDSN string
-	amqpQueue    string
-	redisPrefix  string
-	amqpURL      string
-	amqpPrefix   string
-	inboxMax     int
-	directFanout int
-	batchSize    int
-	workers      int
-	relayWorkers int
-	activeDays   int
-	refresh      time.Duration
-	fanoutMode   feed.FanoutMode
-	pullAt       int
-	autoMigrate  bool
-	logLevel     string
-	pprofAddr    string
-	inboxGroups  int
-	logFormat    string
+	addr           string
+	dataDir        string
+	adminToken     string
+	jwtSecret      string
+	mysqlDSN       string
+	redisURL       string
+	redisCluster   string
+	mysqlReadDSN   string
+	amqpQueue      string
+	redisPrefix    string
+	amqpURL        string
+	amqpPrefix     string
+	inboxMax       int
+	directFanout   int
+	batchSize      int
+	workers        int
+	relayWorkers   int
+	activeDays     int
+	refresh        time.Duration
+	fanoutMode     feed.FanoutMode
+	pullAt         int
+	autoMigrate    bool
+	logLevel       string
+	pprofAddr      string
+	inboxGroups    int
+	fanoutSQLReads int
+	logFormat      string
 
 	// The defences (README, "Defences").
 	rateUserWrite   limit.Rule
@@ -148,6 +149,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	num(&c.directFanout, "direct-fanout", 5000, "authors with fewer followers are fanned out by the dispatcher directly, others in batch tasks")
 	num(&c.batchSize, "batch-size", 1000, "followers per fan-out batch task")
 	num(&c.workers, "workers", 8, "concurrent batch-task handlers per work process")
+	num(&c.fanoutSQLReads, "fanout-sql-reads", 2, "follower reads of the fan-out running at once per work process: they share the SQL primary with the API's writes")
 	num(&c.relayWorkers, "relay-workers", 2, "concurrent outbox relay loops per work process")
 	num(&c.activeDays, "active-days", 30, "an inbox unread for this many days expires and is rebuilt when its reader returns")
 	dur(&c.refresh, "refresh-interval", 5*time.Second, "at most one smart refresh of a reader's first page per interval")
@@ -230,7 +232,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"inbox-max", c.inboxMax}, {"inbox-groups", c.inboxGroups}, {"direct-fanout", c.directFanout}, {"batch-size", c.batchSize}, {"workers", c.workers}, {"relay-workers", c.relayWorkers}, {"active-days", c.activeDays}, {"pull-threshold", c.pullAt},
+	}{{"inbox-max", c.inboxMax}, {"inbox-groups", c.inboxGroups}, {"direct-fanout", c.directFanout}, {"batch-size", c.batchSize}, {"workers", c.workers}, {"fanout-sql-reads", c.fanoutSQLReads}, {"relay-workers", c.relayWorkers}, {"active-days", c.activeDays}, {"pull-threshold", c.pullAt},
 		{"rate-users", c.rateUsers}, {"max-inflight-reads", c.maxReads}, {"max-inflight-writes", c.maxWrites},
 		{"breaker-failures", c.breakerFailures}, {"sql-read-conns", c.sqlReadConns}, {"sql-write-conns", c.sqlWriteConns},
 		{"sql-work-conns", c.sqlWorkConns}, {"relay-max-pending", c.relayMaxPending}, {"tasks-max-pending", c.tasksMaxPending},

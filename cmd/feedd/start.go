@@ -123,7 +123,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	if runWork {
 		disp, worker := fanout.New(logger, fanout.Config{
 			DirectFanout: cfg.directFanout, BatchSize: cfg.batchSize, Policy: policy,
-			MaxPendingTasks: cfg.tasksMaxPending,
+			MaxPendingTasks: cfg.tasksMaxPending, SQLReads: cfg.fanoutSQLReads,
 		}, d.workStore, d.cache, inboxesOrNil(d.outboxes), d.broker, d.reg)
 		work.Go(func() { _ = rel.Run(workCtx) })
 		work.Go(func() {

@@ -47,8 +47,52 @@ func newDispatcher(logger *slog.Logger, cfg Config, store Store, cache Cache, ou
 // outboxes holds pulled authors' outboxes (nil unless some author can be
 // pulled); reg may be nil.
 func New(logger *slog.Logger, cfg Config, store Store, cache Cache, outboxes Inboxes, pub Publisher, reg prometheus.Registerer) (*Dispatcher, *Worker) {
+	cfg = cfg.withDefaults()
 	m := newMetrics(reg)
+	store = boundedStore{Store: store, slots: make(chan struct{}, cfg.SQLReads)}
 	return newDispatcher(logger, cfg, store, cache, outboxes, pub, m), newWorker(logger, cfg, store, cache, m)
+}
+
+// boundedStore lets at most cap(slots) follower reads run at once
+// (Config.SQLReads); a read waits for a slot.
+type boundedStore struct {
+	Store
+	slots chan struct{}
+}
+
+func (b boundedStore) acquire(ctx context.Context) error {
+	select {
+	case b.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b boundedStore) release() { <-b.slots }
+
+func (b boundedStore) Followers(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	if err := b.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer b.release()
+	return b.Store.Followers(ctx, user, after, n)
+}
+
+func (b boundedStore) FollowersInRange(ctx context.Context, user, after, upto int64) ([]int64, error) {
+	if err := b.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer b.release()
+	return b.Store.FollowersInRange(ctx, user, after, upto)
+}
+
+func (b boundedStore) FollowerRangeEnd(ctx context.Context, user, after int64, n int) (int64, int, error) {
+	if err := b.acquire(ctx); err != nil {
+		return 0, 0, err
+	}
+	defer b.release()
+	return b.Store.FollowerRangeEnd(ctx, user, after, n)
 }
 
 // Handle is the feed.Handler for QueuePosts.
