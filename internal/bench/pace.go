@@ -111,9 +111,18 @@ func (r *runner) readPaced(ctx context.Context, m *modelRun, co Cohort, res *Rea
 	if r.o.ReadPacedFraction <= 0 || res.ReadBaselineRPS <= 0 {
 		return nil
 	}
+	rate := r.o.ReadPacedFraction * res.ReadBaselineRPS
+	if rate > res.ReadRPS {
+		// Above the closed loop's rate the run would only measure the
+		// queue it builds, and the SQL its backlog left running would
+		// still slow the next cohort down.
+		res.ReadPacedSkipped = fmt.Sprintf("%.0f/s to offer is above the %.0f/s the closed loop answered", rate, res.ReadRPS)
+		r.logf("   read %s paced: not run: %s", co.Name, res.ReadPacedSkipped)
+		return nil
+	}
 	p := pace{
 		clients: r.o.Concurrency,
-		rate:    r.o.ReadPacedFraction * res.ReadBaselineRPS,
+		rate:    rate,
 		dur:     r.o.Duration,
 		grace:   r.o.Duration / 2,
 		maxReq:  r.o.MaxRequests,

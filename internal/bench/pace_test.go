@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -144,5 +145,20 @@ func TestNoPacedRunWithoutBaseline(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "read_paced_p99_push_following_500_ms") {
 		t.Errorf("the table does not list the unmeasured target:\n%s", buf.String())
+	}
+}
+
+// TestNoPacedRunAboveCapacity checks that a paced run is not made when the
+// rate to offer is above what the closed loop answered: it would measure
+// only its own queue, and leave SQL running that slows the next cohort.
+func TestNoPacedRunAboveCapacity(t *testing.T) {
+	r := &runner{o: RunOptions{ReadPacedFraction: 0.3, Concurrency: 4, Duration: time.Second, Progress: io.Discard}, rep: &Report{}}
+	res := &ReadResult{ReadRPS: 100, ReadBaselineRPS: 1000}
+	if err := r.readPaced(t.Context(), nil, Cohort{Name: "c"}, res, nil); err != nil {
+		t.Fatal(err)
+	}
+	if res.ReadPacedSkipped == "" || res.ReadPacedRequests != 0 || res.ReadPacedRPSTarget != 0 {
+		t.Fatalf("paced run at 300/s above a closed loop of 100/s: skipped %q, %d requests, target %v; want skipped, none, 0",
+			res.ReadPacedSkipped, res.ReadPacedRequests, res.ReadPacedRPSTarget)
 	}
 }

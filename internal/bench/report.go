@@ -156,8 +156,11 @@ type ReadResult struct {
 	ReadPacedErrors    int64   `json:"read_paced_errors"`
 	// ReadPacedLate counts requests that fell so far behind that they
 	// were never sent; they count in the latency with their wait.
-	ReadPacedLate  int64 `json:"read_paced_late"`
-	PacedHistogram []Bin `json:"paced_histogram"`
+	ReadPacedLate int64 `json:"read_paced_late"`
+	// ReadPacedSkipped says why no paced run was made, when the rate to
+	// offer was above what the closed loop answered.
+	ReadPacedSkipped string `json:"read_paced_skipped,omitempty"`
+	PacedHistogram   []Bin  `json:"paced_histogram"`
 }
 
 // MemoryResult is the Redis footprint of the model's keys.
@@ -246,6 +249,9 @@ func (r *Report) computeTargets() {
 			paced := "no paced run: it needs the Redis baseline's rate"
 			if r.Settings.ReadPacedFraction <= 0 {
 				paced = "no paced run (--read-paced-fraction 0)"
+			}
+			if rd.ReadPacedSkipped != "" {
+				paced = "no paced run: " + rd.ReadPacedSkipped
 			}
 			if rd.ReadPacedRPSTarget > 0 && rd.ReadBaselineRPS > 0 {
 				paced = fmt.Sprintf("%d clients offering %.0f/s (%.2f of the baseline's %.0f/s), %.0f/s answered",
@@ -422,6 +428,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 			return f2(get(m).ReadVsBaseline)
 		})
 		row("  paced rps (offered)", func(m *ModelResult) string {
+			if get(m) != nil && get(m).ReadPacedSkipped != "" {
+				return "not run: above rps"
+			}
 			if get(m) == nil || get(m).ReadPacedRPSTarget == 0 {
 				return ""
 			}
