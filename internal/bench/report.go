@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/feedd/feedd/internal/feed"
 )
 
 // Report is everything one bench run measured. Its JSON field names are a
@@ -204,6 +206,17 @@ type Target struct {
 	Detail string   `json:"detail,omitempty"`
 }
 
+// firstOf returns the first model measured in timeline mode: the one named
+// so, or with --work-procs the one of the first count ("push-w1").
+func (r *Report) firstOf(mode feed.FanoutMode) *ModelResult {
+	for _, name := range r.ModelOrder {
+		if m := r.Models[name]; m != nil && (name == string(mode) || m.FanoutMode == string(mode)) {
+			return m
+		}
+	}
+	return nil
+}
+
 // computeTargets derives the issue's target ratios from the models.
 func (r *Report) computeTargets() {
 	var ts []Target
@@ -240,7 +253,7 @@ func (r *Report) computeTargets() {
 				fmt.Sprintf("%d entries in %d bytes of inbox keys", m.Memory.RedisEntries, m.Memory.RedisInboxBytes))
 		}
 	}
-	push, hybrid, pull := r.Models["push"], r.Models["hybrid"], r.Models["pull"]
+	push, hybrid, pull := r.firstOf(feed.ModePush), r.firstOf(feed.ModeHybrid), r.firstOf(feed.ModePull)
 	if push != nil && push.Read != nil {
 		if rd := push.Read["following_500"]; rd != nil {
 			add("read_p99_push_following_500_ms", rd.ReadP99MS, rd.Requests > 0, "<= 5", atMost(5), fmt.Sprintf("at %d concurrent clients", rd.Concurrency))

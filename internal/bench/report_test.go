@@ -261,3 +261,29 @@ func TestWriteTable(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetsWithWorkProcs checks that the targets comparing models find
+// them by timeline mode when --work-procs names them "push-w1" and so on.
+func TestTargetsWithWorkProcs(t *testing.T) {
+	rep := sampleReport()
+	renamed := map[string]*ModelResult{}
+	var order []string
+	for _, name := range rep.ModelOrder {
+		m := rep.Models[name]
+		m.FanoutMode = name
+		renamed[name+"-w1"] = m
+		order = append(order, name+"-w1")
+	}
+	rep.Models, rep.ModelOrder, rep.Targets = renamed, order, nil
+	rep.computeTargets()
+	got := map[string]bool{}
+	for _, tg := range rep.Targets {
+		got[tg.Name] = tg.Value != nil
+	}
+	for _, name := range []string{"read_p99_hybrid_vs_push[following_500]", "memory_hybrid_vs_push",
+		"read_rps_vs_baseline_push_following_500", "fanout_vs_baseline[push-w1]"} {
+		if !got[name] {
+			t.Errorf("target %s missing or unmeasured with models named by work-process count (%v)", name, got)
+		}
+	}
+}
