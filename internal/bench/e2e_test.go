@@ -190,14 +190,27 @@ func TestBenchEndToEnd(t *testing.T) {
 				}
 			}
 			pre := "models." + model + ".read." + cohort + "."
-			for _, f := range []string{"read_rps", "read_p50_ms", "read_p99_ms", "read_baseline_rps", "read_baseline_p99_ms", "items_per_page", "requests",
-				"read_paced_rps_target", "read_paced_rps", "read_paced_p50_ms", "read_paced_p99_ms", "read_paced_requests"} {
+			for _, f := range []string{"read_rps", "read_p50_ms", "read_p99_ms", "read_baseline_rps", "read_baseline_p99_ms", "items_per_page", "requests"} {
 				if v := num(pre+f, subs); v <= 0 {
 					t.Errorf("%s%s = %v; want > 0", pre, f, v)
 				}
 			}
 			if e := num(pre+"errors", subs); e != 0 {
 				t.Errorf("%serrors = %v; want 0", pre, e)
+			}
+			// The paced run is made unless its rate is above what the
+			// closed loop answered (a slow model on this tiny graph).
+			rate := 0.3 * num(pre+"read_baseline_rps", subs)
+			if skipped, _ := lookupWith(tree, pre+"read_paced_skipped", subs); skipped != "" {
+				if rate <= num(pre+"read_rps", subs) {
+					t.Errorf("%sread_paced_skipped = %q, yet %.0f/s is within the closed loop's %.0f/s", pre, skipped, rate, num(pre+"read_rps", subs))
+				}
+				continue
+			}
+			for _, f := range []string{"read_paced_rps_target", "read_paced_rps", "read_paced_p50_ms", "read_paced_p99_ms", "read_paced_requests"} {
+				if v := num(pre+f, subs); v <= 0 {
+					t.Errorf("%s%s = %v; want > 0", pre, f, v)
+				}
 			}
 			if e := num(pre+"read_paced_errors", subs); e != 0 {
 				t.Errorf("%sread_paced_errors = %v; want 0", pre, e)

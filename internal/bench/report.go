@@ -160,8 +160,8 @@ type ReadResult struct {
 	// were never sent; they count in the latency with their wait.
 	ReadPacedLate int64 `json:"read_paced_late"`
 	// ReadPacedSkipped says why no paced run was made, when the rate to
-	// offer was above what the closed loop answered.
-	ReadPacedSkipped string `json:"read_paced_skipped,omitempty"`
+	// offer was above what the closed loop answered; empty when it ran.
+	ReadPacedSkipped string `json:"read_paced_skipped"`
 	PacedHistogram   []Bin  `json:"paced_histogram"`
 }
 
