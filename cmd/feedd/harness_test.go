@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/rediscache"
 )
 
@@ -101,19 +101,13 @@ func clusterURLFrom(t *testing.T, variable, starter string) string {
 	t.Helper()
 	url := os.Getenv(variable)
 	if url == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set and CI=true requires a Redis Cluster: run %s and export what it prints", variable, starter)
-		}
-		t.Skipf("SKIPPING: %s is not set (%s starts a Redis Cluster and prints its URL)", variable, starter)
+		feedtest.Missing(t, "%s is not set: run %s, which starts a Redis Cluster, and export what it prints", variable, starter)
 	}
 	c := clusterClient(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("Redis Cluster at %s (%s) is unreachable and CI=true: %v", url, variable, err)
-		}
-		t.Skipf("SKIPPING: Redis Cluster at %s (%s) is unreachable: %v", url, variable, err)
+		feedtest.Missing(t, "Redis Cluster at %s (%s) is unreachable: %v", url, variable, err)
 	}
 	return url
 }
@@ -159,11 +153,11 @@ var stacks = []stack{
 		return map[string]string{"FEEDD_DATA_DIR": t.TempDir()}
 	}},
 	{"services", func(t *testing.T) map[string]string {
-		requireServices(t)
+		feedtest.RequireServices(t)
 		return servicesEnv(t, envOr("FEEDD_TEST_E2E_REDIS_URL", testRedis))
 	}},
 	{"cluster", func(t *testing.T) map[string]string {
-		requireServices(t)
+		feedtest.RequireServices(t)
 		url := clusterURL(t)
 		env := servicesEnv(t, url)
 		c := clusterClient(t, url)
@@ -192,21 +186,6 @@ func deleteQueues(t testing.TB, url, prefix string) {
 	if ch, err := conn.Channel(); err == nil {
 		_ = ch.ExchangeDelete(prefix+"dlx", false, false)
 		ch.Close()
-	}
-}
-
-// requireServices skips on a laptop without the services and fails in CI.
-func requireServices(t *testing.T) {
-	t.Helper()
-	for _, addr := range []string{"127.0.0.1:3306", "127.0.0.1:6379", "127.0.0.1:5672"} {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("service at %s is not reachable and CI=true: %v", addr, err)
-			}
-			t.Skipf("SKIPPING: service at %s is not reachable (%v); start MariaDB, Redis and RabbitMQ to run this test", addr, err)
-		}
-		c.Close()
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/rediscache"
 )
 
@@ -87,7 +88,7 @@ func feedsEventually(t *testing.T, in *instance, tokens []string, want []string,
 // (.ci/run starts one on ports 7100-7105), because other packages' tests
 // use the shared one at the same time.
 func TestClusterMasterDiesDuringFanout(t *testing.T) {
-	requireServices(t)
+	feedtest.RequireServices(t)
 	url := clusterURLFrom(t, "FEEDD_TEST_REDIS_FAILOVER_CLUSTER_URL", "FEEDD_CLUSTER_PORT=7100 .ci/redis-cluster.sh")
 	env := servicesEnv(t, url)
 	c := clusterClient(t, url)
@@ -266,10 +267,7 @@ func closeBrokerConnections(t *testing.T, prefix string) int {
 // and nothing is dead-lettered.
 func TestBrokerClosesConnectionsDuringFanout(t *testing.T) {
 	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("rabbitmqctl is not on PATH and CI=true: %v", err)
-		}
-		t.Skipf("SKIPPING: rabbitmqctl is not on PATH: %v", err)
+		feedtest.Missing(t, "rabbitmqctl is not on PATH: %v", err)
 	}
 	for _, qt := range []string{"quorum", "classic"} {
 		t.Run(qt, func(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/feedd/feedd/internal/feed/feedtest"
 )
 
 // The end-to-end test builds feedd, writes a tiny graph into a fresh
@@ -42,20 +43,6 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func requireServices(t *testing.T) {
-	t.Helper()
-	for _, addr := range []string{"127.0.0.1:3306", "127.0.0.1:6379", "127.0.0.1:5672"} {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("service at %s is not reachable and CI=true: %v", addr, err)
-			}
-			t.Skipf("SKIPPING: service at %s is not reachable (%v); start MariaDB, Redis and RabbitMQ to run the bench end-to-end test", addr, err)
-		}
-		c.Close()
-	}
 }
 
 // buildFeedd compiles the feedd command into dir.
@@ -125,7 +112,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds feedd and runs it three times")
 	}
-	requireServices(t)
+	feedtest.RequireServices(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

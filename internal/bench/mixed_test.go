@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/internal/feed/feedtest"
 )
 
 // TestMixedLoad runs `feedd bench run --scenarios mixed` for 40s against a
@@ -19,7 +21,7 @@ func TestMixedLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds feedd and loads it for 40s")
 	}
-	requireServices(t)
+	feedtest.RequireServices(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/rediscache"
 )
 
@@ -22,13 +23,10 @@ func TestBenchWorkProcsOnCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds feedd and starts five processes")
 	}
-	requireServices(t)
+	feedtest.RequireServices(t)
 	clusterURL := os.Getenv("FEEDD_TEST_REDIS_CLUSTER_URL")
 	if clusterURL == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("FEEDD_TEST_REDIS_CLUSTER_URL is not set and CI=true requires a Redis Cluster (.ci/redis-cluster.sh)")
-		}
-		t.Skip("SKIPPING: FEEDD_TEST_REDIS_CLUSTER_URL is not set (.ci/redis-cluster.sh starts a Cluster and prints it)")
+		feedtest.Missing(t, "FEEDD_TEST_REDIS_CLUSTER_URL is not set: run .ci/redis-cluster.sh, which starts a Redis Cluster, and export what it prints")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -30,6 +30,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/rediscache"
 	"github.com/feedd/feedd/internal/sqlstore"
 )
@@ -115,10 +116,7 @@ func requireServices(t *testing.T) services {
 	} {
 		c, err := net.DialTimeout("tcp", svc.addr, 2*time.Second)
 		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s at %s is not reachable and CI=true: %v", svc.name, svc.addr, err)
-			}
-			t.Skipf("SKIPPING %s: %s at %s is not reachable (%v); start MariaDB, Redis and RabbitMQ to run it", t.Name(), svc.name, svc.addr, err)
+			feedtest.Missing(t, "%s at %s is not reachable (%v): start MariaDB, Redis and RabbitMQ", svc.name, svc.addr, err)
 		}
 		c.Close()
 	}

@@ -46,10 +46,7 @@ func testCluster(tb testing.TB) func() redis.UniversalClient {
 	tb.Helper()
 	url := os.Getenv("FEEDD_TEST_REDIS_CLUSTER_URL")
 	if url == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatal("FEEDD_TEST_REDIS_CLUSTER_URL is not set and CI=true requires a Redis Cluster: run .ci/redis-cluster.sh and export what it prints")
-		}
-		tb.Skip("!!! SKIPPING the Redis Cluster tests: FEEDD_TEST_REDIS_CLUSTER_URL is not set (.ci/redis-cluster.sh starts a Cluster and prints it)")
+		feedtest.Missing(tb, "FEEDD_TEST_REDIS_CLUSTER_URL is not set: run .ci/redis-cluster.sh, which starts a Redis Cluster, and export what it prints")
 	}
 	if _, err := NewClient(url, "", 0); err != nil {
 		tb.Fatalf("FEEDD_TEST_REDIS_CLUSTER_URL: %v", err)
@@ -72,11 +69,7 @@ func requireServer(tb testing.TB, newClient func() redis.UniversalClient, what s
 	ctx, cancel := context.WithTimeout(tb.Context(), 3*time.Second)
 	defer cancel()
 	if err := client.Ping(ctx).Err(); err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("%s is unreachable and CI=true requires it: %v", what, err)
-		}
-		tb.Skipf("!!! SKIPPING the Redis tests: %s is unreachable: %v. "+
-			"Start Redis or set FEEDD_TEST_REDIS_URL; under CI=true this fails.", what, err)
+		feedtest.Missing(tb, "%s is unreachable (%v): start Redis or set FEEDD_TEST_REDIS_URL", what, err)
 	}
 }
 

@@ -541,15 +541,16 @@ func (c *Cache) inboxGroup(reader int64) int {
 	return int(x % uint64(c.inboxGroups))
 }
 
-// keysOf returns key(r) for each of readers, all cut from one string so
-// that a batch of a thousand keys costs a handful of allocations.
-func keysOf(readers []int64, size int, appendKey func([]byte, int64) []byte) []string {
+// pendingKeys returns the pending lists of readers' inboxes, all cut from
+// one string so that a batch of a thousand keys costs a handful of
+// allocations.
+func (c *Cache) pendingKeys(readers []int64) []string {
 	var all strings.Builder
-	all.Grow(len(readers) * size)
+	all.Grow(len(readers) * (len(c.inboxPrefix) + 26))
 	ends := make([]int, len(readers))
 	var scratch [64]byte
 	for i, r := range readers {
-		all.Write(appendKey(scratch[:0], r))
+		all.Write(append(c.appendInboxKey(scratch[:0], r), pendingSuffix...))
 		ends[i] = all.Len()
 	}
 	s := all.String()
@@ -560,13 +561,6 @@ func keysOf(readers []int64, size int, appendKey func([]byte, int64) []byte) []s
 		start = end
 	}
 	return keys
-}
-
-// pendingKeys returns the pending lists of readers' inboxes.
-func (c *Cache) pendingKeys(readers []int64) []string {
-	return keysOf(readers, len(c.inboxPrefix)+26, func(b []byte, r int64) []byte {
-		return append(c.appendInboxKey(b, r), pendingSuffix...)
-	})
 }
 
 // maxDrainInboxes bounds the inboxes of one drain script call, so that a
