@@ -49,8 +49,9 @@ type Config struct {
 	// SQLReads bounds the follower reads of this process's fan-out that
 	// run at once (FEEDD_FANOUT_SQL_READS, default 2). They go to the SQL
 	// primary the API writes to: with one per worker, a big fan-out's
-	// reads crowded out publishes (bench, 1M followers on 2 cores: publish
-	// p99 16 ms with 8 at once, 7 ms with 2, at the same fan-out rate).
+	// reads crowded out publishes (bench, 1M followers on 2 cores, with the
+	// work process's SQL pool capped at 8 and at 2 connections: publish p99
+	// 16 ms and 7 ms at the same fan-out rate).
 	SQLReads int
 }
 
