@@ -40,6 +40,9 @@ type dialect struct {
 	relayTx *sql.TxOptions
 	// feedJoin joins follows to posts in FeedPostIDs (see there).
 	feedJoin string
+	// recentFirst: a feed query over a recent window walks the window's
+	// posts newest first and probes follows (FeedPostIDs).
+	recentFirst bool
 	// insertFollow inserts a follow edge unless it exists; its result
 	// counts one affected row only when the edge is new.
 	insertFollow string
@@ -86,8 +89,9 @@ var mysqlDialect = dialect{
 	// Under repeatable read its next-key locks would also cover the gap
 	// where new outbox rows go, and every CreatePost would wait for the
 	// broker to confirm the batch in flight.
-	relayTx:  &sql.TxOptions{Isolation: sql.LevelReadCommitted},
-	feedJoin: "JOIN",
+	relayTx:     &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	feedJoin:    "JOIN",
+	recentFirst: true,
 	// Not INSERT IGNORE, which would also turn other errors into warnings.
 	insertFollow: "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?)" +
 		" ON DUPLICATE KEY UPDATE follower_id = follower_id",

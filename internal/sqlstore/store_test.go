@@ -1019,88 +1019,127 @@ func testAuthorPosts(t *testing.T, e *env) {
 	wantIDs(t, "AuthorPostIDs(2)", got, err, []int64{29, 27, 25})
 }
 
-func testFeedPostIDs(t *testing.T, e *env) {
-	ctx := t.Context()
-	s := e.store(t)
-	const reader, a, b, c, lurker = 100, 1, 2, 3, 101
-	mustUsers(t, s, reader, a, b, c, lurker)
-	mustFollow(t, s, reader, a)
-	mustFollow(t, s, reader, b)
-	mustFollow(t, s, lurker, c)
-	// Interleaved authors: a has 10, 13, 16, ...; b 11, 14, ...; c 12, 15, ...
-	for id := int64(10); id < 40; id++ {
-		mustPost(t, s, id, map[int64]int64{1: a, 2: b, 0: c}[id%3])
+// feedWindows runs a feed query test twice: with post ids of 2025 (the
+// join from follows) and with ids of now, so that every window with an
+// after is a recent one (the walk of the window's posts on MariaDB, see
+// FeedPostIDs). at shifts a test's post id (or bound; 0 stays 0) into the
+// run's ids; ats a list.
+func feedWindows(t *testing.T, e *env, test func(t *testing.T, s *Store, at func(int64) int64, ats func(...int64) []int64)) {
+	for _, w := range []struct {
+		name string
+		base int64
+	}{{"old", 0}, {"recent", feed.MinIDAt(time.Now())}} {
+		t.Run(w.name, func(t *testing.T) {
+			at := func(id int64) int64 {
+				if id == 0 {
+					return 0
+				}
+				return w.base + id
+			}
+			ats := func(ids ...int64) []int64 {
+				out := make([]int64, len(ids))
+				for i, id := range ids {
+					out[i] = at(id)
+				}
+				return out
+			}
+			test(t, e.store(t), at, ats)
+		})
 	}
-	if err := s.DeletePost(ctx, 34, a); err != nil {
-		t.Fatal(err)
-	}
+}
 
-	cases := []struct {
-		after, before int64
-		n             int
-		want          []int64
-	}{
-		{0, 0, 100, []int64{38, 37, 35, 32, 31, 29, 28, 26, 25, 23, 22, 20, 19, 17, 16, 14, 13, 11, 10}},
-		{0, 0, 4, []int64{38, 37, 35, 32}},
-		{0, 32, 4, []int64{31, 29, 28, 26}},
-		{25, 32, 100, []int64{31, 29, 28, 26}},
-		{38, 0, 100, nil},
-		{0, 0, 0, nil},
-	}
-	for _, c := range cases {
-		got, err := s.FeedPostIDs(ctx, reader, c.after, c.before, c.n)
-		wantIDs(t, fmt.Sprintf("FeedPostIDs(%d, %d, %d)", c.after, c.before, c.n), got, err, c.want)
-	}
-	if _, err := s.Unfollow(ctx, reader, b); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.FeedPostIDs(ctx, reader, 0, 0, 100)
-	wantIDs(t, "FeedPostIDs after unfollowing b", got, err, []int64{37, 31, 28, 25, 22, 19, 16, 13, 10})
-	got, err = s.FeedPostIDs(ctx, 999, 0, 0, 100)
-	wantIDs(t, "FeedPostIDs of a reader who follows nobody", got, err, nil)
+func testFeedPostIDs(t *testing.T, e *env) {
+	feedWindows(t, e, func(t *testing.T, s *Store, at func(int64) int64, ats func(...int64) []int64) {
+		ctx := t.Context()
+		const reader, a, b, c, lurker = 100, 1, 2, 3, 101
+		mustUsers(t, s, reader, a, b, c, lurker)
+		mustFollow(t, s, reader, a)
+		mustFollow(t, s, reader, b)
+		mustFollow(t, s, lurker, c)
+		// Interleaved authors: a has 10, 13, 16, ...; b 11, 14, ...; c 12, 15, ...
+		for id := int64(10); id < 40; id++ {
+			mustPost(t, s, at(id), map[int64]int64{1: a, 2: b, 0: c}[id%3])
+		}
+		if err := s.DeletePost(ctx, at(34), a); err != nil {
+			t.Fatal(err)
+		}
+
+		cases := []struct {
+			after, before int64
+			n             int
+			want          []int64
+		}{
+			{0, 0, 100, []int64{38, 37, 35, 32, 31, 29, 28, 26, 25, 23, 22, 20, 19, 17, 16, 14, 13, 11, 10}},
+			{0, 0, 4, []int64{38, 37, 35, 32}},
+			{0, 32, 4, []int64{31, 29, 28, 26}},
+			{25, 32, 100, []int64{31, 29, 28, 26}},
+			{25, 0, 4, []int64{38, 37, 35, 32}},
+			{30, 0, 100, []int64{38, 37, 35, 32, 31}},
+			{38, 0, 100, nil},
+			{0, 0, 0, nil},
+		}
+		for _, c := range cases {
+			got, err := s.FeedPostIDs(ctx, reader, at(c.after), at(c.before), c.n)
+			wantIDs(t, fmt.Sprintf("FeedPostIDs(%d, %d, %d)", c.after, c.before, c.n), got, err, ats(c.want...))
+		}
+		if _, err := s.Unfollow(ctx, reader, b); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.FeedPostIDs(ctx, reader, 0, 0, 100)
+		wantIDs(t, "FeedPostIDs after unfollowing b", got, err, ats(37, 31, 28, 25, 22, 19, 16, 13, 10))
+		got, err = s.FeedPostIDs(ctx, reader, at(20), 0, 100)
+		wantIDs(t, "FeedPostIDs(20, 0) after unfollowing b", got, err, ats(37, 31, 28, 25, 22))
+		got, err = s.FeedPostIDs(ctx, 999, 0, 0, 100)
+		wantIDs(t, "FeedPostIDs of a reader who follows nobody", got, err, nil)
+		got, err = s.FeedPostIDs(ctx, 999, at(20), 0, 100)
+		wantIDs(t, "FeedPostIDs(20, 0) of a reader who follows nobody", got, err, nil)
+	})
 }
 
 // testPushedFeedPostIDs: a hybrid inbox's query leaves out exactly the
 // followees PullFollowees names, with the band evaluated at query time.
 func testPushedFeedPostIDs(t *testing.T, e *env) {
-	ctx := t.Context()
-	s := e.store(t)
-	const reader, a, b, c, d, x1, x2 = 100, 1, 2, 3, 4, 201, 202
-	const high, low = 3, 2 // pulled: >= 3 followers, or 2 with pull_mode set
-	mustUsers(t, s, reader, a, b, c, d, x1, x2)
-	for _, e := range [][2]int64{
-		{reader, a},                   // a: 1 follower, pushed
-		{reader, b}, {x1, b}, {x2, b}, // b: 3, pulled
-		{reader, c}, {x1, c}, // c: 2, pulled once its pull_mode is set
-		{reader, d}, {x1, d}, // d: 2, pull_mode unset: pushed
-	} {
-		mustFollow(t, s, e[0], e[1])
-	}
-	if _, err := s.SetPullMode(ctx, c, true, 0); err != nil {
-		t.Fatal(err)
-	}
-	for id := int64(10); id < 18; id++ { // a: 10, 14; b: 11, 15; c: 12, 16; d: 13, 17
-		mustPost(t, s, id, []int64{a, b, c, d}[(id-10)%4])
-	}
-	pulled, err := s.PullFollowees(ctx, reader, high, low)
-	wantIDs(t, "PullFollowees", pulled, err, []int64{b, c})
-	for _, tc := range []struct {
-		after, before int64
-		want          []int64
-	}{
-		{0, 0, []int64{17, 14, 13, 10}},
-		{13, 0, []int64{17, 14}},
-		{0, 17, []int64{14, 13, 10}},
-	} {
-		got, err := s.PushedFeedPostIDs(ctx, reader, high, low, tc.after, tc.before, 100)
-		wantIDs(t, fmt.Sprintf("PushedFeedPostIDs(%d, %d)", tc.after, tc.before), got, err, tc.want)
-	}
-	// c back to push: its posts are in the inbox's query at once.
-	if _, err := s.SetPullMode(ctx, c, false, 0); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.PushedFeedPostIDs(ctx, reader, high, low, 0, 0, 100)
-	wantIDs(t, "PushedFeedPostIDs after c turned push", got, err, []int64{17, 16, 14, 13, 12, 10})
+	feedWindows(t, e, func(t *testing.T, s *Store, at func(int64) int64, ats func(...int64) []int64) {
+		ctx := t.Context()
+		const reader, a, b, c, d, x1, x2 = 100, 1, 2, 3, 4, 201, 202
+		const high, low = 3, 2 // pulled: >= 3 followers, or 2 with pull_mode set
+		mustUsers(t, s, reader, a, b, c, d, x1, x2)
+		for _, e := range [][2]int64{
+			{reader, a},                   // a: 1 follower, pushed
+			{reader, b}, {x1, b}, {x2, b}, // b: 3, pulled
+			{reader, c}, {x1, c}, // c: 2, pulled once its pull_mode is set
+			{reader, d}, {x1, d}, // d: 2, pull_mode unset: pushed
+		} {
+			mustFollow(t, s, e[0], e[1])
+		}
+		if _, err := s.SetPullMode(ctx, c, true, 0); err != nil {
+			t.Fatal(err)
+		}
+		for id := int64(10); id < 18; id++ { // a: 10, 14; b: 11, 15; c: 12, 16; d: 13, 17
+			mustPost(t, s, at(id), []int64{a, b, c, d}[(id-10)%4])
+		}
+		pulled, err := s.PullFollowees(ctx, reader, high, low)
+		wantIDs(t, "PullFollowees", pulled, err, []int64{b, c})
+		for _, tc := range []struct {
+			after, before int64
+			want          []int64
+		}{
+			{0, 0, []int64{17, 14, 13, 10}},
+			{13, 0, []int64{17, 14}},
+			{0, 17, []int64{14, 13, 10}},
+		} {
+			got, err := s.PushedFeedPostIDs(ctx, reader, high, low, at(tc.after), at(tc.before), 100)
+			wantIDs(t, fmt.Sprintf("PushedFeedPostIDs(%d, %d)", tc.after, tc.before), got, err, ats(tc.want...))
+		}
+		// c back to push: its posts are in the inbox's query at once.
+		if _, err := s.SetPullMode(ctx, c, false, 0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.PushedFeedPostIDs(ctx, reader, high, low, 0, 0, 100)
+		wantIDs(t, "PushedFeedPostIDs after c turned push", got, err, ats(17, 16, 14, 13, 12, 10))
+		got, err = s.PushedFeedPostIDs(ctx, reader, high, low, at(11), 0, 100)
+		wantIDs(t, "PushedFeedPostIDs(11, 0) after c turned push", got, err, ats(17, 16, 14, 13, 12))
+	})
 }
 
 func testRelay(t *testing.T, e *env) {
