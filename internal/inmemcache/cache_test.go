@@ -1,7 +1,6 @@
 package inmemcache
 
 import (
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,30 +17,12 @@ func TestCache(t *testing.T) {
 	})
 }
 
-// clock is a fake time source the test moves by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // TestExpiryUsesNow checks that ttls follow the injected clock, so that
 // callers can test their own ttl logic against the embedded cache without
 // sleeping.
 func TestExpiryUsesNow(t *testing.T) {
 	ctx := t.Context()
-	clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := feedtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	c := New(Options{Now: clk.Now})
 	defer c.Close()
 

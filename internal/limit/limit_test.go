@@ -2,26 +2,15 @@ package limit
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/internal/feed/feedtest"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 func TestPerUserBucket(t *testing.T) {
-	clk := &clock{t: time.Unix(1_700_000_000, 0)}
-	r := NewRates(Config{PerUser: map[Class]Rule{Write: {Rate: 1, Burst: 3}}, Now: clk.now})
+	clk := feedtest.NewClock(time.Unix(1_700_000_000, 0))
+	r := NewRates(Config{PerUser: map[Class]Rule{Write: {Rate: 1, Burst: 3}}, Now: clk.Now})
 	for i := range 3 {
 		if v := r.Allow(Write, 7); !v.OK {
 			t.Fatalf("request %d of the burst refused: %+v", i+1, v)
@@ -37,18 +26,18 @@ func TestPerUserBucket(t *testing.T) {
 	if v := r.Allow(Read, 7); !v.OK {
 		t.Fatalf("a read refused by the write bucket: %+v", v)
 	}
-	clk.add(time.Second)
+	clk.Add(time.Second)
 	if v := r.Allow(Write, 7); !v.OK {
 		t.Fatalf("after a second the bucket has a token again; got %+v", v)
 	}
 }
 
 func TestGlobalBucketAndRefund(t *testing.T) {
-	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	clk := feedtest.NewClock(time.Unix(1_700_000_000, 0))
 	r := NewRates(Config{
 		PerUser: map[Class]Rule{Write: {Rate: 1, Burst: 1}},
 		Global:  map[Class]Rule{Write: {Rate: 1, Burst: 2}},
-		Now:     clk.now,
+		Now:     clk.Now,
 	})
 	if !r.Allow(Write, 1).OK || !r.Allow(Write, 2).OK {
 		t.Fatal("the first two users were refused")
@@ -58,7 +47,7 @@ func TestGlobalBucketAndRefund(t *testing.T) {
 		t.Fatalf("third user = %+v; want refused by the global bucket", v)
 	}
 	// User 3 was refused globally: its own token was given back.
-	clk.add(time.Second)
+	clk.Add(time.Second)
 	if v := r.Allow(Write, 3); !v.OK {
 		t.Fatalf("user 3 after a second = %+v; want allowed", v)
 	}
@@ -68,15 +57,15 @@ func TestGlobalBucketAndRefund(t *testing.T) {
 }
 
 func TestUserBucketsAreBounded(t *testing.T) {
-	clk := &clock{t: time.Unix(1_700_000_000, 0)}
-	r := NewRates(Config{PerUser: map[Class]Rule{Write: {Rate: 1, Burst: 1}}, MaxUsers: 100, IdleAfter: time.Minute, Now: clk.now})
+	clk := feedtest.NewClock(time.Unix(1_700_000_000, 0))
+	r := NewRates(Config{PerUser: map[Class]Rule{Write: {Rate: 1, Burst: 1}}, MaxUsers: 100, IdleAfter: time.Minute, Now: clk.Now})
 	for u := int64(1); u <= 10_000; u++ {
 		r.Allow(Write, u)
 	}
 	if n := r.Users(); n > 100 {
 		t.Fatalf("%d buckets held; want at most 100", n)
 	}
-	clk.add(2 * time.Minute)
+	clk.Add(2 * time.Minute)
 	r.Allow(Write, 1)
 	if n := r.Users(); n != 1 {
 		t.Fatalf("%d buckets held after every other user went idle; want 1", n)

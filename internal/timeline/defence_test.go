@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,7 +15,6 @@ import (
 	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/inmemcache"
-	"github.com/feedd/feedd/internal/sqlstore"
 )
 
 // countingStore counts the SQL loads of post bodies and of users, and
@@ -41,15 +39,7 @@ func (c *countingStore) User(ctx context.Context, id int64) (feed.User, error) {
 
 func newTestService(t *testing.T, cfg Config, opts ...Option) (*Service, *countingStore, *inmemcache.Cache) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "feedd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := testStore(t)
 	cs := &countingStore{Store: st, hold: 50 * time.Millisecond}
 	cache := inmemcache.New(inmemcache.Options{})
 	t.Cleanup(func() { cache.Close() })
@@ -173,14 +163,7 @@ func (d *downStore) CreatePost(ctx context.Context, p feed.Post, key string) (fe
 // degraded; a write fails fast with "unavailable".
 func TestDegradedReads(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "feedd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := testStore(t)
 	ds := &downStore{Store: st}
 	cache := inmemcache.New(inmemcache.Options{})
 	defer cache.Close()
@@ -234,7 +217,7 @@ func TestDegradedReads(t *testing.T) {
 	if got, deg := read(); !slices.Equal(got, want) || !deg {
 		t.Fatalf("read without inbox and SQL = %v degraded=%v; want the last good page %v", got, deg, want)
 	}
-	_, err = svc.Publish(ctx, author.ID, "refused", "")
+	_, err := svc.Publish(ctx, author.ID, "refused", "")
 	if feed.ErrorCode(err) != feed.EUNAVAILABLE {
 		t.Fatalf("publish with the breaker open: %v; want unavailable", err)
 	}

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +19,6 @@ import (
 	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/inmemcache"
 	"github.com/feedd/feedd/internal/rediscache"
-	"github.com/feedd/feedd/internal/sqlstore"
 )
 
 // gateCalls counts a service's cache calls on refresh gates.
@@ -56,23 +53,6 @@ func (g *gateCalls) take() [3]int64 {
 	return [3]int64{g.setnx.Swap(0), g.get.Swap(0), g.set.Swap(0)}
 }
 
-type testClock struct {
-	mu sync.Mutex
-	at time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.at
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.at = c.at.Add(d)
-}
-
 // TestRefreshGate: two processes (services) share one cache and one SQL
 // store, and no fan-out runs, so a new post reaches the reader's feed only
 // through a smart refresh. At most one refresh per reader per interval
@@ -83,22 +63,15 @@ func (c *testClock) advance(d time.Duration) {
 func TestRefreshGate(t *testing.T) {
 	ctx := context.Background()
 	const interval = 5 * time.Second
-	clock := &testClock{at: time.Now()}
-	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "feedd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cache := inmemcache.New(inmemcache.Options{Now: clock.now})
+	clock := feedtest.NewClock(time.Now())
+	st := testStore(t)
+	cache := inmemcache.New(inmemcache.Options{Now: clock.Now})
 	t.Cleanup(func() { cache.Close() })
 	process := func() (*Service, *gateCalls) {
 		g := &gateCalls{Cache: cache}
 		svc := New(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush}, RefreshInterval: interval},
 			st, g, nil, feed.NewIDGen(nil), nil)
-		svc.now = clock.now
+		svc.now = clock.Now
 		return svc, g
 	}
 	a, ga := process()
@@ -108,22 +81,6 @@ func TestRefreshGate(t *testing.T) {
 	if err := a.Follow(ctx, reader.ID, author.ID); err != nil {
 		t.Fatal(err)
 	}
-	publish := func() int64 {
-		t.Helper()
-		p, err := a.Publish(ctx, author.ID, "a post", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.ID
-	}
-	sees := func(svc *Service, post int64) bool {
-		t.Helper()
-		posts, _, err := svc.Feed(ctx, reader.ID, 0, 20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return slices.ContainsFunc(posts, func(p feed.Post) bool { return p.ID == post })
-	}
 	check := func(what string, g *gateCalls, want [3]int64) {
 		t.Helper()
 		if got := g.take(); got != want {
@@ -131,45 +88,45 @@ func TestRefreshGate(t *testing.T) {
 		}
 	}
 
-	p0 := publish()
-	if !sees(a, p0) {
+	p0 := publish(t, a, author.ID)
+	if !sees(t, a, reader.ID, p0) {
 		t.Fatal("the first read (a rebuild) misses the post")
 	}
 	check("a's rebuild", ga, [3]int64{0, 0, 1})
-	p1 := publish()
-	if sees(a, p1) || sees(a, p1) {
+	p1 := publish(t, a, author.ID)
+	if sees(t, a, reader.ID, p1) || sees(t, a, reader.ID, p1) {
 		t.Error("a refreshed within the interval of its rebuild")
 	}
 	check("a's reads after its rebuild", ga, [3]int64{0, 0, 0})
-	if sees(b, p1) || sees(b, p1) {
+	if sees(t, b, reader.ID, p1) || sees(t, b, reader.ID, p1) {
 		t.Error("b refreshed within the interval of a's rebuild")
 	}
 	check("b's reads within the interval of a's rebuild", gb, [3]int64{1, 1, 0})
 
-	clock.advance(interval + time.Millisecond)
-	if !sees(b, p1) {
+	clock.Add(interval + time.Millisecond)
+	if !sees(t, b, reader.ID, p1) {
 		t.Error("b's first read after the interval was not refreshed")
 	}
 	check("b's refresh", gb, [3]int64{1, 0, 0})
-	if !sees(b, p1) {
+	if !sees(t, b, reader.ID, p1) {
 		t.Error("the refreshed post is gone")
 	}
 	check("b's read after its refresh", gb, [3]int64{0, 0, 0})
-	if !sees(a, p1) {
+	if !sees(t, a, reader.ID, p1) {
 		t.Error("a does not see what b's refresh added to the inbox")
 	}
 	check("a's read after b's refresh", ga, [3]int64{1, 1, 0})
 
 	// a looked at b's gate half an interval after b took it: a waits the
 	// other half, not a whole interval from when it looked.
-	p2 := publish()
-	clock.advance(interval / 2)
-	if sees(a, p2) {
+	p2 := publish(t, a, author.ID)
+	clock.Add(interval / 2)
+	if sees(t, a, reader.ID, p2) {
 		t.Error("a refreshed within the interval of b's refresh")
 	}
 	check("a's read within b's interval", ga, [3]int64{0, 0, 0})
-	clock.advance(interval/2 + time.Millisecond)
-	if !sees(a, p2) {
+	clock.Add(interval/2 + time.Millisecond)
+	if !sees(t, a, reader.ID, p2) {
 		t.Error("a's first read after b's gate opened was not refreshed")
 	}
 	check("a's refresh", ga, [3]int64{1, 0, 0})
@@ -202,14 +159,7 @@ func TestRefreshGateSavesARoundTrip(t *testing.T) {
 		client.Close()
 	})
 	cache := rediscache.New(client, rediscache.Options{Prefix: prefix})
-	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "feedd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := testStore(t)
 	process := func() *Service {
 		return New(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush}, RefreshInterval: time.Minute},
 			st, cache, nil, feed.NewIDGen(nil), nil)
@@ -272,5 +222,86 @@ func TestRefreshGateSavesARoundTrip(t *testing.T) {
 	}
 	if !maps.Equal(otherSecond, second) {
 		t.Errorf("another process's second page sent %v; want %v", otherSecond, second)
+	}
+}
+
+// windowStore records the lower bound of every feed query.
+type windowStore struct {
+	Store
+	mu     sync.Mutex
+	afters []int64
+}
+
+func (w *windowStore) FeedPostIDs(ctx context.Context, reader, after, before int64, n int) ([]int64, error) {
+	w.mu.Lock()
+	w.afters = append(w.afters, after)
+	w.mu.Unlock()
+	return w.Store.FeedPostIDs(ctx, reader, after, before, n)
+}
+
+func (w *windowStore) take() []int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a := w.afters
+	w.afters = nil
+	return a
+}
+
+// TestRefreshHorizon: a refresh's query window starts at the inbox's
+// newest entry minus the lookback, but never earlier than the horizon, so
+// that a reader whose followees have been quiet for days does not make
+// every refresh read all their posts. Within the horizon an undelivered
+// post is found; beyond it the refresh leaves it to its fan-out.
+func TestRefreshHorizon(t *testing.T) {
+	ctx := context.Background()
+	const interval, horizon = 5 * time.Second, time.Hour
+	clock := feedtest.NewClock(time.Now())
+	st := testStore(t)
+	cache := inmemcache.New(inmemcache.Options{Now: clock.Now})
+	t.Cleanup(func() { cache.Close() })
+	ws := &windowStore{Store: st}
+	// Post ids carry the (test) clock's time, so "published a day ago"
+	// is a post published before the clock moved a day.
+	svc := New(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush},
+		RefreshInterval: interval, RefreshHorizon: horizon}, ws, cache, nil, feed.NewIDGen(clock.Now), nil)
+	svc.now = clock.Now
+	author, _ := svc.CreateUser(ctx, 0, "author")
+	reader, _ := svc.CreateUser(ctx, 0, "reader")
+	if err := svc.Follow(ctx, reader.ID, author.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	old := publish(t, svc, author.ID)
+	if !sees(t, svc, reader.ID, old) { // the rebuild
+		t.Fatal("the rebuilt feed misses the post")
+	}
+	ws.take()
+
+	// No fan-out runs here: a new post reaches the inbox only by refresh.
+	clock.Add(24 * time.Hour)
+	recent := publish(t, svc, author.ID)
+	clock.Add(interval + time.Millisecond)
+	if !sees(t, svc, reader.ID, recent) {
+		t.Error("a refresh missed a post published within the horizon")
+	}
+	wantAfter := feed.MinIDAt(clock.Now().Add(-horizon))
+	if got := ws.take(); len(got) != 1 || got[0] != wantAfter {
+		t.Errorf("the refresh queried posts after %v; want one query after %d (now minus the horizon), not the day-old inbox head %d", got, wantAfter, old)
+	}
+
+	// The inbox's head is now recent: the lookback below it is the bound.
+	clock.Add(interval + time.Millisecond)
+	sees(t, svc, reader.ID, recent)
+	wantAfter = feed.MinIDAt(feed.IDTime(recent).Add(-time.Minute))
+	if got := ws.take(); len(got) != 1 || got[0] != wantAfter {
+		t.Errorf("the refresh queried posts after %v; want %d (the inbox head minus the lookback)", got, wantAfter)
+	}
+
+	// A post published more than a horizon before the read, never
+	// delivered, is left to its fan-out.
+	late := publish(t, svc, author.ID)
+	clock.Add(horizon + interval)
+	if sees(t, svc, reader.ID, late) {
+		t.Error("a refresh looked further back than its horizon")
 	}
 }

@@ -50,7 +50,11 @@ type Config struct {
 	PostTTL         time.Duration // post body cache lifetime
 	RefreshInterval time.Duration // at most one smart refresh per reader per interval
 	RefreshLookback time.Duration // refresh also re-checks this far below the inbox's newest entry
-	BackfillPosts   int           // a follow copies at least this many of the followee's newest posts
+	// RefreshHorizon bounds how far back a refresh looks, whatever the
+	// inbox's newest entry: the refresh query's cost grows with the posts
+	// in its window (see refresh).
+	RefreshHorizon time.Duration
+	BackfillPosts  int // a follow copies at least this many of the followee's newest posts
 
 	// Policy picks push or pull per author (FEEDD_FANOUT_MODE,
 	// FEEDD_PULL_THRESHOLD).
@@ -96,6 +100,7 @@ func (c Config) withDefaults() Config {
 	def(&c.PostTTL, time.Hour)
 	def(&c.RefreshInterval, 5*time.Second)
 	def(&c.RefreshLookback, time.Minute)
+	def(&c.RefreshHorizon, 10*time.Minute)
 	return c
 }
 

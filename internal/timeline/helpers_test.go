@@ -1,0 +1,47 @@
+package timeline
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/sqlstore"
+)
+
+// testStore opens a migrated SQLite store in t's temporary directory,
+// closed when t ends.
+func testStore(t *testing.T) *sqlstore.Store {
+	t.Helper()
+	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "feedd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// publish publishes a post by author and returns its id.
+func publish(t *testing.T, svc *Service, author int64) int64 {
+	t.Helper()
+	p, err := svc.Publish(context.Background(), author, "a post", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.ID
+}
+
+// sees reports whether post is on the first page of reader's feed, read
+// through svc.
+func sees(t *testing.T, svc *Service, reader, post int64) bool {
+	t.Helper()
+	posts, _, err := svc.Feed(context.Background(), reader, 0, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(posts, func(p feed.Post) bool { return p.ID == post })
+}
