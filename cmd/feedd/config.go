@@ -39,6 +39,7 @@ type config struct {
 	relayWorkers   int
 	activeDays     int
 	refresh        time.Duration
+	refreshHorizon time.Duration
 	fanoutMode     feed.FanoutMode
 	pullAt         int
 	autoMigrate    bool
@@ -60,6 +61,8 @@ type config struct {
 	sqlTimeout      time.Duration
 	breakerFailures int
 	breakerCooldown time.Duration
+	cacheFailures   int
+	cacheCooldown   time.Duration
 	sqlReadConns    int
 	sqlWriteConns   int
 	sqlWorkConns    int
@@ -153,6 +156,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	num(&c.relayWorkers, "relay-workers", 2, "concurrent outbox relay loops per work process")
 	num(&c.activeDays, "active-days", 30, "an inbox unread for this many days expires and is rebuilt when its reader returns")
 	dur(&c.refresh, "refresh-interval", 5*time.Second, "at most one smart refresh of a reader's first page per interval")
+	dur(&c.refreshHorizon, "refresh-horizon", 10*time.Minute, "a smart refresh looks for posts at most this far back (older ones not yet delivered arrive with their fan-out)")
 	var mode string
 	str(&mode, "fanout-mode", "hybrid", "timeline model: push, pull, or hybrid (push below the pull threshold, pull above)")
 	num(&c.pullAt, "pull-threshold", 100_000, "in hybrid mode, authors with at least this many followers are pulled at read time, not fanned out (back to push below 90% of it)")
@@ -186,6 +190,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	dur(&c.sqlTimeout, "sql-timeout", 5*time.Second, "an API SQL call slower than this fails and counts against the breaker")
 	num(&c.breakerFailures, "breaker-failures", 5, "consecutive failed or slow SQL calls that open the breaker")
 	dur(&c.breakerCooldown, "breaker-cooldown", 5*time.Second, "how long the open breaker refuses SQL calls before probing")
+	num(&c.cacheFailures, "cache-breaker-failures", 5, "consecutive Redis calls failing as unreachable (network error, timeout, LOADING, CLUSTERDOWN…) that open the cache breaker")
+	dur(&c.cacheCooldown, "cache-breaker-cooldown", time.Second, "how long the open cache breaker refuses Redis calls before probing")
 	num(&c.sqlReadConns, "sql-read-conns", 24, "MySQL: connections of the API's read pool")
 	num(&c.sqlWriteConns, "sql-write-conns", 8, "MySQL: connections of the API's write pool")
 	num(&c.sqlWorkConns, "sql-work-conns", 8, "MySQL: connections of the relay, dispatcher and workers")
@@ -234,7 +240,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		n    int
 	}{{"inbox-max", c.inboxMax}, {"inbox-groups", c.inboxGroups}, {"direct-fanout", c.directFanout}, {"batch-size", c.batchSize}, {"workers", c.workers}, {"fanout-sql-reads", c.fanoutSQLReads}, {"relay-workers", c.relayWorkers}, {"active-days", c.activeDays}, {"pull-threshold", c.pullAt},
 		{"rate-users", c.rateUsers}, {"max-inflight-reads", c.maxReads}, {"max-inflight-writes", c.maxWrites},
-		{"breaker-failures", c.breakerFailures}, {"sql-read-conns", c.sqlReadConns}, {"sql-write-conns", c.sqlWriteConns},
+		{"breaker-failures", c.breakerFailures}, {"cache-breaker-failures", c.cacheFailures}, {"sql-read-conns", c.sqlReadConns}, {"sql-write-conns", c.sqlWriteConns},
 		{"sql-work-conns", c.sqlWorkConns}, {"relay-max-pending", c.relayMaxPending}, {"tasks-max-pending", c.tasksMaxPending},
 		{"like-batch", c.likeBatch}} {
 		if v.n <= 0 {

@@ -611,4 +611,16 @@ func TestDefenceSettings(t *testing.T) {
 	if _, err := parseConfig([]string{"-sql-work-conns", "0"}, func(string) string { return "" }, io.Discard); err == nil {
 		t.Fatal("a pool of 0 connections was accepted")
 	}
+	if cfg.cacheFailures != 5 || cfg.cacheCooldown != time.Second {
+		t.Fatalf("cache breaker defaults: %d failures, cool-down %v; want 5, 1s", cfg.cacheFailures, cfg.cacheCooldown)
+	}
+	cfg, err = parseConfig(nil, func(k string) string {
+		return map[string]string{"FEEDD_CACHE_BREAKER_FAILURES": "3", "FEEDD_CACHE_BREAKER_COOLDOWN": "250ms"}[k]
+	}, io.Discard)
+	if err != nil || cfg.cacheFailures != 3 || cfg.cacheCooldown != 250*time.Millisecond {
+		t.Fatalf("FEEDD_CACHE_BREAKER_FAILURES=3, FEEDD_CACHE_BREAKER_COOLDOWN=250ms: %d, %v (%v)", cfg.cacheFailures, cfg.cacheCooldown, err)
+	}
+	if _, err := parseConfig([]string{"-cache-breaker-failures", "0"}, func(string) string { return "" }, io.Discard); err == nil {
+		t.Fatal("a cache breaker opening after 0 failures was accepted")
+	}
 }

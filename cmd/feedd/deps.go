@@ -15,7 +15,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
 
+	"github.com/feedd/feedd/internal/breaker"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/inmemcache"
 	"github.com/feedd/feedd/internal/inmemqueue"
@@ -170,6 +172,9 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		if err != nil {
 			return nil, fmt.Errorf("FEEDD_REDIS_URL: %w", err)
 		}
+		// The breaker goes first, so that the counter does not count the
+		// commands it refuses.
+		addCacheBreaker(client, cfg, d.reg, logger)
 		redisCounter = rediscache.CountCommands(client)
 		rc := rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax, InboxGroups: cfg.inboxGroups})
 		d.cache, d.likes = rc, rc
@@ -199,6 +204,32 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		d.broker = inmemqueue.New()
 	}
 	return d, nil
+}
+
+// addCacheBreaker puts a circuit breaker in front of client (see
+// rediscache.Breaker): while Redis is unreachable, cache calls fail at
+// once and the callers' fallbacks (SQL, a 503, a redelivery) answer
+// without waiting on go-redis's retries. Its state is the gauge
+// feedd_cache_breaker_state; opening and closing are logged.
+func addCacheBreaker(client redis.UniversalClient, cfg config, reg prometheus.Registerer, logger *slog.Logger) {
+	logger = logger.With("component", "cache")
+	b := rediscache.AddBreaker(client, breaker.Config{
+		Failures: cfg.cacheFailures, Cooldown: cfg.cacheCooldown,
+		OnChange: func(from, to breaker.State) {
+			switch {
+			case to == breaker.Open && from == breaker.Closed:
+				logger.Warn("cache breaker opened: Redis is unreachable; cache calls fail at once (reads from SQL, likes answer 503) until a probe finds it back",
+					"failures", cfg.cacheFailures, "cooldown", cfg.cacheCooldown)
+			case to == breaker.Closed:
+				logger.Warn("cache breaker closed: Redis answers again")
+			default: // probes during the outage, one per cool-down
+				logger.Debug("cache breaker changed state", "from", from.String(), "to", to.String())
+			}
+		},
+	})
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "feedd_cache_breaker_state", Help: "The Redis circuit breaker: 0 closed, 1 half-open (probing), 2 open (Redis calls refused).",
+	}, func() float64 { return float64(b.State()) }))
 }
 
 func (d *deps) close(logger *slog.Logger) {

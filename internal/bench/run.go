@@ -97,7 +97,7 @@ func DefaultRunOptions() RunOptions {
 	return RunOptions{
 		Models: AllModels, RunPrefix: "bench-", RedisPrefix: "feedd:", InboxMax: 1000, InboxGroups: rediscache.DefaultInboxGroups,
 		Scenarios: AllScenarios, Concurrency: 32, Duration: 10 * time.Second, BaselineDuration: 5 * time.Second,
-		ReadPacedFraction: 0.3, MaxRequests: 10_000_000, PublishCount: 200, FanoutTimeout: 10 * time.Minute,
+		ReadPacedFraction: 0.3, MaxRequests: 10_000_000, PublishCount: 2000, FanoutTimeout: 10 * time.Minute,
 		VerifySample: 1000, BaselineGoroutines: 8, MemoryReaders: 1000, MemoryMaxKeys: 200_000,
 		Progress: io.Discard,
 	}

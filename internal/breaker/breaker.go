@@ -1,5 +1,5 @@
 // Package breaker is a circuit breaker for one backend (feedd puts one in
-// front of SQL). While the backend fails or is slow, callers stop queueing
+// front of SQL and one in front of Redis). While the backend fails or is slow, callers stop queueing
 // behind it: the breaker opens and refuses calls at once for a cool-down,
 // then lets a single probe through; the probe's success closes it again.
 //
@@ -20,7 +20,7 @@ import (
 )
 
 // State is the breaker's state; the values are those of the
-// feedd_sql_breaker_state gauge.
+// feedd_sql_breaker_state and feedd_cache_breaker_state gauges.
 type State int
 
 const (
@@ -123,6 +123,26 @@ func Do[T any](ctx context.Context, b *Breaker, fn func(ctx context.Context) (T,
 	b.record(ctx, probe, err)
 	return v, err
 }
+
+// Call is one call let through by Admit; its outcome goes to Done.
+type Call struct {
+	b     *Breaker
+	probe bool
+}
+
+// Admit lets one call through, or refuses it with ErrOpen, without running
+// it: for callers that cannot hand the call over as a function (a go-redis
+// hook) or whose client already bounds each call with timeouts of its own,
+// so that Do's timeout would time it twice. Config.Timeout is not applied;
+// the caller must pass every admitted call's outcome to Done.
+func (b *Breaker) Admit() (Call, error) {
+	probe, err := b.admit()
+	return Call{b, probe}, err
+}
+
+// Done records the outcome of the call; ctx is the caller's, so that its
+// cancellation does not count against the backend.
+func (c Call) Done(ctx context.Context, err error) { c.b.record(ctx, c.probe, err) }
 
 func (b *Breaker) admit() (probe bool, err error) {
 	b.mu.Lock()

@@ -3,24 +3,13 @@ package breaker
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/internal/feed/feedtest"
 )
 
 var errDown = errors.New("connection refused")
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func call(b *Breaker, err error) error {
 	_, got := Do(context.Background(), b, func(context.Context) (int, error) { return 1, err })
@@ -28,9 +17,9 @@ func call(b *Breaker, err error) error {
 }
 
 func TestOpensAfterConsecutiveFailuresAndRecovers(t *testing.T) {
-	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	clk := feedtest.NewClock(time.Unix(1_700_000_000, 0))
 	var changes []string
-	b := New(Config{Failures: 3, Cooldown: time.Second, Now: clk.now,
+	b := New(Config{Failures: 3, Cooldown: time.Second, Now: clk.Now,
 		OnChange: func(from, to State) { changes = append(changes, from.String()+">"+to.String()) }})
 	call(b, errDown)
 	call(b, errDown)
@@ -49,14 +38,14 @@ func TestOpensAfterConsecutiveFailuresAndRecovers(t *testing.T) {
 	if !errors.Is(err, ErrOpen) || ran {
 		t.Fatalf("call while open: err %v, ran %v; want ErrOpen without running", err, ran)
 	}
-	clk.add(time.Second)
+	clk.Add(time.Second)
 	if err := call(b, errDown); !errors.Is(err, errDown) {
 		t.Fatalf("probe after the cool-down: %v; want it to run and fail", err)
 	}
 	if b.State() != Open {
 		t.Fatalf("state %v after a failed probe; want open", b.State())
 	}
-	clk.add(time.Second)
+	clk.Add(time.Second)
 	if err := call(b, nil); err != nil {
 		t.Fatalf("probe: %v", err)
 	}
@@ -107,10 +96,10 @@ func TestCallerCancellationDoesNotCount(t *testing.T) {
 }
 
 func TestOneProbeAtATime(t *testing.T) {
-	clk := &clock{t: time.Unix(1_700_000_000, 0)}
-	b := New(Config{Failures: 1, Cooldown: time.Second, Now: clk.now})
+	clk := feedtest.NewClock(time.Unix(1_700_000_000, 0))
+	b := New(Config{Failures: 1, Cooldown: time.Second, Now: clk.Now})
 	call(b, errDown)
-	clk.add(time.Second)
+	clk.Add(time.Second)
 	inProbe, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error)
 	go func() {
@@ -131,5 +120,41 @@ func TestOneProbeAtATime(t *testing.T) {
 	}
 	if b.State() != Closed {
 		t.Fatalf("state %v; want closed", b.State())
+	}
+}
+
+func TestAdmitAndDone(t *testing.T) {
+	clk := feedtest.NewClock(time.Unix(1_700_000_000, 0))
+	b := New(Config{Failures: 2, Cooldown: time.Second, Now: clk.Now})
+	fail := func(ctx context.Context) {
+		t.Helper()
+		c, err := b.Admit()
+		if err != nil {
+			t.Fatalf("Admit while closed: %v", err)
+		}
+		c.Done(ctx, errDown)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	fail(cancelled) // the caller's own cancellation: no verdict
+	fail(context.Background())
+	if b.State() != Closed {
+		t.Fatalf("state %v after 1 failure and 1 cancelled call; want closed", b.State())
+	}
+	fail(context.Background())
+	if _, err := b.Admit(); !errors.Is(err, ErrOpen) {
+		t.Fatalf("Admit after 2 failures: %v; want ErrOpen", err)
+	}
+	clk.Add(time.Second)
+	probe, err := b.Admit()
+	if err != nil {
+		t.Fatalf("Admit after the cool-down: %v; want a probe", err)
+	}
+	if _, err := b.Admit(); !errors.Is(err, ErrOpen) {
+		t.Fatalf("second Admit while probing: %v; want ErrOpen", err)
+	}
+	probe.Done(context.Background(), nil)
+	if b.State() != Closed {
+		t.Fatalf("state %v after a good probe; want closed", b.State())
 	}
 }

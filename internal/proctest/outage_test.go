@@ -233,6 +233,26 @@ func TestRedisOutage(t *testing.T) {
 	for _, r := range rs {
 		checkFeed(r, reversed(alicePosts), "Redis unreachable")
 	}
+	// The reads' cache calls fail, and the cache breaker opens: from then
+	// on they fail at once instead of waiting on go-redis's retries.
+	waitFor(t, 30*time.Second, "the cache breaker opens during the outage (feedd_cache_breaker_state 2)", func() bool {
+		checkFeed(rs[0], reversed(alicePosts), "Redis unreachable, breaker opening")
+		return scrape(t, serve)["feedd_cache_breaker_state"] == 2
+	})
+	beforeOpen := len(reads)
+	for range 3 {
+		for _, r := range rs {
+			checkFeed(r, reversed(alicePosts), "Redis unreachable, breaker open")
+		}
+	}
+	opened := reads[beforeOpen:]
+	// A like needs Redis (its recent set decides idempotency): with the
+	// breaker open it is refused at once, as a 503, never a 500.
+	likePath := "/v1/posts/" + feed.FormatID(alicePosts[0]) + "/like"
+	likeWait := timed(func() { api.must(503, "PUT", likePath, rs[0].tok, nil) })
+	t.Logf("Redis unreachable: %d feed reads (whole feed) until the cache breaker opened, p50 %v max %v; %d with it open, p50 %v max %v",
+		beforeOpen, quantile(reads[:beforeOpen], .5), quantile(reads[:beforeOpen], 1), len(opened), quantile(opened, .5), quantile(opened, 1))
+	t.Logf("Redis unreachable, cache breaker open: a like answered 503 in %v", likeWait)
 	// Writes of every kind.
 	carol := parseID(t, write(201, "POST", "/v1/users", s.admin, map[string]any{"name": "carol"})["id"])
 	carolTok, _ := write(201, "POST", "/v1/users/"+feed.FormatID(carol)+"/tokens", s.admin, nil)["token"].(string)
@@ -271,6 +291,15 @@ func TestRedisOutage(t *testing.T) {
 		len(reads), quantile(reads, .5), quantile(reads, 1), len(writes), quantile(writes, .5), quantile(writes, 1))
 
 	rd.Restore()
+	// A probe (a read's cache call, or the switch poller's) finds Redis
+	// back and closes the breaker.
+	waitFor(t, 30*time.Second, "the cache breaker closes after Redis is back (feedd_cache_breaker_state 0)", func() bool {
+		api.feedAll(rs[2].tok)
+		return scrape(t, serve)["feedd_cache_breaker_state"] == 0
+	})
+	if m := api.must(200, "PUT", likePath, rs[0].tok, nil); m["like_count"] != 1.0 || m["liked_by_me"] != true {
+		t.Fatalf("like after Redis is back = %v; want like_count 1, liked_by_me true", m)
+	}
 	// Back on the cache, every feed is still exactly right: the inboxes
 	// the outage left behind must not show a gap or a stale post.
 	for _, r := range all {

@@ -45,11 +45,17 @@ func TestNewClient(t *testing.T) {
 			if tc.wantAddrs != nil || c.Options().Addr != tc.wantAddr {
 				t.Errorf("NewClient(%q, %q) = single server %s; want %v %s", tc.url, tc.cluster, c.Options().Addr, tc.wantAddrs, tc.wantAddr)
 			}
+			if c.Options().DialerRetries != 1 {
+				t.Errorf("NewClient(%q) dialer retries = %d; want 1", tc.url, c.Options().DialerRetries)
+			}
 		case *redis.ClusterClient:
 			o := c.Options()
 			if !slices.Equal(o.Addrs, tc.wantAddrs) || o.Username != tc.wantUser || o.Password != tc.wantPass || o.MaxRedirects != tc.wantRedirect {
 				t.Errorf("NewClient(%q, %q) = cluster %v user %q pass %q redirects %d; want %v %q %q %d",
 					tc.url, tc.cluster, o.Addrs, o.Username, o.Password, o.MaxRedirects, tc.wantAddrs, tc.wantUser, tc.wantPass, tc.wantRedirect)
+			}
+			if o.DialerRetries != 5 {
+				t.Errorf("NewClient(%q) dialer retries = %d; want go-redis's 5 (failover rides on them)", tc.url, o.DialerRetries)
 			}
 			if o.ClusterStateReloadInterval != time.Second {
 				t.Errorf("NewClient(%q) state reload interval = %v; want 1s", tc.url, o.ClusterStateReloadInterval)
