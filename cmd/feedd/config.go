@@ -47,6 +47,7 @@ type config struct {
 	pprofAddr      string
 	inboxGroups    int
 	fanoutSQLReads int
+	fanoutRetryFor time.Duration
 	logFormat      string
 
 	// The defences (README, "Defences").
@@ -153,6 +154,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	num(&c.batchSize, "batch-size", 1000, "followers per fan-out batch task")
 	num(&c.workers, "workers", 8, "concurrent batch-task handlers per work process")
 	num(&c.fanoutSQLReads, "fanout-sql-reads", 2, "follower reads of the fan-out running at once per work process: they share the SQL primary with the API's writes")
+	dur(&c.fanoutRetryFor, "fanout-retry-for", 5*time.Minute, "a fan-out step that fails (Redis or SQL unreachable) is retried this long while its message is held, before the broker's redeliveries count")
 	num(&c.relayWorkers, "relay-workers", 2, "concurrent outbox relay loops per work process")
 	num(&c.activeDays, "active-days", 30, "an inbox unread for this many days expires and is rebuilt when its reader returns")
 	dur(&c.refresh, "refresh-interval", 5*time.Second, "at most one smart refresh of a reader's first page per interval")
@@ -247,8 +249,13 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			return c, fmt.Errorf("%s must be positive, got %d", v.name, v.n)
 		}
 	}
-	if c.likeCountTTL < 0 {
-		return c, fmt.Errorf("like-count-ttl must not be negative, got %s", c.likeCountTTL)
+	for _, v := range []struct {
+		name string
+		d    time.Duration
+	}{{"like-count-ttl", c.likeCountTTL}, {"fanout-retry-for", c.fanoutRetryFor}} {
+		if v.d < 0 {
+			return c, fmt.Errorf("%s must not be negative, got %s", v.name, v.d)
+		}
 	}
 	return c, nil
 }

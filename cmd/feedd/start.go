@@ -125,6 +125,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		disp, worker := fanout.New(logger, fanout.Config{
 			DirectFanout: cfg.directFanout, BatchSize: cfg.batchSize, Policy: policy,
 			MaxPendingTasks: cfg.tasksMaxPending, SQLReads: cfg.fanoutSQLReads,
+			RetryFor: cfg.fanoutRetryFor, Done: workCtx.Done(),
 		}, d.workStore, d.cache, inboxesOrNil(d.outboxes), d.broker, d.reg)
 		work.Go(func() { _ = rel.Run(workCtx) })
 		work.Go(func() {

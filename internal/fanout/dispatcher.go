@@ -114,6 +114,12 @@ func (d *Dispatcher) Handle(ctx context.Context, del feed.Delivery) error {
 	}
 	ctx = feed.WithRequestID(ctx, ev.RequestID)
 	d.logger.DebugContext(ctx, "dispatching post", "post", ev.PostID, "author", ev.AuthorID, "attempt", del.Attempt)
+	return hold(d.cfg, d.logger, d.metrics.retries.WithLabelValues(feed.QueuePosts), func() error { return d.dispatch(ctx, ev) })
+}
+
+// dispatch delivers one post event: into the author's outbox if it is
+// pulled, else into its followers' inboxes, directly or split into tasks.
+func (d *Dispatcher) dispatch(ctx context.Context, ev feed.Event) error {
 	author, err := d.store.User(ctx, ev.AuthorID)
 	if err != nil {
 		if feed.ErrorCode(err) == feed.ENOTFOUND {

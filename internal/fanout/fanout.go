@@ -8,6 +8,7 @@ package fanout
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,18 @@ type Config struct {
 	// work process's SQL pool capped at 8 and at 2 connections: publish p99
 	// 16 ms and 7 ms at the same fan-out rate).
 	SQLReads int
+	// RetryFor is how long a handler retries a failed event or task, with
+	// backoff, while it holds the message, before handing it back to the
+	// broker (0: no retries in hand). The broker's own redeliveries
+	// (feed.MaxAttempts, 3.75 s of pauses in all) are spent by a Redis or
+	// SQL outage of a few seconds, and the fan-out of every post published
+	// during it would go to the dead-letter queue; held, it completes as
+	// soon as the backend is back. Keep it well under the broker's
+	// consumer timeout (RabbitMQ: 30 minutes).
+	RetryFor time.Duration
+	// Done, when closed, ends the retries at once (shutdown): the handler
+	// returns its error and the broker redelivers the message.
+	Done <-chan struct{}
 }
 
 // Depth is the broker's queue depth; a Publisher that implements it gets
@@ -83,7 +96,38 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// The pause between two tries of a held message doubles from firstBackoff
+// to maxBackoff: the cache breaker probes Redis every second, so a longer
+// pause would only delay the recovery.
+const (
+	firstBackoff = 100 * time.Millisecond
+	maxBackoff   = 2 * time.Second
+)
+
+// hold runs fn, and while it fails retries it with backoff for
+// cfg.RetryFor, unless cfg.Done closes first. Every fan-out step is
+// idempotent, so a retry is as safe as a redelivery.
+func hold(cfg Config, logger *slog.Logger, retries prometheus.Counter, fn func() error) error {
+	deadline := time.Now().Add(cfg.RetryFor)
+	backoff := firstBackoff
+	for {
+		err := fn()
+		if err == nil || !time.Now().Before(deadline) {
+			return err
+		}
+		retries.Inc()
+		logger.Warn("fan-out step failed; retrying while holding the message", "retry_in", backoff, "err", err)
+		select {
+		case <-cfg.Done:
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
 type metrics struct {
+	retries      *prometheus.CounterVec
 	delivered    prometheus.Histogram
 	redeliveries *prometheus.CounterVec
 	waits        prometheus.Counter
@@ -101,6 +145,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time from a post's creation to its last inbox write: the end of a direct fan-out, or the task of the highest follower range of a split one.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
 		}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "feedd_fanout_retries_total", Help: "Failed tries of a post event or task retried in hand, holding the message (a Redis or SQL outage), by queue.",
+		}, []string{"queue"}),
 		redeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "feedd_queue_redeliveries_total", Help: "Messages delivered again after a failure or a consumer's death, by queue.",
 		}, []string{"queue"}),
@@ -128,7 +175,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.writes, m.tasks, m.events, m.lag, m.splitDur, m.delivered, m.redeliveries, m.waits)
+		reg.MustRegister(m.writes, m.tasks, m.events, m.lag, m.splitDur, m.delivered, m.redeliveries, m.retries, m.waits)
 	}
 	return m
 }

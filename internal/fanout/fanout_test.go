@@ -3,6 +3,7 @@ package fanout
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -56,4 +57,107 @@ func TestSQLReadsBound(t *testing.T) {
 	if got := store.most.Load(); got != 2 {
 		t.Fatalf("follower reads at once = %d; want 2 (Config.SQLReads)", got)
 	}
+}
+
+// flakyInboxes fails its first fails pushes, as Redis does while it is
+// unreachable, then records the readers it is asked to write.
+type flakyInboxes struct {
+	nopCache
+	mu     sync.Mutex
+	fails  int
+	calls  int
+	pushed []int64
+}
+
+func (f *flakyInboxes) PushToInboxes(_ context.Context, readers []int64, _ int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.calls <= f.fails {
+		return errors.New("dial tcp: connection refused")
+	}
+	f.pushed = append(f.pushed, readers...)
+	return nil
+}
+
+// followerStore has two followers for every author.
+type followerStore struct{ Store }
+
+func (followerStore) User(_ context.Context, id int64) (feed.User, error) {
+	return feed.User{ID: id, FollowerCount: 2}, nil
+}
+
+func (followerStore) Followers(_ context.Context, _, after int64, _ int) ([]int64, error) {
+	if after > 0 {
+		return nil, nil
+	}
+	return []int64{10, 11}, nil
+}
+
+func (followerStore) FollowersInRange(context.Context, int64, int64, int64) ([]int64, error) {
+	return []int64{10, 11}, nil
+}
+
+// TestHeldRetries checks that a post event or task whose inbox writes fail
+// for a while (a Redis outage longer than the broker's redeliveries) is
+// retried while its message is held, and completes once Redis answers,
+// instead of spending its delivery attempts; that RetryFor bounds the
+// retries; and that Done (shutdown) ends them at once.
+func TestHeldRetries(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	event, _ := json.Marshal(feed.Event{Kind: feed.EventPostCreated, PostID: 100, AuthorID: 1})
+	task, _ := json.Marshal(feed.FanoutTask{ID: "t", PostID: 100, AuthorID: 1, After: 0, Upto: 20})
+	handlers := func(cfg Config, inboxes *flakyInboxes) map[string]feed.Handler {
+		disp, worker := New(logger, cfg, followerStore{}, inboxes, nil, nil, nil)
+		return map[string]feed.Handler{"event": disp.Handle, "task": worker.Handle}
+	}
+	bodies := map[string][]byte{"event": event, "task": task}
+
+	for name := range bodies {
+		t.Run(name+" completes once Redis answers", func(t *testing.T) {
+			inboxes := &flakyInboxes{fails: 4}
+			h := handlers(Config{RetryFor: time.Minute}, inboxes)[name]
+			if err := h(t.Context(), feed.Delivery{Body: bodies[name], Attempt: 1}); err != nil {
+				t.Fatalf("Handle = %v; want success after 4 failed pushes", err)
+			}
+			if inboxes.calls != 5 || len(inboxes.pushed) != 2 {
+				t.Fatalf("pushes = %d, readers written %v; want 5 tries and readers 10 and 11", inboxes.calls, inboxes.pushed)
+			}
+		})
+		t.Run(name+" gives the message back after RetryFor", func(t *testing.T) {
+			inboxes := &flakyInboxes{fails: 1 << 30}
+			h := handlers(Config{RetryFor: 250 * time.Millisecond}, inboxes)[name]
+			if err := h(t.Context(), feed.Delivery{Body: bodies[name], Attempt: 1}); err == nil {
+				t.Fatal("Handle = nil with Redis down for good; want the push error")
+			}
+			// 0, 100 and 200 ms (backoff 100, then 200): the third try is
+			// past the deadline.
+			if inboxes.calls < 2 || inboxes.calls > 4 {
+				t.Fatalf("pushes within RetryFor 250ms = %d; want 2 to 4", inboxes.calls)
+			}
+		})
+		t.Run(name+" stops retrying at shutdown", func(t *testing.T) {
+			inboxes := &flakyInboxes{fails: 1 << 30}
+			done := make(chan struct{})
+			h := handlers(Config{RetryFor: time.Hour, Done: done}, inboxes)[name]
+			errc := make(chan error, 1)
+			go func() { errc <- h(t.Context(), feed.Delivery{Body: bodies[name], Attempt: 1}) }()
+			time.Sleep(50 * time.Millisecond)
+			close(done)
+			select {
+			case err := <-errc:
+				if err == nil {
+					t.Fatal("Handle = nil at shutdown with Redis down; want the push error, so that the broker redelivers")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Handle still retrying 5s after Done closed")
+			}
+		})
+	}
+	t.Run("no retries without RetryFor", func(t *testing.T) {
+		inboxes := &flakyInboxes{fails: 1}
+		if err := handlers(Config{}, inboxes)["task"](t.Context(), feed.Delivery{Body: task, Attempt: 1}); err == nil || inboxes.calls != 1 {
+			t.Fatalf("Handle = %v after %d pushes; want the error after one", err, inboxes.calls)
+		}
+	})
 }

@@ -12,6 +12,7 @@ import (
 
 // Worker executes batch tasks.
 type Worker struct {
+	cfg     Config
 	store   Store
 	logger  *slog.Logger
 	metrics *metrics
@@ -22,7 +23,7 @@ type Worker struct {
 func newWorker(logger *slog.Logger, cfg Config, store Store, inboxes Inboxes, m *metrics) *Worker {
 	cfg = cfg.withDefaults()
 	return &Worker{
-		store: store, metrics: m,
+		cfg: cfg, store: store, metrics: m,
 		logger: logger.With("component", "worker"),
 		pusher: pusher{inboxes: inboxes, metrics: m, batch: cfg.BatchSize},
 	}
@@ -41,14 +42,19 @@ func (w *Worker) Handle(ctx context.Context, del feed.Delivery) error {
 		w.logger.Error("dropping malformed task", "body", string(del.Body), "err", err)
 		return nil
 	}
-	ids, err := w.store.FollowersInRange(ctx, t.AuthorID, t.After, t.Upto)
+	var ids []int64
+	err := hold(w.cfg, w.logger, w.metrics.retries.WithLabelValues(feed.QueueTasks), func() (err error) {
+		if ids, err = w.store.FollowersInRange(ctx, t.AuthorID, t.After, t.Upto); err != nil {
+			return fmt.Errorf("worker: task %s: followers: %w", t.ID, err)
+		}
+		if err := w.pusher.push(ctx, ids, t.PostID); err != nil {
+			return fmt.Errorf("worker: task %s: push: %w", t.ID, err)
+		}
+		return nil
+	})
 	if err != nil {
 		w.metrics.tasks.WithLabelValues("failed").Inc()
-		return fmt.Errorf("worker: task %s: followers: %w", t.ID, err)
-	}
-	if err := w.pusher.push(ctx, ids, t.PostID); err != nil {
-		w.metrics.tasks.WithLabelValues("failed").Inc()
-		return fmt.Errorf("worker: task %s: push: %w", t.ID, err)
+		return err
 	}
 	w.metrics.tasks.WithLabelValues("done").Inc()
 	ctx = feed.WithRequestID(ctx, t.RequestID)

@@ -178,7 +178,7 @@ func TestRedisOutage(t *testing.T) {
 	rd, redisURL := proxied(t, s.env["FEEDD_REDIS_URL"])
 	env := s.with("FEEDD_AUTO_MIGRATE", "false", "FEEDD_REDIS_URL", redisURL)
 	serve := startReady(t, "serve", env, "serve")
-	startReady(t, "work", env, "work")
+	work := startReady(t, "work", env, "work")
 	api := serve.api()
 	ctx := context.Background()
 
@@ -254,6 +254,7 @@ func TestRedisOutage(t *testing.T) {
 		beforeOpen, quantile(reads[:beforeOpen], .5), quantile(reads[:beforeOpen], 1), len(opened), quantile(opened, .5), quantile(opened, 1))
 	t.Logf("Redis unreachable, cache breaker open: a like answered 503 in %v", likeWait)
 	// Writes of every kind.
+	writesFrom := time.Now()
 	carol := parseID(t, write(201, "POST", "/v1/users", s.admin, map[string]any{"name": "carol"})["id"])
 	carolTok, _ := write(201, "POST", "/v1/users/"+feed.FormatID(carol)+"/tokens", s.admin, nil)["token"].(string)
 	for i := range 3 {
@@ -290,6 +291,13 @@ func TestRedisOutage(t *testing.T) {
 	t.Logf("Redis unreachable: %d feed reads (whole feed) p50 %v max %v; %d writes p50 %v max %v",
 		len(reads), quantile(reads, .5), quantile(reads, 1), len(writes), quantile(writes, .5), quantile(writes, 1))
 
+	// The outage outlasts the broker's redeliveries (feed.MaxAttempts,
+	// 3.75 s of pauses): the work process holds the fan-out of the posts
+	// published during it and retries, rather than dead-lettering it.
+	time.Sleep(time.Until(writesFrom.Add(6 * time.Second)))
+	if n := scrape(t, work)[`feedd_fanout_retries_total{queue="posts"}`]; n == 0 {
+		t.Fatal("Redis unreachable: the work process retried no post event in hand (feedd_fanout_retries_total); the posts published during the outage were not fanned out yet, so it should have")
+	}
 	rd.Restore()
 	// A probe (a read's cache call, or the switch poller's) finds Redis
 	// back and closes the breaker.
@@ -325,6 +333,8 @@ func TestRedisOutage(t *testing.T) {
 	for _, r := range all {
 		checkFeed(r, wantFeeds()[r.id], "Redis back, after a new post")
 	}
+	// Nothing the outage touched was given up on.
+	s.requireNoDeadLetters()
 }
 
 // mergeSorted returns the ascending union of two ascending id lists.
