@@ -192,7 +192,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	dur(&c.sqlTimeout, "sql-timeout", 5*time.Second, "an API SQL call slower than this fails and counts against the breaker")
 	num(&c.breakerFailures, "breaker-failures", 5, "consecutive failed or slow SQL calls that open the breaker")
 	dur(&c.breakerCooldown, "breaker-cooldown", 5*time.Second, "how long the open breaker refuses SQL calls before probing")
-	num(&c.cacheFailures, "cache-breaker-failures", 5, "consecutive Redis calls failing as unreachable (network error, timeout, LOADING, CLUSTERDOWN…) that open the cache breaker")
+	num(&c.cacheFailures, "cache-breaker-failures", 5, "consecutive calls to one Redis server (Cluster node) failing as unreachable (network error, timeout, LOADING, CLUSTERDOWN…) that open its cache breaker")
 	dur(&c.cacheCooldown, "cache-breaker-cooldown", time.Second, "how long the open cache breaker refuses Redis calls before probing")
 	num(&c.sqlReadConns, "sql-read-conns", 24, "MySQL: connections of the API's read pool")
 	num(&c.sqlWriteConns, "sql-write-conns", 8, "MySQL: connections of the API's write pool")

@@ -206,30 +206,32 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 	return d, nil
 }
 
-// addCacheBreaker puts a circuit breaker in front of client (see
-// rediscache.Breaker): while Redis is unreachable, cache calls fail at
-// once and the callers' fallbacks (SQL, a 503, a redelivery) answer
-// without waiting on go-redis's retries. Its state is the gauge
-// feedd_cache_breaker_state; opening and closing are logged.
+// addCacheBreaker puts circuit breakers in front of client, one per Redis
+// server (see rediscache.Breaker): while a server is unreachable, cache
+// calls to it fail at once and the callers' fallbacks (SQL, a 503, a
+// retry) answer without waiting on go-redis's retries. The worst state is
+// the gauge feedd_cache_breaker_state, the open ones are counted by
+// feedd_cache_breaker_open_nodes; opening and closing are logged.
 func addCacheBreaker(client redis.UniversalClient, cfg config, reg prometheus.Registerer, logger *slog.Logger) {
 	logger = logger.With("component", "cache")
-	b := rediscache.AddBreaker(client, breaker.Config{
-		Failures: cfg.cacheFailures, Cooldown: cfg.cacheCooldown,
-		OnChange: func(from, to breaker.State) {
+	b := rediscache.AddBreaker(client, breaker.Config{Failures: cfg.cacheFailures, Cooldown: cfg.cacheCooldown},
+		func(node string, from, to breaker.State) {
 			switch {
 			case to == breaker.Open && from == breaker.Closed:
-				logger.Warn("cache breaker opened: Redis is unreachable; cache calls fail at once (reads from SQL, likes answer 503) until a probe finds it back",
-					"failures", cfg.cacheFailures, "cooldown", cfg.cacheCooldown)
+				logger.Warn("cache breaker opened: a Redis server is unreachable; its cache calls fail at once (reads from SQL, likes answer 503) until a probe finds it back",
+					"node", node, "failures", cfg.cacheFailures, "cooldown", cfg.cacheCooldown)
 			case to == breaker.Closed:
-				logger.Warn("cache breaker closed: Redis answers again")
+				logger.Warn("cache breaker closed: the Redis server answers again", "node", node)
 			default: // probes during the outage, one per cool-down
-				logger.Debug("cache breaker changed state", "from", from.String(), "to", to.String())
+				logger.Debug("cache breaker changed state", "node", node, "from", from.String(), "to", to.String())
 			}
-		},
-	})
+		})
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "feedd_cache_breaker_state", Help: "The Redis circuit breaker: 0 closed, 1 half-open (probing), 2 open (Redis calls refused).",
+		Name: "feedd_cache_breaker_state", Help: "The Redis circuit breakers' worst state: 0 closed, 1 half-open (probing), 2 open (a server's calls refused).",
 	}, func() float64 { return float64(b.State()) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "feedd_cache_breaker_open_nodes", Help: "Redis servers (Cluster nodes) whose breaker is open: their keys are served from SQL meanwhile.",
+	}, func() float64 { return float64(b.OpenNodes()) }))
 }
 
 func (d *deps) close(logger *slog.Logger) {

@@ -93,15 +93,18 @@ func newGuarded(t *testing.T, cluster bool) *guarded {
 		g.client = redis.NewClient(opts)
 	}
 	t.Cleanup(func() { g.client.Close() })
-	g.b = AddBreaker(g.client, breaker.Config{
-		Failures: testFailures, Cooldown: testCooldown, Now: g.clk.Now,
-		OnChange: func(from, to breaker.State) {
+	g.b = AddBreaker(g.client, breaker.Config{Failures: testFailures, Cooldown: testCooldown, Now: g.clk.Now},
+		func(_ string, from, to breaker.State) {
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			g.changes = append(g.changes, from.String()+">"+to.String())
-		},
-	})
-	g.client.AddHook(g.inner)
+		})
+	if cc, ok := g.client.(*redis.ClusterClient); ok {
+		// The breakers are the nodes' hooks: reached goes inside them.
+		cc.OnNewNode(func(node *redis.Client) { node.AddHook(g.inner) })
+	} else {
+		g.client.AddHook(g.inner)
+	}
 	if !cluster {
 		t.Cleanup(func() {
 			direct := redis.NewClient(&direct)
@@ -376,5 +379,107 @@ func TestUnavailable(t *testing.T) {
 		if got := Unavailable(tc.err); got != tc.want {
 			t.Errorf("Unavailable(%v) = %v; want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestBreakerPerClusterNode cuts one master of the test Cluster off from a
+// client (its connections go through a proxy the test cuts; the Cluster
+// itself is shared and stays up): that node's breaker opens and its keys
+// fail at once, while the keys of the other masters are still served, one
+// by one and in a pipeline that spans both. A probe after the cool-down
+// closes it when the node is back.
+func TestBreakerPerClusterNode(t *testing.T) {
+	newClient := testCluster(t)
+	ctx := t.Context()
+	admin := newClient().(*redis.ClusterClient)
+	defer admin.Close()
+	slots, err := admin.ClusterSlots(ctx).Result()
+	if err != nil || len(slots) < 2 {
+		t.Fatalf("CLUSTER SLOTS = %v, %v; want at least two masters", slots, err)
+	}
+	victim := slots[0].Nodes[0].Addr
+	// keyOn returns a key whose slot the range r serves, or one off it.
+	keyOn := func(r redis.ClusterSlot, on bool) string {
+		for i := 0; ; i++ {
+			k := fmt.Sprintf("feeddtest:breaker:%d", i)
+			s, err := admin.ClusterKeySlot(ctx, k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (int(s) >= r.Start && int(s) <= r.End) == on {
+				return k
+			}
+		}
+	}
+	cut, served := keyOn(slots[0], true), keyOn(slots[0], false)
+
+	p, err := testproxy.Start(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	opt, err := parseClusterURL(os.Getenv("FEEDD_TEST_REDIS_CLUSTER_URL"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr == victim {
+			addr = p.Addr()
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	client := redis.NewClusterClient(opt)
+	t.Cleanup(func() { client.Close() })
+	clk := feedtest.NewClock(time.Unix(1_700_000_000, 0))
+	var opened []string
+	var mu sync.Mutex
+	b := AddBreaker(client, breaker.Config{Failures: testFailures, Cooldown: testCooldown, Now: clk.Now}, func(node string, from, to breaker.State) {
+		mu.Lock()
+		defer mu.Unlock()
+		if to == breaker.Open && from == breaker.Closed {
+			opened = append(opened, node)
+		}
+	})
+	for _, k := range []string{cut, served} {
+		if err := client.Get(ctx, k).Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("GET %s before the cut: %v; want redis.Nil", k, err)
+		}
+	}
+
+	p.Cut()
+	var last error
+	for range 2 * testFailures {
+		if last = client.Get(ctx, cut).Err(); errors.Is(last, breaker.ErrOpen) {
+			break
+		}
+	}
+	if !errors.Is(last, breaker.ErrOpen) || b.OpenNodes() != 1 || b.State() != breaker.Open {
+		t.Fatalf("node %s cut: GET = %v, %d open nodes, state %v; want breaker.ErrOpen, 1, open", victim, last, b.OpenNodes(), b.State())
+	}
+	mu.Lock()
+	if len(opened) != 1 || opened[0] != victim {
+		t.Errorf("breakers opened: %v; want only %s", opened, victim)
+	}
+	mu.Unlock()
+	start := time.Now()
+	if err := client.Get(ctx, served).Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("GET of a key on another master while %s is cut: %v; want redis.Nil (served)", victim, err)
+	}
+	pipe := client.Pipeline()
+	onCut, onServed := pipe.Get(ctx, cut), pipe.Get(ctx, served)
+	_, _ = pipe.Exec(ctx)
+	if !errors.Is(onCut.Err(), breaker.ErrOpen) || !errors.Is(onServed.Err(), redis.Nil) {
+		t.Fatalf("pipeline across both masters: %v and %v; want breaker.ErrOpen for the cut one, redis.Nil for the other", onCut.Err(), onServed.Err())
+	}
+	t.Logf("with %s cut and its breaker open: a GET on another master and a pipeline across both took %v", victim, time.Since(start))
+
+	p.Restore()
+	clk.Add(testCooldown)
+	if err := client.Get(ctx, cut).Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("probe with %s back: %v; want redis.Nil", victim, err)
+	}
+	if b.OpenNodes() != 0 || b.State() != breaker.Closed {
+		t.Fatalf("after a good probe: %d open nodes, state %v; want 0, closed", b.OpenNodes(), b.State())
 	}
 }
