@@ -69,6 +69,34 @@ func (s *Store) SetPullMode(ctx context.Context, author int64, pull bool, refan 
 // hysteresis band). One query: the reader's follows rows by primary key,
 // each joined to its user by primary key.
 func (s *Store) PullFollowees(ctx context.Context, reader, high, low int64) ([]int64, error) {
+	// The pulled authors are few (those near or above the threshold) and
+	// the follower_count index finds them; which of them reader follows
+	// is then a primary-key lookup each. The join from reader's follows
+	// cost a lookup per followee: 15 ms idle for a reader following
+	// 5,000, and up to 400 ms under the bench's read load.
+	pulled, err := s.queryIDsOn(ctx, s.replica, s.pullCandidates+1,
+		`SELECT id FROM users WHERE follower_count >= ? AND (follower_count >= ? OR pull_mode = 1) LIMIT ?`,
+		low, high, s.pullCandidates+1)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: pulled followees of %d: pulled authors: %w", reader, err)
+	}
+	if len(pulled) <= s.pullCandidates {
+		if len(pulled) == 0 {
+			return []int64{}, nil
+		}
+		args := make([]any, 0, 1+len(pulled))
+		args = append(args, reader)
+		for _, id := range pulled {
+			args = append(args, id)
+		}
+		ids, err := s.queryIDsOn(ctx, s.replica, len(pulled), `SELECT followee_id FROM follows
+			WHERE follower_id = ? AND followee_id IN (`+placeholders(len(pulled))+`) ORDER BY followee_id`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: pulled followees of %d: %w", reader, err)
+		}
+		return ids, nil
+	}
+	// Pulled authors beyond one IN list: the join from reader's follows.
 	ids, err := s.queryIDsOn(ctx, s.replica, 64, `SELECT u.id FROM follows f JOIN users u ON u.id = f.followee_id
 		WHERE f.follower_id = ? AND (u.follower_count >= ? OR (u.follower_count >= ? AND u.pull_mode = 1))
 		ORDER BY u.id`, reader, high, low)

@@ -40,6 +40,9 @@ type Store struct {
 	d       dialect
 	// counters count the statements of the MySQL pools (count.go).
 	counters []*counter
+	// pullCandidates is how many pulled authors PullFollowees checks
+	// against a reader's follows one by one; beyond it, it joins.
+	pullCandidates int
 }
 
 // OpenSQLite opens (creating it if needed) the SQLite database at path,
@@ -93,7 +96,7 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("sqlstore: open sqlite %q for reading: %w", path, err)
 	}
-	return &Store{db: db, rdb: rdb, replica: rdb, d: sqliteDialect}, nil
+	return &Store{db: db, rdb: rdb, replica: rdb, d: sqliteDialect, pullCandidates: chunkSize}, nil
 }
 
 // Pools sizes a MySQL store's connection pools: the bulkheads that keep
@@ -178,7 +181,7 @@ func openMySQL(ctx context.Context, dsn string, pools Pools, pool string) (*Stor
 	if pools.Read > 0 {
 		rdb = open(pools.Read)
 	}
-	return &Store{db: db, rdb: rdb, replica: rdb, d: mysqlDialect, counters: []*counter{c}}, nil
+	return &Store{db: db, rdb: rdb, replica: rdb, d: mysqlDialect, counters: []*counter{c}, pullCandidates: chunkSize}, nil
 }
 
 // OpenMySQLReplicated is OpenMySQLPools with one more pool, on readDSN (a

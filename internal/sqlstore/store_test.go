@@ -1120,6 +1120,16 @@ func testPushedFeedPostIDs(t *testing.T, e *env) {
 		}
 		pulled, err := s.PullFollowees(ctx, reader, high, low)
 		wantIDs(t, "PullFollowees", pulled, err, []int64{b, c})
+		// More pulled authors than it checks one by one (b, c and x's
+		// none: pretend the bound is 1): the join answers the same.
+		s.pullCandidates = 1
+		pulled, err = s.PullFollowees(ctx, reader, high, low)
+		wantIDs(t, "PullFollowees by the join", pulled, err, []int64{b, c})
+		s.pullCandidates = chunkSize
+		pulled, err = s.PullFollowees(ctx, x2, high, low)
+		wantIDs(t, "PullFollowees of a reader following one pulled author", pulled, err, []int64{b})
+		pulled, err = s.PullFollowees(ctx, a, high, low)
+		wantIDs(t, "PullFollowees of a reader following nobody", pulled, err, nil)
 		for _, tc := range []struct {
 			after, before int64
 			want          []int64
