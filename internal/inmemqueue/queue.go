@@ -3,6 +3,8 @@
 // live in memory, so they are lost with the process; everything else
 // (attempts, requeue on failure, dead letters, drain on shutdown) behaves
 // like the RabbitMQ broker, and both pass the suite in package feedtest.
+// Dead letters are kept, up to deadMax per queue, so that Requeue can put
+// them back.
 package inmemqueue
 
 import (
@@ -10,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/feedd/feedd/internal/feed"
@@ -36,11 +39,16 @@ type message struct {
 	attempts int // deliveries so far
 }
 
+// deadMax bounds the dead letters kept per queue; past it the oldest is
+// dropped, as RabbitMQ's x-max-length drops the head. feedd's messages are
+// events and task ranges of a few hundred bytes, so that is a few MB.
+const deadMax = 10_000
+
 // fifo is one named queue. Its fields are guarded by Queue.mu.
 type fifo struct {
 	items []*message // ready messages from head on
 	head  int
-	dead  int
+	dead  []*message // dead letters, oldest first, at most deadMax
 	// ready is signalled when a message is pushed and broadcast when
 	// waiting consumers must recheck whether to stop.
 	ready *sync.Cond
@@ -70,6 +78,18 @@ func (f *fifo) pop() *message {
 }
 
 func (f *fifo) len() int { return len(f.items) - f.head }
+
+// bury keeps m as a dead letter.
+func (f *fifo) bury(m *message) {
+	if len(f.dead) == deadMax {
+		// Dropping from the front reslices; append then copies the kept
+		// letters into a new array once in a while, so memory stays
+		// about twice the bound.
+		f.dead[0] = nil
+		f.dead = f.dead[1:]
+	}
+	f.dead = append(f.dead, m)
+}
 
 // fifo returns the named queue, creating it: like the RabbitMQ broker, a
 // queue exists from its first use. Call with q.mu held.
@@ -185,7 +205,7 @@ func (q *Queue) settle(f *fifo, m *message, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if m.attempts >= feed.MaxAttempts {
-		f.dead++
+		f.bury(m)
 		return
 	}
 	f.push(m)
@@ -199,11 +219,40 @@ func (q *Queue) Pending(ctx context.Context, queue string) (int, error) {
 	return q.fifo(queue).len(), nil
 }
 
-// DeadLetters returns how many messages of queue were dead-lettered.
+// DeadLetters returns how many dead letters of queue are kept (at most
+// deadMax).
 func (q *Queue) DeadLetters(ctx context.Context, queue string) (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.fifo(queue).dead, nil
+	return len(q.fifo(queue).dead), nil
+}
+
+// Requeue moves queue's dead letters, oldest first and at most max if
+// max > 0, to the back of queue with their attempts reset, and returns how
+// many it moved. It moves them under one lock, so a message failing again
+// cannot come back during the run.
+func (q *Queue) Requeue(ctx context.Context, queue string, max int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("inmemqueue: requeue dead letters of %s: %w", queue, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return 0, fmt.Errorf("inmemqueue: requeue dead letters of %s: %w", queue, errClosed)
+	}
+	f := q.fifo(queue)
+	n := len(f.dead)
+	if max > 0 {
+		n = min(n, max)
+	}
+	for _, m := range f.dead[:n] {
+		m.attempts = 0
+		f.push(m)
+	}
+	// A fresh slice: the moved letters must not stay reachable from the
+	// old array.
+	f.dead = slices.Clone(f.dead[n:])
+	return n, nil
 }
 
 // Ping reports whether the Queue is open.

@@ -19,6 +19,14 @@ func TestQueue(t *testing.T) {
 	})
 }
 
+func TestRequeue(t *testing.T) {
+	feedtest.TestRequeue(t, func(t *testing.T) feedtest.Requeuer {
+		q := inmemqueue.New()
+		t.Cleanup(func() { q.Close() })
+		return q
+	})
+}
+
 func TestCloseStopsConsumers(t *testing.T) {
 	q := inmemqueue.New()
 	ctx := t.Context()

@@ -20,6 +20,9 @@
 // (trying every node of a comma-separated URL list in turn), consumers
 // subscribe again with jittered backoff, unacked messages are redelivered,
 // and a failed handler's message comes back after a growing pause.
+//
+// Requeue moves dead letters back onto their queue once their cause is
+// fixed (the command feedd requeue-dead).
 package rabbit
 
 import (
@@ -74,6 +77,9 @@ type Broker struct {
 	// known records every queue declared by this Broker, across
 	// reconnects, so that tests can delete what they created.
 	known sync.Map
+	// requeued, set by tests only, runs after each batch Requeue moves,
+	// so that a test can fail messages again in the middle of a run.
+	requeued func()
 }
 
 // Dial connects to the RabbitMQ at url (amqp://user:pass@host:5672/vhost)

@@ -115,7 +115,11 @@ func (b *Broker) Publish(ctx context.Context, queue string, bodies ...[]byte) er
 	if err != nil {
 		return fmt.Errorf("rabbit: publish to %s: %w", queue, err)
 	}
-	clean, err := b.publish(ctx, pc, queue, bodies, nil)
+	msgs := make([]amqp.Publishing, len(bodies))
+	for i, body := range bodies {
+		msgs[i].Body = body
+	}
+	clean, err := b.publish(ctx, pc, queue, msgs)
 	b.release(pc, clean)
 	if err != nil {
 		return fmt.Errorf("rabbit: publish to %s: %w", queue, err)
@@ -131,14 +135,15 @@ func (b *Broker) retry(ctx context.Context, queue string, body []byte, attempt i
 	if err != nil {
 		return err
 	}
-	clean, err := b.publish(ctx, pc, queue, [][]byte{body}, amqp.Table{attemptsHeader: int64(attempt)})
+	clean, err := b.publish(ctx, pc, queue, []amqp.Publishing{{Headers: amqp.Table{attemptsHeader: int64(attempt)}, Body: body}})
 	b.release(pc, clean)
 	return err
 }
 
-// publish reports whether pc is clean (no confirm or return of this call
-// still to come) alongside the error.
-func (b *Broker) publish(ctx context.Context, pc *pubChan, queue string, bodies [][]byte, headers amqp.Table) (clean bool, err error) {
+// publish sends msgs to queue as persistent messages and waits for their
+// confirms. It reports whether pc is clean (no confirm or return of this
+// call still to come) alongside the error.
+func (b *Broker) publish(ctx context.Context, pc *pubChan, queue string, msgs []amqp.Publishing) (clean bool, err error) {
 	if pc.s.blocked.Load() {
 		return true, errors.New("broker is blocking publishers (resource alarm)")
 	}
@@ -149,13 +154,10 @@ func (b *Broker) publish(ctx context.Context, pc *pubChan, queue string, bodies 
 	// Send everything first and wait after: the confirms of a batch then
 	// cost one round trip (the broker acks with multiple=true), not one
 	// per message.
-	pending := make([]*amqp.DeferredConfirmation, 0, len(bodies))
-	for _, body := range bodies {
-		dc, err := pc.ch.PublishWithDeferredConfirm("", name, true, false, amqp.Publishing{
-			DeliveryMode: amqp.Persistent,
-			Headers:      headers,
-			Body:         body,
-		})
+	pending := make([]*amqp.DeferredConfirmation, 0, len(msgs))
+	for _, m := range msgs {
+		m.DeliveryMode = amqp.Persistent
+		dc, err := pc.ch.PublishWithDeferredConfirm("", name, true, false, m)
 		if err != nil {
 			return false, err
 		}
@@ -202,15 +204,15 @@ drain:
 	}
 	if nacked > 0 {
 		if pc.ch.IsClosed() {
-			return false, fmt.Errorf("channel closed with %d of %d messages unconfirmed", nacked, len(bodies))
+			return false, fmt.Errorf("channel closed with %d of %d messages unconfirmed", nacked, len(msgs))
 		}
-		return true, fmt.Errorf("broker nacked %d of %d messages", nacked, len(bodies))
+		return true, fmt.Errorf("broker nacked %d of %d messages", nacked, len(msgs))
 	}
 	if len(returned) > 0 {
 		// The queue is gone although this connection declared it; forget
 		// that so the next publish declares it again.
 		pc.s.declared.Delete(queue)
-		return true, fmt.Errorf("%d of %d messages unroutable: %s", len(returned), len(bodies), returned[0].ReplyText)
+		return true, fmt.Errorf("%d of %d messages unroutable: %s", len(returned), len(msgs), returned[0].ReplyText)
 	}
 	return true, nil
 }
