@@ -146,8 +146,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	str(&c.redisCluster, "redis-cluster", "", "Redis Cluster seed nodes, host:port,host:port…; makes FEEDD_REDIS_URL (then optional) give only credentials and options. A redis+cluster://host:port,host:port URL does the same alone")
 	str(&c.redisPrefix, "redis-prefix", "feedd:", "prefix of every Redis key")
 	str(&c.amqpURL, "amqp-url", "", "RabbitMQ URL, e.g. amqp://guest:guest@127.0.0.1:5672/; several, comma-separated, to fail over between cluster nodes; empty: in-process queue")
-	str(&c.amqpQueue, "amqp-queue-type", "quorum", "quorum (replicated, for a RabbitMQ cluster) or classic")
-	str(&c.amqpPrefix, "amqp-prefix", "feedd.", "prefix of every RabbitMQ queue and exchange")
+	str(&c.amqpQueue, "amqp-queue-type", defaultAMQPQueueType, "quorum (replicated, for a RabbitMQ cluster) or classic")
+	str(&c.amqpPrefix, "amqp-prefix", defaultAMQPPrefix, "prefix of every RabbitMQ queue and exchange")
 	num(&c.inboxMax, "inbox-max", 1000, "entries kept per home-feed inbox")
 	num(&c.inboxGroups, "inbox-groups", rediscache.DefaultInboxGroups, "Redis hash tags the inboxes are spread over: a fan-out pushes into one group's inboxes with one script call, so fewer are cheaper and more spread a Cluster better; changing it rebuilds every inbox from SQL")
 	num(&c.directFanout, "direct-fanout", 5000, "authors with fewer followers are fanned out by the dispatcher directly, others in batch tasks")
@@ -231,8 +231,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if c.fanoutMode, err = feed.ParseFanoutMode(mode); err != nil {
 		return c, err
 	}
-	if c.amqpQueue != "quorum" && c.amqpQueue != "classic" {
-		return c, fmt.Errorf("FEEDD_AMQP_QUEUE_TYPE=%q: want quorum or classic", c.amqpQueue)
+	if err := checkAMQPQueueType(c.amqpQueue); err != nil {
+		return c, err
 	}
 	if c.mysqlReadDSN != "" && c.mysqlDSN == "" {
 		return c, errors.New("FEEDD_MYSQL_READ_DSN needs FEEDD_MYSQL_DSN: the embedded SQLite has no replicas")
@@ -285,3 +285,17 @@ func (c config) redis() bool { return c.redisURL != "" || c.redisCluster != "" }
 
 // embedded reports whether the SQL store is the embedded SQLite file.
 func (c config) embedded() bool { return c.mysqlDSN == "" }
+
+// The RabbitMQ settings' defaults, shared by the roles and the
+// requeue-dead command, which must find the same queues.
+const (
+	defaultAMQPPrefix    = "feedd."
+	defaultAMQPQueueType = "quorum"
+)
+
+func checkAMQPQueueType(t string) error {
+	if t != "quorum" && t != "classic" {
+		return fmt.Errorf("FEEDD_AMQP_QUEUE_TYPE=%q: want quorum or classic", t)
+	}
+	return nil
+}

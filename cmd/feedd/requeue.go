@@ -31,8 +31,8 @@ func runRequeueDead(ctx context.Context, args []string, getenv func(string) stri
 		return fs.String(name, def, usage+" ("+env+")")
 	}
 	url := setting("amqp-url", "", "RabbitMQ URL of the deployment, e.g. amqp://guest:guest@127.0.0.1:5672/")
-	prefix := setting("amqp-prefix", "feedd.", "prefix of the deployment's queues")
-	queueType := setting("amqp-queue-type", "quorum", "quorum or classic, as the deployment's")
+	prefix := setting("amqp-prefix", defaultAMQPPrefix, "prefix of the deployment's queues")
+	queueType := setting("amqp-queue-type", defaultAMQPQueueType, "quorum or classic, as the deployment's")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `usage: feedd requeue-dead [flags]
 
@@ -64,8 +64,8 @@ flags:
 	if *limit < 0 {
 		return fmt.Errorf("requeue-dead: -max %d: want 0 (all) or a positive count", *limit)
 	}
-	if *queueType != "quorum" && *queueType != "classic" {
-		return fmt.Errorf("requeue-dead: FEEDD_AMQP_QUEUE_TYPE=%q: want quorum or classic", *queueType)
+	if err := checkAMQPQueueType(*queueType); err != nil {
+		return fmt.Errorf("requeue-dead: %w", err)
 	}
 	if *url == "" {
 		return errors.New("requeue-dead: FEEDD_AMQP_URL is not set: without RabbitMQ, feedd's queue is the embedded one inside the running feedd process, which this command cannot reach (its dead letters are lost when that process stops); set FEEDD_AMQP_URL and FEEDD_AMQP_PREFIX to the deployment's")
