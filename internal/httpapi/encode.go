@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"sync"
 
 	"github.com/feedd/feedd/internal/feed"
@@ -15,51 +16,50 @@ import (
 
 const contentTypeJSON = "application/json; charset=utf-8"
 
-// bodies recycles the buffers of self-encoding bodies (jsonAppender): a
-// page of posts is a few KB, and every feed read writes one.
-var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b }}
+// bodies recycles the buffers responses are marshalled into: a page of
+// posts is a few KB, and every feed read writes one.
+var bodies = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 8192)) }}
+
+// maxPooledBody is the largest buffer kept in bodies.
+const maxPooledBody = 1 << 20
 
 // encode writes v as JSON with status. It marshals before writing a byte, so
-// a value that cannot be encoded becomes a clean 500 instead of half a body.
-//
-// A json.Encoder marshals into its own pooled buffer, adds the newline and
-// writes once; json.Marshal would copy the body out of that buffer, and
-// adding the newline copy it again (two allocations of a page's size).
+// a value that cannot be encoded becomes a clean 500 instead of half a body,
+// and so the response carries a Content-Length: net/http would otherwise
+// send a body over 2 KB (a page of posts) chunked, which costs the server a
+// second write, with the terminating chunk, and the client a second wake-up.
 func encode[T any](w http.ResponseWriter, status int, v T) {
-	w.Header().Set("Content-Type", contentTypeJSON)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if a, ok := any(v).(jsonAppender); ok {
-		buf := bodies.Get().(*[]byte)
-		*buf = append(a.appendJSON((*buf)[:0]), '\n')
-		w.WriteHeader(status)
-		_, _ = w.Write(*buf)
-		bodies.Put(buf)
-		return
-	}
-	out := &statusOnWrite{w: w, status: status}
-	err := json.NewEncoder(out).Encode(v)
-	if err != nil && !out.wrote {
+	buf := bodies.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBody { // a rare huge body is left to the GC
+			bodies.Put(buf)
+		}
+	}()
+	buf.Reset()
+	if err := marshal(buf, v); err != nil {
 		noteError(w, fmt.Errorf("httpapi: encode %T: %w", v, err))
-		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = w.Write([]byte(`{"error":{"code":"internal","message":"internal error"}}` + "\n"))
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":{"code":"internal","message":"internal error"}}` + "\n")
 	}
+	h := w.Header()
+	h.Set("Content-Type", contentTypeJSON)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
 	// A failed write means the client went away; there is no one to tell.
 }
 
-// statusOnWrite writes the status just before the first byte of the body,
-// which a json.Encoder writes only once the value is marshalled.
-type statusOnWrite struct {
-	w      http.ResponseWriter
-	status int
-	wrote  bool
-}
-
-func (s *statusOnWrite) Write(b []byte) (int, error) {
-	if !s.wrote {
-		s.wrote = true
-		s.w.WriteHeader(s.status)
+// marshal appends v's JSON and a newline to buf: through its own appendJSON
+// when it has one (pages, written on every read), else encoding/json.
+func marshal(buf *bytes.Buffer, v any) error {
+	if a, ok := v.(jsonAppender); ok {
+		b := append(a.appendJSON(buf.AvailableBuffer()), '\n')
+		buf.Write(b) // no copy: b is buf's own spare capacity unless it grew
+		return nil
 	}
-	return s.w.Write(b)
+	return json.NewEncoder(buf).Encode(v)
 }
 
 // validator is a request body that checks itself after decoding.
