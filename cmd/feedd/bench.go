@@ -30,6 +30,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 commands:
   graph   write a synthetic social graph into the SQL store (FEEDD_MYSQL_DSN or the embedded SQLite)
   run     drive workloads over the HTTP API for push, pull and hybrid, and report
+  floor   serve one file on every request: the HTTP floor bench run measures reads against
 
 "feedd bench <command> -h" lists the command's flags; docs/BENCH.md explains the figures.
 `)
@@ -39,7 +40,7 @@ commands:
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
 			return flag.ErrHelp
 		}
-		return errors.New("bench: want a command: graph or run")
+		return errors.New("bench: want a command: graph, run or floor")
 	}
 	command := "feedd bench " + quoteArgs(args)
 	switch args[0] {
@@ -47,9 +48,11 @@ commands:
 		return benchGraph(ctx, args[1:], getenv, stdout, stderr)
 	case "run":
 		return benchRun(ctx, command, args[1:], getenv, stdout, stderr)
+	case "floor":
+		return benchFloor(ctx, args[1:], getenv, stdout, stderr)
 	}
 	usage()
-	return fmt.Errorf("bench: unknown command %q: want graph or run", args[0])
+	return fmt.Errorf("bench: unknown command %q: want graph, run or floor", args[0])
 }
 
 func quoteArgs(args []string) string {
@@ -263,6 +266,22 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	return nil
 }
 
+// benchFloor is `feedd bench floor`, the server of bench run's HTTP floor.
+func benchFloor(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var addr, bodyFile string
+	f := newBenchFlags("floor", getenv, stderr)
+	f.str(&addr, "addr", "127.0.0.1:0", false, "address to listen on")
+	f.str(&bodyFile, "body", "", false, "file whose bytes answer every request, as application/json")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	body, err := os.ReadFile(bodyFile)
+	if err != nil {
+		return fmt.Errorf("bench floor: --body: %w", err)
+	}
+	return bench.ServeFloor(ctx, addr, body, stdout)
+}
+
 func benchRun(ctx context.Context, command string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	o := bench.DefaultRunOptions()
 	var graphFile, models, scenarios, jsonOut, htmlOut, exe, workProcs string
@@ -290,6 +309,7 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	f.dur(&o.Duration, "duration", o.Duration, "how long each cohort's reads run, and the mixed load")
 	f.dur(&o.BaselineDuration, "baseline-duration", o.BaselineDuration, "how long each cohort's Redis read baseline runs")
 	f.float(&o.ReadPacedFraction, "read-paced-fraction", o.ReadPacedFraction, "after the baseline, each cohort's reads run again for --duration, paced: the --concurrency clients offer this share of the baseline's requests/s, open loop (0: no paced run)")
+	f.boolean(&o.ReadFloor, "read-floor", o.ReadFloor, "after the baseline, each cohort's HTTP floor: the same clients read one of feedd's pages for --baseline-duration from a server that does nothing else (feedd bench floor)")
 	f.num(&maxReq, "max-requests", int(o.MaxRequests), false, "upper bound on the requests of one read run")
 	f.num(&o.PublishCount, "publish-count", o.PublishCount, false, "publishes per author in the publish scenario")
 	f.str(&o.FanoutAuthor, "fanout-author", "", false, "author id of the fanout scenario (default: the first celebrity)")
@@ -338,13 +358,14 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 		return fmt.Errorf("bench run: %s: %w", graphFile, err)
 	}
 
-	if o.URL == "" {
-		if exe == "" {
-			if exe, err = os.Executable(); err != nil {
-				return fmt.Errorf("bench run: find the feedd binary: %w", err)
-			}
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("bench run: find the feedd binary: %w", err)
 		}
-		o.Exe, o.Env = exe, os.Environ()
+	}
+	o.Exe = exe // the children, and the HTTP floor even with --url
+	if o.URL == "" {
+		o.Env = os.Environ()
 		if o.AdminToken == "" {
 			o.AdminToken = "bench-" + randomHex(16)
 		}

@@ -107,6 +107,9 @@ func TestBenchUsage(t *testing.T) {
 			t.Errorf("bench run --read-paced-fraction %s: err %v; want it refused", f, err)
 		}
 	}
+	if err := run(context.Background(), []string{"bench", "floor", "--body", filepath.Join(t.TempDir(), "none.json")}, getenv, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--body") {
+		t.Errorf("bench floor without its body file: err %v; want it named", err)
+	}
 	env := map[string]string{"FEEDD_BENCH_USERS": "many"}
 	if err := run(context.Background(), []string{"bench", "graph"}, func(k string) string { return env[k] }, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "FEEDD_BENCH_USERS") {
 		t.Errorf("bad FEEDD_BENCH_USERS: err %v; want it named", err)

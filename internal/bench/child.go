@@ -23,16 +23,17 @@ type child struct {
 	waitErr error
 }
 
-// startChild runs exe ("feedd") with role (all, serve or work) and env, sends its output to
+// startChild runs exe ("feedd") with args (a role: all, serve or work; or
+// bench floor) and env, sends its output to
 // logPath, and returns once it listens and /readyz answers. The child's
 // address comes from its own "listening on" line, so FEEDD_ADDR can be
 // 127.0.0.1:0 and no port is ever guessed.
-func startChild(ctx context.Context, exe, role string, env []string, logPath string, admin string) (*child, error) {
+func startChild(ctx context.Context, exe string, args []string, env []string, logPath string, admin string) (*child, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("bench: child log: %w", err)
 	}
-	cmd := exec.Command(exe, role)
+	cmd := exec.Command(exe, args...)
 	cmd.Env = env
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -44,7 +45,7 @@ func startChild(ctx context.Context, exe, role string, env []string, logPath str
 	cmd.Stderr = lw
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("bench: start %s %s: %w", exe, role, err)
+		return nil, fmt.Errorf("bench: start %s %s: %w", exe, strings.Join(args, " "), err)
 	}
 	c := &child{cmd: cmd, logPath: logPath, waited: make(chan struct{})}
 	urls := make(chan string, 1)

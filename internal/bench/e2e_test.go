@@ -177,7 +177,7 @@ func TestBenchEndToEnd(t *testing.T) {
 				}
 			}
 			pre := "models." + model + ".read." + cohort + "."
-			for _, f := range []string{"read_rps", "read_p50_ms", "read_p99_ms", "read_baseline_rps", "read_baseline_p99_ms", "items_per_page", "requests"} {
+			for _, f := range []string{"read_rps", "read_p50_ms", "read_p99_ms", "read_baseline_rps", "read_baseline_p99_ms", "read_floor_rps", "read_floor_p99_ms", "items_per_page", "requests"} {
 				if v := num(pre+f, subs); v <= 0 {
 					t.Errorf("%s%s = %v; want > 0", pre, f, v)
 				}

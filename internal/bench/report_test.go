@@ -54,6 +54,7 @@ func sampleReport() *Report {
 				ReadRPS: 1000 / f, ReadP50MS: 2 * f, ReadP99MS: 4 * f, ReadMeanMS: 2.5, ReadMaxMS: 9, ItemsPerPage: 20,
 				Paths:           map[string]float64{"inbox": 10000},
 				ReadBaselineRPS: 3000, ReadBaselineP50MS: 0.5, ReadBaselineP99MS: 1, ReadVsBaseline: 0.33 / f,
+				ReadFloorRPS: 20000, ReadFloorP50MS: 0.4, ReadFloorP99MS: 1.5,
 				Histogram: bins, BaselineHistogram: bins,
 				ReadPacedRPSTarget: 900, ReadPacedRPS: 890, ReadPacedP50MS: 1 * f, ReadPacedP99MS: 3 * f, ReadPacedRequests: 9000,
 				PacedHistogram: bins,
@@ -209,7 +210,7 @@ func TestReportHTML(t *testing.T) {
 		t.Fatalf("%d <svg> elements; want one per chart (%d)", svgs, len(charts))
 	}
 	for _, want := range []string{"fanout_vs_baseline[push]", "read_p99_hybrid_vs_push[following_500]", "memory_hybrid_vs_push", "read_p99_hybrid_vs_pull[following_50]", "publish_p99_celebrity_vs_zero[push]",
-		"read_paced_p99_push_following_500_ms", "Home-feed read p99 at a paced rate", "push paced", "paced at 0.30 of the Redis baseline"} {
+		"read_paced_p99_push_following_500_ms", "Home-feed read p99 at a paced rate", "push paced", "paced at 0.30 of the Redis baseline", "HTTP floor"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("report lacks target %s", want)
 		}
@@ -255,7 +256,8 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"fanout_writes_per_sec", "read following_5000", "redis_bytes_per_entry", "push", "hybrid", "memory_hybrid_vs_push",
-		"paced rps (offered)", "890 (900)", "paced p50 / p99 ms", "1.00 / 3.00", "read_paced_p99_push_following_500_ms"} {
+		"paced rps (offered)", "890 (900)", "paced p50 / p99 ms", "1.00 / 3.00", "read_paced_p99_push_following_500_ms",
+		"HTTP floor rps (p99 ms)", "20000 (1.50)", "HTTP floor 1.50 ms at 20000/s"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}

@@ -81,6 +81,9 @@ type RunOptions struct {
 	// share of the cohort's Redis read baseline's requests/s (0: no paced
 	// run).
 	ReadPacedFraction float64
+	// ReadFloor measures each cohort's HTTP floor after its baseline
+	// (runner.readFloor); it needs Exe.
+	ReadFloor bool
 	// WorkProcs, when set, measures every model once per count: a
 	// `feedd serve` child for the API and that many `feedd work`
 	// children for the relay, dispatcher and workers, instead of one
@@ -97,7 +100,7 @@ func DefaultRunOptions() RunOptions {
 	return RunOptions{
 		Models: AllModels, RunPrefix: "bench-", RedisPrefix: "feedd:", InboxMax: 1000, InboxGroups: rediscache.DefaultInboxGroups,
 		Scenarios: AllScenarios, Concurrency: 32, Duration: 10 * time.Second, BaselineDuration: 5 * time.Second,
-		ReadPacedFraction: 0.3, MaxRequests: 10_000_000, PublishCount: 2000, FanoutTimeout: 10 * time.Minute,
+		ReadPacedFraction: 0.3, ReadFloor: true, MaxRequests: 10_000_000, PublishCount: 2000, FanoutTimeout: 10 * time.Minute,
 		VerifySample: 1000, BaselineGoroutines: 8, MemoryReaders: 1000, MemoryMaxKeys: 200_000,
 		Progress: io.Discard,
 	}
@@ -319,7 +322,7 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 		}
 		logPath := filepath.Join(r.o.LogDir, "feedd-bench-"+name+".log")
 		r.logf("== %s: starting feedd %s (FEEDD_FANOUT_MODE=%s, log %s)", name, role, mode, logPath)
-		ch, err = startChild(ctx, r.o.Exe, role, env, logPath, r.o.AdminToken)
+		ch, err = startChild(ctx, r.o.Exe, []string{role}, env, logPath, r.o.AdminToken)
 		if err != nil {
 			return err
 		}
@@ -327,7 +330,7 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 		for i := range work {
 			logPath := filepath.Join(r.o.LogDir, fmt.Sprintf("feedd-bench-%s-work%d.log", name, i+1))
 			r.logf("== %s: starting feedd work %d of %d (log %s)", name, i+1, work, logPath)
-			w, err := startChild(ctx, r.o.Exe, "work", env, logPath, r.o.AdminToken)
+			w, err := startChild(ctx, r.o.Exe, []string{"work"}, env, logPath, r.o.AdminToken)
 			if err != nil {
 				_ = ch.stop()
 				return err

@@ -306,8 +306,17 @@ func (r *runner) readCohort(ctx context.Context, m *modelRun, co Cohort) (*ReadR
 			return res, fmt.Errorf("baseline: %w", err)
 		}
 	}
-	r.logf("   read %s: %.0f/s p50 %.2f ms p99 %.2f ms; baseline %.0f/s p99 %.2f ms",
-		co.Name, res.ReadRPS, res.ReadP50MS, res.ReadP99MS, res.ReadBaselineRPS, res.ReadBaselineP99MS)
+	if r.o.ReadFloor && r.o.Exe != "" {
+		var page bytes.Buffer
+		if _, err := m.cl.feedRaw(ctx, toks[0], &page); err != nil {
+			return res, fmt.Errorf("floor: a page to serve: %w", err)
+		}
+		if err := r.readFloor(ctx, res, co.Name, page.Bytes()); err != nil {
+			return res, fmt.Errorf("floor: %w", err)
+		}
+	}
+	r.logf("   read %s: %.0f/s p50 %.2f ms p99 %.2f ms; baseline %.0f/s p99 %.2f ms; HTTP floor %.0f/s p99 %.2f ms",
+		co.Name, res.ReadRPS, res.ReadP50MS, res.ReadP99MS, res.ReadBaselineRPS, res.ReadBaselineP99MS, res.ReadFloorRPS, res.ReadFloorP99MS)
 	if err := r.readPaced(ctx, m, co, res, toks); err != nil {
 		return res, fmt.Errorf("paced: %w", err)
 	}
