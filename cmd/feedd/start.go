@@ -80,6 +80,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			InboxTTL:        time.Duration(cfg.activeDays) * 24 * time.Hour,
 			RefreshInterval: cfg.refresh,
 			RefreshHorizon:  cfg.refreshHorizon,
+			RefreshMaxPosts: cfg.refreshMax,
 			Policy:          policy,
 			OutboxMax:       outboxMax,
 		}, d.store, d.cache, inboxesOrNil(d.outboxes), feed.NewIDGen(d.now), d.reg, opts...)

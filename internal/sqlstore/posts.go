@@ -232,6 +232,27 @@ func (s *Store) AuthorPostIDs(ctx context.Context, author, after, before int64, 
 	return ids, nil
 }
 
+// NewestPostsFloor returns the id of the k-th newest post by anyone,
+// deleted or not, or 0 when there are fewer: the posts above it are the
+// k-1 newest. A smart refresh's window starts no lower (timeline), so that
+// the walk of the window's posts FeedPostIDs makes on MariaDB costs at
+// most k probes however many posts a second the deployment takes. It
+// walks k entries of the primary key, newest first.
+func (s *Store) NewestPostsFloor(ctx context.Context, k int) (int64, error) {
+	if k <= 0 {
+		return 0, nil
+	}
+	var id int64
+	err := s.replica.QueryRowContext(ctx, "SELECT id FROM posts ORDER BY id DESC LIMIT 1 OFFSET ?", k-1).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: the %d-th newest post: %w", k, err)
+	}
+	return id, nil
+}
+
 // FeedPostIDs builds reader's home feed from SQL: up to n ids of the
 // non-deleted posts of the authors reader follows, with after < id <
 // before (before 0: no upper bound), newest first. It rebuilds an inbox,

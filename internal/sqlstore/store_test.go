@@ -150,6 +150,7 @@ var suite = []struct {
 	{"DeletePost", testDeletePost},
 	{"AuthorPosts", testAuthorPosts},
 	{"FeedPostIDs", testFeedPostIDs},
+	{"NewestPostsFloor", testNewestPostsFloor},
 	{"PushedFeedPostIDs", testPushedFeedPostIDs},
 	{"Relay", testRelay},
 	{"RelayConcurrent", testRelayConcurrent},
@@ -1094,6 +1095,30 @@ func testFeedPostIDs(t *testing.T, e *env) {
 		got, err = s.FeedPostIDs(ctx, 999, at(20), 0, 100)
 		wantIDs(t, "FeedPostIDs(20, 0) of a reader who follows nobody", got, err, nil)
 	})
+}
+
+// testNewestPostsFloor: the k-th newest post of all, deleted ones
+// counted (a refresh's walk meets them too), 0 when there are fewer.
+func testNewestPostsFloor(t *testing.T, e *env) {
+	ctx := t.Context()
+	s := e.store(t)
+	got, err := s.NewestPostsFloor(ctx, 1)
+	if err != nil || got != 0 {
+		t.Fatalf("NewestPostsFloor(1) of no posts = %d, %v; want 0", got, err)
+	}
+	const a, b = 1, 2
+	mustUsers(t, s, a, b)
+	for id := int64(10); id <= 14; id++ {
+		mustPost(t, s, id, map[bool]int64{true: a, false: b}[id%2 == 0])
+	}
+	if err := s.DeletePost(ctx, 13, b); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[int]int64{0: 0, 1: 14, 2: 13, 3: 12, 5: 10, 6: 0} {
+		if got, err := s.NewestPostsFloor(ctx, k); err != nil || got != want {
+			t.Errorf("NewestPostsFloor(%d) = %d, %v; want %d", k, got, err, want)
+		}
+	}
 }
 
 // testPushedFeedPostIDs: a hybrid inbox's query leaves out exactly the

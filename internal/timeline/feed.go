@@ -329,9 +329,12 @@ func (s *Service) rebuild(ctx context.Context, reader int64) ([]int64, bool, err
 // a bench graph's reader of 5,000 accounts, with 14,000 newer posts by
 // others, cost 85 ms a refresh alone and made the hybrid p99 441 ms under
 // load. Bounded by the horizon, the first costs at most the posts of the
-// last RefreshHorizon. A post older than that which a fan-out has not
-// delivered yet (a long broker outage) is not lost: the fan-out delivers
-// it when it runs, and a rebuild reads everything.
+// last RefreshHorizon, and never more than RefreshMaxPosts: with a
+// thousand posts a second a 10-minute horizon holds 600,000 posts, and a
+// refresh walking a day's worth of the bench graph (a million posts) took
+// 1.1 s. A post older than the window which a fan-out has not delivered
+// yet (a long broker outage) is not lost: the fan-out delivers it when it
+// runs, and a rebuild reads everything.
 func (s *Service) refresh(ctx context.Context, reader int64, page []int64) ([]int64, error) {
 	if ok, err := s.gateRefreshOnce(ctx, reader); err != nil || !ok {
 		return nil, err
@@ -341,6 +344,11 @@ func (s *Service) refresh(ctx context.Context, reader int64, page []int64) ([]in
 	if len(page) > 0 {
 		after = max(after, feed.MinIDAt(feed.IDTime(page[0]).Add(-s.cfg.RefreshLookback)))
 	}
+	floor, err := s.refreshFloor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	after = max(after, floor)
 	ids, err := s.inboxFeedIDs(ctx, reader, after, s.cfg.InboxMax)
 	if err != nil {
 		return nil, fmt.Errorf("timeline: refresh feed of %d: %w", reader, err)
@@ -354,6 +362,40 @@ func (s *Service) refresh(ctx context.Context, reader int64, page []int64) ([]in
 		return nil, err
 	}
 	return ids, nil
+}
+
+// postsFloor is a NewestPostsFloor answer and until when it is used.
+type postsFloor struct {
+	id    int64
+	until time.Time
+}
+
+// floorEvery is how long a process uses one NewestPostsFloor answer. Posts
+// published meanwhile widen the window by that much time's worth: at 10,000
+// posts a second, 10,000 more.
+const floorEvery = time.Second
+
+// refreshFloor returns the lowest id a refresh's window may start at for
+// RefreshMaxPosts: the id of that many-th newest post of all, asked of SQL
+// at most once per floorEvery per process (a walk of that many primary
+// key entries, a few ms).
+func (s *Service) refreshFloor(ctx context.Context) (int64, error) {
+	if f := s.floor.Load(); f != nil && s.now().Before(f.until) {
+		return f.id, nil
+	}
+	v, err, _ := s.floorLoads.Do("", func() (any, error) {
+		// Detached: the readers waiting on this load need its answer
+		// even if the one that started it goes away.
+		lctx, cancel := detached(ctx)
+		defer cancel()
+		id, err := s.store.NewestPostsFloor(lctx, s.cfg.RefreshMaxPosts)
+		if err != nil {
+			return int64(0), fmt.Errorf("timeline: the refresh window's floor: %w", err)
+		}
+		s.floor.Store(&postsFloor{id: id, until: s.now().Add(floorEvery)})
+		return id, nil
+	})
+	return v.(int64), err
 }
 
 func refreshKey(reader int64) string { return "refresh:{" + strconv.FormatInt(reader, 10) + "}" }

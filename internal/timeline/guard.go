@@ -125,6 +125,10 @@ func (g guardedStore) PullFollowees(ctx context.Context, reader, high, low int64
 	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.Store.PullFollowees(ctx, reader, high, low) })
 }
 
+func (g guardedStore) NewestPostsFloor(ctx context.Context, k int) (int64, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (int64, error) { return g.Store.NewestPostsFloor(ctx, k) })
+}
+
 func (g guardedStore) SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error) {
 	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.Store.SetPullMode(ctx, author, pull, refan) })
 }

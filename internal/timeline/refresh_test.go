@@ -305,3 +305,55 @@ func TestRefreshHorizon(t *testing.T) {
 		t.Error("a refresh looked further back than its horizon")
 	}
 }
+
+// TestRefreshMaxPosts: when more than RefreshMaxPosts posts by anyone
+// were published within the horizon, a refresh's window starts at the
+// RefreshMaxPosts-th newest of them instead, so its cost does not grow
+// with the deployment's post rate; a post below that is left to its
+// fan-out, one above it is found.
+func TestRefreshMaxPosts(t *testing.T) {
+	ctx := context.Background()
+	const interval, maxPosts = 5 * time.Second, 3
+	clock := feedtest.NewClock(time.Now())
+	st := testStore(t)
+	cache := inmemcache.New(inmemcache.Options{Now: clock.Now})
+	t.Cleanup(func() { cache.Close() })
+	ws := &windowStore{Store: st}
+	svc := New(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush},
+		RefreshInterval: interval, RefreshMaxPosts: maxPosts}, ws, cache, nil, feed.NewIDGen(clock.Now), nil)
+	svc.now = clock.Now
+	author, _ := svc.CreateUser(ctx, 0, "author")
+	other, _ := svc.CreateUser(ctx, 0, "other")
+	reader, _ := svc.CreateUser(ctx, 0, "reader")
+	if err := svc.Follow(ctx, reader.ID, author.ID); err != nil {
+		t.Fatal(err)
+	}
+	first := publish(t, svc, author.ID)
+	if !sees(t, svc, reader.ID, first) { // the rebuild
+		t.Fatal("the rebuilt feed misses the post")
+	}
+	ws.take()
+
+	// No fan-out runs here: a new post reaches the inbox only by refresh.
+	clock.Add(time.Millisecond)
+	buried := publish(t, svc, author.ID)
+	var others []int64
+	for range maxPosts {
+		clock.Add(time.Millisecond)
+		others = append(others, publish(t, svc, other.ID))
+	}
+	clock.Add(interval + time.Millisecond)
+	if sees(t, svc, reader.ID, buried) {
+		t.Error("a refresh found a post below the newest RefreshMaxPosts")
+	}
+	if got := ws.take(); len(got) != 1 || got[0] != others[0] {
+		t.Errorf("the refresh queried posts after %v; want one query after %d, the oldest of the %d newest posts", got, others[0], maxPosts)
+	}
+
+	clock.Add(time.Millisecond)
+	fresh := publish(t, svc, author.ID)
+	clock.Add(interval + time.Millisecond)
+	if !sees(t, svc, reader.ID, fresh) {
+		t.Error("a refresh missed a post among the newest RefreshMaxPosts")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,7 @@ type Store interface {
 	PushedFeedPostIDs(ctx context.Context, reader, high, low, after, before int64, n int) ([]int64, error)
 	AuthorsPostIDs(ctx context.Context, authors []int64, before int64, n int) ([]int64, error)
 	PullFollowees(ctx context.Context, reader, high, low int64) ([]int64, error)
+	NewestPostsFloor(ctx context.Context, k int) (int64, error)
 	SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error)
 	Ping(ctx context.Context) error
 }
@@ -54,7 +56,12 @@ type Config struct {
 	// inbox's newest entry: the refresh query's cost grows with the posts
 	// in its window (see refresh).
 	RefreshHorizon time.Duration
-	BackfillPosts  int // a follow copies at least this many of the followee's newest posts
+	// RefreshMaxPosts bounds a refresh's window by count as the horizon
+	// does by time: it opens no earlier than the RefreshMaxPosts-th newest
+	// post by anyone, so that a deployment taking thousands of posts a
+	// second does not make every refresh walk a horizon's worth of them.
+	RefreshMaxPosts int
+	BackfillPosts   int // a follow copies at least this many of the followee's newest posts
 
 	// Policy picks push or pull per author (FEEDD_FANOUT_MODE,
 	// FEEDD_PULL_THRESHOLD).
@@ -81,6 +88,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BackfillPosts <= 0 {
 		c.BackfillPosts = 10
+	}
+	if c.RefreshMaxPosts <= 0 {
+		c.RefreshMaxPosts = 10_000
 	}
 	if c.Policy.Mode == "" {
 		c.Policy.Mode = feed.ModeHybrid
@@ -142,7 +152,11 @@ type Service struct {
 	// gates remembers, per reader, until when the smart refresh's gate
 	// is known to be taken (gateRefreshOnce).
 	gates *lru.Cache[int64, time.Time]
-	now   func() time.Time // the clock of gates; tests set it
+	// floor is the process's copy of the store's NewestPostsFloor for
+	// RefreshMaxPosts (refreshFloor), loaded once at a time.
+	floor      atomic.Pointer[postsFloor]
+	floorLoads singleflight.Group
+	now        func() time.Time // the clock of gates and floor; tests set it
 }
 
 // readyCheck is one named dependency of Checks.
