@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -24,16 +25,16 @@ import (
 // testDB is one fresh database of a backend.
 type testDB struct {
 	// open returns a new, unmigrated Store on the database, as another
-	// process would open it; t.Cleanup closes it.
-	open func(t *testing.T) *Store
+	// process would open it; tb.Cleanup closes it.
+	open func(tb testing.TB) *Store
 }
 
 // backend makes fresh databases of one kind.
 type backend struct {
 	name string
 	// setup returns a function that creates fresh databases, or skips or
-	// fails t when the backend is not there.
-	setup func(t *testing.T) func(t *testing.T) testDB
+	// fails tb when the backend is not there. Benchmarks use them too.
+	setup func(tb testing.TB) func(tb testing.TB) testDB
 }
 
 func TestStore(t *testing.T) {
@@ -53,10 +54,10 @@ func TestStore(t *testing.T) {
 	}
 }
 
-func setupSQLite(*testing.T) func(t *testing.T) testDB {
-	return func(t *testing.T) testDB {
+func setupSQLite(testing.TB) func(tb testing.TB) testDB {
+	return func(t testing.TB) testDB {
 		path := filepath.Join(t.TempDir(), "feedd.db")
-		return testDB{open: func(t *testing.T) *Store {
+		return testDB{open: func(t testing.TB) *Store {
 			t.Helper()
 			s, err := OpenSQLite(t.Context(), path)
 			if err != nil {
@@ -70,8 +71,9 @@ func setupSQLite(*testing.T) func(t *testing.T) testDB {
 
 // setupMySQL connects to the server named by FEEDD_TEST_MYSQL_DSN (default:
 // root on the local MariaDB). Every database it makes is created for one
-// test and dropped after it.
-func setupMySQL(t *testing.T) func(t *testing.T) testDB {
+// test and dropped after it; FEEDD_TEST_MYSQL_PREFIX (default feedd_test_)
+// starts their names, so that whoever shares the server can tell them apart.
+func setupMySQL(t testing.TB) func(tb testing.TB) testDB {
 	dsn := os.Getenv("FEEDD_TEST_MYSQL_DSN")
 	if dsn == "" {
 		dsn = "root@tcp(127.0.0.1:3306)/"
@@ -89,9 +91,10 @@ func setupMySQL(t *testing.T) func(t *testing.T) testDB {
 	}
 	t.Cleanup(func() { root.Close() })
 
-	return func(t *testing.T) testDB {
+	prefix := cmp.Or(os.Getenv("FEEDD_TEST_MYSQL_PREFIX"), "feedd_test_")
+	return func(t testing.TB) testDB {
 		t.Helper()
-		name := fmt.Sprintf("feedd_test_%016x", rand.Uint64())
+		name := fmt.Sprintf("%s%016x", prefix, rand.Uint64())
 		if _, err := root.DB().ExecContext(t.Context(),
 			"CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
 			t.Fatalf("create database %s: %v", name, err)
@@ -104,7 +107,7 @@ func setupMySQL(t *testing.T) func(t *testing.T) testDB {
 		})
 		dbcfg := cfg.Clone()
 		dbcfg.DBName = name
-		return testDB{open: func(t *testing.T) *Store {
+		return testDB{open: func(t testing.TB) *Store {
 			t.Helper()
 			s, err := OpenMySQL(t.Context(), dbcfg.FormatDSN())
 			if err != nil {
@@ -119,7 +122,7 @@ func setupMySQL(t *testing.T) func(t *testing.T) testDB {
 // env is what a test of the suite gets.
 type env struct {
 	backend string
-	newDB   func(t *testing.T) testDB
+	newDB   func(tb testing.TB) testDB
 }
 
 // store returns a migrated store on a fresh database.
