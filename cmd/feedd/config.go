@@ -160,7 +160,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	num(&c.activeDays, "active-days", 30, "an inbox unread for this many days expires and is rebuilt when its reader returns")
 	dur(&c.refresh, "refresh-interval", 5*time.Second, "at most one smart refresh of a reader's first page per interval")
 	dur(&c.refreshHorizon, "refresh-horizon", 10*time.Minute, "a smart refresh looks for posts at most this far back (older ones not yet delivered arrive with their fan-out)")
-	num(&c.refreshMax, "refresh-max-posts", 10_000, "nor further back than the newest this many posts by anyone (bounds the refresh query when posts come fast)")
+	num(&c.refreshMax, "refresh-max-posts", 2000, "nor further back than the newest this many posts by anyone (bounds the refresh query when posts come fast)")
 	var mode string
 	str(&mode, "fanout-mode", "hybrid", "timeline model: push, pull, or hybrid (push below the pull threshold, pull above)")
 	num(&c.pullAt, "pull-threshold", 100_000, "in hybrid mode, authors with at least this many followers are pulled at read time, not fanned out (back to push below 90% of it)")

@@ -330,9 +330,9 @@ func (s *Service) rebuild(ctx context.Context, reader int64) ([]int64, bool, err
 // others, cost 85 ms a refresh alone and made the hybrid p99 441 ms under
 // load. Bounded by the horizon, the first costs at most the posts of the
 // last RefreshHorizon, and never more than RefreshMaxPosts: with a
-// thousand posts a second a 10-minute horizon holds 600,000 posts, and a
-// refresh walking a day's worth of the bench graph (a million posts) took
-// 1.1 s. A post older than the window which a fan-out has not delivered
+// thousand posts a second even the one-minute lookback holds 60,000 posts;
+// on the bench graph a refresh walking a million posts took 1.0 s, one
+// walking 2,000 took 2.5–4.3 ms (scripts/refresh-walk.sh). A post older than the window which a fan-out has not delivered
 // yet (a long broker outage) is not lost: the fan-out delivers it when it
 // runs, and a rebuild reads everything.
 func (s *Service) refresh(ctx context.Context, reader int64, page []int64) ([]int64, error) {
@@ -371,8 +371,8 @@ type postsFloor struct {
 }
 
 // floorEvery is how long a process uses one NewestPostsFloor answer. Posts
-// published meanwhile widen the window by that much time's worth: at 10,000
-// posts a second, 10,000 more.
+// published meanwhile widen the window by that much time's worth: at 1,000
+// posts a second, by up to 1,000.
 const floorEvery = time.Second
 
 // refreshFloor returns the lowest id a refresh's window may start at for

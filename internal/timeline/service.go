@@ -90,7 +90,7 @@ func (c Config) withDefaults() Config {
 		c.BackfillPosts = 10
 	}
 	if c.RefreshMaxPosts <= 0 {
-		c.RefreshMaxPosts = 10_000
+		c.RefreshMaxPosts = 2000
 	}
 	if c.Policy.Mode == "" {
 		c.Policy.Mode = feed.ModeHybrid
