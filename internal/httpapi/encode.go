@@ -55,8 +55,9 @@ func encode[T any](w http.ResponseWriter, status int, v T) {
 // when it has one (pages, written on every read), else encoding/json.
 func marshal(buf *bytes.Buffer, v any) error {
 	if a, ok := v.(jsonAppender); ok {
-		b := append(a.appendJSON(buf.AvailableBuffer()), '\n')
-		buf.Write(b) // no copy: b is buf's own spare capacity unless it grew
+		// Appended in buf's spare capacity, so the Write that takes it
+		// in allocates nothing (bytes.Buffer.AvailableBuffer's idiom).
+		buf.Write(append(a.appendJSON(buf.AvailableBuffer()), '\n'))
 		return nil
 	}
 	return json.NewEncoder(buf).Encode(v)

@@ -332,9 +332,10 @@ func (s *Service) rebuild(ctx context.Context, reader int64) ([]int64, bool, err
 // last RefreshHorizon, and never more than RefreshMaxPosts: with a
 // thousand posts a second even the one-minute lookback holds 60,000 posts;
 // on the bench graph a refresh walking a million posts took 1.0 s, one
-// walking 2,000 took 2.5–4.3 ms (scripts/refresh-walk.sh). A post older than the window which a fan-out has not delivered
-// yet (a long broker outage) is not lost: the fan-out delivers it when it
-// runs, and a rebuild reads everything.
+// walking 2,000 took 2.5–4.3 ms (scripts/refresh-walk.sh). A post older
+// than the window which a fan-out has not delivered yet (a long broker
+// outage) is not lost: the fan-out delivers it when it runs, and a rebuild
+// reads everything.
 func (s *Service) refresh(ctx context.Context, reader int64, page []int64) ([]int64, error) {
 	if ok, err := s.gateRefreshOnce(ctx, reader); err != nil || !ok {
 		return nil, err
