@@ -247,41 +247,56 @@ func (w *windowStore) take() []int64 {
 	return a
 }
 
-// TestRefreshHorizon: a refresh's query window starts at the inbox's
-// newest entry minus the lookback, but never earlier than the horizon, so
-// that a reader whose followees have been quiet for days does not make
-// every refresh read all their posts. Within the horizon an undelivered
-// post is found; beyond it the refresh leaves it to its fan-out.
-func TestRefreshHorizon(t *testing.T) {
+// refreshRig is a push service on a test clock whose store records the
+// window of every feed query, with a reader following an author. No
+// fan-out runs, so a new post reaches the reader's inbox only by refresh.
+type refreshRig struct {
+	svc            *Service
+	ws             *windowStore
+	clock          *feedtest.Clock
+	author, reader int64
+	first          int64 // the author's first post, in the rebuilt inbox
+}
+
+func newRefreshRig(t *testing.T, cfg Config) refreshRig {
+	t.Helper()
 	ctx := context.Background()
-	const interval, horizon = 5 * time.Second, time.Hour
 	clock := feedtest.NewClock(time.Now())
-	st := testStore(t)
 	cache := inmemcache.New(inmemcache.Options{Now: clock.Now})
 	t.Cleanup(func() { cache.Close() })
-	ws := &windowStore{Store: st}
+	ws := &windowStore{Store: testStore(t)}
+	cfg.Policy = feed.DeliveryPolicy{Mode: feed.ModePush}
 	// Post ids carry the (test) clock's time, so "published a day ago"
 	// is a post published before the clock moved a day.
-	svc := New(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush},
-		RefreshInterval: interval, RefreshHorizon: horizon}, ws, cache, nil, feed.NewIDGen(clock.Now), nil)
+	svc := New(slog.New(slog.DiscardHandler), cfg, ws, cache, nil, feed.NewIDGen(clock.Now), nil)
 	svc.now = clock.Now
 	author, _ := svc.CreateUser(ctx, 0, "author")
 	reader, _ := svc.CreateUser(ctx, 0, "reader")
 	if err := svc.Follow(ctx, reader.ID, author.ID); err != nil {
 		t.Fatal(err)
 	}
-
-	old := publish(t, svc, author.ID)
-	if !sees(t, svc, reader.ID, old) { // the rebuild
+	first := publish(t, svc, author.ID)
+	if !sees(t, svc, reader.ID, first) { // the rebuild
 		t.Fatal("the rebuilt feed misses the post")
 	}
 	ws.take()
+	return refreshRig{svc: svc, ws: ws, clock: clock, author: author.ID, reader: reader.ID, first: first}
+}
 
-	// No fan-out runs here: a new post reaches the inbox only by refresh.
+// TestRefreshHorizon: a refresh's query window starts at the inbox's
+// newest entry minus the lookback, but never earlier than the horizon, so
+// that a reader whose followees have been quiet for days does not make
+// every refresh read all their posts. Within the horizon an undelivered
+// post is found; beyond it the refresh leaves it to its fan-out.
+func TestRefreshHorizon(t *testing.T) {
+	const interval, horizon = 5 * time.Second, time.Hour
+	r := newRefreshRig(t, Config{RefreshInterval: interval, RefreshHorizon: horizon})
+	svc, ws, clock, author, reader, old := r.svc, r.ws, r.clock, r.author, r.reader, r.first
+
 	clock.Add(24 * time.Hour)
-	recent := publish(t, svc, author.ID)
+	recent := publish(t, svc, author)
 	clock.Add(interval + time.Millisecond)
-	if !sees(t, svc, reader.ID, recent) {
+	if !sees(t, svc, reader, recent) {
 		t.Error("a refresh missed a post published within the horizon")
 	}
 	wantAfter := feed.MinIDAt(clock.Now().Add(-horizon))
@@ -291,7 +306,7 @@ func TestRefreshHorizon(t *testing.T) {
 
 	// The inbox's head is now recent: the lookback below it is the bound.
 	clock.Add(interval + time.Millisecond)
-	sees(t, svc, reader.ID, recent)
+	sees(t, svc, reader, recent)
 	wantAfter = feed.MinIDAt(feed.IDTime(recent).Add(-time.Minute))
 	if got := ws.take(); len(got) != 1 || got[0] != wantAfter {
 		t.Errorf("the refresh queried posts after %v; want %d (the inbox head minus the lookback)", got, wantAfter)
@@ -299,9 +314,9 @@ func TestRefreshHorizon(t *testing.T) {
 
 	// A post published more than a horizon before the read, never
 	// delivered, is left to its fan-out.
-	late := publish(t, svc, author.ID)
+	late := publish(t, svc, author)
 	clock.Add(horizon + interval)
-	if sees(t, svc, reader.ID, late) {
+	if sees(t, svc, reader, late) {
 		t.Error("a refresh looked further back than its horizon")
 	}
 }
@@ -312,38 +327,20 @@ func TestRefreshHorizon(t *testing.T) {
 // with the deployment's post rate; a post below that is left to its
 // fan-out, one above it is found.
 func TestRefreshMaxPosts(t *testing.T) {
-	ctx := context.Background()
 	const interval, maxPosts = 5 * time.Second, 3
-	clock := feedtest.NewClock(time.Now())
-	st := testStore(t)
-	cache := inmemcache.New(inmemcache.Options{Now: clock.Now})
-	t.Cleanup(func() { cache.Close() })
-	ws := &windowStore{Store: st}
-	svc := New(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush},
-		RefreshInterval: interval, RefreshMaxPosts: maxPosts}, ws, cache, nil, feed.NewIDGen(clock.Now), nil)
-	svc.now = clock.Now
-	author, _ := svc.CreateUser(ctx, 0, "author")
-	other, _ := svc.CreateUser(ctx, 0, "other")
-	reader, _ := svc.CreateUser(ctx, 0, "reader")
-	if err := svc.Follow(ctx, reader.ID, author.ID); err != nil {
-		t.Fatal(err)
-	}
-	first := publish(t, svc, author.ID)
-	if !sees(t, svc, reader.ID, first) { // the rebuild
-		t.Fatal("the rebuilt feed misses the post")
-	}
-	ws.take()
+	r := newRefreshRig(t, Config{RefreshInterval: interval, RefreshMaxPosts: maxPosts})
+	svc, ws, clock, author, reader := r.svc, r.ws, r.clock, r.author, r.reader
+	other, _ := svc.CreateUser(context.Background(), 0, "other")
 
-	// No fan-out runs here: a new post reaches the inbox only by refresh.
 	clock.Add(time.Millisecond)
-	buried := publish(t, svc, author.ID)
+	buried := publish(t, svc, author)
 	var others []int64
 	for range maxPosts {
 		clock.Add(time.Millisecond)
 		others = append(others, publish(t, svc, other.ID))
 	}
 	clock.Add(interval + time.Millisecond)
-	if sees(t, svc, reader.ID, buried) {
+	if sees(t, svc, reader, buried) {
 		t.Error("a refresh found a post below the newest RefreshMaxPosts")
 	}
 	if got := ws.take(); len(got) != 1 || got[0] != others[0] {
@@ -351,9 +348,9 @@ func TestRefreshMaxPosts(t *testing.T) {
 	}
 
 	clock.Add(time.Millisecond)
-	fresh := publish(t, svc, author.ID)
+	fresh := publish(t, svc, author)
 	clock.Add(interval + time.Millisecond)
-	if !sees(t, svc, reader.ID, fresh) {
+	if !sees(t, svc, reader, fresh) {
 		t.Error("a refresh missed a post among the newest RefreshMaxPosts")
 	}
 }
