@@ -66,8 +66,9 @@ func (s *Store) SetPullMode(ctx context.Context, author int64, pull bool, refan 
 
 // PullFollowees returns the authors reader follows whose posts are pulled:
 // follower_count >= high, or in [low, high) with pull_mode set (the
-// hysteresis band). One query: the reader's follows rows by primary key,
-// each joined to its user by primary key.
+// hysteresis band). Two queries: the pulled authors of all, through the
+// follower_count index, then which of them reader follows, by primary key;
+// beyond pullCandidates of them, one join from reader's follows instead.
 func (s *Store) PullFollowees(ctx context.Context, reader, high, low int64) ([]int64, error) {
 	// The pulled authors are few (those near or above the threshold) and
 	// the follower_count index finds them; which of them reader follows
