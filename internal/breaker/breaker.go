@@ -1,7 +1,8 @@
 // Package breaker is a circuit breaker for one backend (feedd puts one in
 // front of SQL, and one in front of each Redis server). While the backend
-// fails or is slow, callers stop queueing behind it: the breaker opens and refuses calls at once for a cool-down,
-// then lets a single probe through; the probe's success closes it again.
+// fails or is slow, callers stop queueing behind it: the breaker opens and
+// refuses calls at once for a cool-down, then lets a single probe through;
+// the probe's success closes it again.
 //
 // It is written here rather than taken from a library because what feedd
 // needs is small and specific: a call that exceeds a timeout counts as a
