@@ -51,7 +51,7 @@ type config struct {
 	fanoutRetryFor time.Duration
 	logFormat      string
 
-	// The defences (README, "Defences").
+	// The defences (docs/operations.md, "Defences").
 	rateUserWrite   limit.Rule
 	rateUserRead    limit.Rule
 	rateWrite       limit.Rule
@@ -74,7 +74,7 @@ type config struct {
 	hotPosts        int
 	hotPostTTL      time.Duration
 
-	// Likes (README, "Likes").
+	// Likes (docs/likes.md).
 	likeBatch    int
 	likeLinger   time.Duration
 	likeCountTTL time.Duration

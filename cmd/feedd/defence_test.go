@@ -463,8 +463,8 @@ func TestBulkheads(t *testing.T) {
 	in.feedEventually(rTok, 10, []string{p})
 }
 
-// TestObservability: the metrics the README lists are exposed, with the
-// request id echoed and readiness reported per dependency.
+// TestObservability: the metrics docs/operations.md lists are exposed,
+// with the request id echoed and readiness reported per dependency.
 func TestObservability(t *testing.T) {
 	forEachStack(t, func(t *testing.T, env map[string]string) {
 		in, _ := runFeedd(t, env, "FEEDD_LOG_LEVEL", "error")

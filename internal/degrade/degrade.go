@@ -1,12 +1,13 @@
-// Package degrade holds feedd's degradation switches (note 003, L1–L4):
-// planned ways to give up part of the service to keep the rest alive
-// during an incident. An operator flips them at run time through the
-// admin API; every process of a deployment follows within one poll
-// interval, because the switches live in the shared cache (Redis) and each
-// process polls them. The cache is the right home: it is already shared by
-// every process, the switches are tiny, and when the cache itself is down
-// a process keeps the last switches it saw, and a PUT takes effect on the
-// process that received it and reaches the others once the cache answers.
+// Package degrade holds feedd's degradation switches L1–L4 (docs/design.md,
+// "Degradation switches L1–L4"): planned ways to give up part of the
+// service to keep the rest alive during an incident. An operator flips
+// them at run time through the admin API; every process of a deployment
+// follows within one poll interval, because the switches live in the
+// shared cache (Redis) and each process polls them. The cache is the
+// right home: it is already shared by every process, the switches are
+// tiny, and when the cache itself is down a process keeps the last
+// switches it saw, and a PUT takes effect on the process that received it
+// and reaches the others once the cache answers.
 package degrade
 
 import (

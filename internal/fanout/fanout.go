@@ -1,9 +1,10 @@
 // Package fanout delivers a new post into its readers' inboxes: the
-// dispatcher (note 000's "Consumer A") turns a post event into inbox
+// dispatcher, the first consumer of a post event, turns it into inbox
 // writes, directly for a small audience or as batch tasks over follower-id
-// ranges for a big one, and the worker ("Consumer B") executes a task with
-// one pipelined round trip. Every step is idempotent, so the at-least-once
-// delivery of the broker never shows up as a duplicate in an inbox.
+// ranges for a big one, and the worker, the consumer of those tasks,
+// executes one with one pipelined round trip (docs/design.md, "Fan-out in
+// batch tasks"). Every step is idempotent, so the at-least-once delivery
+// of the broker never shows up as a duplicate in an inbox.
 package fanout
 
 import (

@@ -3,11 +3,11 @@
 // RabbitMQ, and checks what an operator relies on when processes die or
 // are stopped: SIGKILL of a worker loses no fan-out, SIGTERM drains, the
 // configuration contract holds, and several serve and work processes
-// share one set of services. The proofs of issue 5 live here too: chaos
-// (kills, a broker cut, a Redis flush and a serve restart during a big
-// fan-out) and the broker and Redis outages, made by cutting a
-// testproxy between the processes and the service, never by stopping the
-// shared service.
+// share one set of services. The proofs that feedd survives a bad day live
+// here too: chaos (kills, a broker cut, a Redis flush and a serve restart
+// during a big fan-out) and the broker and Redis outages, made by cutting
+// a testproxy between the processes and the service, never by stopping
+// the shared service.
 //
 // The package holds only tests. It builds cmd/feedd once per test binary
 // and starts it with exec, so it sees what a deployment sees: exit
