@@ -222,8 +222,8 @@ func TestLinks(t *testing.T) {
 // issue by number.
 var privateCitation = regexp.MustCompile(`(?i)\b(design )?notes? 00\d\b|\bissue \d+\b|\bseeds/`)
 
-// TestNoPrivateCitations: the documentation says the idea, never "note
-// 003" or "issue 5".
+// TestNoPrivateCitations: the documentation says the idea, and never
+// cites a design note or an issue by its number.
 func TestNoPrivateCitations(t *testing.T) {
 	for _, file := range markdownFiles(t) {
 		raw, err := os.ReadFile(filepath.Join(root, file))
