@@ -136,7 +136,7 @@ func handlePostCreate(svc Service) http.Handler {
 	})
 }
 
-func handlePostGet(svc Service) http.Handler {
+func handlePostGet(svc Service, lk Likes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
@@ -151,7 +151,7 @@ func handlePostGet(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		states, err := svc.LikeStates(r.Context(), viewerFrom(r.Context()), []feed.Post{p})
+		states, err := lk.LikeStates(r.Context(), viewerFrom(r.Context()), []feed.Post{p})
 		if err != nil {
 			respondError(w, err)
 			return
@@ -180,7 +180,7 @@ func handlePostDelete(svc Service) http.Handler {
 	})
 }
 
-func handleAuthorPosts(svc Service) http.Handler {
+func handleAuthorPosts(svc Service, lk Likes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
@@ -197,7 +197,7 @@ func handleAuthorPosts(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		states, err := svc.LikeStates(r.Context(), viewerFrom(r.Context()), posts)
+		states, err := lk.LikeStates(r.Context(), viewerFrom(r.Context()), posts)
 		if err != nil {
 			respondError(w, err)
 			return
@@ -206,7 +206,7 @@ func handleAuthorPosts(svc Service) http.Handler {
 	})
 }
 
-func handleFeed(svc Service) http.Handler {
+func handleFeed(svc Service, lk Likes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		me, ok := actorFrom(r.Context())
 		if !ok {
@@ -224,7 +224,7 @@ func handleFeed(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		states, err := svc.LikeStates(ctx, me, posts)
+		states, err := lk.LikeStates(ctx, me, posts)
 		if err != nil {
 			respondError(w, err)
 			return

@@ -67,6 +67,13 @@ type Posts interface {
 // broker, or a synchronous batch write (Writer.Submit).
 type Publisher func(ctx context.Context, ev feed.LikeEvent) error
 
+// Switches is what the service needs of the degradation switches
+// (*degrade.Switches).
+type Switches interface {
+	// Enrich is false while switch L1 drops non-essential enrichment.
+	Enrich() bool
+}
+
 // Config tunes the service; zero values take defaults.
 type Config struct {
 	// Window is how many of a user's newest actions the recent set keeps.
@@ -91,6 +98,10 @@ type Config struct {
 	// SQL fails or hangs they fail fast, and the page is answered from
 	// the cache, marked degraded, rather than waiting on SQL.
 	Breaker *breaker.Breaker
+	// Switches are the degradation switches (nil: all off). While L1
+	// drops non-essential enrichment, LikeStates answers nothing: pages
+	// cost no likes lookup and their posts carry no likes fields.
+	Switches Switches
 }
 
 func (c Config) withDefaults() Config {
