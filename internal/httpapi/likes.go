@@ -141,16 +141,10 @@ func handleUserLikes(lk Likes) http.Handler {
 				posts = append(posts, l.Post)
 			}
 		}
-		states, err := lk.LikeStates(r.Context(), viewerFrom(r.Context()), posts)
+		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, false, nil)
 		if err != nil {
 			respondError(w, err)
 			return
-		}
-		page := pageJSON[postJSON]{Items: make([]postJSON, 0, len(posts))}
-		for _, p := range posts {
-			if !p.Deleted {
-				page.Items = append(page.Items, toPostJSONLikes(p, states))
-			}
 		}
 		// The cursor names the last like, even one of a post deleted since.
 		if more && len(liked) > 0 {
@@ -204,11 +198,11 @@ func handleTopPosts(lk Likes) http.Handler {
 			respondError(w, err)
 			return
 		}
-		states, err := lk.LikeStates(r.Context(), viewerFrom(r.Context()), posts)
+		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, false, nil)
 		if err != nil {
 			respondError(w, err)
 			return
 		}
-		encode(w, http.StatusOK, postPageLikes(posts, false, states))
+		encode(w, http.StatusOK, page)
 	})
 }
