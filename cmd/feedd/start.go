@@ -258,17 +258,17 @@ func pingAll(ctx context.Context, checks []feed.Check, pings ...func(context.Con
 func likesViaBroker(cfg config) bool { return cfg.amqpURL != "" }
 
 func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts, switches *degrade.Switches) *likes.Service {
-	var publish likes.Publisher
+	var record likes.Recorder
 	if likesViaBroker(cfg) {
-		publish = likes.GroupPublisher(d.broker, cfg.likeBatch)
+		record = likes.ViaBroker(d.broker, cfg.likeBatch)
 	} else {
 		w := likes.NewWriter(logger, likes.WriterConfig{MaxBatch: cfg.likeBatch}, d.store, d.reg)
-		publish = w.Submit
+		record = w.Submit
 	}
 	// Its own breaker, set like the timeline's: a page's likes never wait
 	// on a SQL that the timeline already answers around.
 	b := breaker.New(breaker.Config{Failures: cfg.breakerFailures, Timeout: cfg.sqlTimeout, Cooldown: cfg.breakerCooldown})
-	return likes.New(logger, likes.Config{Breaker: b, LocalCountTTL: cfg.likeCountTTL, Switches: switches}, d.store, d.likes, posts, publish, d.reg)
+	return likes.New(logger, likes.Config{Breaker: b, LocalCountTTL: cfg.likeCountTTL, Switches: switches}, d.store, d.likes, posts, record, d.reg)
 }
 
 // inboxesOrNil keeps a nil cache a nil interface.

@@ -50,7 +50,7 @@ func (s *Service) set(ctx context.Context, user, id int64, liked bool) (feed.Lik
 		return feed.LikeState{}, err
 	}
 	ev := feed.LikeEvent{User: user, Post: id, Liked: liked, Version: ch.Version}
-	if err := s.publish(ctx, ev); err != nil {
+	if err := s.record(ctx, ev); err != nil {
 		s.revert(ctx, user, id, ch)
 		return feed.LikeState{}, unavailable(fmt.Errorf("likes: persist %d on %d: %w", user, id, err))
 	}

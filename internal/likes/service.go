@@ -8,7 +8,7 @@
 //
 //   - with RabbitMQ, the event is published with a publisher confirm (a
 //     quorum of the queue's replicas has it) before the API answers;
-//     concurrent likes share one publish and its confirm (GroupPublisher); a
+//     concurrent likes share one publish and its confirm (ViaBroker); a
 //     Writer consumes the queue, batches events for up to 500 ms or 500
 //     events, writes each batch to SQL in one transaction and acks the
 //     messages only after the commit;
@@ -63,9 +63,10 @@ type Posts interface {
 	LivePosts(ctx context.Context, ids []int64) ([]feed.Post, error)
 }
 
-// Publisher makes a like event durable: a confirmed publish to the
-// broker, or a synchronous batch write (Writer.Submit).
-type Publisher func(ctx context.Context, ev feed.LikeEvent) error
+// Recorder makes a like event durable before a like is answered: a
+// confirmed publish to the broker (ViaBroker), or a synchronous batch
+// write (Writer.Submit).
+type Recorder func(ctx context.Context, ev feed.LikeEvent) error
 
 // Switches is what the service needs of the degradation switches
 // (*degrade.Switches).
@@ -129,7 +130,7 @@ type Service struct {
 	store   Store
 	cache   feed.LikeCache
 	posts   Posts
-	publish Publisher
+	record  Recorder
 	logger  *slog.Logger
 	metrics *metrics
 
@@ -145,7 +146,7 @@ type Service struct {
 }
 
 // New returns a Service. reg may be nil.
-func New(logger *slog.Logger, cfg Config, store Store, cache feed.LikeCache, posts Posts, publish Publisher, reg prometheus.Registerer) *Service {
+func New(logger *slog.Logger, cfg Config, store Store, cache feed.LikeCache, posts Posts, record Recorder, reg prometheus.Registerer) *Service {
 	cfg = cfg.withDefaults()
 	return &Service{
 		cfg:     cfg,
@@ -154,7 +155,7 @@ func New(logger *slog.Logger, cfg Config, store Store, cache feed.LikeCache, pos
 		store:   store,
 		cache:   cache,
 		posts:   posts,
-		publish: publish,
+		record:  record,
 		logger:  logger.With("component", "likes"),
 		metrics: newMetrics(reg),
 	}
