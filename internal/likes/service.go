@@ -91,7 +91,7 @@ type Config struct {
 	// it does not hold and a hot post's counter is read once per ttl per
 	// process, not once per reader. Likes handled by other processes show
 	// here within it; this process's own at once. Unlike the other
-	// fields, 0 means off (no local copy), not a default.
+	// fields, 0 means off (no local copy), not DefaultLocalCountTTL.
 	LocalCountTTL time.Duration
 	// LocalCounts bounds how many posts' counts are kept (100,000).
 	LocalCounts int
@@ -104,6 +104,10 @@ type Config struct {
 	// cost no likes lookup and their posts carry no likes fields.
 	Switches Switches
 }
+
+// DefaultLocalCountTTL is the Config.LocalCountTTL feedd's flag starts
+// from: other processes' likes show in this one's counts within a second.
+const DefaultLocalCountTTL = time.Second
 
 func (c Config) withDefaults() Config {
 	if c.Window <= 0 {
