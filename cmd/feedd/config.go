@@ -9,9 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/feedd/feedd/internal/degrade"
+	"github.com/feedd/feedd/internal/fanout"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/likes"
 	"github.com/feedd/feedd/internal/limit"
 	"github.com/feedd/feedd/internal/rediscache"
+	"github.com/feedd/feedd/internal/relay"
+	"github.com/feedd/feedd/internal/timeline"
 )
 
 // config is every setting of feedd. Each has a flag and an environment
@@ -137,6 +142,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		fs.BoolVar(p, name, def, usage+" ("+env(name)+")")
 	}
+	// A setting that a package owns takes its default from that package.
+	tl := timeline.DefaultConfig()
 	str(&c.addr, "addr", "127.0.0.1:8080", "HTTP listen address")
 	str(&c.dataDir, "data-dir", "./data", "directory of the embedded SQLite database and generated secrets")
 	str(&c.adminToken, "admin-token", "", "admin bearer token; generated into the data dir on the embedded default, required with MySQL")
@@ -151,22 +158,22 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	str(&c.amqpPrefix, "amqp-prefix", defaultAMQPPrefix, "prefix of every RabbitMQ queue and exchange")
 	num(&c.inboxMax, "inbox-max", 1000, "entries kept per home-feed inbox")
 	num(&c.inboxGroups, "inbox-groups", rediscache.DefaultInboxGroups, "Redis hash tags the inboxes are spread over: a fan-out pushes into one group's inboxes with one script call, so fewer are cheaper and more spread a Cluster better; changing it rebuilds every inbox from SQL")
-	num(&c.directFanout, "direct-fanout", 5000, "authors with fewer followers are fanned out by the dispatcher directly, others in batch tasks")
-	num(&c.batchSize, "batch-size", 1000, "followers per fan-out batch task")
+	num(&c.directFanout, "direct-fanout", fanout.DefaultDirectFanout, "authors with fewer followers are fanned out by the dispatcher directly, others in batch tasks")
+	num(&c.batchSize, "batch-size", fanout.DefaultBatchSize, "followers per fan-out batch task")
 	num(&c.workers, "workers", 8, "concurrent batch-task handlers per work process")
-	num(&c.fanoutSQLReads, "fanout-sql-reads", 2, "follower reads of the fan-out running at once per work process: they share the SQL primary with the API's writes")
-	dur(&c.fanoutRetryFor, "fanout-retry-for", 5*time.Minute, "a fan-out step that fails (Redis or SQL unreachable) is retried this long while its message is held, before the broker's redeliveries count")
-	num(&c.relayWorkers, "relay-workers", 2, "concurrent outbox relay loops per work process")
-	num(&c.activeDays, "active-days", 30, "an inbox unread for this many days expires and is rebuilt when its reader returns")
-	dur(&c.refresh, "refresh-interval", 5*time.Second, "at most one smart refresh of a reader's first page per interval")
-	dur(&c.refreshHorizon, "refresh-horizon", 10*time.Minute, "a smart refresh looks for posts at most this far back (older ones not yet delivered arrive with their fan-out)")
-	num(&c.refreshMax, "refresh-max-posts", 2000, "nor further back than the newest this many posts by anyone (bounds the refresh query when posts come fast)")
+	num(&c.fanoutSQLReads, "fanout-sql-reads", fanout.DefaultSQLReads, "follower reads of the fan-out running at once per work process: they share the SQL primary with the API's writes")
+	dur(&c.fanoutRetryFor, "fanout-retry-for", fanout.DefaultRetryFor, "a fan-out step that fails (Redis or SQL unreachable) is retried this long while its message is held, before the broker's redeliveries count")
+	num(&c.relayWorkers, "relay-workers", relay.DefaultWorkers, "concurrent outbox relay loops per work process")
+	num(&c.activeDays, "active-days", int(tl.InboxTTL/(24*time.Hour)), "an inbox unread for this many days expires and is rebuilt when its reader returns")
+	dur(&c.refresh, "refresh-interval", tl.RefreshInterval, "at most one smart refresh of a reader's first page per interval")
+	dur(&c.refreshHorizon, "refresh-horizon", tl.RefreshHorizon, "a smart refresh looks for posts at most this far back (older ones not yet delivered arrive with their fan-out)")
+	num(&c.refreshMax, "refresh-max-posts", tl.RefreshMaxPosts, "nor further back than the newest this many posts by anyone (bounds the refresh query when posts come fast)")
 	var mode string
-	str(&mode, "fanout-mode", "hybrid", "timeline model: push, pull, or hybrid (push below the pull threshold, pull above)")
-	num(&c.pullAt, "pull-threshold", 100_000, "in hybrid mode, authors with at least this many followers are pulled at read time, not fanned out (back to push below 90% of it)")
-	num(&c.likeBatch, "like-batch", 500, "like events written to SQL in one batch at most")
-	dur(&c.likeLinger, "like-linger", 500*time.Millisecond, "with RabbitMQ, how long a batch of like events waits to fill before it is written")
-	dur(&c.likeCountTTL, "like-count-ttl", time.Second, "how long a process keeps a like count in memory before asking Redis again: how late other processes' likes may show in its counts (0: not at all)")
+	str(&mode, "fanout-mode", string(tl.Policy.Mode), "timeline model: push, pull, or hybrid (push below the pull threshold, pull above)")
+	num(&c.pullAt, "pull-threshold", int(tl.Policy.PullThreshold), "in hybrid mode, authors with at least this many followers are pulled at read time, not fanned out (back to push below 90% of it)")
+	num(&c.likeBatch, "like-batch", likes.DefaultMaxBatch, "like events written to SQL in one batch at most")
+	dur(&c.likeLinger, "like-linger", likes.DefaultLinger, "with RabbitMQ, how long a batch of like events waits to fill before it is written")
+	dur(&c.likeCountTTL, "like-count-ttl", likes.DefaultLocalCountTTL, "how long a process keeps a like count in memory before asking Redis again: how late other processes' likes may show in its counts (0: not at all)")
 	boolean(&c.autoMigrate, "auto-migrate", true, "apply SQL migrations at start (they are idempotent)")
 	str(&c.pprofAddr, "pprof-addr", "", "if set, serve Go's profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; keep it private")
 	str(&c.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -183,14 +190,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			return nil
 		})
 	}
-	rule(&c.rateUserWrite, "rate-user-write", "20:200", "per-user token bucket of writes (posts, follows, likes, deletes), per process")
+	rule(&c.rateUserWrite, "rate-user-write", formatRule(limit.Rule{Rate: limit.DefaultUserWriteRate, Burst: limit.DefaultUserWriteBurst}), "per-user token bucket of writes (posts, follows, likes, deletes), per process")
 	rule(&c.rateUserRead, "rate-user-read", "0", "per-user token bucket of reads, per process")
 	rule(&c.rateWrite, "rate-write", "0", "token bucket of all writes together, per process")
 	rule(&c.rateRead, "rate-read", "0", "token bucket of all reads together, per process")
-	num(&c.rateUsers, "rate-users", 100_000, "per-user buckets kept in memory; the least recently active user's is dropped past this")
-	num(&c.maxReads, "max-inflight-reads", 512, "reads in flight per process; beyond it a read waits up to -shed-wait, then gets 503")
-	num(&c.maxWrites, "max-inflight-writes", 128, "writes in flight per process; same rule")
-	dur(&c.shedWait, "shed-wait", 100*time.Millisecond, "how long a request beyond the in-flight bound waits for a slot before 503")
+	num(&c.rateUsers, "rate-users", limit.DefaultMaxUsers, "per-user buckets kept in memory; the least recently active user's is dropped past this")
+	num(&c.maxReads, "max-inflight-reads", limit.DefaultMaxReads, "reads in flight per process; beyond it a read waits up to -shed-wait, then gets 503")
+	num(&c.maxWrites, "max-inflight-writes", limit.DefaultMaxWrites, "writes in flight per process; same rule")
+	dur(&c.shedWait, "shed-wait", limit.DefaultShedWait, "how long a request beyond the in-flight bound waits for a slot before 503")
 	dur(&c.sqlTimeout, "sql-timeout", 5*time.Second, "an API SQL call slower than this fails and counts against the breaker")
 	num(&c.breakerFailures, "breaker-failures", 5, "consecutive failed or slow SQL calls that open the breaker")
 	dur(&c.breakerCooldown, "breaker-cooldown", 5*time.Second, "how long the open breaker refuses SQL calls before probing")
@@ -199,9 +206,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	num(&c.sqlReadConns, "sql-read-conns", 24, "MySQL: connections of the API's read pool")
 	num(&c.sqlWriteConns, "sql-write-conns", 8, "MySQL: connections of the API's write pool")
 	num(&c.sqlWorkConns, "sql-work-conns", 8, "MySQL: connections of the relay, dispatcher and workers")
-	num(&c.relayMaxPending, "relay-max-pending", 10_000, "the relay pauses while the posts queue holds more messages than this")
-	num(&c.tasksMaxPending, "tasks-max-pending", 10_000, "the dispatcher pauses splitting while the tasks queue holds more than this")
-	dur(&c.switchPoll, "switch-poll", 2*time.Second, "how often a process reads the shared degradation switches")
+	num(&c.relayMaxPending, "relay-max-pending", relay.DefaultMaxPending, "the relay pauses while the posts queue holds more messages than this")
+	num(&c.tasksMaxPending, "tasks-max-pending", fanout.DefaultMaxPendingTasks, "the dispatcher pauses splitting while the tasks queue holds more than this")
+	dur(&c.switchPoll, "switch-poll", degrade.DefaultPoll, "how often a process reads the shared degradation switches")
 	num(&c.hotPosts, "hot-posts", 10_000, "post bodies kept in process memory in front of the cache (0: none)")
 	dur(&c.hotPostTTL, "hot-post-ttl", 5*time.Second, "how long a post body stays in process memory")
 	fs.Usage = func() {
@@ -280,6 +287,11 @@ func parseRule(s string) (limit.Rule, error) {
 		}
 	}
 	return limit.Rule{Rate: r, Burst: b}, nil
+}
+
+// formatRule writes r as parseRule reads it.
+func formatRule(r limit.Rule) string {
+	return strconv.FormatFloat(r.Rate, 'g', -1, 64) + ":" + strconv.Itoa(r.Burst)
 }
 
 // redis reports whether the cache is Redis (a server or a Cluster).

@@ -93,7 +93,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			}),
 			Shed:     limit.NewShedder(map[limit.Class]int{limit.Read: cfg.maxReads, limit.Write: cfg.maxWrites}, cfg.shedWait),
 			Switches: switches,
-		}, api{svc, newLikes(cfg, d, logger, svc)}, d.reg, metrics)
+		}, svc, newLikes(cfg, d, logger, svc, switches), d.reg, metrics)
 	} else {
 		handler = httpapi.NewOps(logger, workReady, metrics)
 	}
@@ -251,44 +251,24 @@ func pingAll(ctx context.Context, checks []feed.Check, pings ...func(context.Con
 	return checks
 }
 
-// api is the API's Service: the timeline and the likes.
-type api struct {
-	*timeline.Service
-	*likesService
-}
-
-// likesService is an alias so that api can embed both services (the
-// embedded field takes the alias's name).
-type likesService = likes.Service
-
-// LikeStates is the likes service's, unless degradation switch L1 drops
-// non-essential enrichment: then pages cost no likes lookup and their
-// posts carry no likes fields.
-func (a api) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
-	if !a.Service.Enrich() {
-		return nil, nil
-	}
-	return a.likesService.LikeStates(ctx, viewer, posts)
-}
-
 // likesViaBroker reports whether like events travel through RabbitMQ to
 // a batching consumer. The in-process queue dies with the process, so
 // without RabbitMQ a like is written (group-committed) before the API
 // answers instead.
 func likesViaBroker(cfg config) bool { return cfg.amqpURL != "" }
 
-func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts) *likes.Service {
-	var publish likes.Publisher
+func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts, switches *degrade.Switches) *likes.Service {
+	var record likes.Recorder
 	if likesViaBroker(cfg) {
-		publish = likes.GroupPublisher(d.broker, cfg.likeBatch)
+		record = likes.ViaBroker(d.broker, cfg.likeBatch)
 	} else {
 		w := likes.NewWriter(logger, likes.WriterConfig{MaxBatch: cfg.likeBatch}, d.store, d.reg)
-		publish = w.Submit
+		record = w.Submit
 	}
 	// Its own breaker, set like the timeline's: a page's likes never wait
 	// on a SQL that the timeline already answers around.
 	b := breaker.New(breaker.Config{Failures: cfg.breakerFailures, Timeout: cfg.sqlTimeout, Cooldown: cfg.breakerCooldown})
-	return likes.New(logger, likes.Config{Breaker: b, LocalCountTTL: cfg.likeCountTTL}, d.store, d.likes, posts, publish, d.reg)
+	return likes.New(logger, likes.Config{Breaker: b, LocalCountTTL: cfg.likeCountTTL, Switches: switches}, d.store, d.likes, posts, record, d.reg)
 }
 
 // inboxesOrNil keeps a nil cache a nil interface.

@@ -218,6 +218,10 @@ func (s *Switches) Sync(ctx context.Context) error {
 	return nil
 }
 
+// DefaultPoll is the interval feedd's processes poll the switches at
+// unless told otherwise: a change reaches every process within it.
+const DefaultPoll = 2 * time.Second
+
 // Run polls the shared switches every interval until ctx is done. While
 // the store fails the process keeps the switches it last saw.
 func (s *Switches) Run(ctx context.Context, interval time.Duration) {

@@ -77,10 +77,10 @@ type Depth interface {
 
 func (c Config) withDefaults() Config {
 	if c.DirectFanout <= 0 {
-		c.DirectFanout = 5000
+		c.DirectFanout = DefaultDirectFanout
 	}
 	if c.BatchSize <= 0 {
-		c.BatchSize = 1000
+		c.BatchSize = DefaultBatchSize
 	}
 	if c.LockTTL <= 0 {
 		c.LockTTL = 15 * time.Second
@@ -89,13 +89,24 @@ func (c Config) withDefaults() Config {
 		c.DoneTTL = 24 * time.Hour
 	}
 	if c.SQLReads <= 0 {
-		c.SQLReads = 2
+		c.SQLReads = DefaultSQLReads
 	}
 	if c.Policy.Mode == "" {
 		c.Policy = feed.DeliveryPolicy{Mode: feed.ModePush}
 	}
 	return c
 }
+
+// The defaults of Config, which feedd's flags start from. A zero field
+// takes its default, except MaxPendingTasks and RetryFor, whose zero
+// means something of its own (never pause; no retries in hand).
+const (
+	DefaultDirectFanout    = 5000
+	DefaultBatchSize       = 1000
+	DefaultSQLReads        = 2
+	DefaultMaxPendingTasks = 10_000
+	DefaultRetryFor        = 5 * time.Minute
+)
 
 // The pause between two tries of a held message doubles from firstBackoff
 // to maxBackoff: the cache breaker probes Redis every second, so a longer

@@ -21,6 +21,7 @@ import (
 // so that a benchmark measures the API layer alone.
 type pageService struct {
 	Service
+	Likes
 	posts  []feed.Post
 	states map[int64]feed.LikeState
 }
@@ -48,7 +49,7 @@ func newPageService() pageService {
 // newPageServer is the API as `feedd serve` builds it (JSON request log at
 // info, rate limits and in-flight bounds with their defaults, switches, a
 // metrics registry) in front of svc.
-func newPageServer(svc Service) http.Handler {
+func newPageServer(svc pageService) http.Handler {
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	reg := prometheus.NewRegistry()
 	cfg := Config{
@@ -61,7 +62,7 @@ func newPageServer(svc Service) http.Handler {
 		Shed:     limit.NewShedder(map[limit.Class]int{limit.Read: 512, limit.Write: 128}, 100*time.Millisecond),
 		Switches: degrade.New(logger, nil, reg),
 	}
-	return NewServer(logger, cfg, svc, reg, nil)
+	return NewServer(logger, cfg, svc, svc, reg, nil)
 }
 
 // BenchmarkFeedPage is the API layer's cost of one feed page of 20 posts

@@ -43,12 +43,12 @@ func (d degradedService) Feed(ctx context.Context, reader, before int64, n int) 
 	return d.fakeService.Feed(ctx, reader, before, n)
 }
 
-func newGuardedEnv(t *testing.T, svc Service, tweak func(*Config)) (string, *prometheus.Registry) {
+func newGuardedEnv(t *testing.T, svc services, tweak func(*Config)) (string, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg := Config{AdminToken: testAdmin, JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }}
 	tweak(&cfg)
-	srv := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), cfg, svc, reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	srv := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), cfg, svc, svc, reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	t.Cleanup(srv.Close)
 	return srv.URL, reg
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// call is one Service call as the fake saw it.
+// call is one call of a service as the fake saw it.
 type call struct {
 	method string
 	args   []any
@@ -19,9 +19,16 @@ type call struct {
 
 func (c call) String() string { return fmt.Sprintf("%s%v", c.method, c.args) }
 
-// fakeService is an in-memory Service that records every call, so tests
-// can assert what the API asked for (the actor is the token's sub) and that
-// bad input never reached the service at all.
+// services is what NewServer takes: the timeline and the likes.
+type services interface {
+	Service
+	Likes
+}
+
+// fakeService is an in-memory Service and Likes (one fake, so that likes
+// see its posts) that records every call, so tests can assert what the
+// API asked for (the actor is the token's sub) and that bad input never
+// reached a service at all.
 type fakeService struct {
 	mu       sync.Mutex
 	log      []call
@@ -332,7 +339,7 @@ func (f *fakeService) Ready(ctx context.Context) error {
 	return f.readyErr
 }
 
-var _ Service = (*fakeService)(nil)
+var _ services = (*fakeService)(nil)
 
 // likesOf returns post's likers, creating the map; the caller holds the
 // lock.

@@ -27,7 +27,7 @@ func fuzzServer() (http.Handler, *fakeService) {
 	svc.seedFollow(alice, bob)
 	reg := prometheus.NewRegistry()
 	cfg := Config{AdminToken: testAdmin, JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }}
-	h := NewServer(slog.New(slog.DiscardHandler), cfg, svc, reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	h := NewServer(slog.New(slog.DiscardHandler), cfg, svc, svc, reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	return h, svc
 }
 

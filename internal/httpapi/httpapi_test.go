@@ -80,7 +80,7 @@ func newEnv(t *testing.T) *env {
 		JWTSecret:  []byte(testSecret),
 		Now:        func() time.Time { return testNow },
 	}
-	srv := httptest.NewServer(NewServer(logger, cfg, svc, reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	srv := httptest.NewServer(NewServer(logger, cfg, svc, svc, reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	t.Cleanup(srv.Close)
 	return &env{t: t, url: srv.URL, svc: svc, reg: reg, logs: logs}
 }
@@ -1101,8 +1101,8 @@ func TestNewServerSharesRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	svc := newFakeService(testNow)
 	// A second server on the same registry must not panic on registration.
-	NewServer(nil, Config{}, svc, reg, nil)
-	h := NewServer(nil, Config{}, svc, reg, nil)
+	NewServer(nil, Config{}, svc, svc, reg, nil)
+	h := NewServer(nil, Config{}, svc, svc, reg, nil)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	wantStatus(t, doHTTP(t, srv.URL, req{method: "GET", path: "/healthz"}), http.StatusOK)
@@ -1143,7 +1143,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 
 	fromRoutes := map[string]bool{}
-	for _, rt := range routes(nil, nil, nil, nil, nil) {
+	for _, rt := range routes(nil, nil, nil, nil, nil, nil) {
 		fromRoutes[rt.method+" "+rt.path] = true
 	}
 	fromDoc := map[string]bool{}

@@ -43,7 +43,7 @@ type likeJSON struct {
 	LikedByMe bool  `json:"liked_by_me"`
 }
 
-func handleLike(svc Service, liked bool) http.Handler {
+func handleLike(lk Likes, liked bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		me, ok := actorFrom(r.Context())
 		if !ok {
@@ -57,9 +57,9 @@ func handleLike(svc Service, liked bool) http.Handler {
 		}
 		var st feed.LikeState
 		if liked {
-			st, err = svc.Like(r.Context(), me, id)
+			st, err = lk.Like(r.Context(), me, id)
 		} else {
-			st, err = svc.Unlike(r.Context(), me, id)
+			st, err = lk.Unlike(r.Context(), me, id)
 		}
 		if err != nil {
 			respondError(w, err)
@@ -69,7 +69,7 @@ func handleLike(svc Service, liked bool) http.Handler {
 	})
 }
 
-func handlePostLikers(svc Service) http.Handler {
+func handlePostLikers(lk Likes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
@@ -87,7 +87,7 @@ func handlePostLikers(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		likers, more, err := svc.PostLikers(r.Context(), id, version, user, limit)
+		likers, more, err := lk.PostLikers(r.Context(), id, version, user, limit)
 		if err != nil {
 			respondError(w, err)
 			return
@@ -118,7 +118,7 @@ func withoutCursor(r *http.Request) *http.Request {
 	return r2
 }
 
-func handleUserLikes(svc Service) http.Handler {
+func handleUserLikes(lk Likes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
@@ -130,7 +130,7 @@ func handleUserLikes(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		liked, more, err := svc.UserLikes(r.Context(), id, before, limit)
+		liked, more, err := lk.UserLikes(r.Context(), id, before, limit)
 		if err != nil {
 			respondError(w, err)
 			return
@@ -141,16 +141,10 @@ func handleUserLikes(svc Service) http.Handler {
 				posts = append(posts, l.Post)
 			}
 		}
-		states, err := svc.LikeStates(r.Context(), viewerFrom(r.Context()), posts)
+		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, false, nil)
 		if err != nil {
 			respondError(w, err)
 			return
-		}
-		page := pageJSON[postJSON]{Items: make([]postJSON, 0, len(posts))}
-		for _, p := range posts {
-			if !p.Deleted {
-				page.Items = append(page.Items, toPostJSONLikes(p, states))
-			}
 		}
 		// The cursor names the last like, even one of a post deleted since.
 		if more && len(liked) > 0 {
@@ -183,7 +177,7 @@ func parseWindow(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func handleTopPosts(svc Service) http.Handler {
+func handleTopPosts(lk Likes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		window, err := parseWindow(r.URL.Query().Get("window"))
 		if err != nil {
@@ -199,16 +193,16 @@ func handleTopPosts(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		posts, err := svc.TopPosts(r.Context(), window, limit)
+		posts, err := lk.TopPosts(r.Context(), window, limit)
 		if err != nil {
 			respondError(w, err)
 			return
 		}
-		states, err := svc.LikeStates(r.Context(), viewerFrom(r.Context()), posts)
+		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, false, nil)
 		if err != nil {
 			respondError(w, err)
 			return
 		}
-		encode(w, http.StatusOK, postPageLikes(posts, false, states))
+		encode(w, http.StatusOK, page)
 	})
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -95,6 +96,22 @@ func postPageLikes(posts []feed.Post, more bool, states map[int64]feed.LikeState
 		func(p feed.Post) (postJSON, bool) { return toPostJSONLikes(p, states), !p.Deleted }))
 }
 
+// showPosts is the one place a response's posts get their likes: it
+// returns posts as a page ready to encode, each with its like count and
+// whether viewer (0: nobody) likes it, or neither while the likes service
+// drops that enrichment (degradation switch L1). notes (nil: none) are
+// those the page's service calls ran under, ctx's: a page the timeline or
+// the likes answered from the cache alone is marked degraded.
+func showPosts(ctx context.Context, lk Likes, viewer int64, posts []feed.Post, more bool, notes *feed.Notes) (postsPageJSON, error) {
+	states, err := lk.LikeStates(ctx, viewer, posts)
+	if err != nil {
+		return postsPageJSON{}, err
+	}
+	page := postPageLikes(posts, more, states)
+	page.Degraded = notes.Degraded()
+	return page, nil
+}
+
 type createPostRequest struct {
 	Content string `json:"content"`
 }
@@ -136,7 +153,7 @@ func handlePostCreate(svc Service) http.Handler {
 	})
 }
 
-func handlePostGet(svc Service) http.Handler {
+func handlePostGet(svc Service, lk Likes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
@@ -151,12 +168,12 @@ func handlePostGet(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		states, err := svc.LikeStates(r.Context(), viewerFrom(r.Context()), []feed.Post{p})
+		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), []feed.Post{p}, false, nil)
 		if err != nil {
 			respondError(w, err)
 			return
 		}
-		encode(w, http.StatusOK, toPostJSONLikes(p, states))
+		encode(w, http.StatusOK, page.Items[0])
 	})
 }
 
@@ -180,7 +197,7 @@ func handlePostDelete(svc Service) http.Handler {
 	})
 }
 
-func handleAuthorPosts(svc Service) http.Handler {
+func handleAuthorPosts(svc Service, lk Likes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
@@ -197,16 +214,16 @@ func handleAuthorPosts(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		states, err := svc.LikeStates(r.Context(), viewerFrom(r.Context()), posts)
+		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, more, nil)
 		if err != nil {
 			respondError(w, err)
 			return
 		}
-		encode(w, http.StatusOK, postPageLikes(posts, more, states))
+		encode(w, http.StatusOK, page)
 	})
 }
 
-func handleFeed(svc Service) http.Handler {
+func handleFeed(svc Service, lk Likes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		me, ok := actorFrom(r.Context())
 		if !ok {
@@ -224,13 +241,11 @@ func handleFeed(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		states, err := svc.LikeStates(ctx, me, posts)
+		page, err := showPosts(ctx, lk, me, posts, more, notes)
 		if err != nil {
 			respondError(w, err)
 			return
 		}
-		page := postPageLikes(posts, more, states)
-		page.Degraded = notes.Degraded()
 		encode(w, http.StatusOK, page)
 	})
 }

@@ -11,27 +11,27 @@ import (
 // routes is the whole API surface on one screen. It is the single table the
 // mux is built from and the OpenAPI test walks, so the two cannot drift.
 // Handler makers only capture their arguments, so the table can be built
-// with a nil Service. Each route's class for rate limits and load shedding
+// with nil services. Each route's class for rate limits and load shedding
 // follows from its method and access (classOf, in defence.go).
-func routes(tok *tokens, svc Service, sw *degrade.Switches, ready func(context.Context) []feed.Check, metrics http.Handler) []route {
+func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func(context.Context) []feed.Check, metrics http.Handler) []route {
 	return []route{
 		{"POST", "/v1/users", admin, handleUserCreate(svc)},
 		{"POST", "/v1/users/{id}/tokens", admin, handleTokenCreate(tok, svc)},
 		{"GET", "/v1/users/{id}", reader, handleUserGet(svc)},
 		{"GET", "/v1/users/{id}/followers", reader, handleFollowers(svc)},
 		{"GET", "/v1/users/{id}/following", reader, handleFollowing(svc)},
-		{"GET", "/v1/users/{id}/posts", reader, handleAuthorPosts(svc)},
+		{"GET", "/v1/users/{id}/posts", reader, handleAuthorPosts(svc, lk)},
 		{"PUT", "/v1/me/following/{id}", actor, handleFollow(svc)},
 		{"DELETE", "/v1/me/following/{id}", actor, handleUnfollow(svc)},
-		{"GET", "/v1/me/feed", actor, handleFeed(svc)},
+		{"GET", "/v1/me/feed", actor, handleFeed(svc, lk)},
 		{"POST", "/v1/posts", actor, handlePostCreate(svc)},
-		{"GET", "/v1/posts/{id}", reader, handlePostGet(svc)},
+		{"GET", "/v1/posts/{id}", reader, handlePostGet(svc, lk)},
 		{"DELETE", "/v1/posts/{id}", actor, handlePostDelete(svc)},
-		{"PUT", "/v1/posts/{id}/like", actor, handleLike(svc, true)},
-		{"DELETE", "/v1/posts/{id}/like", actor, handleLike(svc, false)},
-		{"GET", "/v1/posts/{id}/likes", reader, handlePostLikers(svc)},
-		{"GET", "/v1/users/{id}/likes", reader, handleUserLikes(svc)},
-		{"GET", "/v1/posts/top", reader, handleTopPosts(svc)},
+		{"PUT", "/v1/posts/{id}/like", actor, handleLike(lk, true)},
+		{"DELETE", "/v1/posts/{id}/like", actor, handleLike(lk, false)},
+		{"GET", "/v1/posts/{id}/likes", reader, handlePostLikers(lk)},
+		{"GET", "/v1/users/{id}/likes", reader, handleUserLikes(lk)},
+		{"GET", "/v1/posts/top", reader, handleTopPosts(lk)},
 		{"GET", "/v1/admin/degradation", admin, handleDegradationGet(sw)},
 		{"PUT", "/v1/admin/degradation", admin, handleDegradationPut(sw)},
 		{"GET", "/v1/openapi.json", anyone, handleOpenAPI()},

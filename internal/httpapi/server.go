@@ -1,9 +1,10 @@
 // Package httpapi is feedd's HTTP API: the JSON contract that clients and
-// test suites are written against. It turns requests into calls on a
-// Service, domain error codes into statuses (one table, in errors.go), and
-// owns what only the edge knows about: bearer tokens, request bodies,
-// cursors in query strings, request logs, latency metrics and panics. It
-// knows nothing of the backends behind the Service.
+// test suites are written against. It turns requests into calls on the
+// timeline (Service) and the likes (Likes), domain error codes into
+// statuses (one table, in errors.go), and owns what only the edge knows
+// about: bearer tokens, request bodies, cursors in query strings, request
+// logs, latency metrics and panics. It knows nothing of the backends
+// behind the two services.
 package httpapi
 
 import (
@@ -20,9 +21,10 @@ import (
 	"github.com/feedd/feedd/internal/limit"
 )
 
-// Service is what the API needs of the domain. It is declared here, where it
-// is used, so the API can be tested against a fake and the domain can grow
-// without the API noticing.
+// Service is what the API needs of the timeline service: users, follows,
+// posts and feeds (Likes, in likes.go, is the rest). It is declared here,
+// where it is used, so the API can be tested against a fake and the domain
+// can grow without the API noticing.
 type Service interface {
 	// CreateUser creates a user; id 0 asks for a generated id. ECONFLICT if
 	// the id is taken.
@@ -55,8 +57,6 @@ type Service interface {
 	Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error)
 	// Ready returns nil when every backend answers.
 	Ready(ctx context.Context) error
-	// Likes are the likes operations (likes.go).
-	Likes
 }
 
 // checker is a Service that reports each dependency by name, for /readyz;
@@ -101,10 +101,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// NewServer returns the whole public API, probes and metrics included. It
-// registers the request-duration histogram on reg (nil: no histogram) and
+// NewServer returns the whole public API, probes and metrics included,
+// over the timeline service svc and the likes service lk. It registers the request-duration histogram on reg (nil: no histogram) and
 // serves metrics at /metrics (nil: 404).
-func NewServer(logger *slog.Logger, cfg Config, svc Service, reg prometheus.Registerer, metrics http.Handler) http.Handler {
+func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prometheus.Registerer, metrics http.Handler) http.Handler {
 	cfg = cfg.withDefaults()
 	logger = orDiscard(logger)
 	tok := newTokens(cfg)
@@ -119,7 +119,7 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, reg prometheus.Regi
 	dm := newDefenceMetrics(logger, reg, cfg.Shed)
 
 	mux := http.NewServeMux()
-	for _, rt := range routes(tok, svc, cfg.Switches, ready, metrics) {
+	for _, rt := range routes(tok, svc, lk, cfg.Switches, ready, metrics) {
 		mux.Handle(rt.pattern(), tok.require(rt.access, guard(cfg, dm, classOf(rt), rt.handler)))
 	}
 	return middleware(logger, newRequestMetrics(logger, reg), cfg.MaxBodyBytes, mux)
@@ -134,7 +134,7 @@ func NewOps(logger *slog.Logger, ready func(context.Context) []feed.Check, metri
 		ready = func(context.Context) []feed.Check { return nil }
 	}
 	mux := http.NewServeMux()
-	for _, rt := range routes(nil, nil, nil, ready, metrics) {
+	for _, rt := range routes(nil, nil, nil, nil, ready, metrics) {
 		if rt.access == ops {
 			mux.Handle(rt.pattern(), rt.handler)
 		}

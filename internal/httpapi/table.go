@@ -14,7 +14,7 @@ type RouteAccess struct {
 
 // Routes returns the route table.
 func Routes() []RouteAccess {
-	rs := routes(nil, nil, nil, nil, nil) // handler makers only capture their arguments
+	rs := routes(nil, nil, nil, nil, nil, nil) // handler makers only capture their arguments
 	out := make([]RouteAccess, len(rs))
 	for i, rt := range rs {
 		out[i] = RouteAccess{Method: rt.method, Path: rt.path, Access: rt.access.String()}

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/lru"
@@ -357,6 +358,39 @@ func TestLikeStatesDegrade(t *testing.T) {
 	nctx, notes = feed.WithNotes(ctx)
 	if _, err := down.LikeStates(nctx, 2, f.posts[:1]); err != nil || notes.Degraded() {
 		t.Errorf("a page the cache knows entirely: %v, degraded %v; want a full answer", err, notes.Degraded())
+	}
+}
+
+// TestLikeStatesUnderL1: while degradation switch L1 drops non-essential
+// enrichment, a page's like states are nil and cost no round trip; once
+// it is off they are back.
+func TestLikeStatesUnderL1(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	if _, err := f.svc.Like(ctx, 2, f.posts[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	sw := degrade.New(slog.New(slog.DiscardHandler), nil, nil)
+	svc := New(slog.New(slog.DiscardHandler), Config{Switches: sw}, f.store, f.cache, storePosts{f.store}, nil, nil)
+	if _, err := sw.Set(ctx, map[degrade.Switch]bool{degrade.L1: true}); err != nil {
+		t.Fatal(err)
+	}
+	f.trips.reset()
+	if states, err := svc.LikeStates(ctx, 2, f.posts[:3]); err != nil || states != nil {
+		t.Errorf("LikeStates under L1 = %v, %v; want nil, nil", states, err)
+	}
+	if got := f.trips.trips.Load(); got != 0 {
+		t.Errorf("a page under L1 cost %d Redis round trips; want 0", got)
+	}
+	if _, err := sw.Set(ctx, map[degrade.Switch]bool{degrade.L1: false}); err != nil {
+		t.Fatal(err)
+	}
+	states, err := svc.LikeStates(ctx, 2, f.posts[:3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := states[f.posts[0].ID]; st.Count != 1 || !st.LikedByMe {
+		t.Errorf("after L1 went off, post 0 = %+v; want count 1, liked", st)
 	}
 }
 

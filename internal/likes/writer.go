@@ -22,11 +22,13 @@ type Applier interface {
 
 // WriterConfig tunes a Writer.
 type WriterConfig struct {
-	// MaxBatch flushes a batch once it holds this many events (500).
+	// MaxBatch flushes a batch once it holds this many events
+	// (DefaultMaxBatch).
 	MaxBatch int
 	// Linger is how long the first event of a batch waits for company
-	// (500 ms). Zero is group commit: a batch is written as soon as the
-	// previous one is done, holding everything that arrived meanwhile.
+	// (DefaultLinger for a broker consumer). Zero is group commit: a
+	// batch is written as soon as the previous one is done, holding
+	// everything that arrived meanwhile.
 	Linger time.Duration
 	// RetryFor is how long a failed batch is retried, with backoff, before
 	// its callers get the error. A broker consumer retries for minutes
@@ -38,6 +40,14 @@ type WriterConfig struct {
 	// get the error, and a broker redelivers their messages.
 	Done <-chan struct{}
 }
+
+// The Writer's defaults, which feedd's flags start from. A zero MaxBatch
+// takes DefaultMaxBatch; a zero Linger is group commit, which a
+// synchronous writer uses (an HTTP request waits for its batch).
+const (
+	DefaultMaxBatch = 500
+	DefaultLinger   = 500 * time.Millisecond
+)
 
 // Writer persists like events in batches: one SQL transaction (two write
 // statements) per batch. Submit and Handle return only once the batch
@@ -56,7 +66,7 @@ type Writer struct {
 // may be nil.
 func NewWriter(logger *slog.Logger, cfg WriterConfig, store Applier, reg prometheus.Registerer) *Writer {
 	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = 500
+		cfg.MaxBatch = DefaultMaxBatch
 	}
 	w := &Writer{cfg: cfg, store: store, logger: logger.With("component", "likes-writer"), metrics: newWriterMetrics(reg)}
 	w.group = newGroup(cfg.MaxBatch, cfg.Linger, w.write)
@@ -121,14 +131,14 @@ func (w *Writer) apply(evs []feed.LikeEvent) error {
 	return nil
 }
 
-// GroupPublisher publishes like events to feed.QueueLikes, returning once
-// the broker confirmed them. Concurrent likes share one publish: while one
-// is waiting for its confirm, the next gathers everything that arrives, so
-// the confirm round trip (a quorum queue's replicated disk write) is paid
-// per group, not per like.
-func GroupPublisher(b interface {
+// ViaBroker returns a Recorder that publishes like events to
+// feed.QueueLikes, returning once the broker confirmed them. Concurrent
+// likes share one publish: while one is waiting for its confirm, the next
+// gathers everything that arrives, so the confirm round trip (a quorum
+// queue's replicated disk write) is paid per group, not per like.
+func ViaBroker(b interface {
 	Publish(ctx context.Context, queue string, bodies ...[]byte) error
-}, maxBatch int) Publisher {
+}, maxBatch int) Recorder {
 	g := newGroup(max(maxBatch, 1), 0, func(evs []feed.LikeEvent) error {
 		bodies := make([][]byte, len(evs))
 		for i, ev := range evs {

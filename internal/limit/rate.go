@@ -64,6 +64,16 @@ type Config struct {
 	Now func() time.Time
 }
 
+// The defaults of Config, which feedd's flags start from. A zero MaxUsers
+// takes DefaultMaxUsers. PerUser has none in the package (no rule: no
+// limit); feedd's flag gives each user's writes a bucket of
+// DefaultUserWriteRate a second, DefaultUserWriteBurst at once.
+const (
+	DefaultMaxUsers       = 100_000
+	DefaultUserWriteRate  = 20
+	DefaultUserWriteBurst = 200
+)
+
 // Rates holds the buckets. It is safe for concurrent use; a nil *Rates
 // allows everything.
 type Rates struct {
@@ -89,7 +99,7 @@ type userBucket struct {
 // NewRates returns the buckets of cfg.
 func NewRates(cfg Config) *Rates {
 	if cfg.MaxUsers <= 0 {
-		cfg.MaxUsers = 100_000
+		cfg.MaxUsers = DefaultMaxUsers
 	}
 	if cfg.IdleAfter <= 0 {
 		cfg.IdleAfter = 10 * time.Minute

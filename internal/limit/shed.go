@@ -14,6 +14,15 @@ type Shedder struct {
 	wait  time.Duration
 }
 
+// The bounds feedd's flags start from: no more reads and writes in flight
+// per process than these, and a wait of DefaultShedWait for a slot. The
+// package itself has none (NewShedder bounds only what it is given).
+const (
+	DefaultMaxReads  = 512
+	DefaultMaxWrites = 128
+	DefaultShedWait  = 100 * time.Millisecond
+)
+
 // NewShedder bounds each class of max to that many requests in flight (0:
 // unbounded) with wait the longest a request queues for a slot.
 func NewShedder(max map[Class]int, wait time.Duration) *Shedder {

@@ -53,7 +53,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Workers <= 0 {
-		c.Workers = 2
+		c.Workers = DefaultWorkers
 	}
 	if c.Batch <= 0 {
 		c.Batch = 200
@@ -69,6 +69,13 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// The defaults of Config, which feedd's flags start from. A zero Workers
+// takes its default; a zero MaxPending means never pause.
+const (
+	DefaultWorkers    = 2
+	DefaultMaxPending = 10_000
+)
 
 // Relay runs the outbox → broker loops.
 type Relay struct {

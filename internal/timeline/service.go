@@ -114,6 +114,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// DefaultConfig is the configuration a zero Config stands for, which
+// feedd's flags start from.
+func DefaultConfig() Config { return Config{}.withDefaults() }
+
 // Service implements the API's operations.
 type Service struct {
 	cfg   Config

@@ -1,0 +1,153 @@
+package likes
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Like makes user like post; liking twice counts once.
+func (s *Service) Like(ctx context.Context, user, post int64) (feed.LikeState, error) {
+	return s.set(ctx, user, post, true)
+}
+
+// Unlike takes user's like of post back; unliking what one never liked
+// changes nothing.
+func (s *Service) Unlike(ctx context.Context, user, post int64) (feed.LikeState, error) {
+	return s.set(ctx, user, post, false)
+}
+
+func (s *Service) set(ctx context.Context, user, id int64, liked bool) (feed.LikeState, error) {
+	p, err := s.livePost(ctx, id)
+	if err != nil {
+		return feed.LikeState{}, err
+	}
+	// From here the steps run to the end even if the client goes away: a
+	// decision in the cache without its event, or an event without its
+	// counter move, would leave the cache disagreeing with SQL.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	ch, err := s.decide(ctx, user, p, liked)
+	if err != nil {
+		return feed.LikeState{}, unavailable(fmt.Errorf("likes: decide %d on %d: %w", user, id, err))
+	}
+	if ch.Outcome != feed.LikeChanged {
+		n, err := s.count(ctx, id)
+		if err != nil {
+			return feed.LikeState{}, err
+		}
+		return feed.LikeState{Count: n, LikedByMe: liked}, nil
+	}
+	// The counter is cached before the event can reach SQL: loaded
+	// afterwards it could already hold this like and count it twice. A
+	// counter therefore exists whenever an event of its post is in
+	// flight (its ttl is days, the flight milliseconds), which is why a
+	// counter loaded from SQL on a miss is exact.
+	if _, err := s.count(ctx, id); err != nil {
+		s.revert(ctx, user, id, ch)
+		return feed.LikeState{}, err
+	}
+	ev := feed.LikeEvent{User: user, Post: id, Liked: liked, Version: ch.Version}
+	if err := s.record(ctx, ev); err != nil {
+		s.revert(ctx, user, id, ch)
+		return feed.LikeState{}, unavailable(fmt.Errorf("likes: persist %d on %d: %w", user, id, err))
+	}
+	delta := int64(1)
+	if !liked {
+		delta = -1
+	}
+	s.metrics.accepted.WithLabelValues(op(liked)).Inc()
+	s.startMove(id)
+	n, ok, err := s.cache.AddLikeCount(ctx, id, delta, s.cfg.CountTTL)
+	s.endMove(id, n, err == nil && ok)
+	if err != nil || !ok {
+		// Lost between the load and now (Redis failed over): SQL will
+		// have the like within a batch window; answer from it.
+		s.cacheFailed("count like", err)
+		n, err = s.count(ctx, id)
+		if err != nil {
+			return feed.LikeState{}, err
+		}
+	}
+	return feed.LikeState{Count: max(n, 0), LikedByMe: liked}, nil
+}
+
+func op(liked bool) string {
+	if liked {
+		return "like"
+	}
+	return "unlike"
+}
+
+// decide runs SetLiked, filling the user's recent set from SQL when it is
+// absent and passing SQL's state when the set does not know the post.
+func (s *Service) decide(ctx context.Context, user int64, p feed.Post, liked bool) (feed.LikeChange, error) {
+	var cold *feed.LikeEntry
+	for range 3 {
+		ch, err := s.cache.SetLiked(ctx, user, p.ID, feed.IDTime(p.ID), liked, cold, s.cfg.Window, s.cfg.SetTTL)
+		if err != nil {
+			return ch, err
+		}
+		switch ch.Outcome {
+		case feed.LikeAbsent:
+			recent, complete, on, err := s.store.UserLikeEntries(ctx, user, s.cfg.Window, []int64{p.ID})
+			if err != nil {
+				return ch, err
+			}
+			if err := s.cache.FillUserLikes(ctx, user, recent, complete, s.cfg.SetTTL); err != nil {
+				return ch, err
+			}
+			s.metrics.setFills.Inc()
+			e := on[p.ID]
+			cold = &e
+		case feed.LikeCold:
+			_, _, on, err := s.store.UserLikeEntries(ctx, user, 0, []int64{p.ID})
+			if err != nil {
+				return ch, err
+			}
+			e := on[p.ID]
+			cold = &e
+		default:
+			return ch, nil
+		}
+	}
+	return feed.LikeChange{}, fmt.Errorf("the recent set of %d keeps vanishing", user)
+}
+
+// revert undoes a decided change whose event could not be made durable,
+// so that the cache does not show a like SQL will never have.
+func (s *Service) revert(ctx context.Context, user, post int64, ch feed.LikeChange) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.cache.RevertLike(ctx, user, post, ch); err != nil {
+		s.logger.Error("could not revert a like that was not persisted; the cache shows it until the user's set expires",
+			"user", user, "post", post, "err", err)
+	}
+}
+
+// count returns post's like count from the cache, loading it from SQL on
+// a miss. It always asks the cache, never the local copy: the write path
+// needs the cached counter to exist before its event is published.
+func (s *Service) count(ctx context.Context, post int64) (int64, error) {
+	from := s.writes.Load()
+	st, err := s.cache.LikeStates(ctx, 0, nil, nil, []int64{post}, s.cfg.CountTTL)
+	if err != nil {
+		return 0, unavailable(fmt.Errorf("likes: count of %d: %w", post, err))
+	}
+	if n, ok := st.Counts[post]; ok {
+		s.learn(from, st.Counts)
+		return n, nil
+	}
+	counts, err := s.store.LikeCounts(ctx, []int64{post})
+	if err != nil {
+		return 0, err
+	}
+	s.metrics.countLoads.Add(1)
+	if err := s.cache.FillLikeCounts(ctx, counts, s.cfg.CountTTL); err != nil {
+		return 0, unavailable(fmt.Errorf("likes: cache count of %d: %w", post, err))
+	}
+	s.learn(from, counts)
+	return counts[post], nil
+}

@@ -1,0 +1,138 @@
+package likes
+
+import (
+	"context"
+	"time"
+
+	"github.com/feedd/feedd/internal/breaker"
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// LikeStates returns each post's like count and whether reader (0: no
+// one) likes it: one cache round trip for the page, which asks for the
+// counters the process does not hold (LocalCountTTL) and for the
+// reader's state, always; SQL only for counters the cache lost (one
+// query) and for posts the reader's recent set does not know (one query,
+// which also refills an absent set). If the cache fails, both come from
+// SQL. While degradation switch L1 is on it answers nil, at no cost.
+func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
+	if s.cfg.Switches != nil && !s.cfg.Switches.Enrich() {
+		return nil, nil
+	}
+	out := make(map[int64]feed.LikeState, len(posts))
+	if len(posts) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(posts))
+	times := make([]time.Time, len(posts))
+	for i, p := range posts {
+		ids[i], times[i] = p.ID, feed.IDTime(p.ID)
+	}
+	from := s.writes.Load()
+	held := make(map[int64]int64, len(ids))
+	var counted []int64
+	for _, id := range ids {
+		if c, ok := s.counts.Get(id); ok && !c.unknown {
+			held[id] = c.n
+		} else {
+			counted = append(counted, id)
+		}
+	}
+	st, err := s.cache.LikeStates(ctx, reader, ids, times, counted, s.cfg.CountTTL)
+	if err != nil {
+		s.cacheFailed("read like states", err)
+		return s.statesFromSQL(ctx, reader, ids)
+	}
+	s.learn(from, st.Counts)
+	for id, n := range held {
+		st.Counts[id] = n
+	}
+	var miss []int64
+	for _, id := range ids {
+		if _, ok := st.Counts[id]; !ok {
+			miss = append(miss, id)
+		}
+	}
+	if len(miss) > 0 {
+		counts, err := breaker.Do(ctx, s.cfg.Breaker, func(ctx context.Context) (map[int64]int64, error) {
+			return s.store.LikeCounts(ctx, miss)
+		})
+		if err != nil {
+			return s.partial(ctx, ids, st, err), nil
+		}
+		s.metrics.countLoads.Add(float64(len(miss)))
+		for id, n := range counts {
+			st.Counts[id] = n
+		}
+		s.learn(from, counts)
+		if err := s.cache.FillLikeCounts(ctx, counts, s.cfg.CountTTL); err != nil {
+			s.cacheFailed("fill like counts", err)
+		}
+	}
+	if reader != 0 && len(st.Cold) > 0 {
+		recentN := 0
+		if !st.SetExists {
+			recentN = s.cfg.Window
+		}
+		var (
+			recent   []feed.LikeEntry
+			complete bool
+			on       map[int64]feed.LikeEntry
+		)
+		_, err := breaker.Do(ctx, s.cfg.Breaker, func(ctx context.Context) (struct{}, error) {
+			var err error
+			recent, complete, on, err = s.store.UserLikeEntries(ctx, reader, recentN, st.Cold)
+			return struct{}{}, err
+		})
+		if err != nil {
+			return s.partial(ctx, ids, st, err), nil
+		}
+		s.metrics.coldReads.Inc()
+		for id, e := range on {
+			if e.Liked {
+				st.Liked[id] = true
+			}
+		}
+		if !st.SetExists {
+			if err := s.cache.FillUserLikes(ctx, reader, recent, complete, s.cfg.SetTTL); err != nil {
+				s.cacheFailed("fill recent likes", err)
+			}
+			s.metrics.setFills.Inc()
+		}
+	}
+	for _, id := range ids {
+		out[id] = feed.LikeState{Count: max(st.Counts[id], 0), LikedByMe: st.Liked[id]}
+	}
+	return out, nil
+}
+
+// partial answers a page with what the cache knew when SQL failed: a
+// page served while SQL is down (from the cache alone, degraded) still
+// shows, marked degraded, with the counters and likes the cache holds.
+func (s *Service) partial(ctx context.Context, ids []int64, st feed.LikeStates, err error) map[int64]feed.LikeState {
+	s.logger.Warn("likes: SQL failed; answering a page with what the cache knows", "err", err)
+	feed.MarkDegraded(ctx)
+	out := make(map[int64]feed.LikeState, len(ids))
+	for _, id := range ids {
+		out[id] = feed.LikeState{Count: max(st.Counts[id], 0), LikedByMe: st.Liked[id]}
+	}
+	return out
+}
+
+func (s *Service) statesFromSQL(ctx context.Context, reader int64, ids []int64) (map[int64]feed.LikeState, error) {
+	counts, err := s.store.LikeCounts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var on map[int64]feed.LikeEntry
+	if reader != 0 {
+		if _, _, on, err = s.store.UserLikeEntries(ctx, reader, 0, ids); err != nil {
+			return nil, err
+		}
+	}
+	out := make(map[int64]feed.LikeState, len(ids))
+	for _, id := range ids {
+		out[id] = feed.LikeState{Count: counts[id], LikedByMe: on[id].Liked}
+	}
+	return out, nil
+}
