@@ -258,7 +258,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		}
 	}
 	if measured < 10 {
-		t.Errorf("%d targets measured; want the issue's ratios (at least 10)", measured)
+		t.Errorf("%d targets measured; want the target ratios (at least 10)", measured)
 	}
 
 	page, err := os.ReadFile(htmlOut)

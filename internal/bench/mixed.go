@@ -16,10 +16,11 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// ScenarioMixed is the mixed load of issue 5: a production-like blend of
-// requests by many users, held for --duration, watching for 5xx and for
-// the memory of the process measured. It is not in AllScenarios (the
-// default run), only run when named: --scenarios mixed.
+// ScenarioMixed is the mixed load: a production-like blend of requests by
+// many users (mostly feed reads, some likes, follows and posts: mixedOps),
+// held for --duration, to show that feedd under a realistic load answers
+// no 5xx and holds its memory flat. It is not in AllScenarios (the default
+// run), only run when named: --scenarios mixed.
 const ScenarioMixed = "mixed"
 
 // mixedOps are the shares of the mixed load, in percent.

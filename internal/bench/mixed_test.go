@@ -15,7 +15,7 @@ import (
 
 // TestMixedLoad runs `feedd bench run --scenarios mixed` for 40s against a
 // feedd (hybrid) on the real services and a small graph, as the CI-sized
-// version of the issue's 5-minute run (docs/BENCH.md has the command):
+// version of the 5-minute run in docs/BENCH.md:
 // zero 5xx, and resident memory flat after warm-up.
 func TestMixedLoad(t *testing.T) {
 	if testing.Short() {

@@ -203,7 +203,8 @@ type TypeMemory struct {
 	Entries int64 `json:"entries"`
 }
 
-// Target is one of the issue's goals, computed from the run.
+// Target is one of feedd's performance goals (docs/BENCH.md lists them),
+// computed from the run.
 type Target struct {
 	Name   string   `json:"name"`
 	Value  *float64 `json:"value"` // nil: not measured in this run
@@ -223,7 +224,7 @@ func (r *Report) firstOf(mode feed.FanoutMode) *ModelResult {
 	return nil
 }
 
-// computeTargets derives the issue's target ratios from the models.
+// computeTargets derives the target ratios from the models.
 func (r *Report) computeTargets() {
 	var ts []Target
 	add := func(name string, v float64, ok bool, goal string, met func(float64) bool, detail string) {

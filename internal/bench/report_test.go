@@ -73,8 +73,8 @@ func sampleReport() *Report {
 }
 
 // TestReportFieldsDocumented: every field path docs/BENCH.md documents
-// is in a full report's JSON, and the stable fields the issue names are
-// documented.
+// is in a full report's JSON, and the fields other tools rely on (the
+// stable ones) are documented.
 func TestReportFieldsDocumented(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/BENCH.md")
 	if err != nil {
