@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
 )
 
@@ -527,7 +528,7 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, progress io.Wri
 	n := len(g.ids)
 	in, out := make([]int64, n), make([]int64, n)
 
-	bar := NewProgress(progress, "follows", g.follows)
+	bar := report.NewProgress(progress, "follows", g.follows)
 	err := pump(ctx, workers, func(ctx context.Context, send func([][2]int64) error) error {
 		return g.eachEdgeBatch(ctx, 10_000, in, out, send)
 	}, func(ctx context.Context, b [][2]int64) error {
@@ -542,7 +543,7 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, progress io.Wri
 		return nil, fmt.Errorf("bench graph: follows: %w", err)
 	}
 
-	bar = NewProgress(progress, "users", int64(n))
+	bar = report.NewProgress(progress, "users", int64(n))
 	err = pump(ctx, workers, func(ctx context.Context, send func([]feed.User) error) error {
 		const size = 10_000
 		for s := 0; s < n; s += size {
@@ -567,7 +568,7 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, progress io.Wri
 		return nil, fmt.Errorf("bench graph: users: %w", err)
 	}
 
-	bar = NewProgress(progress, "posts", g.Posts())
+	bar = report.NewProgress(progress, "posts", g.Posts())
 	err = pump(ctx, workers, func(ctx context.Context, send func([]feed.Post) error) error {
 		return g.eachPostBatch(ctx, 5_000, send)
 	}, func(ctx context.Context, b []feed.Post) error {

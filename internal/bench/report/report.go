@@ -1,4 +1,11 @@
-package bench
+// Package report holds what feedd bench tells its user: the figures of a
+// run (a result per model and scenario, and the targets computed from
+// them), the histograms their latencies are read from, and their three
+// renderings: JSON, whose field names are a stable interface that
+// docs/BENCH.md documents, a plain-text table and a self-contained HTML
+// page with SVG charts. The progress bars bench shows while it works are
+// here too, with the number formats they share with the table.
+package report
 
 import (
 	"fmt"
@@ -224,8 +231,8 @@ func (r *Report) firstOf(mode feed.FanoutMode) *ModelResult {
 	return nil
 }
 
-// computeTargets derives the target ratios from the models.
-func (r *Report) computeTargets() {
+// ComputeTargets derives the target ratios from the models, into Targets.
+func (r *Report) ComputeTargets() {
 	var ts []Target
 	add := func(name string, v float64, ok bool, goal string, met func(float64) bool, detail string) {
 		t := Target{Name: name, Goal: goal, Detail: detail}
@@ -244,7 +251,7 @@ func (r *Report) computeTargets() {
 		m := r.Models[name]
 		if f := m.Fanout; f != nil && f.FannedOut {
 			add("fanout_vs_baseline["+name+"]", f.FanoutVsBaseline, f.FanoutBaselineWritesPerSec > 0, ">= 0.5 (aim 0.8)", atLeast(0.5),
-				fmt.Sprintf("%s inbox writes/s vs %s raw ZADD/s to %d inboxes", count(int64(f.FanoutWritesPerSec)), count(int64(f.FanoutBaselineWritesPerSec)), f.Followers))
+				fmt.Sprintf("%s inbox writes/s vs %s raw ZADD/s to %d inboxes", Count(int64(f.FanoutWritesPerSec)), Count(int64(f.FanoutBaselineWritesPerSec)), f.Followers))
 		}
 		if p := m.Publish; p != nil && p.Celebrity != nil {
 			c := p.Celebrity
@@ -302,7 +309,7 @@ func (r *Report) computeTargets() {
 	}
 	if push != nil && hybrid != nil && push.Memory != nil && hybrid.Memory != nil && push.Memory.RedisBytesTotal > 0 {
 		add("memory_hybrid_vs_push", float64(hybrid.Memory.RedisBytesTotal)/float64(push.Memory.RedisBytesTotal), true, "< 1", below(1),
-			fmt.Sprintf("%s vs %s", bytesStr(hybrid.Memory.RedisBytesTotal), bytesStr(push.Memory.RedisBytesTotal)))
+			fmt.Sprintf("%s vs %s", Bytes(hybrid.Memory.RedisBytesTotal), Bytes(push.Memory.RedisBytesTotal)))
 	}
 	r.Targets = ts
 }
@@ -328,7 +335,8 @@ func sortedKeys(m map[string]int) []string {
 	return keys
 }
 
-func bytesStr(n int64) string {
+// Bytes renders a size in bytes with its binary unit: 1536 -> 1.5 KiB.
+func Bytes(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
@@ -384,13 +392,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if m.Fanout == nil || !m.Fanout.FannedOut {
 			return ""
 		}
-		return count(int64(m.Fanout.FanoutWritesPerSec))
+		return Count(int64(m.Fanout.FanoutWritesPerSec))
 	})
 	row("  baseline_writes_per_sec", func(m *ModelResult) string {
 		if m.Fanout == nil || m.Fanout.FanoutBaselineWritesPerSec == 0 {
 			return ""
 		}
-		return fmt.Sprintf("%s (%d gor.)", count(int64(m.Fanout.FanoutBaselineWritesPerSec)), m.Fanout.FanoutBaselineGoroutines)
+		return fmt.Sprintf("%s (%d gor.)", Count(int64(m.Fanout.FanoutBaselineWritesPerSec)), m.Fanout.FanoutBaselineGoroutines)
 	})
 	row("  fanout vs baseline", func(m *ModelResult) string {
 		if m.Fanout == nil || !m.Fanout.FannedOut || m.Fanout.FanoutVsBaseline == 0 {
@@ -421,7 +429,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if m.Publish == nil || m.Publish.Celebrity == nil {
 			return ""
 		}
-		return count(m.Publish.Celebrity.FanoutWritesDuring)
+		return Count(m.Publish.Celebrity.FanoutWritesDuring)
 	})
 
 	for _, cohort := range sortedKeys(r.cohorts()) {
@@ -495,7 +503,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if m.Memory == nil {
 			return ""
 		}
-		s := bytesStr(m.Memory.RedisBytesTotal)
+		s := Bytes(m.Memory.RedisBytesTotal)
 		if m.Memory.Sampled {
 			s += " ~"
 		}
@@ -505,13 +513,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if m.Memory == nil {
 			return ""
 		}
-		return bytesStr(m.Memory.RedisInboxBytes)
+		return Bytes(m.Memory.RedisInboxBytes)
 	})
 	row("  entries", func(m *ModelResult) string {
 		if m.Memory == nil {
 			return ""
 		}
-		return count(m.Memory.RedisEntries)
+		return Count(m.Memory.RedisEntries)
 	})
 	row("  redis_bytes_per_entry", func(m *ModelResult) string {
 		if m.Memory == nil || m.Memory.RedisEntries == 0 {
@@ -569,7 +577,7 @@ func pathsStr(p map[string]float64) string {
 	slices.Sort(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %s", k, count(int64(p[k])))
+		parts[i] = fmt.Sprintf("%s %s", k, Count(int64(p[k])))
 	}
 	return strings.Join(parts, ", ")
 }
