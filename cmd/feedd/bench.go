@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/bench"
+	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/sqlstore"
 )
 
@@ -185,7 +186,7 @@ func list(s string) []string {
 }
 
 func benchGraph(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	o := bench.DefaultGraphOptions()
+	o := graph.DefaultOptions()
 	var cfg config
 	var out, cohorts string
 	var workers int
@@ -221,7 +222,7 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	o.Seed = uint64(seed)
 
 	begin := time.Now()
-	g, err := bench.PlanGraph(o, begin)
+	g, err := graph.Plan(o, begin)
 	if err != nil {
 		return err
 	}
@@ -353,7 +354,7 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	if err != nil {
 		return fmt.Errorf("bench run: read the graph manifest (bench graph --out): %w", err)
 	}
-	o.Manifest = &bench.Manifest{}
+	o.Manifest = &graph.Manifest{}
 	if err := json.Unmarshal(raw, o.Manifest); err != nil {
 		return fmt.Errorf("bench run: %s: %w", graphFile, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/feedd/feedd/internal/bench"
+	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/sqlstore"
 )
 
@@ -34,7 +34,7 @@ func TestBenchGraphEmbedded(t *testing.T) {
 	if !strings.Contains(stdout.String(), "600 users") {
 		t.Fatalf("stdout does not summarize the graph: %s", stdout.String())
 	}
-	var m bench.Manifest
+	var m graph.Manifest
 	raw, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/bench/report"
 )
 
@@ -109,7 +110,7 @@ func paced(ctx context.Context, p pace, bar *report.Progress, f func(ctx context
 // latency target such as "p99 at 32 clients at 30% of the baseline's
 // rate" is measured at that rate. Without
 // a baseline (no Redis) there is no rate to offer, and no paced run.
-func (r *runner) readPaced(ctx context.Context, m *modelRun, co Cohort, res *report.ReadResult, toks []string) error {
+func (r *runner) readPaced(ctx context.Context, m *modelRun, co graph.Cohort, res *report.ReadResult, toks []string) error {
 	if r.o.ReadPacedFraction <= 0 || res.ReadBaselineRPS <= 0 {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/bench/report"
 )
 
@@ -126,7 +127,7 @@ func TestPacedStopsWithContext(t *testing.T) {
 func TestNoPacedRunWithoutBaseline(t *testing.T) {
 	r := &runner{o: DefaultRunOptions()}
 	res := &report.ReadResult{ReadRPS: 1000, Requests: 10000, Concurrency: 32}
-	if err := r.readPaced(context.Background(), nil, Cohort{Name: "following_500"}, res, nil); err != nil {
+	if err := r.readPaced(context.Background(), nil, graph.Cohort{Name: "following_500"}, res, nil); err != nil {
 		t.Fatal(err)
 	}
 	if res.ReadPacedRPSTarget != 0 || res.ReadPacedRequests != 0 || res.PacedHistogram != nil {
@@ -140,7 +141,7 @@ func TestNoPacedRunWithoutBaseline(t *testing.T) {
 func TestNoPacedRunAboveCapacity(t *testing.T) {
 	r := &runner{o: RunOptions{ReadPacedFraction: 0.3, Concurrency: 4, Duration: time.Second, Progress: io.Discard}, rep: &report.Report{}}
 	res := &report.ReadResult{ReadRPS: 100, ReadBaselineRPS: 1000}
-	if err := r.readPaced(t.Context(), nil, Cohort{Name: "c"}, res, nil); err != nil {
+	if err := r.readPaced(t.Context(), nil, graph.Cohort{Name: "c"}, res, nil); err != nil {
 		t.Fatal(err)
 	}
 	if res.ReadPacedSkipped == "" || res.ReadPacedRequests != 0 || res.ReadPacedRPSTarget != 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/rediscache"
@@ -42,7 +43,7 @@ var AllModels = []string{string(feed.ModePush), string(feed.ModePull), string(fe
 // RunOptions configure bench run.
 type RunOptions struct {
 	Command  string // the command line, for the report
-	Manifest *Manifest
+	Manifest *graph.Manifest
 	Models   []string
 	// URL, when set, is the one deployment to measure (as Label) instead
 	// of a child feedd per model.

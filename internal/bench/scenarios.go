@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/rediscache"
@@ -249,7 +250,7 @@ func (r *runner) read(ctx context.Context, m *modelRun) (map[string]*report.Read
 	return out, errors.Join(errs...)
 }
 
-func (r *runner) readCohort(ctx context.Context, m *modelRun, co Cohort) (*report.ReadResult, error) {
+func (r *runner) readCohort(ctx context.Context, m *modelRun, co graph.Cohort) (*report.ReadResult, error) {
 	toks, err := r.tokensFor(ctx, m, co.Readers)
 	if err != nil {
 		return nil, err
@@ -617,7 +618,7 @@ func (r *runner) publish(ctx context.Context, m *modelRun) (*report.PublishResul
 		token string
 		hist  report.Histogram
 	}
-	mk := func(a Author) (*side, error) {
+	mk := func(a graph.Author) (*side, error) {
 		tok, err := r.token(ctx, m, a.ID)
 		if err != nil {
 			return nil, err

@@ -1,4 +1,10 @@
-package bench
+// Package graph is the data feedd bench measures with: a synthetic social
+// graph planned from a seed (celebrities with an exact follower count, an
+// author nobody follows, cohorts of readers who follow a fixed number of
+// accounts, and ordinary users whose followees are drawn from a Zipf law),
+// loaded in bulk into the SQL store, and described by the Manifest that
+// bench run reads to know whom to read and publish as.
+package graph
 
 import (
 	"context"
@@ -18,8 +24,8 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// GraphOptions shape a synthetic social graph.
-type GraphOptions struct {
+// Options shape a synthetic social graph.
+type Options struct {
 	// Users is the number of accounts, every special one included.
 	Users int `json:"users"`
 	// Celebrities each get exactly CelebrityFollowers followers.
@@ -53,9 +59,9 @@ type GraphOptions struct {
 	Seed        uint64 `json:"seed"`
 }
 
-// DefaultGraphOptions are the flags' defaults.
-func DefaultGraphOptions() GraphOptions {
-	return GraphOptions{
+// DefaultOptions are the flags' defaults.
+func DefaultOptions() Options {
+	return Options{
 		Users: 10_000, Celebrities: 1, CelebrityFollowers: 5_000,
 		PostsPerUser: 10, PostSpan: 72 * time.Hour, PostBytes: 80,
 		Following: 20, ZipfS: 1.1,
@@ -81,22 +87,22 @@ type Cohort struct {
 // Manifest describes a generated graph for bench run. Ids are decimal
 // strings, as in the API.
 type Manifest struct {
-	Version            int          `json:"version"`
-	CreatedAt          time.Time    `json:"created_at"`
-	Store              string       `json:"store"`
-	Users              int          `json:"users"`
-	Follows            int64        `json:"follows"`
-	Posts              int64        `json:"posts"`
-	FirstUserID        string       `json:"first_user_id"`
-	LastUserID         string       `json:"last_user_id"`
-	Celebrities        []Author     `json:"celebrities"`
-	ZeroFollowerAuthor Author       `json:"zero_follower_author"`
-	TopOrdinaryAuthor  Author       `json:"top_ordinary_author"`
-	Cohorts            []Cohort     `json:"cohorts"`
-	SampleUsers        []string     `json:"sample_users"`
-	Options            GraphOptions `json:"options"`
-	Seconds            float64      `json:"seconds"`
-	Notes              []string     `json:"notes,omitempty"`
+	Version            int       `json:"version"`
+	CreatedAt          time.Time `json:"created_at"`
+	Store              string    `json:"store"`
+	Users              int       `json:"users"`
+	Follows            int64     `json:"follows"`
+	Posts              int64     `json:"posts"`
+	FirstUserID        string    `json:"first_user_id"`
+	LastUserID         string    `json:"last_user_id"`
+	Celebrities        []Author  `json:"celebrities"`
+	ZeroFollowerAuthor Author    `json:"zero_follower_author"`
+	TopOrdinaryAuthor  Author    `json:"top_ordinary_author"`
+	Cohorts            []Cohort  `json:"cohorts"`
+	SampleUsers        []string  `json:"sample_users"`
+	Options            Options   `json:"options"`
+	Seconds            float64   `json:"seconds"`
+	Notes              []string  `json:"notes,omitempty"`
 }
 
 // Loader writes a graph into a store; *sqlstore.Store is one.
@@ -110,7 +116,7 @@ type Loader interface {
 // are fixed; the edges themselves are drawn, deterministically from the
 // seed, while they are streamed.
 type Graph struct {
-	opts GraphOptions
+	opts Options
 	now  time.Time
 	ids  []int64 // user id by index; ascending
 
@@ -150,9 +156,9 @@ func (b bitset) count() int {
 	return n
 }
 
-// PlanGraph validates opts and fixes the graph's shape. now is the
+// Plan validates opts and fixes the graph's shape. now is the
 // generation time (posts end there).
-func PlanGraph(opts GraphOptions, now time.Time) (*Graph, error) {
+func Plan(opts Options, now time.Time) (*Graph, error) {
 	o := opts
 	switch {
 	case o.Users < 2:
@@ -512,11 +518,6 @@ func (g *Graph) userName(i int32) string {
 		}
 	}
 	return "user-" + strconv.Itoa(int(i))
-}
-
-// LoadStats are what Load counted, for the caller's summary.
-type LoadStats struct {
-	Follows, Users, Posts int64
 }
 
 // Load writes the graph through l with workers concurrent writers
