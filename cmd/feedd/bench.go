@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/feedd/feedd/internal/bench"
 	"github.com/feedd/feedd/internal/bench/graph"
+	"github.com/feedd/feedd/internal/bench/load"
 	"github.com/feedd/feedd/internal/sqlstore"
 )
 
@@ -280,11 +280,11 @@ func benchFloor(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return fmt.Errorf("bench floor: --body: %w", err)
 	}
-	return bench.ServeFloor(ctx, addr, body, stdout)
+	return load.ServeFloor(ctx, addr, body, stdout)
 }
 
 func benchRun(ctx context.Context, command string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	o := bench.DefaultRunOptions()
+	o := load.DefaultRunOptions()
 	var graphFile, models, scenarios, jsonOut, htmlOut, exe, workProcs string
 	var maxReq int
 	workers := 8
@@ -293,7 +293,7 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	}
 	f := newBenchFlags("run", getenv, stderr)
 	f.str(&graphFile, "graph", "bench-graph.json", false, "manifest written by bench graph")
-	f.str(&models, "models", strings.Join(bench.AllModels, ","), false, "timeline models to measure, each with its own feedd child")
+	f.str(&models, "models", strings.Join(load.AllModels, ","), false, "timeline models to measure, each with its own feedd child")
 	f.str(&scenarios, "scenarios", "fanout,publish,read,memory", false, "scenarios to run (always in the order fanout, read, memory, publish, mixed); mixed, the 90/7/2/1 load, only when named")
 	f.str(&o.URL, "url", "", false, "measure this running deployment instead of starting feedd per model")
 	f.str(&o.Label, "label", "", false, "name of the --url deployment in the report (default: the one --models value, or target)")
@@ -382,7 +382,7 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	}
 	o.Progress = stderr
 
-	rep, runErr := bench.Run(ctx, o)
+	rep, runErr := load.Run(ctx, o)
 	if rep == nil {
 		return runErr
 	}

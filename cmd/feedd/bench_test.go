@@ -18,8 +18,8 @@ import (
 // TestBenchGraphEmbedded runs `feedd bench graph` on the embedded SQLite
 // and checks the tables against the manifest: exact counts, stored
 // follower and following counts that match the edges, and no outbox
-// events (nothing must fan out). The e2e test in internal/bench does the
-// same on MariaDB through bench run.
+// events (nothing must fan out). The e2e test in internal/bench/load does
+// the same on MariaDB through bench run.
 func TestBenchGraphEmbedded(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "graph.json")

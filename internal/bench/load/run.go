@@ -1,4 +1,13 @@
-package bench
+// Package load is feedd bench run and bench floor: it starts a feedd per
+// timeline model (push, pull, hybrid), or measures a running deployment,
+// and drives the scenarios over the HTTP API as a graph's users: one
+// post's fan-out, home-feed reads by cohort (closed loop, then paced at a
+// fixed rate), the Redis memory of each model, publish latency, and the
+// mixed load. Next to each figure it measures a yardstick in the same
+// run: the same Redis work issued directly, and an HTTP floor (a server
+// that answers one of feedd's pages and does nothing else). The figures
+// come back as a report.Report.
+package load
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package bench
+package load
 
 import (
 	"bytes"
@@ -151,7 +151,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(raw, &tree); err != nil {
 		t.Fatalf("bench JSON: %v", err)
 	}
-	doc, err := os.ReadFile("../../docs/BENCH.md")
+	doc, err := os.ReadFile("../../../docs/BENCH.md")
 	if err != nil {
 		t.Fatal(err)
 	}

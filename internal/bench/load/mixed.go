@@ -1,4 +1,4 @@
-package bench
+package load
 
 import (
 	"context"
@@ -16,10 +16,11 @@ import (
 )
 
 // ScenarioMixed is the mixed load: a production-like blend of requests by
-// many users (mostly feed reads, some likes, follows and posts: report.MixedOps),
-// held for --duration, to show that feedd under a realistic load answers
-// no 5xx and holds its memory flat. It is not in AllScenarios (the default
-// run), only run when named: --scenarios mixed.
+// many users (mostly feed reads, some likes, follows and posts, in the
+// shares of report.MixedOps), held for --duration, to show that feedd
+// under a realistic load answers no 5xx and holds its memory flat. It is
+// not in AllScenarios (the default run), only run when named: --scenarios
+// mixed.
 const ScenarioMixed = "mixed"
 
 // mixed runs the mixed load for o.Duration with o.Concurrency clients,
