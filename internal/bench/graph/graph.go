@@ -105,11 +105,12 @@ type Manifest struct {
 	Notes              []string  `json:"notes,omitempty"`
 }
 
-// Loader writes a graph into a store; *sqlstore.Store is one.
+// Loader writes a graph into a store; SQLLoader writes into feedd's SQL
+// tables.
 type Loader interface {
-	BulkLoadUsers(ctx context.Context, users []feed.User) error
-	BulkLoadFollows(ctx context.Context, edges [][2]int64) error
-	BulkCreatePosts(ctx context.Context, posts []feed.Post) error
+	LoadUsers(ctx context.Context, users []feed.User) error
+	LoadFollows(ctx context.Context, edges [][2]int64) error
+	LoadPosts(ctx context.Context, posts []feed.Post) error
 }
 
 // Graph is a planned graph: roles, celebrity follower sets and out-degrees
@@ -533,7 +534,7 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, progress io.Wri
 	err := pump(ctx, workers, func(ctx context.Context, send func([][2]int64) error) error {
 		return g.eachEdgeBatch(ctx, 10_000, in, out, send)
 	}, func(ctx context.Context, b [][2]int64) error {
-		if err := l.BulkLoadFollows(ctx, b); err != nil {
+		if err := l.LoadFollows(ctx, b); err != nil {
 			return err
 		}
 		bar.Add(int64(len(b)))
@@ -558,7 +559,7 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, progress io.Wri
 		}
 		return nil
 	}, func(ctx context.Context, b []feed.User) error {
-		if err := l.BulkLoadUsers(ctx, b); err != nil {
+		if err := l.LoadUsers(ctx, b); err != nil {
 			return err
 		}
 		bar.Add(int64(len(b)))
@@ -573,7 +574,7 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, progress io.Wri
 	err = pump(ctx, workers, func(ctx context.Context, send func([]feed.Post) error) error {
 		return g.eachPostBatch(ctx, 5_000, send)
 	}, func(ctx context.Context, b []feed.Post) error {
-		if err := l.BulkCreatePosts(ctx, b); err != nil {
+		if err := l.LoadPosts(ctx, b); err != nil {
 			return err
 		}
 		bar.Add(int64(len(b)))

@@ -19,21 +19,21 @@ type memLoader struct {
 	posts []feed.Post
 }
 
-func (m *memLoader) BulkLoadUsers(_ context.Context, u []feed.User) error {
+func (m *memLoader) LoadUsers(_ context.Context, u []feed.User) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.users = append(m.users, u...)
 	return nil
 }
 
-func (m *memLoader) BulkLoadFollows(_ context.Context, e [][2]int64) error {
+func (m *memLoader) LoadFollows(_ context.Context, e [][2]int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.edges = append(m.edges, e...)
 	return nil
 }
 
-func (m *memLoader) BulkCreatePosts(_ context.Context, p []feed.Post) error {
+func (m *memLoader) LoadPosts(_ context.Context, p []feed.Post) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.posts = append(m.posts, p...)
