@@ -152,7 +152,7 @@ type ReadResult struct {
 	ReadBaselineP50MS float64            `json:"read_baseline_p50_ms"`
 	ReadBaselineP99MS float64            `json:"read_baseline_p99_ms"`
 	ReadVsBaseline    float64            `json:"read_vs_baseline"`
-	// The HTTP floor (runner.readFloor): the same clients reading one of
+	// The HTTP floor (load.runner.readFloor): the same clients reading one of
 	// feedd's pages from a server that does nothing else. Zero when not
 	// measured (--read-floor=false).
 	ReadFloorRPS      float64 `json:"read_floor_rps"`
@@ -160,7 +160,7 @@ type ReadResult struct {
 	ReadFloorP99MS    float64 `json:"read_floor_p99_ms"`
 	Histogram         []Bin   `json:"histogram"`
 	BaselineHistogram []Bin   `json:"baseline_histogram"`
-	// The paced run (runner.readPaced): the same clients offering
+	// The paced run (load.runner.readPaced): the same clients offering
 	// ReadPacedRPSTarget requests/s, open loop, latency from each
 	// request's due time. Zero when it did not run (no baseline).
 	ReadPacedRPSTarget float64 `json:"read_paced_rps_target"`
