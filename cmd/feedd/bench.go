@@ -15,7 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/feedd/feedd/internal/bench"
+	"github.com/feedd/feedd/internal/bench/graph"
+	"github.com/feedd/feedd/internal/bench/load"
 	"github.com/feedd/feedd/internal/sqlstore"
 )
 
@@ -185,7 +186,7 @@ func list(s string) []string {
 }
 
 func benchGraph(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	o := bench.DefaultGraphOptions()
+	o := graph.DefaultOptions()
 	var cfg config
 	var out, cohorts string
 	var workers int
@@ -221,7 +222,7 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	o.Seed = uint64(seed)
 
 	begin := time.Now()
-	g, err := bench.PlanGraph(o, begin)
+	g, err := graph.Plan(o, begin)
 	if err != nil {
 		return err
 	}
@@ -233,13 +234,16 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	if has, err := store.HasUsers(ctx); err != nil {
+	// The graph goes straight into the tables through the store's write
+	// pool, past the store's rules (graph.SQLLoader says which).
+	db, _ := store.Pools()
+	if has, err := graph.HasUsers(ctx, db); err != nil {
 		return err
 	} else if has && !appendTo {
 		return errors.New("bench graph: the database already holds users; use a fresh database, or --append")
 	}
 	fmt.Fprintf(stderr, "bench graph: %d users, %d follows, %d posts into %s\n", o.Users, g.Follows(), g.Posts(), sqlKind(cfg))
-	m, err := g.Load(ctx, store, workers, stderr)
+	m, err := g.Load(ctx, graph.NewSQLLoader(db), workers, stderr)
 	if err != nil {
 		return err
 	}
@@ -279,11 +283,11 @@ func benchFloor(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return fmt.Errorf("bench floor: --body: %w", err)
 	}
-	return bench.ServeFloor(ctx, addr, body, stdout)
+	return load.ServeFloor(ctx, addr, body, stdout)
 }
 
 func benchRun(ctx context.Context, command string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	o := bench.DefaultRunOptions()
+	o := load.DefaultRunOptions()
 	var graphFile, models, scenarios, jsonOut, htmlOut, exe, workProcs string
 	var maxReq int
 	workers := 8
@@ -292,7 +296,7 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	}
 	f := newBenchFlags("run", getenv, stderr)
 	f.str(&graphFile, "graph", "bench-graph.json", false, "manifest written by bench graph")
-	f.str(&models, "models", strings.Join(bench.AllModels, ","), false, "timeline models to measure, each with its own feedd child")
+	f.str(&models, "models", strings.Join(load.AllModels, ","), false, "timeline models to measure, each with its own feedd child")
 	f.str(&scenarios, "scenarios", "fanout,publish,read,memory", false, "scenarios to run (always in the order fanout, read, memory, publish, mixed); mixed, the 90/7/2/1 load, only when named")
 	f.str(&o.URL, "url", "", false, "measure this running deployment instead of starting feedd per model")
 	f.str(&o.Label, "label", "", false, "name of the --url deployment in the report (default: the one --models value, or target)")
@@ -353,7 +357,7 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	if err != nil {
 		return fmt.Errorf("bench run: read the graph manifest (bench graph --out): %w", err)
 	}
-	o.Manifest = &bench.Manifest{}
+	o.Manifest = &graph.Manifest{}
 	if err := json.Unmarshal(raw, o.Manifest); err != nil {
 		return fmt.Errorf("bench run: %s: %w", graphFile, err)
 	}
@@ -381,7 +385,7 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	}
 	o.Progress = stderr
 
-	rep, runErr := bench.Run(ctx, o)
+	rep, runErr := load.Run(ctx, o)
 	if rep == nil {
 		return runErr
 	}

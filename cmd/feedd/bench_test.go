@@ -11,15 +11,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/feedd/feedd/internal/bench"
+	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/sqlstore"
 )
 
 // TestBenchGraphEmbedded runs `feedd bench graph` on the embedded SQLite
 // and checks the tables against the manifest: exact counts, stored
 // follower and following counts that match the edges, and no outbox
-// events (nothing must fan out). The e2e test in internal/bench does the
-// same on MariaDB through bench run.
+// events (nothing must fan out). The e2e test in internal/bench/load does
+// the same on MariaDB through bench run.
 func TestBenchGraphEmbedded(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "graph.json")
@@ -34,7 +34,7 @@ func TestBenchGraphEmbedded(t *testing.T) {
 	if !strings.Contains(stdout.String(), "600 users") {
 		t.Fatalf("stdout does not summarize the graph: %s", stdout.String())
 	}
-	var m bench.Manifest
+	var m graph.Manifest
 	raw, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)

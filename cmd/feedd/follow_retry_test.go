@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/feed"
 )
 
@@ -63,7 +64,8 @@ func TestFollowRetryRepairsInbox(t *testing.T) {
 		for i := range old {
 			old[i].CreatedAt = feed.IDTime(old[i].ID)
 		}
-		if err := in.d.store.BulkCreatePosts(ctx, old); err != nil {
+		db, _ := in.d.store.Pools()
+		if err := graph.NewSQLLoader(db).LoadPosts(ctx, old); err != nil {
 			t.Fatal(err)
 		}
 		in.follow(bobTok, carol)

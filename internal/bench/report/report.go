@@ -1,4 +1,11 @@
-package bench
+// Package report holds what feedd bench tells its user: the figures of a
+// run (a result per model and scenario, and the targets computed from
+// them), the histograms their latencies are read from, and their three
+// renderings: JSON, whose field names are a stable interface that
+// docs/BENCH.md documents, a plain-text table and a self-contained HTML
+// page with SVG charts. The progress bars bench shows while it works are
+// here too, with the number formats they share with the table.
+package report
 
 import (
 	"fmt"
@@ -145,7 +152,7 @@ type ReadResult struct {
 	ReadBaselineP50MS float64            `json:"read_baseline_p50_ms"`
 	ReadBaselineP99MS float64            `json:"read_baseline_p99_ms"`
 	ReadVsBaseline    float64            `json:"read_vs_baseline"`
-	// The HTTP floor (runner.readFloor): the same clients reading one of
+	// The HTTP floor (load.runner.readFloor): the same clients reading one of
 	// feedd's pages from a server that does nothing else. Zero when not
 	// measured (--read-floor=false).
 	ReadFloorRPS      float64 `json:"read_floor_rps"`
@@ -153,7 +160,7 @@ type ReadResult struct {
 	ReadFloorP99MS    float64 `json:"read_floor_p99_ms"`
 	Histogram         []Bin   `json:"histogram"`
 	BaselineHistogram []Bin   `json:"baseline_histogram"`
-	// The paced run (runner.readPaced): the same clients offering
+	// The paced run (load.runner.readPaced): the same clients offering
 	// ReadPacedRPSTarget requests/s, open loop, latency from each
 	// request's due time. Zero when it did not run (no baseline).
 	ReadPacedRPSTarget float64 `json:"read_paced_rps_target"`
@@ -203,7 +210,8 @@ type TypeMemory struct {
 	Entries int64 `json:"entries"`
 }
 
-// Target is one of the issue's goals, computed from the run.
+// Target is one of feedd's performance goals (docs/BENCH.md lists them),
+// computed from the run.
 type Target struct {
 	Name   string   `json:"name"`
 	Value  *float64 `json:"value"` // nil: not measured in this run
@@ -223,8 +231,8 @@ func (r *Report) firstOf(mode feed.FanoutMode) *ModelResult {
 	return nil
 }
 
-// computeTargets derives the issue's target ratios from the models.
-func (r *Report) computeTargets() {
+// ComputeTargets derives the target ratios from the models, into Targets.
+func (r *Report) ComputeTargets() {
 	var ts []Target
 	add := func(name string, v float64, ok bool, goal string, met func(float64) bool, detail string) {
 		t := Target{Name: name, Goal: goal, Detail: detail}
@@ -243,7 +251,7 @@ func (r *Report) computeTargets() {
 		m := r.Models[name]
 		if f := m.Fanout; f != nil && f.FannedOut {
 			add("fanout_vs_baseline["+name+"]", f.FanoutVsBaseline, f.FanoutBaselineWritesPerSec > 0, ">= 0.5 (aim 0.8)", atLeast(0.5),
-				fmt.Sprintf("%s inbox writes/s vs %s raw ZADD/s to %d inboxes", count(int64(f.FanoutWritesPerSec)), count(int64(f.FanoutBaselineWritesPerSec)), f.Followers))
+				fmt.Sprintf("%s inbox writes/s vs %s raw ZADD/s to %d inboxes", Count(int64(f.FanoutWritesPerSec)), Count(int64(f.FanoutBaselineWritesPerSec)), f.Followers))
 		}
 		if p := m.Publish; p != nil && p.Celebrity != nil {
 			c := p.Celebrity
@@ -301,7 +309,7 @@ func (r *Report) computeTargets() {
 	}
 	if push != nil && hybrid != nil && push.Memory != nil && hybrid.Memory != nil && push.Memory.RedisBytesTotal > 0 {
 		add("memory_hybrid_vs_push", float64(hybrid.Memory.RedisBytesTotal)/float64(push.Memory.RedisBytesTotal), true, "< 1", below(1),
-			fmt.Sprintf("%s vs %s", bytesStr(hybrid.Memory.RedisBytesTotal), bytesStr(push.Memory.RedisBytesTotal)))
+			fmt.Sprintf("%s vs %s", Bytes(hybrid.Memory.RedisBytesTotal), Bytes(push.Memory.RedisBytesTotal)))
 	}
 	r.Targets = ts
 }
@@ -327,7 +335,8 @@ func sortedKeys(m map[string]int) []string {
 	return keys
 }
 
-func bytesStr(n int64) string {
+// Bytes renders a size in bytes with its binary unit: 1536 -> 1.5 KiB.
+func Bytes(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
@@ -383,13 +392,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if m.Fanout == nil || !m.Fanout.FannedOut {
 			return ""
 		}
-		return count(int64(m.Fanout.FanoutWritesPerSec))
+		return Count(int64(m.Fanout.FanoutWritesPerSec))
 	})
 	row("  baseline_writes_per_sec", func(m *ModelResult) string {
 		if m.Fanout == nil || m.Fanout.FanoutBaselineWritesPerSec == 0 {
 			return ""
 		}
-		return fmt.Sprintf("%s (%d gor.)", count(int64(m.Fanout.FanoutBaselineWritesPerSec)), m.Fanout.FanoutBaselineGoroutines)
+		return fmt.Sprintf("%s (%d gor.)", Count(int64(m.Fanout.FanoutBaselineWritesPerSec)), m.Fanout.FanoutBaselineGoroutines)
 	})
 	row("  fanout vs baseline", func(m *ModelResult) string {
 		if m.Fanout == nil || !m.Fanout.FannedOut || m.Fanout.FanoutVsBaseline == 0 {
@@ -420,7 +429,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if m.Publish == nil || m.Publish.Celebrity == nil {
 			return ""
 		}
-		return count(m.Publish.Celebrity.FanoutWritesDuring)
+		return Count(m.Publish.Celebrity.FanoutWritesDuring)
 	})
 
 	for _, cohort := range sortedKeys(r.cohorts()) {
@@ -494,7 +503,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if m.Memory == nil {
 			return ""
 		}
-		s := bytesStr(m.Memory.RedisBytesTotal)
+		s := Bytes(m.Memory.RedisBytesTotal)
 		if m.Memory.Sampled {
 			s += " ~"
 		}
@@ -504,13 +513,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if m.Memory == nil {
 			return ""
 		}
-		return bytesStr(m.Memory.RedisInboxBytes)
+		return Bytes(m.Memory.RedisInboxBytes)
 	})
 	row("  entries", func(m *ModelResult) string {
 		if m.Memory == nil {
 			return ""
 		}
-		return count(m.Memory.RedisEntries)
+		return Count(m.Memory.RedisEntries)
 	})
 	row("  redis_bytes_per_entry", func(m *ModelResult) string {
 		if m.Memory == nil || m.Memory.RedisEntries == 0 {
@@ -568,7 +577,7 @@ func pathsStr(p map[string]float64) string {
 	slices.Sort(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %s", k, count(int64(p[k])))
+		parts[i] = fmt.Sprintf("%s %s", k, Count(int64(p[k])))
 	}
 	return strings.Join(parts, ", ")
 }

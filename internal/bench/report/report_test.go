@@ -1,17 +1,16 @@
-package bench
+package report
 
 import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"io"
-	"maps"
 	"os"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/internal/bench/report/reporttest"
 )
 
 // sampleReport is a report with every section filled, as a full run of
@@ -25,7 +24,7 @@ func sampleReport() *Report {
 	rep := &Report{
 		Command: "feedd bench run --graph g.json", StartedAt: time.Now(), FinishedAt: time.Now(), Seconds: 12,
 		Graph:      GraphSummary{Users: 2000, Follows: 40000, Posts: 6000, Celebrities: 1, CelebrityFollowers: 1500, Store: "mysql"},
-		Settings:   Settings{Scenarios: AllScenarios, Concurrency: 32, DurationSeconds: 10, ReadPacedFraction: 0.3, BaselineGoroutines: 8, BaselinePipeline: 1000, CPUs: 2},
+		Settings:   Settings{Scenarios: []string{"fanout", "read", "memory", "publish"}, Concurrency: 32, DurationSeconds: 10, ReadPacedFraction: 0.3, BaselineGoroutines: 8, BaselinePipeline: 1000, CPUs: 2},
 		ModelOrder: []string{"push", "pull", "hybrid"},
 		Models:     map[string]*ModelResult{},
 		Notes:      []string{},
@@ -68,19 +67,19 @@ func sampleReport() *Report {
 		}
 		rep.Models[name] = m
 	}
-	rep.computeTargets()
+	rep.ComputeTargets()
 	return rep
 }
 
 // TestReportFieldsDocumented: every field path docs/BENCH.md documents
-// is in a full report's JSON, and the stable fields the issue names are
-// documented.
+// is in a full report's JSON, and the fields other tools rely on (the
+// stable ones) are documented.
 func TestReportFieldsDocumented(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/BENCH.md")
+	doc, err := os.ReadFile("../../../docs/BENCH.md")
 	if err != nil {
 		t.Fatalf("read docs/BENCH.md: %v", err)
 	}
-	paths := documentedPaths(string(doc))
+	paths := reporttest.DocumentedPaths(string(doc))
 	if len(paths) < 40 {
 		t.Fatalf("docs/BENCH.md documents %d JSON fields; want the whole schema", len(paths))
 	}
@@ -112,59 +111,12 @@ func TestReportFieldsDocumented(t *testing.T) {
 	}
 }
 
-// documentedPaths returns the JSON paths of the schema table in
-// docs/BENCH.md: the rows of section "The JSON" that start with a
-// backquoted path.
-func documentedPaths(doc string) []string {
-	_, doc, _ = strings.Cut(doc, "\n## The JSON\n")
-	doc, _, _ = strings.Cut(doc, "\n## ")
-	re := regexp.MustCompile("(?m)^\\| `([a-z_<>.\\[\\]0-9]+)`")
-	var out []string
-	for _, m := range re.FindAllStringSubmatch(doc, -1) {
-		out = append(out, m[1])
-	}
-	return out
-}
-
 // sampleSubs fill the placeholders of documented paths for sampleReport.
 var sampleSubs = map[string]string{"<model>": "push", "<cohort>": "following_500", "<type>": "string", "<namespace>": "inbox:", "<path>": "inbox"}
 
 // lookup walks a dotted path of sampleReport's JSON.
-func lookup(tree map[string]any, path string) (any, bool) { return lookupWith(tree, path, sampleSubs) }
-
-// lookupWith walks a dotted path, replacing placeholders such as <model>
-// with subs; [] takes the first element of an array.
-func lookupWith(tree map[string]any, path string, subs map[string]string) (any, bool) {
-	var cur any = tree
-	for _, part := range strings.Split(path, ".") {
-		arr := strings.HasSuffix(part, "[]")
-		part = strings.TrimSuffix(part, "[]")
-		obj, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if v, ok := subs[part]; ok {
-			part = v
-		} else if strings.HasPrefix(part, "<") {
-			// Any key will do, but there must be one.
-			keys := slices.Sorted(maps.Keys(obj))
-			if len(keys) == 0 {
-				return nil, false
-			}
-			part = keys[0]
-		}
-		if cur, ok = obj[part]; !ok {
-			return nil, false
-		}
-		if arr {
-			a, ok := cur.([]any)
-			if !ok || len(a) == 0 {
-				return nil, false
-			}
-			cur = a[0]
-		}
-	}
-	return cur, true
+func lookup(tree map[string]any, path string) (any, bool) {
+	return reporttest.Lookup(tree, path, sampleSubs)
 }
 
 // TestReportHTML: the report is well-formed (it is XHTML-clean, so a
@@ -277,7 +229,7 @@ func TestTargetsWithWorkProcs(t *testing.T) {
 		order = append(order, name+"-w1")
 	}
 	rep.Models, rep.ModelOrder, rep.Targets = renamed, order, nil
-	rep.computeTargets()
+	rep.ComputeTargets()
 	got := map[string]bool{}
 	for _, tg := range rep.Targets {
 		got[tg.Name] = tg.Value != nil
@@ -287,5 +239,27 @@ func TestTargetsWithWorkProcs(t *testing.T) {
 		if !got[name] {
 			t.Errorf("target %s missing or unmeasured with models named by work-process count (%v)", name, got)
 		}
+	}
+}
+
+// TestTargetsWithoutPacedRun: a cohort read without a paced run (there
+// was no Redis baseline to take a rate from) leaves the paced target
+// unmeasured, and the table still lists it.
+func TestTargetsWithoutPacedRun(t *testing.T) {
+	res := &ReadResult{ReadRPS: 1000, Requests: 10000, Concurrency: 32}
+	rep := sampleReport()
+	rep.Models["push"].Read["following_500"] = res
+	rep.ComputeTargets()
+	for _, tg := range rep.Targets {
+		if tg.Name == "read_paced_p99_push_following_500_ms" && (tg.Value != nil || !strings.Contains(tg.Detail, "no paced run")) {
+			t.Errorf("target %s = %v (%s); want not measured", tg.Name, tg.Value, tg.Detail)
+		}
+	}
+	var buf bytes.Buffer
+	if err := rep.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "read_paced_p99_push_following_500_ms") {
+		t.Errorf("the table does not list the unmeasured target:\n%s", buf.String())
 	}
 }

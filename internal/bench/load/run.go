@@ -1,4 +1,13 @@
-package bench
+// Package load is feedd bench run and bench floor: it starts a feedd per
+// timeline model (push, pull, hybrid), or measures a running deployment,
+// and drives the scenarios over the HTTP API as a graph's users: one
+// post's fan-out, home-feed reads by cohort (closed loop, then paced at a
+// fixed rate), the Redis memory of each model, publish latency, and the
+// mixed load. Next to each figure it measures a yardstick in the same
+// run: the same Redis work issued directly, and an HTTP floor (a server
+// that answers one of feedd's pages and does nothing else). The figures
+// come back as a report.Report.
+package load
 
 import (
 	"context"
@@ -17,6 +26,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/feedd/feedd/internal/bench/graph"
+	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/rediscache"
 )
@@ -41,7 +52,7 @@ var AllModels = []string{string(feed.ModePush), string(feed.ModePull), string(fe
 // RunOptions configure bench run.
 type RunOptions struct {
 	Command  string // the command line, for the report
-	Manifest *Manifest
+	Manifest *graph.Manifest
 	Models   []string
 	// URL, when set, is the one deployment to measure (as Label) instead
 	// of a child feedd per model.
@@ -119,7 +130,7 @@ const (
 type runner struct {
 	o   RunOptions
 	rdb redis.UniversalClient // nil without Redis
-	rep *Report
+	rep *report.Report
 	tag string // random, for bench's own key prefixes
 
 	mu        sync.Mutex
@@ -136,7 +147,7 @@ type modelRun struct {
 	prefix     string            // feedd's Redis prefix
 	amqpPrefix string            // feedd's RabbitMQ prefix (children only)
 	cache      *rediscache.Cache // feedd's inboxes, through feedd's own layout
-	res        *ModelResult
+	res        *report.ModelResult
 
 	created      []createdPost
 	materialized []int64
@@ -149,7 +160,7 @@ type createdPost struct {
 
 // Run measures every model and returns the report; the error joins the
 // failures of scenarios, which the report also lists.
-func Run(ctx context.Context, o RunOptions) (*Report, error) {
+func Run(ctx context.Context, o RunOptions) (*report.Report, error) {
 	if o.Manifest == nil {
 		return nil, errors.New("bench run: no graph manifest")
 	}
@@ -185,14 +196,14 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 	r := &runner{
 		o: o, tag: hex.EncodeToString(tag),
 		tokens: map[string]string{}, followers: map[string][]int64{},
-		rep: &Report{
-			Command: o.Command, StartedAt: time.Now().UTC(), Models: map[string]*ModelResult{}, Notes: []string{},
-			Graph: GraphSummary{
+		rep: &report.Report{
+			Command: o.Command, StartedAt: time.Now().UTC(), Models: map[string]*report.ModelResult{}, Notes: []string{},
+			Graph: report.GraphSummary{
 				Users: o.Manifest.Users, Follows: o.Manifest.Follows, Posts: o.Manifest.Posts,
 				Celebrities: len(o.Manifest.Celebrities), CelebrityFollowers: o.Manifest.Options.CelebrityFollowers,
 				TopOrdinaryAuthor: o.Manifest.TopOrdinaryAuthor.Followers, Store: o.Manifest.Store, GraphSeconds: o.Manifest.Seconds,
 			},
-			Settings: Settings{
+			Settings: report.Settings{
 				Scenarios: o.Scenarios, Concurrency: o.Concurrency, DurationSeconds: o.Duration.Seconds(),
 				BaselineSeconds: o.BaselineDuration.Seconds(), ReadPacedFraction: o.ReadPacedFraction, PublishCount: o.PublishCount,
 				BaselineGoroutines: o.BaselineGoroutines, BaselinePipeline: baselineBatch,
@@ -251,7 +262,7 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 			errs = append(errs, err)
 			break
 		}
-		res := &ModelResult{FanoutMode: cmpOr(run.mode, name), WorkProcs: run.work, Errors: []string{}}
+		res := &report.ModelResult{FanoutMode: cmpOr(run.mode, name), WorkProcs: run.work, Errors: []string{}}
 		r.rep.ModelOrder = append(r.rep.ModelOrder, name)
 		r.rep.Models[name] = res
 		if err := r.runModel(ctx, name, run.mode, run.work, res); err != nil {
@@ -266,9 +277,13 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 	}
 	r.rep.FinishedAt = time.Now().UTC()
 	r.rep.Seconds = r.rep.FinishedAt.Sub(r.rep.StartedAt).Seconds()
-	r.rep.computeTargets()
+	r.rep.ComputeTargets()
 	return r.rep, errors.Join(errs...)
 }
+
+// ms converts a duration to fractional milliseconds, the unit of every
+// latency in the report.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func cmpOr(a, b string) string {
 	if a != "" {
@@ -286,7 +301,7 @@ func (r *runner) logf(format string, args ...any) {
 // runModel starts the model's feedd (unless measuring a URL), runs the
 // scenarios in order, and tears down; a scenario's failure is recorded
 // and the next one still runs.
-func (r *runner) runModel(ctx context.Context, name, mode string, work int, res *ModelResult) (err error) {
+func (r *runner) runModel(ctx context.Context, name, mode string, work int, res *report.ModelResult) (err error) {
 	m := &modelRun{name: name, res: res}
 	var ch *child
 	var workers []*child
@@ -494,7 +509,7 @@ func (r *runner) followersOf(ctx context.Context, m *modelRun, token, author str
 	if ok {
 		return ids, nil
 	}
-	bar := NewProgress(r.o.Progress, "list followers", int64(n))
+	bar := report.NewProgress(r.o.Progress, "list followers", int64(n))
 	ids, err := m.cl.followers(ctx, token, author, bar)
 	bar.Done()
 	if err != nil {
@@ -512,7 +527,7 @@ func (r *runner) followersOf(ctx context.Context, m *modelRun, token, author str
 // even against a real deployment no feed loses a post.
 func (r *runner) materialize(ctx context.Context, m *modelRun, readers []int64) (time.Duration, error) {
 	start := time.Now()
-	bar := NewProgress(r.o.Progress, "materialize inboxes", int64(len(readers)))
+	bar := report.NewProgress(r.o.Progress, "materialize inboxes", int64(len(readers)))
 	err := forEach(ctx, redisGoroutines, len(readers), func(ctx context.Context, i int) error {
 		if err := m.cache.FillInbox(ctx, readers[i], nil, false, materializeTTL); err != nil {
 			return err
@@ -532,7 +547,7 @@ func (r *runner) dropInboxes(ctx context.Context, m *modelRun) error {
 	if len(readers) == 0 {
 		return nil
 	}
-	bar := NewProgress(r.o.Progress, "drop inboxes", int64(len(readers)))
+	bar := report.NewProgress(r.o.Progress, "drop inboxes", int64(len(readers)))
 	defer bar.Done()
 	return forEach(ctx, redisGoroutines, len(readers), func(ctx context.Context, i int) error {
 		bar.Add(1)

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"fmt"
@@ -443,7 +443,7 @@ func hasAny(names []string, f func(string) bool) bool {
 var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"f2":    func(v float64) string { return fmt.Sprintf("%.2f", v) },
 	"f0":    func(v float64) string { return fmt.Sprintf("%.0f", v) },
-	"bytes": bytesStr,
+	"bytes": Bytes,
 	"val": func(v *float64) string {
 		if v == nil {
 			return "n/a"

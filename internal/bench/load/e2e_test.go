@@ -1,4 +1,4 @@
-package bench
+package load
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/feedd/feedd/internal/bench/report/reporttest"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 )
 
@@ -150,13 +151,13 @@ func TestBenchEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(raw, &tree); err != nil {
 		t.Fatalf("bench JSON: %v", err)
 	}
-	doc, err := os.ReadFile("../../docs/BENCH.md")
+	doc, err := os.ReadFile("../../../docs/BENCH.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	num := func(path string, subs map[string]string) float64 {
 		t.Helper()
-		v, ok := lookupWith(tree, path, subs)
+		v, ok := reporttest.Lookup(tree, path, subs)
 		if !ok {
 			t.Errorf("%v: %s missing", subs, path)
 			return 0
@@ -167,8 +168,8 @@ func TestBenchEndToEnd(t *testing.T) {
 	for _, model := range []string{"push", "pull", "hybrid"} {
 		for _, cohort := range []string{"following_50", "following_500"} {
 			subs := map[string]string{"<model>": model, "<cohort>": cohort}
-			for _, p := range documentedPaths(string(doc)) {
-				if _, ok := lookupWith(tree, p, subs); !ok {
+			for _, p := range reporttest.DocumentedPaths(string(doc)) {
+				if _, ok := reporttest.Lookup(tree, p, subs); !ok {
 					// A model without inboxes has no entries to break down.
 					if model == "pull" && strings.Contains(p, ".memory.by_") {
 						continue
@@ -188,7 +189,7 @@ func TestBenchEndToEnd(t *testing.T) {
 			// The paced run is made unless its rate is above what the
 			// closed loop answered (a slow model on this tiny graph).
 			rate := 0.3 * num(pre+"read_baseline_rps", subs)
-			if skipped, _ := lookupWith(tree, pre+"read_paced_skipped", subs); skipped != "" {
+			if skipped, _ := reporttest.Lookup(tree, pre+"read_paced_skipped", subs); skipped != "" {
 				if rate <= num(pre+"read_rps", subs) {
 					t.Errorf("%sread_paced_skipped = %q, yet %.0f/s is within the closed loop's %.0f/s", pre, skipped, rate, num(pre+"read_rps", subs))
 				}
@@ -220,13 +221,13 @@ func TestBenchEndToEnd(t *testing.T) {
 		if v := num(pre+"memory.redis_bytes_total", nil); v <= 0 {
 			t.Errorf("%s redis_bytes_total = %v; want > 0", model, v)
 		}
-		if errs, _ := lookupWith(tree, pre+"errors", nil); errs != nil && len(errs.([]any)) > 0 {
+		if errs, _ := reporttest.Lookup(tree, pre+"errors", nil); errs != nil && len(errs.([]any)) > 0 {
 			t.Errorf("%s errors: %v", model, errs)
 		}
 	}
 	// Push fans the celebrity out; pull and hybrid (above the lowered
 	// threshold) pull it.
-	if v, _ := lookupWith(tree, "models.push.fanout.fanned_out", nil); v != true {
+	if v, _ := reporttest.Lookup(tree, "models.push.fanout.fanned_out", nil); v != true {
 		t.Errorf("push did not fan out")
 	}
 	for _, f := range []string{"fanout_seconds", "fanout_writes_per_sec", "fanout_vs_baseline", "verified_ok"} {
@@ -238,7 +239,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Errorf("push: %v of %v sampled inboxes hold the post; want all of at least 1000", ok, n)
 	}
 	for _, model := range []string{"pull", "hybrid"} {
-		if v, _ := lookupWith(tree, "models."+model+".fanout.delivery_mode", nil); v != "pull" {
+		if v, _ := reporttest.Lookup(tree, "models."+model+".fanout.delivery_mode", nil); v != "pull" {
 			t.Errorf("%s: the celebrity's delivery_mode is %v; want pull", model, v)
 		}
 	}
@@ -258,7 +259,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		}
 	}
 	if measured < 10 {
-		t.Errorf("%d targets measured; want the issue's ratios (at least 10)", measured)
+		t.Errorf("%d targets measured; want the target ratios (at least 10)", measured)
 	}
 
 	page, err := os.ReadFile(htmlOut)

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"math"
@@ -150,7 +150,3 @@ func (h *Histogram) Bins(perDecade int) []Bin {
 	}
 	return bins
 }
-
-// ms converts a duration to fractional milliseconds, the unit of every
-// latency in the report.
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

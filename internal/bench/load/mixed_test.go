@@ -1,4 +1,4 @@
-package bench
+package load
 
 import (
 	"context"
@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 )
 
 // TestMixedLoad runs `feedd bench run --scenarios mixed` for 40s against a
 // feedd (hybrid) on the real services and a small graph, as the CI-sized
-// version of the issue's 5-minute run (docs/BENCH.md has the command):
+// version of the 5-minute run in docs/BENCH.md:
 // zero 5xx, and resident memory flat after warm-up.
 func TestMixedLoad(t *testing.T) {
 	if testing.Short() {
@@ -45,7 +46,7 @@ func TestMixedLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep Report
+	var rep report.Report
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +69,11 @@ func TestMixedLoad(t *testing.T) {
 	}
 	// The mix is the one asked for, within four standard deviations of
 	// the binomial draw.
-	for _, op := range mixedOps {
-		n, p := float64(x.Requests), float64(op.share)/100
-		got := float64(x.Ops[op.name].Requests)
+	for _, op := range report.MixedOps {
+		n, p := float64(x.Requests), float64(op.Share)/100
+		got := float64(x.Ops[op.Name].Requests)
 		if math.Abs(got-n*p) > 4*math.Sqrt(n*p*(1-p))+2 {
-			t.Errorf("%s: %v of %v requests; want about %.0f (%d%%)", op.name, got, n, n*p, op.share)
+			t.Errorf("%s: %v of %v requests; want about %.0f (%d%%)", op.Name, got, n, n*p, op.Share)
 		}
 	}
 }

@@ -1,73 +1,31 @@
-package bench
+package load
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
+	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// ScenarioMixed is the mixed load of issue 5: a production-like blend of
-// requests by many users, held for --duration, watching for 5xx and for
-// the memory of the process measured. It is not in AllScenarios (the
-// default run), only run when named: --scenarios mixed.
+// ScenarioMixed is the mixed load: a production-like blend of requests by
+// many users (mostly feed reads, some likes, follows and posts, in the
+// shares of report.MixedOps), held for --duration, to show that feedd
+// under a realistic load answers no 5xx and holds its memory flat. It is
+// not in AllScenarios (the default run), only run when named: --scenarios
+// mixed.
 const ScenarioMixed = "mixed"
-
-// mixedOps are the shares of the mixed load, in percent.
-var mixedOps = []struct {
-	name  string
-	share int
-}{{"read", 90}, {"like", 7}, {"follow", 2}, {"post", 1}}
-
-// MixedResult is the mixed load's figures.
-type MixedResult struct {
-	Seconds     float64 `json:"seconds"`
-	Concurrency int     `json:"concurrency"`
-	Users       int     `json:"users"`
-	Requests    int64   `json:"requests"`
-	RPS         float64 `json:"rps"`
-	P50MS       float64 `json:"p50_ms"`
-	P99MS       float64 `json:"p99_ms"`
-	MaxMS       float64 `json:"max_ms"`
-	// Status5xx counts answers 500-599; Status429 rate-limit answers;
-	// OtherErrors other 4xx and transport errors.
-	Status5xx    int64               `json:"status_5xx"`
-	Status429    int64               `json:"status_429"`
-	OtherErrors  int64               `json:"other_errors"`
-	ErrorSamples []string            `json:"error_samples"`
-	Ops          map[string]*MixedOp `json:"ops"`
-	LikesAs      string              `json:"likes_as"` // "like", or "read" while feedd has no likes
-	RSS          [][2]float64        `json:"rss_mb"`   // [seconds since start, resident MiB] every second
-	RSSStartMB   float64             `json:"rss_start_mb"`
-	RSSEndMB     float64             `json:"rss_end_mb"`
-	RSSMaxMB     float64             `json:"rss_max_mb"`
-	// RSSGrowthMB is the median RSS of the last quarter of the run minus
-	// that of the second quarter (the first is warm-up); RSSFlat says it
-	// is within max(10%, 16 MiB) of the second quarter's.
-	RSSGrowthMB float64 `json:"rss_growth_mb"`
-	RSSFlat     bool    `json:"rss_flat"`
-}
-
-// MixedOp is one kind of request of the mixed load.
-type MixedOp struct {
-	Requests  int64   `json:"requests"`
-	P50MS     float64 `json:"p50_ms"`
-	P99MS     float64 `json:"p99_ms"`
-	Status5xx int64   `json:"status_5xx"`
-}
 
 // mixed runs the mixed load for o.Duration with o.Concurrency clients,
 // each request by a random user of the manifest's sample.
-func (r *runner) mixed(ctx context.Context, m *modelRun) (*MixedResult, error) {
+func (r *runner) mixed(ctx context.Context, m *modelRun) (*report.MixedResult, error) {
 	users := r.o.Manifest.SampleUsers
 	if len(users) < 2 {
 		return nil, errors.New("the graph lists fewer than 2 sample users (bench graph --sample-users)")
@@ -77,8 +35,8 @@ func (r *runner) mixed(ctx context.Context, m *modelRun) (*MixedResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &MixedResult{
-		Concurrency: r.o.Concurrency, Users: len(users), Ops: map[string]*MixedOp{},
+	res := &report.MixedResult{
+		Concurrency: r.o.Concurrency, Users: len(users), Ops: map[string]*report.MixedOp{},
 		LikesAs: "read", ErrorSamples: []string{},
 	}
 	conc := r.o.Concurrency
@@ -145,9 +103,9 @@ func (r *runner) mixed(ctx context.Context, m *modelRun) (*MixedResult, error) {
 
 	var wg sync.WaitGroup
 	for i := range conc {
-		w := &mixedWorker{hist: map[string]*Histogram{}, errs5: map[string]int64{}}
-		for _, op := range mixedOps {
-			w.hist[op.name] = &Histogram{}
+		w := &mixedWorker{hist: map[string]*report.Histogram{}, errs5: map[string]int64{}}
+		for _, op := range report.MixedOps {
+			w.hist[op.Name] = &report.Histogram{}
 		}
 		workers[i] = w
 		rng := rand.New(rand.NewPCG(uint64(i), uint64(start.UnixNano())))
@@ -189,25 +147,25 @@ func (r *runner) mixed(ctx context.Context, m *modelRun) (*MixedResult, error) {
 	stopSampler()
 	sampler.Wait()
 
-	all := &Histogram{}
+	all := &report.Histogram{}
 	for _, w := range workers {
 		m.created = append(m.created, w.posts...) // deleted at teardown
-		for _, op := range mixedOps {
-			o := res.Ops[op.name]
+		for _, op := range report.MixedOps {
+			o := res.Ops[op.Name]
 			if o == nil {
-				o = &MixedOp{}
-				res.Ops[op.name] = o
+				o = &report.MixedOp{}
+				res.Ops[op.Name] = o
 			}
-			o.Status5xx += w.errs5[op.name]
+			o.Status5xx += w.errs5[op.Name]
 		}
 	}
-	for _, op := range mixedOps {
-		h := &Histogram{}
+	for _, op := range report.MixedOps {
+		h := &report.Histogram{}
 		for _, w := range workers {
-			h.Merge(w.hist[op.name])
+			h.Merge(w.hist[op.Name])
 		}
 		all.Merge(h)
-		o := res.Ops[op.name]
+		o := res.Ops[op.Name]
 		o.Requests = int64(h.Count()) + o.Status5xx
 		o.P50MS, o.P99MS = ms(h.Quantile(.5)), ms(h.Quantile(.99))
 	}
@@ -216,7 +174,7 @@ func (r *runner) mixed(ctx context.Context, m *modelRun) (*MixedResult, error) {
 	res.RPS = float64(res.Requests) / elapsed.Seconds()
 	res.P50MS, res.P99MS, res.MaxMS = ms(all.Quantile(.5)), ms(all.Quantile(.99)), ms(all.Max())
 	res.Status5xx, res.Status429, res.OtherErrors = n5xx.Load(), n429.Load(), nother.Load()
-	res.rssTrend()
+	rssTrend(res)
 	if res.LikesAs == "read" {
 		r.note(fmt.Sprintf("%s mixed: feedd has no likes yet; the 7%% like share was served as feed reads", m.name))
 	}
@@ -231,19 +189,19 @@ func (r *runner) mixed(ctx context.Context, m *modelRun) (*MixedResult, error) {
 }
 
 func pickOp(p int) string {
-	for _, op := range mixedOps {
-		if p < op.share {
-			return op.name
+	for _, op := range report.MixedOps {
+		if p < op.Share {
+			return op.Name
 		}
-		p -= op.share
+		p -= op.Share
 	}
-	return mixedOps[0].name
+	return report.MixedOps[0].Name
 }
 
 // mixedWorker is one client of the mixed load; only its goroutine touches
 // it until the load ends.
 type mixedWorker struct {
-	hist   map[string]*Histogram
+	hist   map[string]*report.Histogram
 	errs5  map[string]int64
 	recent []int64 // post ids the worker's reads saw: what a like picks from
 	posts  []createdPost
@@ -275,7 +233,7 @@ func (r *runner) mixedRead(ctx context.Context, m *modelRun, token string, seen 
 }
 
 // mixedLike is the like share of the mixed load. feedd has no likes yet,
-// so it reads instead (MixedResult.LikesAs says "read"). When the likes
+// so it reads instead (report.MixedResult.LikesAs says "read"). When the likes
 // routes exist, this is the one place to wire them: like a post from
 // recent (ids this worker's reads returned, so they exist) with the likes
 // route, and set LikesAs to "like" where the result is built.
@@ -287,7 +245,7 @@ func (r *runner) mixedLike(ctx context.Context, m *modelRun, token string, recen
 
 // rssTrend summarises the RSS samples: start, end, max and the growth from
 // the second quarter (after warm-up) to the last.
-func (res *MixedResult) rssTrend() {
+func rssTrend(res *report.MixedResult) {
 	n := len(res.RSS)
 	if n == 0 {
 		return
@@ -310,58 +268,4 @@ func (res *MixedResult) rssTrend() {
 	q2, q4 := median(res.RSS[n/4:n/2]), median(res.RSS[3*n/4:])
 	res.RSSGrowthMB = q4 - q2
 	res.RSSFlat = res.RSSGrowthMB <= max(0.10*q2, 16)
-}
-
-// writeMixed prints the mixed load's figures, one column per model.
-func (rep *Report) writeMixed(w io.Writer) error {
-	var names []string
-	for _, n := range rep.ModelOrder {
-		if rep.Models[n].Mixed != nil {
-			names = append(names, n)
-		}
-	}
-	if len(names) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	line := "mixed load (90% reads, 7% likes, 2% follows, 1% posts)\t"
-	for _, n := range names {
-		line += n + "\t"
-	}
-	fmt.Fprintln(tw, line)
-	row := func(label string, f func(x *MixedResult) string) {
-		line := "  " + label + "\t"
-		for _, n := range names {
-			line += f(rep.Models[n].Mixed) + "\t"
-		}
-		fmt.Fprintln(tw, line)
-	}
-	row("seconds, clients, users", func(x *MixedResult) string {
-		return fmt.Sprintf("%.0f s, %d, %d", x.Seconds, x.Concurrency, x.Users)
-	})
-	row("requests/s", func(x *MixedResult) string { return fmt.Sprintf("%.0f (%d)", x.RPS, x.Requests) })
-	row("p50 / p99 / max ms", func(x *MixedResult) string {
-		return fmt.Sprintf("%.2f / %.2f / %.1f", x.P50MS, x.P99MS, x.MaxMS)
-	})
-	for _, op := range mixedOps {
-		row("  "+op.name+" p50 / p99 ms (n)", func(x *MixedResult) string {
-			o := x.Ops[op.name]
-			if o == nil {
-				return "-"
-			}
-			return fmt.Sprintf("%.2f / %.2f (%d)", o.P50MS, o.P99MS, o.Requests)
-		})
-	}
-	row("5xx / 429 / other errors", func(x *MixedResult) string {
-		return fmt.Sprintf("%d / %d / %d", x.Status5xx, x.Status429, x.OtherErrors)
-	})
-	row("likes served as", func(x *MixedResult) string { return x.LikesAs })
-	row("rss MiB start / end / max", func(x *MixedResult) string {
-		return fmt.Sprintf("%.0f / %.0f / %.0f", x.RSSStartMB, x.RSSEndMB, x.RSSMaxMB)
-	})
-	row("rss growth q2→q4 MiB (flat)", func(x *MixedResult) string {
-		return fmt.Sprintf("%+.1f (%v)", x.RSSGrowthMB, x.RSSFlat)
-	})
-	return tw.Flush()
 }

@@ -1,4 +1,10 @@
-package bench
+// Package graph is the data feedd bench measures with: a synthetic social
+// graph planned from a seed (celebrities with an exact follower count, an
+// author nobody follows, cohorts of readers who follow a fixed number of
+// accounts, and ordinary users whose followees are drawn from a Zipf law),
+// loaded in bulk into the SQL store, and described by the Manifest that
+// bench run reads to know whom to read and publish as.
+package graph
 
 import (
 	"context"
@@ -14,11 +20,12 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// GraphOptions shape a synthetic social graph.
-type GraphOptions struct {
+// Options shape a synthetic social graph.
+type Options struct {
 	// Users is the number of accounts, every special one included.
 	Users int `json:"users"`
 	// Celebrities each get exactly CelebrityFollowers followers.
@@ -52,9 +59,9 @@ type GraphOptions struct {
 	Seed        uint64 `json:"seed"`
 }
 
-// DefaultGraphOptions are the flags' defaults.
-func DefaultGraphOptions() GraphOptions {
-	return GraphOptions{
+// DefaultOptions are the flags' defaults.
+func DefaultOptions() Options {
+	return Options{
 		Users: 10_000, Celebrities: 1, CelebrityFollowers: 5_000,
 		PostsPerUser: 10, PostSpan: 72 * time.Hour, PostBytes: 80,
 		Following: 20, ZipfS: 1.1,
@@ -80,36 +87,37 @@ type Cohort struct {
 // Manifest describes a generated graph for bench run. Ids are decimal
 // strings, as in the API.
 type Manifest struct {
-	Version            int          `json:"version"`
-	CreatedAt          time.Time    `json:"created_at"`
-	Store              string       `json:"store"`
-	Users              int          `json:"users"`
-	Follows            int64        `json:"follows"`
-	Posts              int64        `json:"posts"`
-	FirstUserID        string       `json:"first_user_id"`
-	LastUserID         string       `json:"last_user_id"`
-	Celebrities        []Author     `json:"celebrities"`
-	ZeroFollowerAuthor Author       `json:"zero_follower_author"`
-	TopOrdinaryAuthor  Author       `json:"top_ordinary_author"`
-	Cohorts            []Cohort     `json:"cohorts"`
-	SampleUsers        []string     `json:"sample_users"`
-	Options            GraphOptions `json:"options"`
-	Seconds            float64      `json:"seconds"`
-	Notes              []string     `json:"notes,omitempty"`
+	Version            int       `json:"version"`
+	CreatedAt          time.Time `json:"created_at"`
+	Store              string    `json:"store"`
+	Users              int       `json:"users"`
+	Follows            int64     `json:"follows"`
+	Posts              int64     `json:"posts"`
+	FirstUserID        string    `json:"first_user_id"`
+	LastUserID         string    `json:"last_user_id"`
+	Celebrities        []Author  `json:"celebrities"`
+	ZeroFollowerAuthor Author    `json:"zero_follower_author"`
+	TopOrdinaryAuthor  Author    `json:"top_ordinary_author"`
+	Cohorts            []Cohort  `json:"cohorts"`
+	SampleUsers        []string  `json:"sample_users"`
+	Options            Options   `json:"options"`
+	Seconds            float64   `json:"seconds"`
+	Notes              []string  `json:"notes,omitempty"`
 }
 
-// Loader writes a graph into a store; *sqlstore.Store is one.
+// Loader writes a graph into a store; SQLLoader writes into feedd's SQL
+// tables.
 type Loader interface {
-	BulkLoadUsers(ctx context.Context, users []feed.User) error
-	BulkLoadFollows(ctx context.Context, edges [][2]int64) error
-	BulkCreatePosts(ctx context.Context, posts []feed.Post) error
+	LoadUsers(ctx context.Context, users []feed.User) error
+	LoadFollows(ctx context.Context, edges [][2]int64) error
+	LoadPosts(ctx context.Context, posts []feed.Post) error
 }
 
 // Graph is a planned graph: roles, celebrity follower sets and out-degrees
 // are fixed; the edges themselves are drawn, deterministically from the
 // seed, while they are streamed.
 type Graph struct {
-	opts GraphOptions
+	opts Options
 	now  time.Time
 	ids  []int64 // user id by index; ascending
 
@@ -149,9 +157,9 @@ func (b bitset) count() int {
 	return n
 }
 
-// PlanGraph validates opts and fixes the graph's shape. now is the
+// Plan validates opts and fixes the graph's shape. now is the
 // generation time (posts end there).
-func PlanGraph(opts GraphOptions, now time.Time) (*Graph, error) {
+func Plan(opts Options, now time.Time) (*Graph, error) {
 	o := opts
 	switch {
 	case o.Users < 2:
@@ -513,11 +521,6 @@ func (g *Graph) userName(i int32) string {
 	return "user-" + strconv.Itoa(int(i))
 }
 
-// LoadStats are what Load counted, for the caller's summary.
-type LoadStats struct {
-	Follows, Users, Posts int64
-}
-
 // Load writes the graph through l with workers concurrent writers
 // (follows first, then the users with their exact counts, then the
 // posts), showing progress bars on progress, and returns the manifest.
@@ -527,11 +530,11 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, progress io.Wri
 	n := len(g.ids)
 	in, out := make([]int64, n), make([]int64, n)
 
-	bar := NewProgress(progress, "follows", g.follows)
+	bar := report.NewProgress(progress, "follows", g.follows)
 	err := pump(ctx, workers, func(ctx context.Context, send func([][2]int64) error) error {
 		return g.eachEdgeBatch(ctx, 10_000, in, out, send)
 	}, func(ctx context.Context, b [][2]int64) error {
-		if err := l.BulkLoadFollows(ctx, b); err != nil {
+		if err := l.LoadFollows(ctx, b); err != nil {
 			return err
 		}
 		bar.Add(int64(len(b)))
@@ -542,7 +545,7 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, progress io.Wri
 		return nil, fmt.Errorf("bench graph: follows: %w", err)
 	}
 
-	bar = NewProgress(progress, "users", int64(n))
+	bar = report.NewProgress(progress, "users", int64(n))
 	err = pump(ctx, workers, func(ctx context.Context, send func([]feed.User) error) error {
 		const size = 10_000
 		for s := 0; s < n; s += size {
@@ -556,7 +559,7 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, progress io.Wri
 		}
 		return nil
 	}, func(ctx context.Context, b []feed.User) error {
-		if err := l.BulkLoadUsers(ctx, b); err != nil {
+		if err := l.LoadUsers(ctx, b); err != nil {
 			return err
 		}
 		bar.Add(int64(len(b)))
@@ -567,11 +570,11 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, progress io.Wri
 		return nil, fmt.Errorf("bench graph: users: %w", err)
 	}
 
-	bar = NewProgress(progress, "posts", g.Posts())
+	bar = report.NewProgress(progress, "posts", g.Posts())
 	err = pump(ctx, workers, func(ctx context.Context, send func([]feed.Post) error) error {
 		return g.eachPostBatch(ctx, 5_000, send)
 	}, func(ctx context.Context, b []feed.Post) error {
-		if err := l.BulkCreatePosts(ctx, b); err != nil {
+		if err := l.LoadPosts(ctx, b); err != nil {
 			return err
 		}
 		bar.Add(int64(len(b)))

@@ -1,13 +1,14 @@
-package bench
+package load
 
 import (
-	"bytes"
 	"context"
 	"io"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/internal/bench/graph"
+	"github.com/feedd/feedd/internal/bench/report"
 )
 
 // TestPacedRate: clients offer the requested rate, spread over the run
@@ -121,30 +122,16 @@ func TestPacedStopsWithContext(t *testing.T) {
 }
 
 // TestNoPacedRunWithoutBaseline: without the Redis baseline there is no
-// rate to offer: no paced run, and its target is not measured.
+// rate to offer: no paced run (report's TestTargetsWithoutPacedRun checks
+// that its target is then not measured).
 func TestNoPacedRunWithoutBaseline(t *testing.T) {
 	r := &runner{o: DefaultRunOptions()}
-	res := &ReadResult{ReadRPS: 1000, Requests: 10000, Concurrency: 32}
-	if err := r.readPaced(context.Background(), nil, Cohort{Name: "following_500"}, res, nil); err != nil {
+	res := &report.ReadResult{ReadRPS: 1000, Requests: 10000, Concurrency: 32}
+	if err := r.readPaced(context.Background(), nil, graph.Cohort{Name: "following_500"}, res, nil); err != nil {
 		t.Fatal(err)
 	}
 	if res.ReadPacedRPSTarget != 0 || res.ReadPacedRequests != 0 || res.PacedHistogram != nil {
 		t.Errorf("paced run without a baseline: %+v", res)
-	}
-	rep := sampleReport()
-	rep.Models["push"].Read["following_500"] = res
-	rep.computeTargets()
-	for _, tg := range rep.Targets {
-		if tg.Name == "read_paced_p99_push_following_500_ms" && (tg.Value != nil || !strings.Contains(tg.Detail, "no paced run")) {
-			t.Errorf("target %s = %v (%s); want not measured", tg.Name, tg.Value, tg.Detail)
-		}
-	}
-	var buf bytes.Buffer
-	if err := rep.WriteTable(&buf); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(buf.String(), "read_paced_p99_push_following_500_ms") {
-		t.Errorf("the table does not list the unmeasured target:\n%s", buf.String())
 	}
 }
 
@@ -152,9 +139,9 @@ func TestNoPacedRunWithoutBaseline(t *testing.T) {
 // rate to offer is above what the closed loop answered: it would measure
 // only its own queue, and leave SQL running that slows the next cohort.
 func TestNoPacedRunAboveCapacity(t *testing.T) {
-	r := &runner{o: RunOptions{ReadPacedFraction: 0.3, Concurrency: 4, Duration: time.Second, Progress: io.Discard}, rep: &Report{}}
-	res := &ReadResult{ReadRPS: 100, ReadBaselineRPS: 1000}
-	if err := r.readPaced(t.Context(), nil, Cohort{Name: "c"}, res, nil); err != nil {
+	r := &runner{o: RunOptions{ReadPacedFraction: 0.3, Concurrency: 4, Duration: time.Second, Progress: io.Discard}, rep: &report.Report{}}
+	res := &report.ReadResult{ReadRPS: 100, ReadBaselineRPS: 1000}
+	if err := r.readPaced(t.Context(), nil, graph.Cohort{Name: "c"}, res, nil); err != nil {
 		t.Fatal(err)
 	}
 	if res.ReadPacedSkipped == "" || res.ReadPacedRequests != 0 || res.ReadPacedRPSTarget != 0 {

@@ -1,4 +1,4 @@
-package bench
+package load
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/feedd/feedd/internal/bench/graph"
+	"github.com/feedd/feedd/internal/bench/report"
 )
 
 // pace is an open-loop load: clients that together offer rate requests
@@ -23,7 +26,7 @@ type pace struct {
 
 // paceResult is what a paced run measured.
 type paceResult struct {
-	h *Histogram // latency of every request from its due time, late ones included
+	h *report.Histogram // latency of every request from its due time, late ones included
 	// sent requests, of them failed; late: due but never sent.
 	sent, errs, late, items int64
 	elapsed                 time.Duration // from the start to the last answer
@@ -43,19 +46,19 @@ type paceResult struct {
 // A request that could not be sent within p.grace after the end is given
 // up, and counts in the histogram with the time it had waited by then (a
 // lower bound) and as late. Only answers without error count as items.
-func paced(ctx context.Context, p pace, bar *Progress, f func(ctx context.Context, worker int, i int64) (items int, err error)) paceResult {
+func paced(ctx context.Context, p pace, bar *report.Progress, f func(ctx context.Context, worker int, i int64) (items int, err error)) paceResult {
 	total := int64(p.rate * p.dur.Seconds())
 	if p.maxReq > 0 {
 		total = min(total, p.maxReq)
 	}
 	interval := float64(time.Second) / p.rate
 	var next, sent, nerr, late, nitems atomic.Int64
-	hists := make([]*Histogram, p.clients)
+	hists := make([]*report.Histogram, p.clients)
 	start := time.Now()
 	giveUp := start.Add(p.dur + p.grace)
 	var wg sync.WaitGroup
 	for w := range p.clients {
-		hists[w] = &Histogram{}
+		hists[w] = &report.Histogram{}
 		wg.Go(func() {
 			timer := time.NewTimer(time.Hour)
 			defer timer.Stop()
@@ -92,7 +95,7 @@ func paced(ctx context.Context, p pace, bar *Progress, f func(ctx context.Contex
 		})
 	}
 	wg.Wait()
-	res := paceResult{h: &Histogram{}, sent: sent.Load(), errs: nerr.Load(), late: late.Load(), items: nitems.Load(), elapsed: time.Since(start)}
+	res := paceResult{h: &report.Histogram{}, sent: sent.Load(), errs: nerr.Load(), late: late.Load(), items: nitems.Load(), elapsed: time.Since(start)}
 	for _, x := range hists {
 		res.h.Merge(x)
 	}
@@ -107,7 +110,7 @@ func paced(ctx context.Context, p pace, bar *Progress, f func(ctx context.Contex
 // latency target such as "p99 at 32 clients at 30% of the baseline's
 // rate" is measured at that rate. Without
 // a baseline (no Redis) there is no rate to offer, and no paced run.
-func (r *runner) readPaced(ctx context.Context, m *modelRun, co Cohort, res *ReadResult, toks []string) error {
+func (r *runner) readPaced(ctx context.Context, m *modelRun, co graph.Cohort, res *report.ReadResult, toks []string) error {
 	if r.o.ReadPacedFraction <= 0 || res.ReadBaselineRPS <= 0 {
 		return nil
 	}
@@ -129,7 +132,7 @@ func (r *runner) readPaced(ctx context.Context, m *modelRun, co Cohort, res *Rea
 	}
 	res.ReadPacedRPSTarget = p.rate
 	bufs := make([]bytes.Buffer, p.clients)
-	bar := NewProgress(r.o.Progress, "paced "+co.Name, int64(p.rate*p.dur.Seconds()))
+	bar := report.NewProgress(r.o.Progress, "paced "+co.Name, int64(p.rate*p.dur.Seconds()))
 	pr := paced(ctx, p, bar, func(ctx context.Context, w int, i int64) (int, error) {
 		return m.cl.feedRaw(ctx, toks[int(i)%len(toks)], &bufs[w])
 	})

@@ -1,4 +1,4 @@
-package bench
+package load
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/feedd/feedd/internal/bench/graph"
+	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/rediscache"
 )
@@ -23,7 +25,7 @@ import (
 // fanout publishes one post by an author whose followers all have an
 // inbox, and follows feedd's inbox-write counter until every follower got
 // it; then checks a sample of inboxes and measures the raw ZADD baseline.
-func (r *runner) fanout(ctx context.Context, m *modelRun) (*FanoutResult, error) {
+func (r *runner) fanout(ctx context.Context, m *modelRun) (*report.FanoutResult, error) {
 	if m.cache == nil {
 		return nil, errors.New("needs Redis (FEEDD_REDIS_URL) to materialize inboxes")
 	}
@@ -43,7 +45,7 @@ func (r *runner) fanout(ctx context.Context, m *modelRun) (*FanoutResult, error)
 	if err != nil {
 		return nil, err
 	}
-	res := &FanoutResult{AuthorID: author, Followers: int(u.FollowerCount), DeliveryMode: u.DeliveryMode, FannedOut: u.DeliveryMode != feed.DeliveryPull}
+	res := &report.FanoutResult{AuthorID: author, Followers: int(u.FollowerCount), DeliveryMode: u.DeliveryMode, FannedOut: u.DeliveryMode != feed.DeliveryPull}
 	if u.FollowerCount == 0 {
 		return nil, fmt.Errorf("author %s has no followers", author)
 	}
@@ -77,7 +79,7 @@ func (r *runner) fanout(ctx context.Context, m *modelRun) (*FanoutResult, error)
 	// small fan-out is timed to better than the 100 ms of the later polls.
 	// A pulled author writes no inbox: watch for a second that nothing is
 	// written, and report no rates.
-	bar := NewProgress(r.o.Progress, "fanout", int64(n))
+	bar := report.NewProgress(r.o.Progress, "fanout", int64(n))
 	var last float64
 	lastMove := start
 	var pollErrs int
@@ -175,10 +177,10 @@ func (r *runner) fanout(ctx context.Context, m *modelRun) (*FanoutResult, error)
 	}
 	fan := "not fanned out (the author is pulled)"
 	if res.FannedOut {
-		fan = fmt.Sprintf("%.2fs, %s writes/s", res.FanoutSeconds, count(int64(res.FanoutWritesPerSec)))
+		fan = fmt.Sprintf("%.2fs, %s writes/s", res.FanoutSeconds, report.Count(int64(res.FanoutWritesPerSec)))
 	}
 	r.logf("   fanout: %s; baseline %s ZADD/s (%d goroutines, pipelines of %d)",
-		fan, count(int64(res.FanoutBaselineWritesPerSec)), r.o.BaselineGoroutines, baselineBatch)
+		fan, report.Count(int64(res.FanoutBaselineWritesPerSec)), r.o.BaselineGoroutines, baselineBatch)
 
 	if err := r.dropInboxes(ctx, m); err != nil {
 		return res, fmt.Errorf("drop materialized inboxes: %w", err)
@@ -188,16 +190,16 @@ func (r *runner) fanout(ctx context.Context, m *modelRun) (*FanoutResult, error)
 
 // load runs f on conc goroutines until dur has passed or maxReq calls were
 // made, and returns the latencies of the calls that succeeded.
-func load(ctx context.Context, conc int, dur time.Duration, maxReq int64, bar *Progress, f func(ctx context.Context, worker int, i int64) (items int, err error)) (h *Histogram, reqs, errs, items int64, elapsed time.Duration) {
+func load(ctx context.Context, conc int, dur time.Duration, maxReq int64, bar *report.Progress, f func(ctx context.Context, worker int, i int64) (items int, err error)) (h *report.Histogram, reqs, errs, items int64, elapsed time.Duration) {
 	var nreq, nerr, nitems atomic.Int64
-	hists := make([]*Histogram, conc)
+	hists := make([]*report.Histogram, conc)
 	start := time.Now()
 	deadline := start.Add(dur)
 	ctx, cancel := context.WithDeadline(ctx, deadline.Add(30*time.Second))
 	defer cancel()
 	var wg sync.WaitGroup
 	for w := range conc {
-		hists[w] = &Histogram{}
+		hists[w] = &report.Histogram{}
 		wg.Go(func() {
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				i := nreq.Add(1)
@@ -221,7 +223,7 @@ func load(ctx context.Context, conc int, dur time.Duration, maxReq int64, bar *P
 	}
 	wg.Wait()
 	elapsed = time.Since(start)
-	h = &Histogram{}
+	h = &report.Histogram{}
 	for _, x := range hists {
 		h.Merge(x)
 	}
@@ -230,11 +232,11 @@ func load(ctx context.Context, conc int, dur time.Duration, maxReq int64, bar *P
 
 // read measures home-feed pages per cohort, and the same Redis reads
 // issued directly as the baseline.
-func (r *runner) read(ctx context.Context, m *modelRun) (map[string]*ReadResult, error) {
+func (r *runner) read(ctx context.Context, m *modelRun) (map[string]*report.ReadResult, error) {
 	if len(r.o.Manifest.Cohorts) == 0 {
 		return nil, errors.New("the graph has no reader cohorts")
 	}
-	out := map[string]*ReadResult{}
+	out := map[string]*report.ReadResult{}
 	var errs []error
 	for _, co := range r.o.Manifest.Cohorts {
 		res, err := r.readCohort(ctx, m, co)
@@ -248,7 +250,7 @@ func (r *runner) read(ctx context.Context, m *modelRun) (map[string]*ReadResult,
 	return out, errors.Join(errs...)
 }
 
-func (r *runner) readCohort(ctx context.Context, m *modelRun, co Cohort) (*ReadResult, error) {
+func (r *runner) readCohort(ctx context.Context, m *modelRun, co graph.Cohort) (*report.ReadResult, error) {
 	toks, err := r.tokensFor(ctx, m, co.Readers)
 	if err != nil {
 		return nil, err
@@ -271,10 +273,10 @@ func (r *runner) readCohort(ctx context.Context, m *modelRun, co Cohort) (*ReadR
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 
-	res := &ReadResult{Following: co.Following, Celebrities: co.Celebrities, Readers: len(co.Readers), Concurrency: r.o.Concurrency}
+	res := &report.ReadResult{Following: co.Following, Celebrities: co.Celebrities, Readers: len(co.Readers), Concurrency: r.o.Concurrency}
 	before, _ := r.metrics(ctx, m)
 	bufs := make([]bytes.Buffer, r.o.Concurrency)
-	bar := NewProgress(r.o.Progress, "read "+co.Name, 0)
+	bar := report.NewProgress(r.o.Progress, "read "+co.Name, 0)
 	h, reqs, nerr, items, el := load(ctx, r.o.Concurrency, r.o.Duration, r.o.MaxRequests, bar, func(ctx context.Context, w int, i int64) (int, error) {
 		return m.cl.feedRaw(ctx, toks[int(i)%len(toks)], &bufs[w])
 	})
@@ -331,7 +333,7 @@ func (r *runner) readCohort(ctx context.Context, m *modelRun, co Cohort) (*ReadR
 // reads them back the way an inbox hit does: InboxPage(reader, 0, 20),
 // then CachedPosts of its ids — two round trips, MULTI{ZSCORE, ZRANGE}
 // and a pipeline of 20 GETs — at the same concurrency.
-func (r *runner) readBaseline(ctx context.Context, res *ReadResult, readers []int64, pages [][]apiPost) error {
+func (r *runner) readBaseline(ctx context.Context, res *report.ReadResult, readers []int64, pages [][]apiPost) error {
 	prefix := r.o.RunPrefix + "readbase-" + r.tag + ":"
 	c := rediscache.New(r.rdb, rediscache.Options{Prefix: prefix, InboxMax: r.o.InboxMax})
 	defer func() { _, _ = deletePrefix(context.WithoutCancel(ctx), r.rdb, prefix) }()
@@ -402,7 +404,7 @@ func (c *client) feedRaw(ctx context.Context, token string, buf *bytes.Buffer) (
 // memory lets a sample of readers read their feed once (so feedd builds
 // whatever it keeps for them), then measures every key under the model's
 // prefix.
-func (r *runner) memory(ctx context.Context, m *modelRun) (*MemoryResult, error) {
+func (r *runner) memory(ctx context.Context, m *modelRun) (*report.MemoryResult, error) {
 	if r.rdb == nil {
 		return nil, errors.New("needs Redis (FEEDD_REDIS_URL)")
 	}
@@ -411,7 +413,7 @@ func (r *runner) memory(ctx context.Context, m *modelRun) (*MemoryResult, error)
 	if err != nil {
 		return nil, err
 	}
-	bar := NewProgress(r.o.Progress, "memory: warm readers", int64(len(toks)))
+	bar := report.NewProgress(r.o.Progress, "memory: warm readers", int64(len(toks)))
 	err = forEach(ctx, 16, len(toks), func(ctx context.Context, i int) error {
 		_, err := m.cl.feedPage(ctx, toks[i], 20)
 		bar.Add(1)
@@ -442,7 +444,7 @@ func (r *runner) memory(ctx context.Context, m *modelRun) (*MemoryResult, error)
 	}
 	res.WarmedReaders = len(toks)
 	r.logf("   memory: %d keys, %s; %d inboxes: %s for %d entries, %.1f B/entry",
-		res.Keys, bytesStr(res.RedisBytesTotal), res.Inboxes, bytesStr(res.RedisInboxBytes), res.RedisEntries, res.RedisBytesPerEntry)
+		res.Keys, report.Bytes(res.RedisBytesTotal), res.Inboxes, report.Bytes(res.RedisInboxBytes), res.RedisEntries, res.RedisBytesPerEntry)
 	return res, nil
 }
 
@@ -460,12 +462,12 @@ func (r *runner) memory(ctx context.Context, m *modelRun) (*MemoryResult, error)
 //   - entries are also counted generically per Redis type, for by_type: a
 //     zset's ZCARD less a sentinel member "0" when it has one, a list's
 //     LLEN, a hash's HLEN, a set's SCARD (a string has none).
-func measureMemory(ctx context.Context, rdb redis.UniversalClient, cache *rediscache.Cache, prefix string, readers []int64, maxKeys, inboxMax int) (*MemoryResult, error) {
+func measureMemory(ctx context.Context, rdb redis.UniversalClient, cache *rediscache.Cache, prefix string, readers []int64, maxKeys, inboxMax int) (*report.MemoryResult, error) {
 	keys, err := scanKeys(ctx, rdb, prefix)
 	if err != nil {
 		return nil, err
 	}
-	res := &MemoryResult{Prefix: prefix, Keys: int64(len(keys)), ByType: map[string]*TypeMemory{}, ByNamespace: map[string]*TypeMemory{}}
+	res := &report.MemoryResult{Prefix: prefix, Keys: int64(len(keys)), ByType: map[string]*report.TypeMemory{}, ByNamespace: map[string]*report.TypeMemory{}}
 	isInbox := make(map[string]bool, len(readers))
 	for _, r := range readers {
 		ring, pending := cache.InboxKeys(r)
@@ -489,10 +491,10 @@ func measureMemory(ctx context.Context, rdb redis.UniversalClient, cache *redisc
 	}
 	res.MeasuredKeys = len(inboxKeys) + len(measured)
 
-	add := func(set map[string]*TypeMemory, name string, bytes, entries int64, w float64) {
+	add := func(set map[string]*report.TypeMemory, name string, bytes, entries int64, w float64) {
 		t := set[name]
 		if t == nil {
-			t = &TypeMemory{}
+			t = &report.TypeMemory{}
 			set[name] = t
 		}
 		t.Keys += int64(math.Round(w))
@@ -609,14 +611,14 @@ func namespaceOf(rest string) string {
 // celebrity, alternating, while the celebrity's fan-out runs: the
 // celebrity's followers get inboxes first (as in fanout), and its first
 // post starts the fan-out the samples run under.
-func (r *runner) publish(ctx context.Context, m *modelRun) (*PublishResult, error) {
+func (r *runner) publish(ctx context.Context, m *modelRun) (*report.PublishResult, error) {
 	man := r.o.Manifest
 	type side struct {
-		lat   *PublishLatency
+		lat   *report.PublishLatency
 		token string
-		hist  Histogram
+		hist  report.Histogram
 	}
-	mk := func(a Author) (*side, error) {
+	mk := func(a graph.Author) (*side, error) {
 		tok, err := r.token(ctx, m, a.ID)
 		if err != nil {
 			return nil, err
@@ -625,7 +627,7 @@ func (r *runner) publish(ctx context.Context, m *modelRun) (*PublishResult, erro
 		if err != nil {
 			return nil, err
 		}
-		return &side{token: tok, lat: &PublishLatency{AuthorID: a.ID, Followers: int(u.FollowerCount), DeliveryMode: u.DeliveryMode}}, nil
+		return &side{token: tok, lat: &report.PublishLatency{AuthorID: a.ID, Followers: int(u.FollowerCount), DeliveryMode: u.DeliveryMode}}, nil
 	}
 	zero, err := mk(man.ZeroFollowerAuthor)
 	if err != nil {
@@ -664,7 +666,7 @@ func (r *runner) publish(ctx context.Context, m *modelRun) (*PublishResult, erro
 		}
 	}
 	deadline := time.Now().Add(r.o.FanoutTimeout)
-	bar := NewProgress(r.o.Progress, "publish", int64(r.o.PublishCount*len(sides)))
+	bar := report.NewProgress(r.o.Progress, "publish", int64(r.o.PublishCount*len(sides)))
 	for i := 0; i < r.o.PublishCount && time.Now().Before(deadline); i++ {
 		for _, s := range sides {
 			if err := ctx.Err(); err != nil {
@@ -682,7 +684,7 @@ func (r *runner) publish(ctx context.Context, m *modelRun) (*PublishResult, erro
 	}
 	bar.Done()
 	w1, _ := r.writes(ctx, m)
-	res := &PublishResult{ZeroFollowers: zero.lat}
+	res := &report.PublishResult{ZeroFollowers: zero.lat}
 	if celeb != nil {
 		res.Celebrity = celeb.lat
 	}
@@ -700,7 +702,7 @@ func (r *runner) publish(ctx context.Context, m *modelRun) (*PublishResult, erro
 	}
 	r.logf("   publish: zero p50 %.2f p99 %.2f ms", zero.lat.PublishP50MS, zero.lat.PublishP99MS)
 	if celeb != nil {
-		r.logf("   publish: celebrity p50 %.2f p99 %.2f ms, %s inbox writes meanwhile", celeb.lat.PublishP50MS, celeb.lat.PublishP99MS, count(celeb.lat.FanoutWritesDuring))
+		r.logf("   publish: celebrity p50 %.2f p99 %.2f ms, %s inbox writes meanwhile", celeb.lat.PublishP50MS, celeb.lat.PublishP99MS, report.Count(celeb.lat.FanoutWritesDuring))
 	}
 	return res, errors.Join(errs...)
 }

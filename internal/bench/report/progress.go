@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"fmt"
@@ -97,23 +97,23 @@ func (p *Progress) draw(final bool) {
 		const width = 30
 		fill := int(frac * width)
 		b.WriteString("[" + strings.Repeat("#", fill) + strings.Repeat(".", width-fill) + "]")
-		fmt.Fprintf(&b, " %5.1f%% %s/%s", 100*frac, count(n), count(p.total))
+		fmt.Fprintf(&b, " %5.1f%% %s/%s", 100*frac, Count(n), Count(p.total))
 		if !final && n > 0 && n < p.total {
 			eta := time.Duration(float64(p.total-n) / rate * float64(time.Second))
 			fmt.Fprintf(&b, " eta %s", eta.Round(time.Second))
 		}
 	} else {
-		b.WriteString(count(n))
+		b.WriteString(Count(n))
 	}
-	fmt.Fprintf(&b, " %s/s %s", count(int64(rate)), el.Round(100*time.Millisecond))
+	fmt.Fprintf(&b, " %s/s %s", Count(int64(rate)), el.Round(100*time.Millisecond))
 	if final || !p.tty {
 		b.WriteString("\n")
 	}
 	io.WriteString(p.w, b.String())
 }
 
-// count renders n with k and M suffixes: 1234567 -> 1.23M.
-func count(n int64) string {
+// Count renders n with k and M suffixes: 1234567 -> 1.23M.
+func Count(n int64) string {
 	switch {
 	case n >= 10_000_000:
 		return fmt.Sprintf("%.1fM", float64(n)/1e6)

@@ -1,4 +1,4 @@
-package bench
+package load
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/feedd/feedd/internal/bench/report"
 )
 
 // ServeFloor is `feedd bench floor`: it listens on addr and answers every
@@ -56,7 +58,7 @@ func ServeFloor(ctx context.Context, addr string, body []byte, stdout io.Writer)
 // first page feedd served in the measurement) is served by `feedd bench
 // floor`, a child process as feedd is, and read by the same clients at the
 // same concurrency for the baseline's duration.
-func (r *runner) readFloor(ctx context.Context, res *ReadResult, cohort string, page []byte) error {
+func (r *runner) readFloor(ctx context.Context, res *report.ReadResult, cohort string, page []byte) error {
 	base := filepath.Join(r.o.LogDir, "feedd-bench-floor-"+cohort)
 	if err := os.WriteFile(base+".json", page, 0o644); err != nil {
 		return fmt.Errorf("write its page: %w", err)

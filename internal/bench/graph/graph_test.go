@@ -1,4 +1,4 @@
-package bench
+package graph
 
 import (
 	"context"
@@ -19,32 +19,32 @@ type memLoader struct {
 	posts []feed.Post
 }
 
-func (m *memLoader) BulkLoadUsers(_ context.Context, u []feed.User) error {
+func (m *memLoader) LoadUsers(_ context.Context, u []feed.User) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.users = append(m.users, u...)
 	return nil
 }
 
-func (m *memLoader) BulkLoadFollows(_ context.Context, e [][2]int64) error {
+func (m *memLoader) LoadFollows(_ context.Context, e [][2]int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.edges = append(m.edges, e...)
 	return nil
 }
 
-func (m *memLoader) BulkCreatePosts(_ context.Context, p []feed.Post) error {
+func (m *memLoader) LoadPosts(_ context.Context, p []feed.Post) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.posts = append(m.posts, p...)
 	return nil
 }
 
-func loadGraph(t *testing.T, opts GraphOptions) (*memLoader, *Manifest) {
+func loadGraph(t *testing.T, opts Options) (*memLoader, *Manifest) {
 	t.Helper()
-	g, err := PlanGraph(opts, time.Now())
+	g, err := Plan(opts, time.Now())
 	if err != nil {
-		t.Fatalf("PlanGraph: %v", err)
+		t.Fatalf("Plan: %v", err)
 	}
 	var l memLoader
 	m, err := g.Load(context.Background(), &l, 3, io.Discard)
@@ -57,36 +57,36 @@ func loadGraph(t *testing.T, opts GraphOptions) (*memLoader, *Manifest) {
 func TestGraphProperties(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts func(*GraphOptions)
+		opts func(*Options)
 	}{
-		{"default shape", func(o *GraphOptions) {
+		{"default shape", func(o *Options) {
 			o.Users = 3000
 			o.CelebrityFollowers = 1500
 			o.Cohorts = []int{50, 500}
 			o.CohortReaders = 20
 		}},
-		{"celebrity followed by everyone", func(o *GraphOptions) {
+		{"celebrity followed by everyone", func(o *Options) {
 			o.Users = 500
 			o.Celebrities = 3
 			o.Cohorts = []int{10}
 			o.CohortReaders = 5
 			o.CelebrityFollowers = 500 - 2 - 5 + 5 // everyone who may, readers included
 		}},
-		{"readers following most authors", func(o *GraphOptions) {
+		{"readers following most authors", func(o *Options) {
 			o.Users = 400
 			o.CelebrityFollowers = 100
 			o.Cohorts = []int{300, 5000}
 			o.CohortReaders = 3
 			o.Following = 200
 		}},
-		{"tiny: the Zipf head capped at uniform", func(o *GraphOptions) {
+		{"tiny: the Zipf head capped at uniform", func(o *Options) {
 			o.Users = 150
 			o.CelebrityFollowers = 100
 			o.Following = 40
 			o.Cohorts = []int{30}
 			o.CohortReaders = 3
 		}},
-		{"no celebrities, no posts", func(o *GraphOptions) {
+		{"no celebrities, no posts", func(o *Options) {
 			o.Users = 200
 			o.Celebrities = 0
 			o.PostsPerUser = 0
@@ -94,7 +94,7 @@ func TestGraphProperties(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := DefaultGraphOptions()
+			opts := DefaultOptions()
 			opts.SampleUsers = 50
 			tc.opts(&opts)
 			l, m := loadGraph(t, opts)
@@ -212,7 +212,7 @@ func TestGraphProperties(t *testing.T) {
 // TestGraphPowerLaw checks the shape: a heavy head, a long tail, and the
 // most followed ordinary author near the asked maximum.
 func TestGraphPowerLaw(t *testing.T) {
-	opts := DefaultGraphOptions()
+	opts := DefaultOptions()
 	opts.Users = 20_000
 	opts.Celebrities = 0
 	opts.PostsPerUser = 0
@@ -243,10 +243,10 @@ func TestGraphPowerLaw(t *testing.T) {
 }
 
 func TestGraphRejectsImpossible(t *testing.T) {
-	opts := DefaultGraphOptions()
+	opts := DefaultOptions()
 	opts.Users = 100
 	opts.CelebrityFollowers = 100 // the celebrity cannot follow itself
-	if _, err := PlanGraph(opts, time.Now()); err == nil {
+	if _, err := Plan(opts, time.Now()); err == nil {
 		t.Fatal("a celebrity with as many followers as users: no error")
 	}
 }

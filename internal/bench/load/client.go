@@ -1,4 +1,4 @@
-package bench
+package load
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
 )
 
@@ -170,7 +171,7 @@ func (c *client) feedPage(ctx context.Context, token string, limit int) ([]apiPo
 }
 
 // followers pages through every follower id of user, 100 a request.
-func (c *client) followers(ctx context.Context, token, user string, progress *Progress) ([]int64, error) {
+func (c *client) followers(ctx context.Context, token, user string, progress *report.Progress) ([]int64, error) {
 	var ids []int64
 	cursor := ""
 	for pages := 0; ; pages++ {

@@ -1,4 +1,4 @@
-package bench
+package load
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/rediscache"
 )
@@ -50,7 +51,7 @@ func TestBenchWorkProcsOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep Report
+	var rep report.Report
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatalf("bench JSON: %v", err)
 	}
