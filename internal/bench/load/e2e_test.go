@@ -137,7 +137,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	out = feeddCmd(t, ctx, exe, env, "bench", "run", "--graph", graph, "--run-prefix", runPrefix,
 		"--duration", "1s", "--baseline-duration", "500ms", "--concurrency", "4", "--publish-count", "20",
 		"--memory-readers", "100", "--log-dir", dir, "--json", jsonOut, "--html", htmlOut)
-	for _, want := range []string{"fanout_writes_per_sec", "read following_500", "redis_bytes_per_entry", "memory_hybrid_vs_push", "paced p50 / p99 ms"} {
+	for _, want := range []string{"fanout_writes_per_sec", "read following_500", "redis_bytes_per_entry", "memory_hybrid_vs_push", "paced rps (offered)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("bench run's table lacks %q", want)
 		}
@@ -165,6 +165,9 @@ func TestBenchEndToEnd(t *testing.T) {
 		f, _ := v.(float64)
 		return f
 	}
+	// How many paced runs were made depends on the machine's load: on a
+	// busy one every closed loop may answer less than the paced rate.
+	pacedRuns := 0
 	for _, model := range []string{"push", "pull", "hybrid"} {
 		for _, cohort := range []string{"following_50", "following_500"} {
 			subs := map[string]string{"<model>": model, "<cohort>": cohort}
@@ -195,6 +198,7 @@ func TestBenchEndToEnd(t *testing.T) {
 				}
 				continue
 			}
+			pacedRuns++
 			for _, f := range []string{"read_paced_rps_target", "read_paced_rps", "read_paced_p50_ms", "read_paced_p99_ms", "read_paced_requests"} {
 				if v := num(pre+f, subs); v <= 0 {
 					t.Errorf("%s%s = %v; want > 0", pre, f, v)
@@ -224,6 +228,9 @@ func TestBenchEndToEnd(t *testing.T) {
 		if errs, _ := reporttest.Lookup(tree, pre+"errors", nil); errs != nil && len(errs.([]any)) > 0 {
 			t.Errorf("%s errors: %v", model, errs)
 		}
+	}
+	if pacedRuns > 0 && !strings.Contains(out, "paced p50 / p99 ms") {
+		t.Errorf("bench run made %d paced runs, yet its table lacks %q", pacedRuns, "paced p50 / p99 ms")
 	}
 	// Push fans the celebrity out; pull and hybrid (above the lowered
 	// threshold) pull it.
