@@ -2,6 +2,15 @@
 // follow graph, and serves home feeds. SQL is the truth; the cache is an
 // accelerator whose loss a reader never notices: a missing inbox is rebuilt,
 // a stale one is refreshed, and paging past its trimmed end continues in SQL.
+//
+// The files follow a feed read in the order it happens: feed.go (Feed and
+// its page loop), modes.go (which pulled authors the reader follows),
+// sources.go (the streams of post ids: the inbox, the pulled authors'
+// author lists, SQL), rebuild.go and refresh.go (a missing inbox rebuilt,
+// a first page refreshed), merge.go (the streams merged into one page),
+// hydrate.go (ids turned into posts), and degraded.go (the same read
+// without SQL). guard.go puts the SQL breaker in front of the store;
+// posts.go, follows.go and users.go are the write side.
 package timeline
 
 import (
@@ -132,9 +141,10 @@ type Service struct {
 	rebuilds  singleflight.Group
 	modes     modesEpoch
 
-	// The defences (defence.go): the SQL breaker (nil: none), the
-	// degradation switches (nil: all off), the in-process cache of hot
-	// post bodies (nil: none), and the collapsing of concurrent misses.
+	// The defences: the SQL breaker (nil: none, guard.go), the
+	// degradation switches (nil: all off, degraded.go), the in-process
+	// cache of hot post bodies (nil: none) and the collapsing of
+	// concurrent misses (hydrate.go).
 	breaker     *breaker.Breaker
 	switches    *degrade.Switches
 	hot         *lru.Cache[int64, feed.Post]
@@ -231,4 +241,61 @@ func (s *Service) Checks(ctx context.Context) []feed.Check {
 	}
 	wg.Wait()
 	return out
+}
+
+// WithBreaker puts a circuit breaker in front of every SQL call of the
+// service (see guardedStore). The store's domain answers (not found,
+// conflict) never count against it; its state is the gauge
+// feedd_sql_breaker_state.
+func WithBreaker(cfg breaker.Config) Option {
+	return func(s *Service) {
+		cfg.Ignore = domainError
+		cfg.OnChange = func(from, to breaker.State) {
+			s.metrics.breakerChanges.WithLabelValues(to.String()).Inc()
+			if to == breaker.Open {
+				s.logger.Error("SQL breaker opened: SQL is failing or slow; reads come from the cache alone, writes answer 503", "from", from.String())
+			} else {
+				s.logger.Warn("SQL breaker changed state", "from", from.String(), "to", to.String())
+			}
+		}
+		s.breaker = breaker.New(cfg)
+		s.metrics.breakerState(s.breaker)
+	}
+}
+
+// WithSwitches makes the service obey the degradation switches: L2 drops
+// the pull half of hybrid reads, L4 serves each reader's last good first
+// page from the cache. (L3 is enforced by the API, L1 by the likes code.)
+//
+// So that L4 has something to serve, each reader's first page is saved
+// (as ids) at most once per lastGoodEvery per process.
+func WithSwitches(sw *degrade.Switches) Option {
+	return func(s *Service) {
+		s.switches = sw
+		s.lastSaved = lru.New[int64, struct{}](lastGoodReaders, lastGoodEvery, nil)
+	}
+}
+
+// WithHotPosts keeps up to n post bodies in process memory for ttl, in
+// front of the cache: a hot post survives the expiry of its cache key, and
+// a cache outage, without every reader going to SQL at once. Deletes in
+// this process update it at once; other processes serve a deleted post
+// for at most ttl.
+func WithHotPosts(n int, ttl time.Duration) Option {
+	return func(s *Service) { s.hot = lru.New[int64, feed.Post](n, ttl, nil) }
+}
+
+// Enrich reports whether non-essential enrichment (like counts, liked
+// state) should be computed: false while switch L1 is on.
+func (s *Service) Enrich() bool { return s.switches.Enrich() }
+
+func (s *Service) cacheFailed(what string, err error) {
+	s.metrics.cacheErrors.Inc()
+	s.logger.Warn("cache call failed; continuing without it", "op", what, "err", err)
+}
+
+// detached gives work that must finish even if the request that started
+// it is cancelled (a rebuild shared by several readers) a bounded context.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }
