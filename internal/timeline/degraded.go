@@ -50,7 +50,7 @@ func (s *Service) cachedFeed(ctx context.Context, reader, before int64, n int, s
 		}
 	}
 	ids := mergeK(lists, want)
-	posts := s.hydrateCached(ctx, ids)
+	posts, _, _ := s.hydrate(ctx, ids, cacheOnly)
 	if len(posts) > n {
 		return posts[:n], true, nil
 	}
@@ -110,6 +110,6 @@ func (s *Service) lastGood(ctx context.Context, reader int64, n int) ([]feed.Pos
 	if len(ids) > n {
 		ids, more = ids[:n], true
 	}
-	posts := s.hydrateCached(ctx, ids)
+	posts, _, _ := s.hydrate(ctx, ids, cacheOnly)
 	return posts, more, true
 }

@@ -75,7 +75,7 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) ([]feed
 			return nil, false, err
 		}
 		ids := mergeK(lists, want)
-		live, dead, err := s.hydrate(ctx, ids)
+		live, dead, err := s.hydrate(ctx, ids, withSQL)
 		if err != nil {
 			return nil, false, err
 		}

@@ -8,10 +8,20 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
+// How hydrate may load the posts memory and the post cache do not hold.
+const (
+	withSQL   = true  // the normal read path: one SQL query for the misses
+	cacheOnly = false // the degraded path: SQL is unavailable or not wanted
+)
+
 // hydrate returns the live posts among ids in the order of ids, and the ids
-// that are deleted or unknown. Cache first, then one SQL query for the
-// misses, which are cached for the next reader.
-func (s *Service) hydrate(ctx context.Context, ids []int64) ([]feed.Post, []int64, error) {
+// that are deleted or unknown. It looks in process memory (hot posts), then
+// in the post cache, and then, if sql is set, loads the misses from SQL in
+// one query (joining loads already in flight) and caches them for the next
+// reader. Without sql, a post that neither memory nor the cache holds is
+// left out and not counted dead (only SQL could tell), and hydrate never
+// fails.
+func (s *Service) hydrate(ctx context.Context, ids []int64, sql bool) ([]feed.Post, []int64, error) {
 	if len(ids) == 0 {
 		return nil, nil, nil
 	}
@@ -39,7 +49,7 @@ func (s *Service) hydrate(ctx context.Context, ids []int64) ([]feed.Post, []int6
 			}
 		}
 	}
-	if len(miss) > 0 {
+	if len(miss) > 0 && sql {
 		fromSQL, err := s.loadPosts(ctx, miss)
 		if err != nil {
 			return nil, nil, fmt.Errorf("timeline: hydrate %d posts: %w", len(miss), err)
@@ -60,43 +70,16 @@ func (s *Service) hydrate(ctx context.Context, ids []int64) ([]feed.Post, []int6
 	var dead []int64
 	for _, id := range ids {
 		p, ok := found[id]
-		if !ok || p.Deleted {
+		switch {
+		case !ok && !sql:
+			// Not known to the cache: maybe live, maybe not.
+		case !ok || p.Deleted:
 			dead = append(dead, id)
-			continue
+		default:
+			live = append(live, p)
 		}
-		live = append(live, p)
 	}
 	return live, dead, nil
-}
-
-// hydrateCached returns the live posts among ids found in memory or the
-// cache, in order; the others are left out.
-func (s *Service) hydrateCached(ctx context.Context, ids []int64) []feed.Post {
-	found := s.hotPosts(ids)
-	var miss []int64
-	for _, id := range ids {
-		if _, ok := found[id]; !ok {
-			miss = append(miss, id)
-		}
-	}
-	if len(miss) > 0 {
-		cached, err := s.cache.CachedPosts(ctx, miss)
-		if err != nil {
-			s.cacheFailed("read post cache", err)
-		}
-		s.countPostCache(len(cached), len(miss)-len(cached))
-		for id, p := range cached {
-			found[id] = p
-			s.hot.Put(id, p)
-		}
-	}
-	out := make([]feed.Post, 0, len(ids))
-	for _, id := range ids {
-		if p, ok := found[id]; ok && !p.Deleted {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // hotPosts returns the posts among ids held in process memory.

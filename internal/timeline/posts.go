@@ -63,7 +63,7 @@ func validContent(content string) error {
 
 // Post returns a live post; deleted and unknown posts are ENOTFOUND.
 func (s *Service) Post(ctx context.Context, id int64) (feed.Post, error) {
-	posts, _, err := s.hydrate(ctx, []int64{id})
+	posts, _, err := s.hydrate(ctx, []int64{id}, withSQL)
 	if err != nil {
 		return feed.Post{}, err
 	}
@@ -109,6 +109,6 @@ func (s *Service) AuthorPosts(ctx context.Context, author, before int64, n int) 
 // the post cache and one SQL query for the misses: for other services
 // (likes) that show posts.
 func (s *Service) LivePosts(ctx context.Context, ids []int64) ([]feed.Post, error) {
-	live, _, err := s.hydrate(ctx, ids)
+	live, _, err := s.hydrate(ctx, ids, withSQL)
 	return live, err
 }
