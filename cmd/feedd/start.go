@@ -82,8 +82,8 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			RefreshHorizon:  cfg.refreshHorizon,
 			RefreshMaxPosts: cfg.refreshMax,
 			Policy:          policy,
-			OutboxMax:       outboxMax,
-		}, d.store, d.cache, inboxesOrNil(d.outboxes), feed.NewIDGen(d.now), d.reg, opts...)
+			AuthorListMax:   authorListMax,
+		}, d.store, d.cache, d.authorLists, feed.NewIDGen(d.now), d.reg, opts...)
 		handler = httpapi.NewServer(logger, httpapi.Config{
 			AdminToken: d.adminToken, JWTSecret: d.jwtSecret,
 			Rates: limit.NewRates(limit.Config{
@@ -127,7 +127,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			DirectFanout: cfg.directFanout, BatchSize: cfg.batchSize, Policy: policy,
 			MaxPendingTasks: cfg.tasksMaxPending, SQLReads: cfg.fanoutSQLReads,
 			RetryFor: cfg.fanoutRetryFor, Done: workCtx.Done(),
-		}, d.workStore, d.cache, inboxesOrNil(d.outboxes), d.broker, d.reg)
+		}, d.workStore, d.cache, d.authorLists, d.broker, d.reg)
 		work.Go(func() { _ = rel.Run(workCtx) })
 		work.Go(func() {
 			if err := d.broker.Consume(workCtx, feed.QueuePosts, feed.ConsumeOptions{Concurrency: 4}, disp.Handle); err != nil {
@@ -289,14 +289,6 @@ func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts) *like
 	// on a SQL that the timeline already answers around.
 	b := breaker.New(breaker.Config{Failures: cfg.breakerFailures, Timeout: cfg.sqlTimeout, Cooldown: cfg.breakerCooldown})
 	return likes.New(logger, likes.Config{Breaker: b, LocalCountTTL: cfg.likeCountTTL}, d.store, d.likes, posts, publish, d.reg)
-}
-
-// inboxesOrNil keeps a nil cache a nil interface.
-func inboxesOrNil(c feed.Cache) feed.Inboxes {
-	if c == nil {
-		return nil
-	}
-	return c
 }
 
 func sqlKind(cfg config) string {

@@ -11,7 +11,7 @@ import (
 )
 
 // cachedFeed is the read path without SQL: the inbox (and, in hybrid
-// mode, the cached outboxes of the pulled authors the reader follows, as
+// mode, the author lists of the pulled authors the reader follows, as
 // far as the cache knows them), hydrated from memory and the cache. The
 // page is marked degraded: it may miss posts the cache does not have, and
 // it ends where the inbox ends. The reader's last good first page is
@@ -40,10 +40,10 @@ func (s *Service) cachedFeed(ctx context.Context, reader, before int64, n int, s
 		if v, ok, err := s.cache.Get(ctx, pulleesKey(reader)); err == nil && ok {
 			pullees, _ := parseIDList(v, s.epoch(ctx))
 			for i, a := range pullees {
-				if i == s.cfg.MaxMergedOutboxes {
+				if i == s.cfg.MaxMergedAuthorLists {
 					break
 				}
-				if op, err := s.outboxes.InboxPage(ctx, a, before, want); err == nil {
+				if op, err := s.authorLists.InboxPage(ctx, a, before, want); err == nil {
 					lists = append(lists, op.IDs)
 				}
 			}

@@ -20,8 +20,8 @@ const maxReadRounds = 8
 // SQL; a first page is refreshed against SQL at most once per
 // RefreshInterval; when the inbox runs out before the page is full and is
 // not complete, the page continues from SQL below the last id seen. Pull:
-// the page comes from SQL. Hybrid: the inbox is merged with the outboxes
-// of the pulled authors the reader follows. Ids are unique and totally
+// the page comes from SQL. Hybrid: the inbox is merged with the author
+// lists of the pulled authors the reader follows. Ids are unique and totally
 // ordered, so every seam between sources is exact, one id is the whole
 // cursor, and duplicates across sources are merged away.
 //
@@ -103,5 +103,3 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) ([]feed
 	}
 	return out, false, nil
 }
-
-// pulledSources reads the first MaxMergedOutboxes pulled authors from

@@ -10,16 +10,16 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// merges reports whether reads merge pulled authors' outboxes into the
-// inbox (hybrid mode).
+// merges reports whether reads merge pulled authors' lists into the inbox
+// (hybrid mode).
 func (s *Service) merges() bool {
-	return s.cfg.Policy.Mode == feed.ModeHybrid && s.outboxes != nil
+	return s.cfg.Policy.Mode == feed.ModeHybrid && s.authorLists != nil
 }
 
 // updateDelivery re-decides author's delivery mode after its follower
 // count changed, and records a crossing of the hysteresis band. Turning
 // back to push queues the fan-out of the author's recent posts, which
-// were only in its outbox, so no reader's inbox misses them.
+// were only in its author list, so no reader's inbox misses them.
 func (s *Service) updateDelivery(ctx context.Context, author int64) error {
 	if s.cfg.Policy.Mode != feed.ModeHybrid {
 		return nil
@@ -52,7 +52,7 @@ func pulleesKey(reader int64) string { return "pullees:{" + strconv.FormatInt(re
 // author's delivery mode does. Each reader's cached list of pulled
 // followees records the epoch it was computed in, so one switch
 // invalidates every list at once. Without it a reader would not merge a
-// newly pulled author's outbox, and so miss its new posts, until the list
+// newly pulled author's list, and so miss its new posts, until the list
 // expired (PulleesTTL).
 const modesKey = "pullmodes"
 

@@ -8,7 +8,7 @@ import (
 
 // inboxFeedIDs returns up to n ids newer than after of what reader's inbox
 // holds: the whole feed, or in hybrid mode the pushed authors' part of it.
-// Pulled authors' posts are merged from their outboxes at read time;
+// Pulled authors' posts are merged from their author lists at read time;
 // copying them into each reader's inbox on every rebuild and refresh would
 // spend the memory hybrid exists to save. (Paging past an inbox's end reads
 // every followee: the merge drops the duplicates.)

@@ -53,6 +53,18 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
+// AuthorLists is what the service needs of the author lists: for each
+// pulled author (hybrid mode), its newest post ids, which reads merge into
+// the reader's inbox. They have the inbox's structure, in their own key
+// space, keyed by author; a list that is missing or trimmed is read on
+// from SQL. (Not to be confused with the SQL outbox, which carries events
+// to the broker.)
+type AuthorLists interface {
+	InboxPage(ctx context.Context, author, before int64, n int) (feed.InboxPage, error)
+	FillInbox(ctx context.Context, author int64, ids []int64, complete bool, ttl time.Duration) error
+	RemoveFromInbox(ctx context.Context, author int64, ids []int64) error
+}
+
 // Config tunes the service. Zero values take the defaults in withDefaults.
 type Config struct {
 	InboxMax        int           // entries kept per inbox (FEEDD_INBOX_MAX)
@@ -75,13 +87,13 @@ type Config struct {
 	// Policy picks push or pull per author (FEEDD_FANOUT_MODE,
 	// FEEDD_PULL_THRESHOLD).
 	Policy feed.DeliveryPolicy
-	// OutboxMax is how many of a pulled author's newest post ids its
-	// cached outbox keeps; older ones are read from SQL.
-	OutboxMax int
-	// MaxMergedOutboxes bounds the outboxes one read merges from the
-	// cache; a reader following more pulled authors gets the rest from
+	// AuthorListMax is how many of a pulled author's newest post ids its
+	// author list keeps; older ones are read from SQL.
+	AuthorListMax int
+	// MaxMergedAuthorLists bounds the author lists one read merges from
+	// the cache; a reader following more pulled authors gets the rest from
 	// one SQL query, so no read costs thousands of cache lookups.
-	MaxMergedOutboxes int
+	MaxMergedAuthorLists int
 	// PulleesTTL is how long a reader's list of pulled followees is cached.
 	PulleesTTL time.Duration
 }
@@ -107,11 +119,11 @@ func (c Config) withDefaults() Config {
 	if c.Policy.PullThreshold <= 0 {
 		c.Policy.PullThreshold = 100_000
 	}
-	if c.OutboxMax <= 0 {
-		c.OutboxMax = 100
+	if c.AuthorListMax <= 0 {
+		c.AuthorListMax = 100
 	}
-	if c.MaxMergedOutboxes <= 0 {
-		c.MaxMergedOutboxes = 64
+	if c.MaxMergedAuthorLists <= 0 {
+		c.MaxMergedAuthorLists = 64
 	}
 	def(&c.PulleesTTL, 30*time.Second)
 	def(&c.InboxTTL, 30*24*time.Hour)
@@ -128,13 +140,13 @@ type Service struct {
 	cfg   Config
 	store Store
 	cache feed.Cache
-	// outboxes caches pulled authors' newest post ids, keyed by author:
-	// the same structure as an inbox, in its own key space.
-	outboxes feed.Inboxes
-	ids      *feed.IDGen
-	logger   *slog.Logger
-	metrics  *metrics
-	ready    []readyCheck
+	// authorLists holds pulled authors' newest post ids (nil: no author
+	// is pulled).
+	authorLists AuthorLists
+	ids         *feed.IDGen
+	logger      *slog.Logger
+	metrics     *metrics
+	ready       []readyCheck
 	// published is told (without blocking) that the outbox has a new
 	// event, so an in-process relay need not wait for its next poll.
 	published func()
@@ -151,12 +163,12 @@ type Service struct {
 	lastSaved   *lru.Cache[int64, struct{}]
 	flights     flights
 	users       singleflight.Group
-	outboxFills singleflight.Group
+	listFills   singleflight.Group
 	pulleeLoads singleflight.Group
 
-	// heads is the process's copy of pulled authors' outbox heads
-	// (outboxHead), loaded once per author at a time.
-	heads     *lru.Cache[int64, outboxHead]
+	// heads is the process's copy of the heads of pulled authors' lists
+	// (listHead), loaded once per author at a time.
+	heads     *lru.Cache[int64, listHead]
 	headLoads singleflight.Group
 
 	// gates remembers, per reader, until when the smart refresh's gate
@@ -188,20 +200,20 @@ func WithReadyCheck(name string, required bool, f func(context.Context) error) O
 	return func(s *Service) { s.ready = append(s.ready, readyCheck{name, required, f}) }
 }
 
-// New returns a Service. outboxes holds pulled authors' outboxes; reg may
-// be nil.
-func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, outboxes feed.Inboxes, ids *feed.IDGen, reg prometheus.Registerer, opts ...Option) *Service {
+// New returns a Service. authorLists holds pulled authors' lists of post
+// ids (nil unless the mode is hybrid); reg may be nil.
+func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, authorLists AuthorLists, ids *feed.IDGen, reg prometheus.Registerer, opts ...Option) *Service {
 	s := &Service{
-		cfg:       cfg.withDefaults(),
-		store:     store,
-		cache:     cache,
-		outboxes:  outboxes,
-		ids:       ids,
-		logger:    logger.With("component", "timeline"),
-		metrics:   newMetrics(reg),
-		published: func() {},
-		heads:     lru.New[int64, outboxHead](outboxHeads, outboxHeadTTL, nil),
-		now:       time.Now,
+		cfg:         cfg.withDefaults(),
+		store:       store,
+		cache:       cache,
+		authorLists: authorLists,
+		ids:         ids,
+		logger:      logger.With("component", "timeline"),
+		metrics:     newMetrics(reg),
+		published:   func() {},
+		heads:       lru.New[int64, listHead](listHeads, listHeadTTL, nil),
+		now:         time.Now,
 	}
 	s.gates = lru.New[int64, time.Time](refreshGates, s.cfg.RefreshInterval, func() time.Time { return s.now() })
 	// SQL is required: without it the API cannot take a write. The cache

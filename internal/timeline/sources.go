@@ -24,15 +24,16 @@ type source interface {
 	forget(ctx context.Context, dead []int64)
 }
 
-// outboxFetchers bounds the concurrent cache reads of one merged page.
-const outboxFetchers = 16
+// sourceFetchers bounds the concurrent reads of one merged page's sources.
+const sourceFetchers = 16
 
-// their cached outboxes and the rest with one SQL query per page.
+// pulledSources reads the first MaxMergedAuthorLists pulled authors from
+// their author lists and the rest with one SQL query per page.
 func pulledSources(s *Service, authors []int64) []source {
 	var srcs []source
-	k := min(len(authors), s.cfg.MaxMergedOutboxes)
+	k := min(len(authors), s.cfg.MaxMergedAuthorLists)
 	for _, a := range authors[:k] {
-		srcs = append(srcs, outboxSource{s: s, author: a})
+		srcs = append(srcs, authorListSource{s: s, author: a})
 	}
 	if rest := authors[k:]; len(rest) > 0 {
 		srcs = append(srcs, authorsSQLSource{s: s, authors: rest})
@@ -50,7 +51,7 @@ func fetchAll(ctx context.Context, srcs []source, pos int64, want int) ([][]int6
 		return lists, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(outboxFetchers)
+	g.SetLimit(sourceFetchers)
 	for i, src := range srcs {
 		g.Go(func() error {
 			ids, _, err := src.next(gctx, pos, want)
@@ -150,34 +151,40 @@ func (r *inboxSource) inboxPage(ctx context.Context, pos int64, want int) (feed.
 	return pg, nil
 }
 
-// outboxSource reads one pulled author's posts: its cached outbox, rebuilt
-// from SQL when missing, continued in SQL past its trimmed end.
-type outboxSource struct {
+// authorListSource reads one pulled author's posts: its author list,
+// rebuilt from SQL when missing, continued in SQL past its trimmed end.
+type authorListSource struct {
 	s      *Service
 	author int64
 }
 
-// outboxHeadTTL is how old a process's copy of a pulled author's outbox
-// head may be, and so how late a pulled author's new post may reach a
-// merged page; outboxHeads bounds how many authors' heads a process keeps.
+// listHeadTTL is how old a process's copy of the head of a pulled
+// author's list may be, and so how late a pulled author's new post may
+// reach a merged page; listHeads bounds how many authors' heads a process
+// keeps.
 const (
-	outboxHeadTTL = time.Second
-	outboxHeads   = 4096
+	listHeadTTL = time.Second
+	listHeads   = 4096
 )
 
-// outboxHead is a process's copy of a pulled author's newest outbox ids.
-// A celebrity's outbox is read by every page of every one of its
-// followers, the hottest keys there are; note 003's answer to a hot key is
-// a short-lived local copy. With it a merged page costs no cache call per
-// pulled author (bench: 20 per page for readers of 20 celebrities).
-type outboxHead struct {
+// listHead is a process's copy of the newest ids of a pulled author's
+// list. A celebrity's list is read by every page of every one of its
+// followers, the hottest keys there are, and a hot key is best answered by
+// a short-lived copy in each process: a hundred processes cost the cache
+// a hundred reads a second, not one per page. With it a merged page costs
+// no cache call per pulled author (bench: 20 per page for readers of 20
+// celebrities).
+type listHead struct {
 	ids      []int64 // newest first; shared, never modified
 	complete bool    // ids are all the author's posts
 }
 
-// head returns author's outbox head, at most outboxHeadTTL old, and false
-// when the outbox is absent or unreadable (the caller takes the long way).
-func (s *Service) head(ctx context.Context, author int64) (outboxHead, bool) {
+// head returns the head of author's list, at most listHeadTTL old, and
+// false when the list is absent or unreadable (the caller takes the long
+// way).
+func (s *Service) head(ctx context.Context, author int64) (listHead, bool) {
+	// The labels "outbox_head" and "outbox" (below) keep the author
+	// lists' old name: dashboards and alerts select on them.
 	if h, ok := s.heads.Get(author); ok {
 		s.metrics.cacheLookups.WithLabelValues("outbox_head", "hit").Inc()
 		return h, true
@@ -186,23 +193,23 @@ func (s *Service) head(ctx context.Context, author int64) (outboxHead, bool) {
 	v, err, _ := s.headLoads.Do(strconv.FormatInt(author, 10), func() (any, error) {
 		ctx, cancel := detached(ctx)
 		defer cancel()
-		pg, err := s.outboxes.InboxPage(ctx, author, 0, s.cfg.OutboxMax)
+		pg, err := s.authorLists.InboxPage(ctx, author, 0, s.cfg.AuthorListMax)
 		if err != nil || !pg.Exists {
 			return nil, errNoHead
 		}
-		h := outboxHead{ids: pg.IDs, complete: pg.Complete}
+		h := listHead{ids: pg.IDs, complete: pg.Complete}
 		s.heads.Put(author, h)
 		return h, nil
 	})
 	if err != nil {
-		return outboxHead{}, false
+		return listHead{}, false
 	}
-	return v.(outboxHead), true
+	return v.(listHead), true
 }
 
-var errNoHead = errors.New("timeline: no outbox head")
+var errNoHead = errors.New("timeline: no author list head")
 
-func (o outboxSource) next(ctx context.Context, pos int64, want int) ([]int64, bool, error) {
+func (o authorListSource) next(ctx context.Context, pos int64, want int) ([]int64, bool, error) {
 	s := o.s
 	if h, ok := s.head(ctx, o.author); ok {
 		below := h.ids
@@ -214,23 +221,23 @@ func (o outboxSource) next(ctx context.Context, pos int64, want int) ([]int64, b
 			return ids, len(ids) < want, nil
 		}
 	}
-	pg, err := s.outboxes.InboxPage(ctx, o.author, pos, want)
+	pg, err := s.authorLists.InboxPage(ctx, o.author, pos, want)
 	if err == nil {
 		s.metrics.cacheLookups.WithLabelValues("outbox", hitOrMiss(pg.Exists)).Inc()
 	}
 	if err == nil && !pg.Exists {
-		// A celebrity's outbox is read by every one of its followers: when
+		// A celebrity's list is read by every one of its followers: when
 		// it expires, the concurrent misses rebuild it with one query.
-		v, rerr, _ := s.outboxFills.Do(strconv.FormatInt(o.author, 10), func() (any, error) {
+		v, rerr, _ := s.listFills.Do(strconv.FormatInt(o.author, 10), func() (any, error) {
 			ctx, cancel := detached(ctx)
 			defer cancel()
-			ids, err := s.store.AuthorPostIDs(ctx, o.author, 0, 0, s.cfg.OutboxMax)
+			ids, err := s.store.AuthorPostIDs(ctx, o.author, 0, 0, s.cfg.AuthorListMax)
 			if err != nil {
-				return nil, fmt.Errorf("timeline: rebuild outbox of %d: %w", o.author, err)
+				return nil, fmt.Errorf("timeline: rebuild author list of %d: %w", o.author, err)
 			}
-			complete := len(ids) < s.cfg.OutboxMax
-			if ferr := s.outboxes.FillInbox(ctx, o.author, ids, complete, s.cfg.InboxTTL); ferr != nil {
-				s.cacheFailed("fill outbox", ferr)
+			complete := len(ids) < s.cfg.AuthorListMax
+			if ferr := s.authorLists.FillInbox(ctx, o.author, ids, complete, s.cfg.InboxTTL); ferr != nil {
+				s.cacheFailed("fill author list", ferr)
 			}
 			return ids, nil
 		})
@@ -238,10 +245,10 @@ func (o outboxSource) next(ctx context.Context, pos int64, want int) ([]int64, b
 			return nil, false, rerr
 		}
 		ids := v.([]int64)
-		pg = pageBelow(ids, pos, want, len(ids) < s.cfg.OutboxMax)
+		pg = pageBelow(ids, pos, want, len(ids) < s.cfg.AuthorListMax)
 	}
 	if err != nil {
-		s.cacheFailed("read outbox", err)
+		s.cacheFailed("read author list", err)
 		pg = feed.InboxPage{}
 	}
 	ids := pg.IDs
@@ -259,14 +266,14 @@ func (o outboxSource) next(ctx context.Context, pos int64, want int) ([]int64, b
 	return ids, len(ids) < want, nil
 }
 
-func (o outboxSource) forget(ctx context.Context, dead []int64) {
-	if err := o.s.outboxes.RemoveFromInbox(ctx, o.author, dead); err != nil {
-		o.s.cacheFailed("lazy delete from outbox", err)
+func (o authorListSource) forget(ctx context.Context, dead []int64) {
+	if err := o.s.authorLists.RemoveFromInbox(ctx, o.author, dead); err != nil {
+		o.s.cacheFailed("lazy delete from author list", err)
 	}
 }
 
 // authorsSQLSource reads many pulled authors at once from SQL: the
-// overflow beyond MaxMergedOutboxes.
+// overflow beyond MaxMergedAuthorLists.
 type authorsSQLSource struct {
 	s       *Service
 	authors []int64
