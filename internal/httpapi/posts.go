@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/feedd/feedd/internal/feed"
 )
@@ -99,15 +97,7 @@ type createPostRequest struct {
 	Content string `json:"content"`
 }
 
-func (req createPostRequest) valid() error {
-	if strings.TrimSpace(req.Content) == "" {
-		return feed.Errorf(feed.EINVALID, "content is required and must not be only whitespace")
-	}
-	if utf8.RuneCountInString(req.Content) > feed.MaxContentRunes {
-		return feed.Errorf(feed.EINVALID, "content must be at most %d characters", feed.MaxContentRunes)
-	}
-	return nil
-}
+func (req createPostRequest) valid() error { return feed.CheckContent(req.Content) }
 
 func handlePostCreate(svc Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -3,24 +3,17 @@ package timeline
 import (
 	"context"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/feedd/feedd/internal/feed"
 )
-
-const maxIdempotencyKey = 255
 
 // Publish stores a post and its outbox event in one SQL transaction and
 // returns. Fan-out happens later, off the request path, so latency does not
 // grow with the author's followers. A repeated idemKey returns the post
 // the first call created.
 func (s *Service) Publish(ctx context.Context, author int64, content, idemKey string) (feed.Post, error) {
-	if err := validContent(content); err != nil {
+	if err := feed.CheckContent(content); err != nil {
 		return feed.Post{}, err
-	}
-	if len(idemKey) > maxIdempotencyKey {
-		return feed.Post{}, feed.Errorf(feed.EINVALID, "Idempotency-Key must be at most %d characters", maxIdempotencyKey)
 	}
 	var (
 		p       feed.Post
@@ -51,14 +44,6 @@ func (s *Service) Publish(ctx context.Context, author int64, content, idemKey st
 		s.published()
 	}
 	return p, nil
-}
-
-func validContent(content string) error {
-	n := utf8.RuneCountInString(content)
-	if n == 0 || n > feed.MaxContentRunes || strings.TrimSpace(content) == "" || !utf8.ValidString(content) {
-		return feed.Errorf(feed.EINVALID, "content must be 1 to %d characters and not only whitespace", feed.MaxContentRunes)
-	}
-	return nil
 }
 
 // Post returns a live post; deleted and unknown posts are ENOTFOUND.
