@@ -46,8 +46,11 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	// A work process needs every backend: without one it cannot move a
 	// post along.
 	workReady := func(ctx context.Context) []feed.Check {
-		return pingAll(ctx, []feed.Check{{Name: "sql", Required: true}, {Name: "cache", Required: true}, {Name: "broker", Required: true}},
-			d.workStore.Ping, d.cache.Ping, d.broker.Ping)
+		return feed.RunProbes(ctx, []feed.Probe{
+			{Name: "sql", Required: true, Ping: d.workStore.Ping},
+			{Name: "cache", Required: true, Ping: d.cache.Ping},
+			{Name: "broker", Required: true, Ping: d.broker.Ping},
+		})
 	}
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -234,21 +237,6 @@ func count(f func(context.Context, string) (int, error), q string) float64 {
 		return -1
 	}
 	return float64(n)
-}
-
-// pingAll runs each ping into its check, concurrently, each bounded to a
-// second.
-func pingAll(ctx context.Context, checks []feed.Check, pings ...func(context.Context) error) []feed.Check {
-	var wg sync.WaitGroup
-	for i := range checks {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, time.Second)
-			defer cancel()
-			checks[i].Err = pings[i](ctx)
-		})
-	}
-	wg.Wait()
-	return checks
 }
 
 // api is the API's Service: the timeline and the likes.

@@ -16,7 +16,6 @@ package timeline
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -146,7 +145,7 @@ type Service struct {
 	ids         *feed.IDGen
 	logger      *slog.Logger
 	metrics     *metrics
-	ready       []readyCheck
+	ready       []feed.Probe
 	// published is told (without blocking) that the outbox has a new
 	// event, so an in-process relay need not wait for its next poll.
 	published func()
@@ -181,13 +180,6 @@ type Service struct {
 	now        func() time.Time // the clock of gates and floor; tests set it
 }
 
-// readyCheck is one named dependency of Checks.
-type readyCheck struct {
-	name     string
-	required bool
-	ping     func(context.Context) error
-}
-
 // Option configures a Service.
 type Option func(*Service)
 
@@ -197,7 +189,7 @@ func WithPublishHook(f func()) Option { return func(s *Service) { s.published = 
 // WithReadyCheck adds a named dependency check to Ready and Checks; a
 // required one failing makes the service not ready.
 func WithReadyCheck(name string, required bool, f func(context.Context) error) Option {
-	return func(s *Service) { s.ready = append(s.ready, readyCheck{name, required, f}) }
+	return func(s *Service) { s.ready = append(s.ready, feed.Probe{Name: name, Required: required, Ping: f}) }
 }
 
 // New returns a Service. authorLists holds pulled authors' lists of post
@@ -218,7 +210,7 @@ func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, authorL
 	s.gates = lru.New[int64, time.Time](refreshGates, s.cfg.RefreshInterval, func() time.Time { return s.now() })
 	// SQL is required: without it the API cannot take a write. The cache
 	// is not: every read falls back to SQL.
-	s.ready = []readyCheck{{"sql", true, store.Ping}, {"cache", false, cache.Ping}}
+	s.ready = []feed.Probe{{Name: "sql", Required: true, Ping: store.Ping}, {Name: "cache", Required: false, Ping: cache.Ping}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -238,22 +230,8 @@ func (s *Service) Ready(ctx context.Context) error {
 	return nil
 }
 
-// Checks pings every dependency, concurrently, each bounded to a second so
-// that one hung backend cannot hang the probe.
-func (s *Service) Checks(ctx context.Context) []feed.Check {
-	out := make([]feed.Check, len(s.ready))
-	var wg sync.WaitGroup
-	for i, c := range s.ready {
-		out[i] = feed.Check{Name: c.name, Required: c.required}
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, time.Second)
-			defer cancel()
-			out[i].Err = c.ping(ctx)
-		})
-	}
-	wg.Wait()
-	return out
-}
+// Checks pings every dependency (feed.RunProbes).
+func (s *Service) Checks(ctx context.Context) []feed.Check { return feed.RunProbes(ctx, s.ready) }
 
 // WithBreaker puts a circuit breaker in front of every SQL call of the
 // service (see guardedStore). The store's domain answers (not found,
