@@ -215,7 +215,7 @@ func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, authorL
 		o(s)
 	}
 	if s.breaker != nil {
-		s.store = guardedStore{Store: s.store, b: s.breaker}
+		s.store = guardedStore{store: s.store, b: s.breaker}
 	}
 	return s
 }
