@@ -9,7 +9,7 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// refresh is note 000's "smart refresh" of a first page: one indexed SQL
+// refresh is the "smart refresh" of a first page: one indexed SQL
 // query for followee posts newer than the inbox's newest entry (minus a
 // short lookback for fan-outs that finished out of order), added to the
 // inbox. It runs at most once per RefreshInterval per reader, so a hot
