@@ -21,9 +21,9 @@ const maxReadRounds = 8
 // RefreshInterval; when the inbox runs out before the page is full and is
 // not complete, the page continues from SQL below the last id seen. Pull:
 // the page comes from SQL. Hybrid: the inbox is merged with the author
-// lists of the pulled authors the reader follows. Ids are unique and totally
-// ordered, so every seam between sources is exact, one id is the whole
-// cursor, and duplicates across sources are merged away.
+// lists of the pulled authors the reader follows. Ids are unique and
+// totally ordered, so every seam between sources is exact, one id is the
+// whole cursor, and duplicates across sources are merged away.
 //
 // When SQL is unavailable (the breaker is open, or a call failed) the page
 // comes from the cache alone and is marked degraded (cachedFeed). Switch
@@ -47,6 +47,10 @@ func (s *Service) Feed(ctx context.Context, reader, before int64, n int) ([]feed
 	return posts, more, err
 }
 
+// feed is the read with SQL at hand, page round by page round: the
+// reader's sources (sources.go) each give ids below pos, the lists are
+// merged (merge.go) and hydrated into posts (hydrate.go); deleted posts
+// met on the way are forgotten by their sources and the page reads on.
 func (s *Service) feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
 	in := &inboxSource{s: s, reader: reader, fromInbox: s.cfg.Policy.Mode != feed.ModePull, path: pathInbox}
 	if !in.fromInbox {
