@@ -238,22 +238,23 @@ func TestSwitchesEndToEnd(t *testing.T) {
 		set := func(body string) map[string]any {
 			return in.must(200, "PUT", "/v1/admin/degradation", in.admin, body).body
 		}
-		// L2: inbox only: reads stop merging the pulled authors' outboxes
+		// L2: inbox only: reads stop merging the pulled authors' lists
 		// (what the inbox got from SQL rebuilds and refreshes stays).
 		merged := func() string {
 			return metricValue(string(in.do("GET", "/metrics", "", nil).raw), `feedd_feed_reads_total{path="merged"}`)
 		}
-		outboxReads := func() string {
+		// The label "outbox" is the author lists' old name, kept.
+		listReads := func() string {
 			m := string(in.do("GET", "/metrics", "", nil).raw)
 			return metricValue(m, `feedd_cache_lookups_total{cache="outbox",result="hit"}`) + "/" + metricValue(m, `feedd_cache_lookups_total{cache="outbox",result="miss"}`)
 		}
 		set(`{"L2": true}`)
-		m0, o0 := merged(), outboxReads()
+		m0, o0 := merged(), listReads()
 		for range 5 {
 			in.must(200, "GET", "/v1/me/feed?limit=10", fanTok, nil)
 		}
-		if m, o := merged(), outboxReads(); m != m0 || o != o0 {
-			t.Fatalf("under L2 merged reads went %s -> %s, outbox lookups %s -> %s; want no merging", m0, m, o0, o)
+		if m, o := merged(), listReads(); m != m0 || o != o0 {
+			t.Fatalf("under L2 merged reads went %s -> %s, author list lookups %s -> %s; want no merging", m0, m, o0, o)
 		}
 		// Inboxes hold only pushed authors' posts: the star's drop out.
 		in.feedEventually(fanTok, 10, []string{m1})

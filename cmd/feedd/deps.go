@@ -26,9 +26,9 @@ import (
 	"github.com/feedd/feedd/internal/sqlstore"
 )
 
-// outboxMax is how many post ids a pulled author's cached outbox keeps:
-// under Redis's listpack limit of 128 entries, so each outbox stays compact.
-const outboxMax = 100
+// authorListMax is how many post ids a pulled author's list keeps: under
+// Redis's listpack limit of 128 entries, so each list stays compact.
+const authorListMax = 100
 
 // deps are the backends one process talks to.
 type deps struct {
@@ -43,14 +43,16 @@ type deps struct {
 	// likes is the like counters and recent sets: the same backend as
 	// cache.
 	likes feed.LikeCache
-	// outboxes caches pulled authors' newest post ids: the inbox
+	// authorLists caches pulled authors' newest post ids: the inbox
 	// structure in its own key space (nil unless the mode is hybrid).
-	outboxes      feed.Cache
-	broker        feed.Broker
-	reg           *prometheus.Registry
-	adminToken    string
-	jwtSecret     []byte
-	closeOutboxes bool
+	authorLists feed.Inboxes
+	// closeAuthorLists closes authorLists when they have their own
+	// backend (nil when they share the inbox cache's Redis client).
+	closeAuthorLists func() error
+	broker           feed.Broker
+	reg              *prometheus.Registry
+	adminToken       string
+	jwtSecret        []byte
 	// now is the clock of the id generator (time.Now when nil); tests set
 	// it to make many posts share a millisecond.
 	now func() time.Time
@@ -182,15 +184,17 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 			return nil, fmt.Errorf("redis: %w", err)
 		}
 		if cfg.fanoutMode == feed.ModeHybrid {
-			// Same client: closing the inbox cache closes it.
-			d.outboxes = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix + "ob:", InboxMax: outboxMax, InboxGroups: cfg.inboxGroups})
+			// Same client: closing the inbox cache closes it. The prefix
+			// "ob:" is the lists' old name ("outboxes"), kept so that a
+			// deployment's existing lists stay readable.
+			d.authorLists = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix + "ob:", InboxMax: authorListMax, InboxGroups: cfg.inboxGroups})
 		}
 	} else {
 		mc := inmemcache.New(inmemcache.Options{InboxMax: cfg.inboxMax})
 		d.cache, d.likes = mc, mc
 		if cfg.fanoutMode == feed.ModeHybrid {
-			d.outboxes = inmemcache.New(inmemcache.Options{InboxMax: outboxMax})
-			d.closeOutboxes = true
+			lists := inmemcache.New(inmemcache.Options{InboxMax: authorListMax})
+			d.authorLists, d.closeAuthorLists = lists, lists.Close
 		}
 	}
 	d.reg.MustRegister(newCostCollector(redisCounter, d.store, d.workStore))
@@ -240,8 +244,8 @@ func (d *deps) close(logger *slog.Logger) {
 			logger.Warn("closing broker", "err", err)
 		}
 	}
-	if d.outboxes != nil && d.closeOutboxes {
-		_ = d.outboxes.Close()
+	if d.closeAuthorLists != nil {
+		_ = d.closeAuthorLists()
 	}
 	if d.cache != nil {
 		if err := d.cache.Close(); err != nil {

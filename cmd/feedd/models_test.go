@@ -13,8 +13,8 @@ import (
 )
 
 // TestHybridMergesPulledAuthors: an author at the pull threshold is not
-// fanned out; readers get its posts merged from its outbox, in order,
-// with one cursor, past the outbox's trimmed end too.
+// fanned out; readers get its posts merged from its author list, in
+// order, with one cursor, past the list's trimmed end too.
 func TestHybridMergesPulledAuthors(t *testing.T) {
 	forEachStack(t, func(t *testing.T, env map[string]string) {
 		in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", "hybrid", "FEEDD_PULL_THRESHOLD", "50")
@@ -33,7 +33,7 @@ func TestHybridMergesPulledAuthors(t *testing.T) {
 		}
 		in.feedAll(readerTok, 10) // materialize the inbox
 		var want []string
-		for i := range 130 { // more than the outbox keeps (100)
+		for i := range 130 { // more than the author list keeps (100)
 			want = append(want, in.post(starTok, "star "+strconv.Itoa(i)))
 			if i%3 == 0 {
 				want = append(want, in.post(friendTok, "friend "+strconv.Itoa(i)))
@@ -43,7 +43,7 @@ func TestHybridMergesPulledAuthors(t *testing.T) {
 		rid, _ := feed.ParseID(readerID)
 		lastFriend, _ := feed.ParseID(in.must(200, "GET", "/v1/users/"+friend+"/posts?limit=1", readerTok, nil).items()[0]["id"].(string))
 		waitInboxes(t, in, []int64{rid}, lastFriend, 10*time.Second)
-		// requireNoStarPosts: the pulled author's posts live in its outbox,
+		// requireNoStarPosts: the pulled author's posts live in its list,
 		// never in an inbox: not pushed, not rebuilt, not refreshed, not
 		// backfilled.
 		requireNoStarPosts := func(how string, reader int64) {

@@ -46,8 +46,11 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	// A work process needs every backend: without one it cannot move a
 	// post along.
 	workReady := func(ctx context.Context) []feed.Check {
-		return pingAll(ctx, []feed.Check{{Name: "sql", Required: true}, {Name: "cache", Required: true}, {Name: "broker", Required: true}},
-			d.workStore.Ping, d.cache.Ping, d.broker.Ping)
+		return feed.RunProbes(ctx, []feed.Probe{
+			{Name: "sql", Required: true, Ping: d.workStore.Ping},
+			{Name: "cache", Required: true, Ping: d.cache.Ping},
+			{Name: "broker", Required: true, Ping: d.broker.Ping},
+		})
 	}
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -82,8 +85,8 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			RefreshHorizon:  cfg.refreshHorizon,
 			RefreshMaxPosts: cfg.refreshMax,
 			Policy:          policy,
-			OutboxMax:       outboxMax,
-		}, d.store, d.cache, inboxesOrNil(d.outboxes), feed.NewIDGen(d.now), d.reg, opts...)
+			AuthorListMax:   authorListMax,
+		}, d.store, d.cache, d.authorLists, feed.NewIDGen(d.now), d.reg, opts...)
 		handler = httpapi.NewServer(logger, httpapi.Config{
 			AdminToken: d.adminToken, JWTSecret: d.jwtSecret,
 			Rates: limit.NewRates(limit.Config{
@@ -127,7 +130,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			DirectFanout: cfg.directFanout, BatchSize: cfg.batchSize, Policy: policy,
 			MaxPendingTasks: cfg.tasksMaxPending, SQLReads: cfg.fanoutSQLReads,
 			RetryFor: cfg.fanoutRetryFor, Done: workCtx.Done(),
-		}, d.workStore, d.cache, inboxesOrNil(d.outboxes), d.broker, d.reg)
+		}, d.workStore, d.cache, d.authorLists, d.broker, d.reg)
 		work.Go(func() { _ = rel.Run(workCtx) })
 		work.Go(func() {
 			if err := d.broker.Consume(workCtx, feed.QueuePosts, feed.ConsumeOptions{Concurrency: 4}, disp.Handle); err != nil {
@@ -236,21 +239,6 @@ func count(f func(context.Context, string) (int, error), q string) float64 {
 	return float64(n)
 }
 
-// pingAll runs each ping into its check, concurrently, each bounded to a
-// second.
-func pingAll(ctx context.Context, checks []feed.Check, pings ...func(context.Context) error) []feed.Check {
-	var wg sync.WaitGroup
-	for i := range checks {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, time.Second)
-			defer cancel()
-			checks[i].Err = pings[i](ctx)
-		})
-	}
-	wg.Wait()
-	return checks
-}
-
 // likesViaBroker reports whether like events travel through RabbitMQ to
 // a batching consumer. The in-process queue dies with the process, so
 // without RabbitMQ a like is written (group-committed) before the API
@@ -269,14 +257,6 @@ func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts, switc
 	// on a SQL that the timeline already answers around.
 	b := breaker.New(breaker.Config{Failures: cfg.breakerFailures, Timeout: cfg.sqlTimeout, Cooldown: cfg.breakerCooldown})
 	return likes.New(logger, likes.Config{Breaker: b, LocalCountTTL: cfg.likeCountTTL, Switches: switches}, d.store, d.likes, posts, record, d.reg)
-}
-
-// inboxesOrNil keeps a nil cache a nil interface.
-func inboxesOrNil(c feed.Cache) feed.Inboxes {
-	if c == nil {
-		return nil
-	}
-	return c
 }
 
 func sqlKind(cfg config) string {

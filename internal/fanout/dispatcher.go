@@ -22,35 +22,42 @@ type Cache interface {
 	feed.KV
 }
 
-// Dispatcher handles post events.
-type Dispatcher struct {
-	cfg      Config
-	store    Store
-	cache    Cache
-	outboxes Inboxes // pulled authors' outboxes; nil in push mode
-	pub      Publisher
-	logger   *slog.Logger
-	metrics  *metrics
-	pusher   pusher
+// AuthorLists is where a pulled author's post goes instead of its
+// followers' inboxes: the author's own list of newest post ids, which
+// readers merge at read time. Pushing skips an absent list.
+type AuthorLists interface {
+	PushToInboxes(ctx context.Context, authors []int64, id int64) error
 }
 
-func newDispatcher(logger *slog.Logger, cfg Config, store Store, cache Cache, outboxes Inboxes, pub Publisher, m *metrics) *Dispatcher {
+// Dispatcher handles post events.
+type Dispatcher struct {
+	cfg         Config
+	store       Store
+	cache       Cache
+	authorLists AuthorLists // pulled authors' lists; nil in push mode
+	pub         Publisher
+	logger      *slog.Logger
+	metrics     *metrics
+	pusher      pusher
+}
+
+func newDispatcher(logger *slog.Logger, cfg Config, store Store, cache Cache, authorLists AuthorLists, pub Publisher, m *metrics) *Dispatcher {
 	cfg = cfg.withDefaults()
 	return &Dispatcher{
-		cfg: cfg, store: store, cache: cache, outboxes: outboxes, pub: pub, metrics: m,
+		cfg: cfg, store: store, cache: cache, authorLists: authorLists, pub: pub, metrics: m,
 		logger: logger.With("component", "dispatcher"),
 		pusher: pusher{inboxes: cache, metrics: m, batch: cfg.BatchSize},
 	}
 }
 
 // New returns a dispatcher and a worker sharing one set of metrics.
-// outboxes holds pulled authors' outboxes (nil unless some author can be
-// pulled); reg may be nil.
-func New(logger *slog.Logger, cfg Config, store Store, cache Cache, outboxes Inboxes, pub Publisher, reg prometheus.Registerer) (*Dispatcher, *Worker) {
+// authorLists holds pulled authors' lists of post ids (nil unless some
+// author can be pulled); reg may be nil.
+func New(logger *slog.Logger, cfg Config, store Store, cache Cache, authorLists AuthorLists, pub Publisher, reg prometheus.Registerer) (*Dispatcher, *Worker) {
 	cfg = cfg.withDefaults()
 	m := newMetrics(reg)
 	store = boundedStore{Store: store, slots: make(chan struct{}, cfg.SQLReads)}
-	return newDispatcher(logger, cfg, store, cache, outboxes, pub, m), newWorker(logger, cfg, store, cache, m)
+	return newDispatcher(logger, cfg, store, cache, authorLists, pub, m), newWorker(logger, cfg, store, cache, m)
 }
 
 // boundedStore lets at most cap(slots) follower reads run at once
@@ -117,7 +124,7 @@ func (d *Dispatcher) Handle(ctx context.Context, del feed.Delivery) error {
 	return hold(d.cfg, d.logger, d.metrics.retries.WithLabelValues(feed.QueuePosts), func() error { return d.dispatch(ctx, ev) })
 }
 
-// dispatch delivers one post event: into the author's outbox if it is
+// dispatch delivers one post event: into the author's list if it is
 // pulled, else into its followers' inboxes, directly or split into tasks.
 func (d *Dispatcher) dispatch(ctx context.Context, ev feed.Event) error {
 	author, err := d.store.User(ctx, ev.AuthorID)
@@ -128,14 +135,14 @@ func (d *Dispatcher) dispatch(ctx context.Context, ev feed.Event) error {
 		return fmt.Errorf("dispatcher: author of post %d: %w", ev.PostID, err)
 	}
 	if d.cfg.Policy.Pulls(author) {
-		// Readers merge this author's outbox at read time: no inbox writes.
-		// An absent outbox is rebuilt from SQL by the first reader.
+		// Readers merge this author's list at read time: no inbox writes.
+		// An absent list is rebuilt from SQL by the first reader.
 		d.metrics.events.WithLabelValues("pulled").Inc()
-		if d.outboxes == nil {
+		if d.authorLists == nil {
 			return nil
 		}
-		if err := d.outboxes.PushToInboxes(ctx, []int64{ev.AuthorID}, ev.PostID); err != nil {
-			return fmt.Errorf("dispatcher: outbox of %d: %w", ev.AuthorID, err)
+		if err := d.authorLists.PushToInboxes(ctx, []int64{ev.AuthorID}, ev.PostID); err != nil {
+			return fmt.Errorf("dispatcher: author list of %d: %w", ev.AuthorID, err)
 		}
 		return nil
 	}

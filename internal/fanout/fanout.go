@@ -42,7 +42,7 @@ type Config struct {
 	LockTTL      time.Duration // a split lock of a dead dispatcher frees itself after this
 	DoneTTL      time.Duration // how long a finished split is remembered against redelivery
 	// Policy decides whether an author's posts are pushed at all; a
-	// pulled author's post only goes into its own outbox.
+	// pulled author's post only goes into its own author list.
 	Policy feed.DeliveryPolicy
 	// MaxPendingTasks pauses a split while the tasks queue holds more
 	// than this many messages (0: never), so a burst of big fan-outs

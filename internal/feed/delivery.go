@@ -12,7 +12,7 @@ const (
 	// everyone the reader follows, from SQL.
 	ModePull FanoutMode = "pull"
 	// ModeHybrid pushes the posts of authors below the pull threshold and
-	// merges those of bigger authors from their outboxes at read time.
+	// merges those of bigger authors from their author lists at read time.
 	ModeHybrid FanoutMode = "hybrid"
 )
 

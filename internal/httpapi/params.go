@@ -14,10 +14,6 @@ const (
 	maxLimit     = 100
 )
 
-// Idempotency keys are printable ASCII, as the IETF Idempotency-Key draft
-// has them, so that "characters" and bytes are the same count.
-const maxIdempotencyKey = 255
-
 // pathID parses the {id} path segment.
 func pathID(r *http.Request) (int64, error) {
 	return feed.ParseID(r.PathValue("id"))
@@ -52,12 +48,8 @@ func idempotencyKey(r *http.Request) (string, error) {
 		return "", nil
 	}
 	key := values[0]
-	bad := len(values) > 1 || len(key) < 1 || len(key) > maxIdempotencyKey
-	for i := 0; i < len(key) && !bad; i++ {
-		bad = key[i] < 0x20 || key[i] > 0x7e
-	}
-	if bad {
-		return "", feed.Errorf(feed.EINVALID, "Idempotency-Key must be one header of 1 to %d printable ASCII characters", maxIdempotencyKey)
+	if len(values) > 1 || !feed.ValidIdempotencyKey(key) {
+		return "", feed.Errorf(feed.EINVALID, "Idempotency-Key must be one header of 1 to %d printable ASCII characters", feed.MaxIdempotencyKey)
 	}
 	return key, nil
 }

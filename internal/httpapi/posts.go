@@ -3,9 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/feedd/feedd/internal/feed"
 )
@@ -116,15 +114,7 @@ type createPostRequest struct {
 	Content string `json:"content"`
 }
 
-func (req createPostRequest) valid() error {
-	if strings.TrimSpace(req.Content) == "" {
-		return feed.Errorf(feed.EINVALID, "content is required and must not be only whitespace")
-	}
-	if utf8.RuneCountInString(req.Content) > feed.MaxContentRunes {
-		return feed.Errorf(feed.EINVALID, "content must be at most %d characters", feed.MaxContentRunes)
-	}
-	return nil
-}
+func (req createPostRequest) valid() error { return feed.CheckContent(req.Content) }
 
 func handlePostCreate(svc Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

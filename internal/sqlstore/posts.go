@@ -8,13 +8,9 @@ import (
 	"fmt"
 	"math"
 	"time"
-	"unicode/utf8"
 
 	"github.com/feedd/feedd/internal/feed"
 )
-
-// maxIdemKeyRunes is the width of idempotency.idem_key.
-const maxIdemKeyRunes = 255
 
 // errReplay ends a CreatePost transaction whose idempotency key is taken.
 var errReplay = errors.New("idempotency key already used")
@@ -28,14 +24,16 @@ var errReplay = errors.New("idempotency key already used")
 // returned with created=false, also when identical requests race (the
 // later ones wait for the first to commit, then find its key). A post id
 // that exists already is ECONFLICT: the caller retries with a fresh id.
+// A non-empty idemKey that is not a valid key (feed.ValidIdempotencyKey,
+// which also bounds it to its column's width) is EINVALID.
 func (s *Store) CreatePost(ctx context.Context, p feed.Post, idemKey string) (feed.Post, bool, error) {
 	if p.ID <= 0 || p.AuthorID <= 0 {
 		return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d: %w", p.ID,
 			feed.Errorf(feed.EINVALID, "post id %d and author id %d must be positive", p.ID, p.AuthorID))
 	}
-	if utf8.RuneCountInString(idemKey) > maxIdemKeyRunes {
+	if idemKey != "" && !feed.ValidIdempotencyKey(idemKey) {
 		return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d: %w", p.ID,
-			feed.Errorf(feed.EINVALID, "an idempotency key has at most %d characters", maxIdemKeyRunes))
+			feed.Errorf(feed.EINVALID, "an idempotency key is 1 to %d printable ASCII characters", feed.MaxIdempotencyKey))
 	}
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = time.Now()

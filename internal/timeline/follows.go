@@ -45,7 +45,7 @@ func (s *Service) backfill(ctx context.Context, follower, followee int64) error 
 		return err
 	}
 	if s.merges() {
-		// A pulled followee's posts are merged from its outbox at read
+		// A pulled followee's posts are merged from its author list at read
 		// time, not kept in inboxes.
 		u, err := s.store.User(ctx, followee)
 		if err != nil {

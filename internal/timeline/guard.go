@@ -14,12 +14,15 @@ import (
 // to the cache alone (Feed's degraded path) and writes fail fast with 503
 // instead of queueing behind a database that does not answer.
 //
-// Store is embedded so that a method added to Store later still compiles
-// here; such a method is not guarded until it is listed below.
+// Every method is written out, none embedded: a method added to Store
+// does not compile until it is added here, guarded or, like Ping, let
+// through on purpose.
 type guardedStore struct {
-	Store
-	b *breaker.Breaker
+	store Store
+	b     *breaker.Breaker
 }
+
+var _ Store = guardedStore{}
 
 // errSQLUnavailable is what a caller sees while the breaker is open, or
 // when SQL failed a call: a 503, never a 500, because retrying later helps.
@@ -53,7 +56,7 @@ func (g guardedStore) CreatePost(ctx context.Context, p feed.Post, idemKey strin
 		created bool
 	}
 	r, err := guarded(ctx, g.b, func(ctx context.Context) (res, error) {
-		p, created, err := g.Store.CreatePost(ctx, p, idemKey)
+		p, created, err := g.store.CreatePost(ctx, p, idemKey)
 		return res{p, created}, err
 	})
 	return r.p, r.created, err
@@ -62,79 +65,83 @@ func (g guardedStore) CreatePost(ctx context.Context, p feed.Post, idemKey strin
 // DeletePost returns only an error.
 func (g guardedStore) DeletePost(ctx context.Context, id, author int64) error {
 	_, err := guarded(ctx, g.b, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, g.Store.DeletePost(ctx, id, author)
+		return struct{}{}, g.store.DeletePost(ctx, id, author)
 	})
 	return err
 }
 
 func (g guardedStore) CreateUser(ctx context.Context, u feed.User) (feed.User, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) (feed.User, error) { return g.Store.CreateUser(ctx, u) })
+	return guarded(ctx, g.b, func(ctx context.Context) (feed.User, error) { return g.store.CreateUser(ctx, u) })
 }
 
 func (g guardedStore) User(ctx context.Context, id int64) (feed.User, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) (feed.User, error) { return g.Store.User(ctx, id) })
+	return guarded(ctx, g.b, func(ctx context.Context) (feed.User, error) { return g.store.User(ctx, id) })
 }
 
 func (g guardedStore) Users(ctx context.Context, ids []int64) (map[int64]feed.User, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) (map[int64]feed.User, error) { return g.Store.Users(ctx, ids) })
+	return guarded(ctx, g.b, func(ctx context.Context) (map[int64]feed.User, error) { return g.store.Users(ctx, ids) })
 }
 
 func (g guardedStore) Follow(ctx context.Context, follower, followee int64) (bool, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.Store.Follow(ctx, follower, followee) })
+	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.store.Follow(ctx, follower, followee) })
 }
 
 func (g guardedStore) Unfollow(ctx context.Context, follower, followee int64) (bool, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.Store.Unfollow(ctx, follower, followee) })
+	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.store.Unfollow(ctx, follower, followee) })
 }
 
 func (g guardedStore) Followers(ctx context.Context, user, after int64, n int) ([]int64, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.Store.Followers(ctx, user, after, n) })
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.Followers(ctx, user, after, n) })
 }
 
 func (g guardedStore) Following(ctx context.Context, user, after int64, n int) ([]int64, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.Store.Following(ctx, user, after, n) })
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.Following(ctx, user, after, n) })
 }
 
 func (g guardedStore) Post(ctx context.Context, id int64) (feed.Post, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) (feed.Post, error) { return g.Store.Post(ctx, id) })
+	return guarded(ctx, g.b, func(ctx context.Context) (feed.Post, error) { return g.store.Post(ctx, id) })
 }
 
 func (g guardedStore) Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) (map[int64]feed.Post, error) { return g.Store.Posts(ctx, ids) })
+	return guarded(ctx, g.b, func(ctx context.Context) (map[int64]feed.Post, error) { return g.store.Posts(ctx, ids) })
 }
 
 func (g guardedStore) AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) ([]feed.Post, error) { return g.Store.AuthorPosts(ctx, author, before, n) })
+	return guarded(ctx, g.b, func(ctx context.Context) ([]feed.Post, error) { return g.store.AuthorPosts(ctx, author, before, n) })
 }
 
 func (g guardedStore) AuthorPostIDs(ctx context.Context, author, after, before int64, n int) ([]int64, error) {
 	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) {
-		return g.Store.AuthorPostIDs(ctx, author, after, before, n)
+		return g.store.AuthorPostIDs(ctx, author, after, before, n)
 	})
 }
 
 func (g guardedStore) FeedPostIDs(ctx context.Context, reader, after, before int64, n int) ([]int64, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.Store.FeedPostIDs(ctx, reader, after, before, n) })
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.FeedPostIDs(ctx, reader, after, before, n) })
 }
 
 func (g guardedStore) AuthorsPostIDs(ctx context.Context, authors []int64, before int64, n int) ([]int64, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.Store.AuthorsPostIDs(ctx, authors, before, n) })
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.AuthorsPostIDs(ctx, authors, before, n) })
 }
 
 func (g guardedStore) PullFollowees(ctx context.Context, reader, high, low int64) ([]int64, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.Store.PullFollowees(ctx, reader, high, low) })
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.PullFollowees(ctx, reader, high, low) })
 }
 
 func (g guardedStore) NewestPostsFloor(ctx context.Context, k int) (int64, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) (int64, error) { return g.Store.NewestPostsFloor(ctx, k) })
+	return guarded(ctx, g.b, func(ctx context.Context) (int64, error) { return g.store.NewestPostsFloor(ctx, k) })
 }
 
 func (g guardedStore) SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error) {
-	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.Store.SetPullMode(ctx, author, pull, refan) })
+	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.store.SetPullMode(ctx, author, pull, refan) })
 }
 
 func (g guardedStore) PushedFeedPostIDs(ctx context.Context, reader, high, low, after, before int64, n int) ([]int64, error) {
 	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) {
-		return g.Store.PushedFeedPostIDs(ctx, reader, high, low, after, before, n)
+		return g.store.PushedFeedPostIDs(ctx, reader, high, low, after, before, n)
 	})
 }
+
+// Ping is not guarded: the readiness probe must reach SQL even while the
+// breaker is open, to tell whether SQL is back.
+func (g guardedStore) Ping(ctx context.Context) error { return g.store.Ping(ctx) }

@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// TestEveryStoreCallIsGuarded: guardedStore embeds Store, so a method
-// added to Store compiles without a breaker in front of it. This test
-// names any such method, so a new SQL call cannot slip past the breaker.
+// TestEveryStoreCallIsGuarded: guardedStore writes out every Store method
+// (the compiler sees to that); this test names a Store method that it
+// does not declare itself, so a new SQL call cannot slip past the breaker
+// should the type ever embed Store again.
 func TestEveryStoreCallIsGuarded(t *testing.T) {
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, ".", nil, 0)

@@ -1,6 +1,11 @@
 package timeline
 
-import "container/heap"
+import (
+	"container/heap"
+	"slices"
+
+	"github.com/feedd/feedd/internal/feed"
+)
 
 // mergeK merges lists of ids, each newest first, into one newest-first list
 // of at most n distinct ids: a k-way merge over a heap of the lists' heads,
@@ -67,4 +72,57 @@ func intersect(a, b []int64) []int64 {
 		}
 	}
 	return out
+}
+
+// mergeDesc merges two descending id lists into one without duplicates,
+// keeping at most n.
+func mergeDesc(a, b []int64, n int) []int64 {
+	out := make([]int64, 0, min(len(a)+len(b), n))
+	i, j := 0, 0
+	for len(out) < n && (i < len(a) || j < len(b)) {
+		var v int64
+		switch {
+		case j >= len(b) || (i < len(a) && a[i] > b[j]):
+			v, i = a[i], i+1
+		case i >= len(a) || b[j] > a[i]:
+			v, j = b[j], j+1
+		default: // equal
+			v, i, j = a[i], i+1, j+1
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// missing returns the ids of want that are not in have.
+func missing(want, have []int64) []int64 {
+	seen := make(map[int64]struct{}, len(have))
+	for _, id := range have {
+		seen[id] = struct{}{}
+	}
+	var out []int64
+	for _, id := range want {
+		if _, ok := seen[id]; !ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// pageBelow returns up to n of ids (newest first) below pos.
+func pageBelow(ids []int64, pos int64, n int, complete bool) feed.InboxPage {
+	start := 0
+	if pos > 0 {
+		start, _ = slices.BinarySearchFunc(ids, pos, func(a, b int64) int {
+			// ids are descending: find the first id < pos.
+			switch {
+			case a >= b:
+				return -1
+			default:
+				return 1
+			}
+		})
+	}
+	end := min(start+n, len(ids))
+	return feed.InboxPage{IDs: ids[start:end], Exists: true, Complete: complete}
 }

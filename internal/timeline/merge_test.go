@@ -80,7 +80,7 @@ func TestMergeK(t *testing.T) {
 }
 
 // BenchmarkMergeK merges a page (21 ids) from an inbox and k pulled
-// authors' outboxes, the shape of a hybrid read.
+// authors' lists, the shape of a hybrid read.
 func BenchmarkMergeK(b *testing.B) {
 	for _, k := range []int{1, 20, 64} {
 		lists := make([][]int64, k+1)

@@ -13,8 +13,10 @@ type metrics struct {
 	rebuilds    prometheus.Counter
 	lazyDeletes prometheus.Counter
 	cacheErrors prometheus.Counter
-	// cacheLookups counts lookups by cache (inbox, outbox, post,
-	// hot_post) and result (hit, miss): the hit ratios.
+	// cacheLookups counts lookups by cache (inbox, outbox, outbox_head,
+	// post, hot_post) and result (hit, miss): the hit ratios. "outbox" and
+	// "outbox_head" are the author lists and their in-process heads: the
+	// labels keep the lists' old name, which dashboards select on.
 	cacheLookups *prometheus.CounterVec
 	// collapsed counts post loads that joined another reader's SQL load
 	// instead of sending their own.
@@ -46,7 +48,7 @@ const (
 	pathInbox   = "inbox"   // served from an existing inbox
 	pathRebuilt = "rebuilt" // the inbox was missing and rebuilt from SQL
 	pathSQL     = "sql"     // pull mode, paged past the inbox's end, or the cache failed
-	pathMerged  = "merged"  // the inbox merged with pulled authors' outboxes
+	pathMerged  = "merged"  // the inbox merged with pulled authors' lists
 	// pathDegraded: SQL was unavailable (or switch L4 was on): served
 	// from the cache alone, marked degraded.
 	pathDegraded = "degraded"

@@ -2,10 +2,6 @@ package timeline
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,10 +10,16 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
+// merges reports whether reads merge pulled authors' lists into the inbox
+// (hybrid mode).
+func (s *Service) merges() bool {
+	return s.cfg.Policy.Mode == feed.ModeHybrid && s.authorLists != nil
+}
+
 // updateDelivery re-decides author's delivery mode after its follower
 // count changed, and records a crossing of the hysteresis band. Turning
 // back to push queues the fan-out of the author's recent posts, which
-// were only in its outbox, so no reader's inbox misses them.
+// were only in its author list, so no reader's inbox misses them.
 func (s *Service) updateDelivery(ctx context.Context, author int64) error {
 	if s.cfg.Policy.Mode != feed.ModeHybrid {
 		return nil
@@ -50,7 +52,7 @@ func pulleesKey(reader int64) string { return "pullees:{" + strconv.FormatInt(re
 // author's delivery mode does. Each reader's cached list of pulled
 // followees records the epoch it was computed in, so one switch
 // invalidates every list at once. Without it a reader would not merge a
-// newly pulled author's outbox, and so miss its new posts, until the list
+// newly pulled author's list, and so miss its new posts, until the list
 // expired (PulleesTTL).
 const modesKey = "pullmodes"
 
@@ -166,135 +168,3 @@ func parseIDList(s, epoch string) ([]int64, bool) {
 	}
 	return out, true
 }
-
-// outboxSource reads one pulled author's posts: its cached outbox, rebuilt
-// from SQL when missing, continued in SQL past its trimmed end.
-type outboxSource struct {
-	s      *Service
-	author int64
-}
-
-// outboxHeadTTL is how old a process's copy of a pulled author's outbox
-// head may be, and so how late a pulled author's new post may reach a
-// merged page; outboxHeads bounds how many authors' heads a process keeps.
-const (
-	outboxHeadTTL = time.Second
-	outboxHeads   = 4096
-)
-
-// outboxHead is a process's copy of a pulled author's newest outbox ids.
-// A celebrity's outbox is read by every page of every one of its
-// followers, the hottest keys there are; note 003's answer to a hot key is
-// a short-lived local copy. With it a merged page costs no cache call per
-// pulled author (bench: 20 per page for readers of 20 celebrities).
-type outboxHead struct {
-	ids      []int64 // newest first; shared, never modified
-	complete bool    // ids are all the author's posts
-}
-
-// head returns author's outbox head, at most outboxHeadTTL old, and false
-// when the outbox is absent or unreadable (the caller takes the long way).
-func (s *Service) head(ctx context.Context, author int64) (outboxHead, bool) {
-	if h, ok := s.heads.Get(author); ok {
-		s.metrics.cacheLookups.WithLabelValues("outbox_head", "hit").Inc()
-		return h, true
-	}
-	s.metrics.cacheLookups.WithLabelValues("outbox_head", "miss").Inc()
-	v, err, _ := s.headLoads.Do(strconv.FormatInt(author, 10), func() (any, error) {
-		ctx, cancel := detached(ctx)
-		defer cancel()
-		pg, err := s.outboxes.InboxPage(ctx, author, 0, s.cfg.OutboxMax)
-		if err != nil || !pg.Exists {
-			return nil, errNoHead
-		}
-		h := outboxHead{ids: pg.IDs, complete: pg.Complete}
-		s.heads.Put(author, h)
-		return h, nil
-	})
-	if err != nil {
-		return outboxHead{}, false
-	}
-	return v.(outboxHead), true
-}
-
-var errNoHead = errors.New("timeline: no outbox head")
-
-func (o outboxSource) next(ctx context.Context, pos int64, want int) ([]int64, bool, error) {
-	s := o.s
-	if h, ok := s.head(ctx, o.author); ok {
-		below := h.ids
-		if pos > 0 {
-			below = below[sort.Search(len(below), func(i int) bool { return below[i] < pos }):]
-		}
-		if len(below) >= want || h.complete {
-			ids := slices.Clone(below[:min(want, len(below))])
-			return ids, len(ids) < want, nil
-		}
-	}
-	pg, err := s.outboxes.InboxPage(ctx, o.author, pos, want)
-	if err == nil {
-		s.metrics.cacheLookups.WithLabelValues("outbox", hitOrMiss(pg.Exists)).Inc()
-	}
-	if err == nil && !pg.Exists {
-		// A celebrity's outbox is read by every one of its followers: when
-		// it expires, the concurrent misses rebuild it with one query.
-		v, rerr, _ := s.outboxFills.Do(strconv.FormatInt(o.author, 10), func() (any, error) {
-			ctx, cancel := detached(ctx)
-			defer cancel()
-			ids, err := s.store.AuthorPostIDs(ctx, o.author, 0, 0, s.cfg.OutboxMax)
-			if err != nil {
-				return nil, fmt.Errorf("timeline: rebuild outbox of %d: %w", o.author, err)
-			}
-			complete := len(ids) < s.cfg.OutboxMax
-			if ferr := s.outboxes.FillInbox(ctx, o.author, ids, complete, s.cfg.InboxTTL); ferr != nil {
-				s.cacheFailed("fill outbox", ferr)
-			}
-			return ids, nil
-		})
-		if rerr != nil {
-			return nil, false, rerr
-		}
-		ids := v.([]int64)
-		pg = pageBelow(ids, pos, want, len(ids) < s.cfg.OutboxMax)
-	}
-	if err != nil {
-		s.cacheFailed("read outbox", err)
-		pg = feed.InboxPage{}
-	}
-	ids := pg.IDs
-	if len(ids) < want && !(pg.Exists && pg.Complete) {
-		from := pos
-		if len(ids) > 0 {
-			from = ids[len(ids)-1]
-		}
-		more, err := s.store.AuthorPostIDs(ctx, o.author, 0, from, want-len(ids))
-		if err != nil {
-			return nil, false, fmt.Errorf("timeline: posts of %d from SQL: %w", o.author, err)
-		}
-		ids = append(ids[:len(ids):len(ids)], more...)
-	}
-	return ids, len(ids) < want, nil
-}
-
-func (o outboxSource) forget(ctx context.Context, dead []int64) {
-	if err := o.s.outboxes.RemoveFromInbox(ctx, o.author, dead); err != nil {
-		o.s.cacheFailed("lazy delete from outbox", err)
-	}
-}
-
-// authorsSQLSource reads many pulled authors at once from SQL: the
-// overflow beyond MaxMergedOutboxes.
-type authorsSQLSource struct {
-	s       *Service
-	authors []int64
-}
-
-func (a authorsSQLSource) next(ctx context.Context, pos int64, want int) ([]int64, bool, error) {
-	ids, err := a.s.store.AuthorsPostIDs(ctx, a.authors, pos, want)
-	if err != nil {
-		return nil, false, fmt.Errorf("timeline: posts of %d pulled authors: %w", len(a.authors), err)
-	}
-	return ids, len(ids) < want, nil
-}
-
-func (authorsSQLSource) forget(context.Context, []int64) {}

@@ -3,25 +3,17 @@ package timeline
 import (
 	"context"
 	"fmt"
-	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/feedd/feedd/internal/feed"
 )
-
-const maxIdempotencyKey = 255
 
 // Publish stores a post and its outbox event in one SQL transaction and
 // returns. Fan-out happens later, off the request path, so latency does not
 // grow with the author's followers. A repeated idemKey returns the post
 // the first call created.
 func (s *Service) Publish(ctx context.Context, author int64, content, idemKey string) (feed.Post, error) {
-	if err := validContent(content); err != nil {
+	if err := feed.CheckContent(content); err != nil {
 		return feed.Post{}, err
-	}
-	if len(idemKey) > maxIdempotencyKey {
-		return feed.Post{}, feed.Errorf(feed.EINVALID, "Idempotency-Key must be at most %d characters", maxIdempotencyKey)
 	}
 	var (
 		p       feed.Post
@@ -54,17 +46,9 @@ func (s *Service) Publish(ctx context.Context, author int64, content, idemKey st
 	return p, nil
 }
 
-func validContent(content string) error {
-	n := utf8.RuneCountInString(content)
-	if n == 0 || n > feed.MaxContentRunes || strings.TrimSpace(content) == "" || !utf8.ValidString(content) {
-		return feed.Errorf(feed.EINVALID, "content must be 1 to %d characters and not only whitespace", feed.MaxContentRunes)
-	}
-	return nil
-}
-
 // Post returns a live post; deleted and unknown posts are ENOTFOUND.
 func (s *Service) Post(ctx context.Context, id int64) (feed.Post, error) {
-	posts, _, err := s.hydrate(ctx, []int64{id})
+	posts, _, err := s.hydrate(ctx, []int64{id}, withSQL)
 	if err != nil {
 		return feed.Post{}, err
 	}
@@ -106,82 +90,10 @@ func (s *Service) AuthorPosts(ctx context.Context, author, before int64, n int) 
 	return posts, false, nil
 }
 
-// hydrate returns the live posts among ids in the order of ids, and the ids
-// that are deleted or unknown. Cache first, then one SQL query for the
-// misses, which are cached for the next reader.
-func (s *Service) hydrate(ctx context.Context, ids []int64) ([]feed.Post, []int64, error) {
-	if len(ids) == 0 {
-		return nil, nil, nil
-	}
-	found := s.hotPosts(ids)
-	var cold []int64
-	for _, id := range ids {
-		if _, ok := found[id]; !ok {
-			cold = append(cold, id)
-		}
-	}
-	var miss []int64
-	if len(cold) > 0 {
-		cached, err := s.cache.CachedPosts(ctx, cold)
-		if err != nil {
-			s.cacheFailed("read post cache", err)
-		}
-		s.countPostCache(len(cached), len(cold)-len(cached))
-		for id, p := range cached {
-			found[id] = p
-			s.hot.Put(id, p)
-		}
-		for _, id := range cold {
-			if _, ok := cached[id]; !ok {
-				miss = append(miss, id)
-			}
-		}
-	}
-	if len(miss) > 0 {
-		fromSQL, err := s.loadPosts(ctx, miss)
-		if err != nil {
-			return nil, nil, fmt.Errorf("timeline: hydrate %d posts: %w", len(miss), err)
-		}
-		fill := make([]feed.Post, 0, len(fromSQL))
-		for id, p := range fromSQL {
-			found[id] = p
-			fill = append(fill, p)
-			s.hot.Put(id, p)
-		}
-		if len(fill) > 0 {
-			if err := s.cache.CachePosts(ctx, fill, s.cfg.PostTTL); err != nil {
-				s.cacheFailed("fill post cache", err)
-			}
-		}
-	}
-	live := make([]feed.Post, 0, len(ids))
-	var dead []int64
-	for _, id := range ids {
-		p, ok := found[id]
-		if !ok || p.Deleted {
-			dead = append(dead, id)
-			continue
-		}
-		live = append(live, p)
-	}
-	return live, dead, nil
-}
-
-func (s *Service) cacheFailed(what string, err error) {
-	s.metrics.cacheErrors.Inc()
-	s.logger.Warn("cache call failed; continuing without it", "op", what, "err", err)
-}
-
-// detached gives work that must finish even if the request that started
-// it is cancelled (a rebuild shared by several readers) a bounded context.
-func detached(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-}
-
 // LivePosts returns the live posts among ids, in the order of ids, from
 // the post cache and one SQL query for the misses: for other services
 // (likes) that show posts.
 func (s *Service) LivePosts(ctx context.Context, ids []int64) ([]feed.Post, error) {
-	live, _, err := s.hydrate(ctx, ids)
+	live, _, err := s.hydrate(ctx, ids, withSQL)
 	return live, err
 }

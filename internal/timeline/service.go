@@ -2,12 +2,20 @@
 // follow graph, and serves home feeds. SQL is the truth; the cache is an
 // accelerator whose loss a reader never notices: a missing inbox is rebuilt,
 // a stale one is refreshed, and paging past its trimmed end continues in SQL.
+//
+// The files follow a feed read in the order it happens: feed.go (Feed and
+// its page loop), modes.go (which pulled authors the reader follows),
+// sources.go (the streams of post ids: the inbox, the pulled authors'
+// author lists, SQL), rebuild.go and refresh.go (a missing inbox rebuilt,
+// a first page refreshed), merge.go (the streams merged into one page),
+// hydrate.go (ids turned into posts), and degraded.go (the same read
+// without SQL). guard.go puts the SQL breaker in front of the store;
+// posts.go, follows.go and users.go are the write side.
 package timeline
 
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +52,18 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
+// AuthorLists is what the service needs of the author lists: for each
+// pulled author (hybrid mode), its newest post ids, which reads merge into
+// the reader's inbox. They have the inbox's structure, in their own key
+// space, keyed by author; a list that is missing or trimmed is read on
+// from SQL. (Not to be confused with the SQL outbox, which carries events
+// to the broker.)
+type AuthorLists interface {
+	InboxPage(ctx context.Context, author, before int64, n int) (feed.InboxPage, error)
+	FillInbox(ctx context.Context, author int64, ids []int64, complete bool, ttl time.Duration) error
+	RemoveFromInbox(ctx context.Context, author int64, ids []int64) error
+}
+
 // Config tunes the service. Zero values take the defaults in withDefaults.
 type Config struct {
 	InboxMax        int           // entries kept per inbox (FEEDD_INBOX_MAX)
@@ -66,13 +86,13 @@ type Config struct {
 	// Policy picks push or pull per author (FEEDD_FANOUT_MODE,
 	// FEEDD_PULL_THRESHOLD).
 	Policy feed.DeliveryPolicy
-	// OutboxMax is how many of a pulled author's newest post ids its
-	// cached outbox keeps; older ones are read from SQL.
-	OutboxMax int
-	// MaxMergedOutboxes bounds the outboxes one read merges from the
-	// cache; a reader following more pulled authors gets the rest from
+	// AuthorListMax is how many of a pulled author's newest post ids its
+	// author list keeps; older ones are read from SQL.
+	AuthorListMax int
+	// MaxMergedAuthorLists bounds the author lists one read merges from
+	// the cache; a reader following more pulled authors gets the rest from
 	// one SQL query, so no read costs thousands of cache lookups.
-	MaxMergedOutboxes int
+	MaxMergedAuthorLists int
 	// PulleesTTL is how long a reader's list of pulled followees is cached.
 	PulleesTTL time.Duration
 }
@@ -98,11 +118,11 @@ func (c Config) withDefaults() Config {
 	if c.Policy.PullThreshold <= 0 {
 		c.Policy.PullThreshold = 100_000
 	}
-	if c.OutboxMax <= 0 {
-		c.OutboxMax = 100
+	if c.AuthorListMax <= 0 {
+		c.AuthorListMax = 100
 	}
-	if c.MaxMergedOutboxes <= 0 {
-		c.MaxMergedOutboxes = 64
+	if c.MaxMergedAuthorLists <= 0 {
+		c.MaxMergedAuthorLists = 64
 	}
 	def(&c.PulleesTTL, 30*time.Second)
 	def(&c.InboxTTL, 30*24*time.Hour)
@@ -123,34 +143,35 @@ type Service struct {
 	cfg   Config
 	store Store
 	cache feed.Cache
-	// outboxes caches pulled authors' newest post ids, keyed by author:
-	// the same structure as an inbox, in its own key space.
-	outboxes feed.Inboxes
-	ids      *feed.IDGen
-	logger   *slog.Logger
-	metrics  *metrics
-	ready    []readyCheck
+	// authorLists holds pulled authors' newest post ids (nil: no author
+	// is pulled).
+	authorLists AuthorLists
+	ids         *feed.IDGen
+	logger      *slog.Logger
+	metrics     *metrics
+	ready       []feed.Probe
 	// published is told (without blocking) that the outbox has a new
 	// event, so an in-process relay need not wait for its next poll.
 	published func()
 	rebuilds  singleflight.Group
 	modes     modesEpoch
 
-	// The defences (defence.go): the SQL breaker (nil: none), the
-	// degradation switches (nil: all off), the in-process cache of hot
-	// post bodies (nil: none), and the collapsing of concurrent misses.
+	// The defences: the SQL breaker (nil: none, guard.go), the
+	// degradation switches (nil: all off, degraded.go), the in-process
+	// cache of hot post bodies (nil: none) and the collapsing of
+	// concurrent misses (hydrate.go).
 	breaker     *breaker.Breaker
 	switches    *degrade.Switches
 	hot         *lru.Cache[int64, feed.Post]
 	lastSaved   *lru.Cache[int64, struct{}]
 	flights     flights
 	users       singleflight.Group
-	outboxFills singleflight.Group
+	listFills   singleflight.Group
 	pulleeLoads singleflight.Group
 
-	// heads is the process's copy of pulled authors' outbox heads
-	// (outboxHead), loaded once per author at a time.
-	heads     *lru.Cache[int64, outboxHead]
+	// heads is the process's copy of the heads of pulled authors' lists
+	// (listHead), loaded once per author at a time.
+	heads     *lru.Cache[int64, listHead]
 	headLoads singleflight.Group
 
 	// gates remembers, per reader, until when the smart refresh's gate
@@ -163,13 +184,6 @@ type Service struct {
 	now        func() time.Time // the clock of gates and floor; tests set it
 }
 
-// readyCheck is one named dependency of Checks.
-type readyCheck struct {
-	name     string
-	required bool
-	ping     func(context.Context) error
-}
-
 // Option configures a Service.
 type Option func(*Service)
 
@@ -179,33 +193,33 @@ func WithPublishHook(f func()) Option { return func(s *Service) { s.published = 
 // WithReadyCheck adds a named dependency check to Ready and Checks; a
 // required one failing makes the service not ready.
 func WithReadyCheck(name string, required bool, f func(context.Context) error) Option {
-	return func(s *Service) { s.ready = append(s.ready, readyCheck{name, required, f}) }
+	return func(s *Service) { s.ready = append(s.ready, feed.Probe{Name: name, Required: required, Ping: f}) }
 }
 
-// New returns a Service. outboxes holds pulled authors' outboxes; reg may
-// be nil.
-func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, outboxes feed.Inboxes, ids *feed.IDGen, reg prometheus.Registerer, opts ...Option) *Service {
+// New returns a Service. authorLists holds pulled authors' lists of post
+// ids (nil unless the mode is hybrid); reg may be nil.
+func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, authorLists AuthorLists, ids *feed.IDGen, reg prometheus.Registerer, opts ...Option) *Service {
 	s := &Service{
-		cfg:       cfg.withDefaults(),
-		store:     store,
-		cache:     cache,
-		outboxes:  outboxes,
-		ids:       ids,
-		logger:    logger.With("component", "timeline"),
-		metrics:   newMetrics(reg),
-		published: func() {},
-		heads:     lru.New[int64, outboxHead](outboxHeads, outboxHeadTTL, nil),
-		now:       time.Now,
+		cfg:         cfg.withDefaults(),
+		store:       store,
+		cache:       cache,
+		authorLists: authorLists,
+		ids:         ids,
+		logger:      logger.With("component", "timeline"),
+		metrics:     newMetrics(reg),
+		published:   func() {},
+		heads:       lru.New[int64, listHead](listHeads, listHeadTTL, nil),
+		now:         time.Now,
 	}
 	s.gates = lru.New[int64, time.Time](refreshGates, s.cfg.RefreshInterval, func() time.Time { return s.now() })
 	// SQL is required: without it the API cannot take a write. The cache
 	// is not: every read falls back to SQL.
-	s.ready = []readyCheck{{"sql", true, store.Ping}, {"cache", false, cache.Ping}}
+	s.ready = []feed.Probe{{Name: "sql", Required: true, Ping: store.Ping}, {Name: "cache", Required: false, Ping: cache.Ping}}
 	for _, o := range opts {
 		o(s)
 	}
 	if s.breaker != nil {
-		s.store = guardedStore{Store: s.store, b: s.breaker}
+		s.store = guardedStore{store: s.store, b: s.breaker}
 	}
 	return s
 }
@@ -220,19 +234,62 @@ func (s *Service) Ready(ctx context.Context) error {
 	return nil
 }
 
-// Checks pings every dependency, concurrently, each bounded to a second so
-// that one hung backend cannot hang the probe.
-func (s *Service) Checks(ctx context.Context) []feed.Check {
-	out := make([]feed.Check, len(s.ready))
-	var wg sync.WaitGroup
-	for i, c := range s.ready {
-		out[i] = feed.Check{Name: c.name, Required: c.required}
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, time.Second)
-			defer cancel()
-			out[i].Err = c.ping(ctx)
-		})
+// Checks pings every dependency (feed.RunProbes).
+func (s *Service) Checks(ctx context.Context) []feed.Check { return feed.RunProbes(ctx, s.ready) }
+
+// WithBreaker puts a circuit breaker in front of every SQL call of the
+// service (see guardedStore). The store's domain answers (not found,
+// conflict) never count against it; its state is the gauge
+// feedd_sql_breaker_state.
+func WithBreaker(cfg breaker.Config) Option {
+	return func(s *Service) {
+		cfg.Ignore = domainError
+		cfg.OnChange = func(from, to breaker.State) {
+			s.metrics.breakerChanges.WithLabelValues(to.String()).Inc()
+			if to == breaker.Open {
+				s.logger.Error("SQL breaker opened: SQL is failing or slow; reads come from the cache alone, writes answer 503", "from", from.String())
+			} else {
+				s.logger.Warn("SQL breaker changed state", "from", from.String(), "to", to.String())
+			}
+		}
+		s.breaker = breaker.New(cfg)
+		s.metrics.breakerState(s.breaker)
 	}
-	wg.Wait()
-	return out
+}
+
+// WithSwitches makes the service obey the degradation switches: L2 drops
+// the pull half of hybrid reads, L4 serves each reader's last good first
+// page from the cache. (L3 is enforced by the API, L1 by the likes code.)
+//
+// So that L4 has something to serve, each reader's first page is saved
+// (as ids) at most once per lastGoodEvery per process.
+func WithSwitches(sw *degrade.Switches) Option {
+	return func(s *Service) {
+		s.switches = sw
+		s.lastSaved = lru.New[int64, struct{}](lastGoodReaders, lastGoodEvery, nil)
+	}
+}
+
+// WithHotPosts keeps up to n post bodies in process memory for ttl, in
+// front of the cache: a hot post survives the expiry of its cache key, and
+// a cache outage, without every reader going to SQL at once. Deletes in
+// this process update it at once; other processes serve a deleted post
+// for at most ttl.
+func WithHotPosts(n int, ttl time.Duration) Option {
+	return func(s *Service) { s.hot = lru.New[int64, feed.Post](n, ttl, nil) }
+}
+
+// Enrich reports whether non-essential enrichment (like counts, liked
+// state) should be computed: false while switch L1 is on.
+func (s *Service) Enrich() bool { return s.switches.Enrich() }
+
+func (s *Service) cacheFailed(what string, err error) {
+	s.metrics.cacheErrors.Inc()
+	s.logger.Warn("cache call failed; continuing without it", "op", what, "err", err)
+}
+
+// detached gives work that must finish even if the request that started
+// it is cancelled (a rebuild shared by several readers) a bounded context.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }
