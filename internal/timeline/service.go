@@ -259,7 +259,7 @@ func WithBreaker(cfg breaker.Config) Option {
 
 // WithSwitches makes the service obey the degradation switches: L2 drops
 // the pull half of hybrid reads, L4 serves each reader's last good first
-// page from the cache. (L3 is enforced by the API, L1 by the likes code.)
+// page from the cache. (L3 is enforced by the API, L1 by the likes service.)
 //
 // So that L4 has something to serve, each reader's first page is saved
 // (as ids) at most once per lastGoodEvery per process.
@@ -278,10 +278,6 @@ func WithSwitches(sw *degrade.Switches) Option {
 func WithHotPosts(n int, ttl time.Duration) Option {
 	return func(s *Service) { s.hot = lru.New[int64, feed.Post](n, ttl, nil) }
 }
-
-// Enrich reports whether non-essential enrichment (like counts, liked
-// state) should be computed: false while switch L1 is on.
-func (s *Service) Enrich() bool { return s.switches.Enrich() }
 
 func (s *Service) cacheFailed(what string, err error) {
 	s.metrics.cacheErrors.Inc()
