@@ -220,18 +220,6 @@ func (c *Cache) postKeyOf(id int64) string {
 	return string(append(b, '}'))
 }
 
-// checkIDs rejects ids outside 1..MaxID: the scripts compare ids as Lua
-// numbers (float64), exact only to 2^53, and 0 is an empty inbox's newest
-// id.
-func checkIDs(ids ...int64) error {
-	for _, id := range ids {
-		if id < 1 || id > feed.MaxID {
-			return feed.Errorf(feed.EINVALID, "post id %d is out of range: ids are 1 to 2^53-1", id)
-		}
-	}
-	return nil
-}
-
 // isNoScript reports whether err says that the node had no script for an
 // EVALSHA: after a restart, a SCRIPT FLUSH or a failover.
 func isNoScript(err error) bool {

@@ -646,7 +646,7 @@ func (c *Cache) InboxPage(ctx context.Context, reader, before int64, n int) (fee
 // ids, and empties its pending list, in one transaction; it is complete
 // only if complete is set and nothing was trimmed.
 func (c *Cache) FillInbox(ctx context.Context, reader int64, ids []int64, complete bool, ttl time.Duration) error {
-	if err := checkIDs(ids...); err != nil {
+	if err := feed.CheckInboxIDs(ids...); err != nil {
 		return fmt.Errorf("rediscache: fill inbox %d: %w", reader, err)
 	}
 	slots := packIDs(ids)
@@ -695,7 +695,7 @@ func appendUint32(b []byte, v uint32) []byte {
 // AddToInbox adds ids to reader's inbox if it exists, trims it, and marks
 // it incomplete if markIncomplete is set.
 func (c *Cache) AddToInbox(ctx context.Context, reader int64, ids []int64, markIncomplete bool) error {
-	if err := checkIDs(ids...); err != nil {
+	if err := feed.CheckInboxIDs(ids...); err != nil {
 		return fmt.Errorf("rediscache: add to inbox %d: %w", reader, err)
 	}
 	if len(ids) == 0 && !markIncomplete {
@@ -723,7 +723,7 @@ const drainAt = 64
 // lists that grew to drainAt are drained into their rings in a second
 // round trip.
 func (c *Cache) PushToInboxes(ctx context.Context, readers []int64, id int64) error {
-	if err := checkIDs(id); err != nil {
+	if err := feed.CheckInboxIDs(id); err != nil {
 		return fmt.Errorf("rediscache: push to %d inboxes: %w", len(readers), err)
 	}
 	if len(readers) == 0 {
@@ -826,7 +826,7 @@ func (c *Cache) keys(reader int64) []string {
 
 // RemoveFromInbox removes ids from reader's inbox.
 func (c *Cache) RemoveFromInbox(ctx context.Context, reader int64, ids []int64) error {
-	if err := checkIDs(ids...); err != nil {
+	if err := feed.CheckInboxIDs(ids...); err != nil {
 		return fmt.Errorf("rediscache: remove from inbox %d: %w", reader, err)
 	}
 	if len(ids) == 0 {
