@@ -18,9 +18,6 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// DefaultInboxMax is the inbox length when Options.InboxMax is not set.
-const DefaultInboxMax = 800
-
 const (
 	// shards splits every map so that a fan-out pushing into thousands of
 	// inboxes does not serialize readers behind one lock.
@@ -32,7 +29,7 @@ const (
 
 // Options configure a Cache.
 type Options struct {
-	// InboxMax is how many ids an inbox keeps (DefaultInboxMax if <= 0).
+	// InboxMax is how many ids an inbox keeps (feed.DefaultInboxMax if <= 0).
 	InboxMax int
 	// Now reads the clock for ttls (time.Now if nil).
 	Now func() time.Time
@@ -99,7 +96,7 @@ type kvEntry struct {
 // New returns an empty cache and starts its janitor.
 func New(opts Options) *Cache {
 	if opts.InboxMax <= 0 {
-		opts.InboxMax = DefaultInboxMax
+		opts.InboxMax = feed.DefaultInboxMax
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

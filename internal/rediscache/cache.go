@@ -104,9 +104,6 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// DefaultInboxMax is the inbox length when Options.InboxMax is not set.
-const DefaultInboxMax = 800
-
 // DefaultInboxGroups is the number of inbox hash tags when
 // Options.InboxGroups is not set.
 const DefaultInboxGroups = 256
@@ -117,8 +114,8 @@ type Options struct {
 	// can share a server. It should not contain '{': a hash tag in the
 	// prefix would put every key in one Cluster slot.
 	Prefix string
-	// InboxMax is how many post ids an inbox keeps (DefaultInboxMax if
-	// <= 0).
+	// InboxMax is how many post ids an inbox keeps (feed.DefaultInboxMax
+	// if <= 0).
 	InboxMax int
 	// InboxGroups is how many hash tags inboxes are spread over
 	// (DefaultInboxGroups if <= 0). A fan-out pushes into the inboxes of
@@ -151,7 +148,7 @@ var _ feed.Cache = (*Cache)(nil)
 // New returns a Cache on client. It does no I/O; Close closes client.
 func New(client redis.UniversalClient, opts Options) *Cache {
 	if opts.InboxMax <= 0 {
-		opts.InboxMax = DefaultInboxMax
+		opts.InboxMax = feed.DefaultInboxMax
 	}
 	if opts.InboxGroups <= 0 {
 		opts.InboxGroups = DefaultInboxGroups
