@@ -12,7 +12,7 @@
 //
 // Keys, under Options.Prefix:
 //
-//	inbox:{g<n>}:<reader>    an inbox's ring of post ids: one string (inbox.go)
+//	inbox:{g<n>}:<reader>    an inbox's ring of post ids: one string (lua/ring.lua)
 //	inbox:{g<n>}:<reader>:p  its pending list: ids pushed since the last drain
 //	post:{<id>}              a cached post, in the compact encoding of post.go
 //	kv:<key>                 a KV key, as the caller named it
@@ -23,7 +23,9 @@
 // An inbox is two keys of one hash tag. Its ring is one Redis string: a
 // 21-byte header (format, complete or not, ring size, head, count, newest
 // id) and a ring of post ids, 7 big-endian bytes each (ids are below
-// 2^53), newest first from the head. Its pending list is a Redis list of
+// 2^53), newest first from the head. lua/ring.lua defines the layout, the
+// one place that does: every inbox script, FillInbox's included, is built
+// on it (lua.go says how). Its pending list is a Redis list of
 // the ids pushed since it was last drained, in arrival order, ending in a
 // sentinel element so that the list exists while nothing is pending.
 //
@@ -32,10 +34,10 @@
 // ZADD of the baseline does, where any script costs several times that (a
 // script call and each redis.call in it pay for a Lua context; the push
 // script this replaced spent 7 µs an inbox). Every other inbox operation
-// is a script that first drains the pending list into the ring: sorts the
-// ids, drops repeats and adds them — as one block written before the head
-// when they are all newer than the newest (the usual case), else one by
-// one or by a merge. A reader's next page therefore pays once for the
+// but a fill or a drop is a script that first drains the pending list into
+// the ring: sorts the ids, drops repeats and adds them — as one block
+// written before the head when they are all newer than the newest (the
+// usual case), else one by one or by a merge. A reader's next page therefore pays once for the
 // posts pushed since its last one; a push that finds a list grown to
 // drainAt ids drains it at once (in one script call per group of such
 // inboxes), which bounds the lists of readers who do not read. A ring
@@ -139,8 +141,8 @@ type Cache struct {
 	inboxPrefix, postKey, kvKey string
 	likesKey                    string
 
-	drain, add, remove, page, bounds   *redis.Script
-	compareAndDelete, compareAndExpire *redis.Script
+	fill, drain, add, remove, page, bounds *redis.Script
+	compareAndDelete, compareAndExpire     *redis.Script
 }
 
 var _ feed.Cache = (*Cache)(nil)
@@ -162,6 +164,7 @@ func New(client redis.UniversalClient, opts Options) *Cache {
 		postKey:          opts.Prefix + "post:",
 		kvKey:            opts.Prefix + "kv:",
 		likesKey:         opts.Prefix + "likes:",
+		fill:             redis.NewScript(fillScript),
 		drain:            redis.NewScript(drainScript),
 		add:              redis.NewScript(addScript),
 		remove:           redis.NewScript(removeScript),
@@ -171,27 +174,6 @@ func New(client redis.UniversalClient, opts Options) *Cache {
 		compareAndExpire: redis.NewScript(compareAndExpireScript),
 	}
 }
-
-// KEYS[1] key; ARGV[1] expected value.
-const compareAndDeleteScript = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-`
-
-// KEYS[1] key; ARGV[1] expected value; ARGV[2] ttl in ms, <= 0 for none.
-const compareAndExpireScript = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
-end
-if tonumber(ARGV[2]) > 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-else
-  redis.call('PERSIST', KEYS[1])
-end
-return 1
-`
 
 // Ping checks that Redis answers.
 func (c *Cache) Ping(ctx context.Context) error {
