@@ -468,8 +468,9 @@ func measureMemory(ctx context.Context, rdb redis.UniversalClient, cache *redisc
 	res := &MemoryResult{Prefix: prefix, Keys: int64(len(keys)), ByType: map[string]*TypeMemory{}, ByNamespace: map[string]*TypeMemory{}}
 	isInbox := make(map[string]bool, len(readers))
 	for _, r := range readers {
-		ring, pending := cache.InboxKeys(r)
-		isInbox[ring], isInbox[pending] = true, true
+		for _, k := range cache.InboxKeys(r) {
+			isInbox[k] = true
+		}
 	}
 	var inboxKeys, others []string
 	for _, k := range keys {

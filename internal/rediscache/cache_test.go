@@ -195,7 +195,7 @@ func drainWithoutScript(t *testing.T, newClient func() redis.UniversalClient) {
 // reader's group, a post's its id.
 func TestKeysAreClusterSafe(t *testing.T) {
 	c := New(nil, Options{Prefix: "feedd:"})
-	ring, pending := c.InboxKeys(42)
+	ring, pending := c.inboxKey(42), c.pendingKey(42)
 	for _, tc := range []struct{ key, want string }{
 		{ring, "feedd:inbox:{g34}:42"},
 		{pending, "feedd:inbox:{g34}:42:p"},
@@ -302,7 +302,7 @@ func TestInboxMissingAKey(t *testing.T) {
 		c.Close()
 	})
 	const reader = 7
-	ring, pending := c.InboxKeys(reader)
+	ring, pending := c.inboxKey(reader), c.pendingKey(reader)
 	mustInbox := func(want []int64, exists bool) {
 		t.Helper()
 		page, err := c.InboxPage(ctx, reader, 0, 10)

@@ -22,13 +22,6 @@ func (c *Cache) pendingKey(reader int64) string {
 
 const pendingSuffix = ":p"
 
-// InboxKeys returns the keys of reader's inbox, its ring and its pending
-// list, for tools and tests outside the package that must find an
-// inbox's node or measure it.
-func (c *Cache) InboxKeys(reader int64) (ring, pending string) {
-	return c.inboxKey(reader), c.pendingKey(reader)
-}
-
 func (c *Cache) appendInboxKey(b []byte, reader int64) []byte {
 	b = append(b, c.inboxPrefix...)
 	b = append(b, '{', 'g')
