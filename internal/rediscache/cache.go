@@ -191,14 +191,6 @@ func (c *Cache) Close() error {
 	return nil
 }
 
-func (c *Cache) postKeyOf(id int64) string {
-	b := make([]byte, 0, len(c.postKey)+22)
-	b = append(b, c.postKey...)
-	b = append(b, '{')
-	b = strconv.AppendInt(b, id, 10)
-	return string(append(b, '}'))
-}
-
 // isNoScript reports whether err says that the node had no script for an
 // EVALSHA: after a restart, a SCRIPT FLUSH or a failover.
 func isNoScript(err error) bool {
@@ -215,98 +207,4 @@ func ms(ttl time.Duration) int64 {
 		return 1
 	}
 	return ttl.Milliseconds()
-}
-
-// CachedPosts returns the cached posts among ids, with a pipeline of GETs
-// (one key each, so that a Cluster can serve them from every node). An
-// entry that does not decode is a miss: the caller reloads it from SQL and
-// overwrites it.
-func (c *Cache) CachedPosts(ctx context.Context, ids []int64) (map[int64]feed.Post, error) {
-	got := make(map[int64]feed.Post, len(ids))
-	if len(ids) == 0 {
-		return got, nil
-	}
-	cmds := make([]*redis.StringCmd, len(ids))
-	p := c.client.Pipeline()
-	for i, id := range ids {
-		cmds[i] = p.Get(ctx, c.postKeyOf(id))
-	}
-	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("rediscache: get %d posts: %w", len(ids), err)
-	}
-	for i, cmd := range cmds {
-		b, err := cmd.Bytes()
-		if err != nil {
-			continue // redis.Nil: a miss
-		}
-		if post, ok := decodePost(b); ok && post.ID == ids[i] {
-			got[post.ID] = post
-		}
-	}
-	return got, nil
-}
-
-// CachePosts stores posts for ttl (no expiry if ttl <= 0), in one
-// pipeline.
-func (c *Cache) CachePosts(ctx context.Context, posts []feed.Post, ttl time.Duration) error {
-	if len(posts) == 0 {
-		return nil
-	}
-	ttl = max(ttl, 0) // go-redis reads -1 as KEEPTTL
-	p := c.client.Pipeline()
-	for _, post := range posts {
-		p.Set(ctx, c.postKeyOf(post.ID), appendPost(nil, post), ttl)
-	}
-	if _, err := p.Exec(ctx); err != nil {
-		return fmt.Errorf("rediscache: cache %d posts: %w", len(posts), err)
-	}
-	return nil
-}
-
-// SetNX sets key to value for ttl (no expiry if ttl <= 0) if key is absent.
-func (c *Cache) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	ok, err := c.client.SetNX(ctx, c.kvKey+key, value, max(ttl, 0)).Result()
-	if err != nil {
-		return false, fmt.Errorf("rediscache: setnx %q: %w", key, err)
-	}
-	return ok, nil
-}
-
-// Get returns key's value and whether it exists.
-func (c *Cache) Get(ctx context.Context, key string) (string, bool, error) {
-	v, err := c.client.Get(ctx, c.kvKey+key).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return "", false, nil
-	case err != nil:
-		return "", false, fmt.Errorf("rediscache: get %q: %w", key, err)
-	}
-	return v, true, nil
-}
-
-// Set sets key to value for ttl (no expiry if ttl <= 0).
-func (c *Cache) Set(ctx context.Context, key, value string, ttl time.Duration) error {
-	if err := c.client.Set(ctx, c.kvKey+key, value, max(ttl, 0)).Err(); err != nil {
-		return fmt.Errorf("rediscache: set %q: %w", key, err)
-	}
-	return nil
-}
-
-// CompareAndDelete deletes key if its value is value.
-func (c *Cache) CompareAndDelete(ctx context.Context, key, value string) (bool, error) {
-	n, err := c.compareAndDelete.Run(ctx, c.client, []string{c.kvKey + key}, value).Int()
-	if err != nil {
-		return false, fmt.Errorf("rediscache: compare and delete %q: %w", key, err)
-	}
-	return n == 1, nil
-}
-
-// CompareAndExpire resets key's ttl if its value is value; a ttl <= 0
-// makes it never expire.
-func (c *Cache) CompareAndExpire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	n, err := c.compareAndExpire.Run(ctx, c.client, []string{c.kvKey + key}, value, ms(ttl)).Int()
-	if err != nil {
-		return false, fmt.Errorf("rediscache: compare and expire %q: %w", key, err)
-	}
-	return n == 1, nil
 }

@@ -7,9 +7,9 @@ import (
 
 // Post ids cross to the scripts, come back from them and go onto the
 // pending lists as idLen big-endian bytes: the ring's slot, so that a
-// script moves them between its arguments, the lists and the ring
-// without decoding them. lua/ring.lua defines the slot (SLOT, ID); this
-// file is the Go side of that one encoding.
+// script writes a block of new ids into the ring as it gets them.
+// lua/ring.lua defines the slot (SLOT, ID); this file is the Go side of
+// that one encoding, which TestRingBytes checks the two agree on.
 const idLen = 7
 
 // appendID appends id as idLen bytes, big-endian.

@@ -11,9 +11,10 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// The calls on one inbox: each is one script call (lua/inbox_*.lua) on its
-// two keys, which drains the pending list first, except DropInbox, a DEL.
-// The layout is lua/ring.lua's; keys.go names the keys.
+// The calls on one inbox, each one script call (lua/inbox_*.lua) on its
+// two keys but DropInbox, a DEL. A fill replaces both keys; every other
+// script drains the pending list into the ring first. The layout is
+// lua/ring.lua's; keys.go names the keys.
 
 // InboxPage returns up to n ids of reader's inbox strictly below before (0:
 // from the newest), newest first, in one round trip.
@@ -65,11 +66,7 @@ func (c *Cache) AddToInbox(ctx context.Context, reader int64, ids []int64, markI
 	if len(ids) == 0 && !markIncomplete {
 		return nil
 	}
-	mark := "0"
-	if markIncomplete {
-		mark = "1"
-	}
-	err := c.add.Run(ctx, c.client, c.keys(reader), packIDs(ids), c.maxArg, mark).Err()
+	err := c.add.Run(ctx, c.client, c.keys(reader), packIDs(ids), c.maxArg, boolArg(markIncomplete)).Err()
 	if err != nil && !errors.Is(err, redis.Nil) { // nil: no inbox to add to
 		return fmt.Errorf("rediscache: add %d ids to inbox %d: %w", len(ids), reader, err)
 	}
