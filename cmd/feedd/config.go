@@ -156,7 +156,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	str(&c.amqpURL, "amqp-url", "", "RabbitMQ URL, e.g. amqp://guest:guest@127.0.0.1:5672/; several, comma-separated, to fail over between cluster nodes; empty: in-process queue")
 	str(&c.amqpQueue, "amqp-queue-type", defaultAMQPQueueType, "quorum (replicated, for a RabbitMQ cluster) or classic")
 	str(&c.amqpPrefix, "amqp-prefix", defaultAMQPPrefix, "prefix of every RabbitMQ queue and exchange")
-	num(&c.inboxMax, "inbox-max", 1000, "entries kept per home-feed inbox")
+	num(&c.inboxMax, "inbox-max", feed.DefaultInboxMax, "entries kept per home-feed inbox")
 	num(&c.inboxGroups, "inbox-groups", rediscache.DefaultInboxGroups, "Redis hash tags the inboxes are spread over: a fan-out pushes into one group's inboxes with one script call, so fewer are cheaper and more spread a Cluster better; changing it rebuilds every inbox from SQL")
 	num(&c.directFanout, "direct-fanout", fanout.DefaultDirectFanout, "authors with fewer followers are fanned out by the dispatcher directly, others in batch tasks")
 	num(&c.batchSize, "batch-size", fanout.DefaultBatchSize, "followers per fan-out batch task")

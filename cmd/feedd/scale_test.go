@@ -108,7 +108,7 @@ func TestClusterMasterDiesDuringFanout(t *testing.T) {
 	tokens := userTokens(t, in, followers)
 
 	// The victim is the master of the first follower's inbox.
-	key, _ := rediscache.New(nil, rediscache.Options{Prefix: env["FEEDD_REDIS_PREFIX"]}).InboxKeys(followers[0])
+	key := rediscache.New(nil, rediscache.Options{Prefix: env["FEEDD_REDIS_PREFIX"]}).InboxKeys(followers[0])[0]
 	victim, err := c.MasterForKey(ctx, key)
 	if err != nil {
 		t.Fatal(err)

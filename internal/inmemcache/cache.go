@@ -18,9 +18,6 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// DefaultInboxMax is the inbox length when Options.InboxMax is not set.
-const DefaultInboxMax = 800
-
 const (
 	// shards splits every map so that a fan-out pushing into thousands of
 	// inboxes does not serialize readers behind one lock.
@@ -32,7 +29,7 @@ const (
 
 // Options configure a Cache.
 type Options struct {
-	// InboxMax is how many ids an inbox keeps (DefaultInboxMax if <= 0).
+	// InboxMax is how many ids an inbox keeps (feed.DefaultInboxMax if <= 0).
 	InboxMax int
 	// Now reads the clock for ttls (time.Now if nil).
 	Now func() time.Time
@@ -99,7 +96,7 @@ type kvEntry struct {
 // New returns an empty cache and starts its janitor.
 func New(opts Options) *Cache {
 	if opts.InboxMax <= 0 {
-		opts.InboxMax = DefaultInboxMax
+		opts.InboxMax = feed.DefaultInboxMax
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -229,18 +226,6 @@ func (c *Cache) kvShard(key string) *kvShard {
 	return &c.kv[maphash.String(c.seed, key)%shards]
 }
 
-// checkIDs rejects ids that Redis could not store exactly, and 0, which
-// rediscache reserves; the embedded default refuses them too so that a bug
-// shows on a laptop before it shows in production.
-func checkIDs(ids ...int64) error {
-	for _, id := range ids {
-		if id < 1 || id > feed.MaxID {
-			return feed.Errorf(feed.EINVALID, "post id %d is out of range: ids are 1 to 2^53-1", id)
-		}
-	}
-	return nil
-}
-
 // live returns reader's inbox, deleting it if it has expired. The caller
 // holds the shard's lock.
 func (s *inboxShard) live(reader, now int64) *inbox {
@@ -284,7 +269,7 @@ func (c *Cache) FillInbox(ctx context.Context, reader int64, ids []int64, comple
 	if c.closed.Load() {
 		return errClosed
 	}
-	if err := checkIDs(ids...); err != nil {
+	if err := feed.CheckInboxIDs(ids...); err != nil {
 		return fmt.Errorf("inmemcache: fill inbox %d: %w", reader, err)
 	}
 	b := &inbox{ids: slices.Compact(slices.Sorted(slices.Values(ids))), complete: complete, expires: deadline(c.now(), ttl)}
@@ -307,7 +292,7 @@ func (c *Cache) AddToInbox(ctx context.Context, reader int64, ids []int64, markI
 	if c.closed.Load() {
 		return errClosed
 	}
-	if err := checkIDs(ids...); err != nil {
+	if err := feed.CheckInboxIDs(ids...); err != nil {
 		return fmt.Errorf("inmemcache: add to inbox %d: %w", reader, err)
 	}
 	now := c.now().UnixNano()
@@ -335,7 +320,7 @@ func (c *Cache) PushToInboxes(ctx context.Context, readers []int64, id int64) er
 	if c.closed.Load() {
 		return errClosed
 	}
-	if err := checkIDs(id); err != nil {
+	if err := feed.CheckInboxIDs(id); err != nil {
 		return fmt.Errorf("inmemcache: push to %d inboxes: %w", len(readers), err)
 	}
 	if len(readers) == 0 {
@@ -382,7 +367,7 @@ func (c *Cache) RemoveFromInbox(ctx context.Context, reader int64, ids []int64) 
 	if c.closed.Load() {
 		return errClosed
 	}
-	if err := checkIDs(ids...); err != nil {
+	if err := feed.CheckInboxIDs(ids...); err != nil {
 		return fmt.Errorf("inmemcache: remove from inbox %d: %w", reader, err)
 	}
 	now := c.now().UnixNano()

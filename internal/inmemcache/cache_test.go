@@ -99,7 +99,7 @@ func BenchmarkPushToInboxes(b *testing.B) {
 	}{
 		{"absent", -1},
 		{"empty", 0},
-		{"full", DefaultInboxMax},
+		{"full", feed.DefaultInboxMax},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			ctx := b.Context()

@@ -12,7 +12,7 @@
 //
 // Keys, under Options.Prefix:
 //
-//	inbox:{g<n>}:<reader>    an inbox's ring of post ids: one string (inbox.go)
+//	inbox:{g<n>}:<reader>    an inbox's ring of post ids: one string (lua/ring.lua)
 //	inbox:{g<n>}:<reader>:p  its pending list: ids pushed since the last drain
 //	post:{<id>}              a cached post, in the compact encoding of post.go
 //	kv:<key>                 a KV key, as the caller named it
@@ -23,7 +23,9 @@
 // An inbox is two keys of one hash tag. Its ring is one Redis string: a
 // 21-byte header (format, complete or not, ring size, head, count, newest
 // id) and a ring of post ids, 7 big-endian bytes each (ids are below
-// 2^53), newest first from the head. Its pending list is a Redis list of
+// 2^53), newest first from the head. lua/ring.lua defines the layout, the
+// one place that does: every inbox script, FillInbox's included, is built
+// on it (lua.go says how). Its pending list is a Redis list of
 // the ids pushed since it was last drained, in arrival order, ending in a
 // sentinel element so that the list exists while nothing is pending.
 //
@@ -32,10 +34,10 @@
 // ZADD of the baseline does, where any script costs several times that (a
 // script call and each redis.call in it pay for a Lua context; the push
 // script this replaced spent 7 µs an inbox). Every other inbox operation
-// is a script that first drains the pending list into the ring: sorts the
-// ids, drops repeats and adds them — as one block written before the head
-// when they are all newer than the newest (the usual case), else one by
-// one or by a merge. A reader's next page therefore pays once for the
+// but a fill or a drop is a script that first drains the pending list into
+// the ring: sorts the ids, drops repeats and adds them — as one block
+// written before the head when they are all newer than the newest (the
+// usual case), else one by one or by a merge. A reader's next page therefore pays once for the
 // posts pushed since its last one; a push that finds a list grown to
 // drainAt ids drains it at once (in one script call per group of such
 // inboxes), which bounds the lists of readers who do not read. A ring
@@ -104,9 +106,6 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// DefaultInboxMax is the inbox length when Options.InboxMax is not set.
-const DefaultInboxMax = 800
-
 // DefaultInboxGroups is the number of inbox hash tags when
 // Options.InboxGroups is not set.
 const DefaultInboxGroups = 256
@@ -117,8 +116,8 @@ type Options struct {
 	// can share a server. It should not contain '{': a hash tag in the
 	// prefix would put every key in one Cluster slot.
 	Prefix string
-	// InboxMax is how many post ids an inbox keeps (DefaultInboxMax if
-	// <= 0).
+	// InboxMax is how many post ids an inbox keeps (feed.DefaultInboxMax
+	// if <= 0).
 	InboxMax int
 	// InboxGroups is how many hash tags inboxes are spread over
 	// (DefaultInboxGroups if <= 0). A fan-out pushes into the inboxes of
@@ -142,8 +141,8 @@ type Cache struct {
 	inboxPrefix, postKey, kvKey string
 	likesKey                    string
 
-	drain, add, remove, page, bounds   *redis.Script
-	compareAndDelete, compareAndExpire *redis.Script
+	fill, drain, add, remove, page, bounds *redis.Script
+	compareAndDelete, compareAndExpire     *redis.Script
 }
 
 var _ feed.Cache = (*Cache)(nil)
@@ -151,7 +150,7 @@ var _ feed.Cache = (*Cache)(nil)
 // New returns a Cache on client. It does no I/O; Close closes client.
 func New(client redis.UniversalClient, opts Options) *Cache {
 	if opts.InboxMax <= 0 {
-		opts.InboxMax = DefaultInboxMax
+		opts.InboxMax = feed.DefaultInboxMax
 	}
 	if opts.InboxGroups <= 0 {
 		opts.InboxGroups = DefaultInboxGroups
@@ -165,6 +164,7 @@ func New(client redis.UniversalClient, opts Options) *Cache {
 		postKey:          opts.Prefix + "post:",
 		kvKey:            opts.Prefix + "kv:",
 		likesKey:         opts.Prefix + "likes:",
+		fill:             redis.NewScript(fillScript),
 		drain:            redis.NewScript(drainScript),
 		add:              redis.NewScript(addScript),
 		remove:           redis.NewScript(removeScript),
@@ -174,27 +174,6 @@ func New(client redis.UniversalClient, opts Options) *Cache {
 		compareAndExpire: redis.NewScript(compareAndExpireScript),
 	}
 }
-
-// KEYS[1] key; ARGV[1] expected value.
-const compareAndDeleteScript = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-`
-
-// KEYS[1] key; ARGV[1] expected value; ARGV[2] ttl in ms, <= 0 for none.
-const compareAndExpireScript = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
-end
-if tonumber(ARGV[2]) > 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-else
-  redis.call('PERSIST', KEYS[1])
-end
-return 1
-`
 
 // Ping checks that Redis answers.
 func (c *Cache) Ping(ctx context.Context) error {
@@ -208,26 +187,6 @@ func (c *Cache) Ping(ctx context.Context) error {
 func (c *Cache) Close() error {
 	if err := c.client.Close(); err != nil {
 		return fmt.Errorf("rediscache: close: %w", err)
-	}
-	return nil
-}
-
-func (c *Cache) postKeyOf(id int64) string {
-	b := make([]byte, 0, len(c.postKey)+22)
-	b = append(b, c.postKey...)
-	b = append(b, '{')
-	b = strconv.AppendInt(b, id, 10)
-	return string(append(b, '}'))
-}
-
-// checkIDs rejects ids outside 1..MaxID: the scripts compare ids as Lua
-// numbers (float64), exact only to 2^53, and 0 is an empty inbox's newest
-// id.
-func checkIDs(ids ...int64) error {
-	for _, id := range ids {
-		if id < 1 || id > feed.MaxID {
-			return feed.Errorf(feed.EINVALID, "post id %d is out of range: ids are 1 to 2^53-1", id)
-		}
 	}
 	return nil
 }
@@ -248,98 +207,4 @@ func ms(ttl time.Duration) int64 {
 		return 1
 	}
 	return ttl.Milliseconds()
-}
-
-// CachedPosts returns the cached posts among ids, with a pipeline of GETs
-// (one key each, so that a Cluster can serve them from every node). An
-// entry that does not decode is a miss: the caller reloads it from SQL and
-// overwrites it.
-func (c *Cache) CachedPosts(ctx context.Context, ids []int64) (map[int64]feed.Post, error) {
-	got := make(map[int64]feed.Post, len(ids))
-	if len(ids) == 0 {
-		return got, nil
-	}
-	cmds := make([]*redis.StringCmd, len(ids))
-	p := c.client.Pipeline()
-	for i, id := range ids {
-		cmds[i] = p.Get(ctx, c.postKeyOf(id))
-	}
-	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("rediscache: get %d posts: %w", len(ids), err)
-	}
-	for i, cmd := range cmds {
-		b, err := cmd.Bytes()
-		if err != nil {
-			continue // redis.Nil: a miss
-		}
-		if post, ok := decodePost(b); ok && post.ID == ids[i] {
-			got[post.ID] = post
-		}
-	}
-	return got, nil
-}
-
-// CachePosts stores posts for ttl (no expiry if ttl <= 0), in one
-// pipeline.
-func (c *Cache) CachePosts(ctx context.Context, posts []feed.Post, ttl time.Duration) error {
-	if len(posts) == 0 {
-		return nil
-	}
-	ttl = max(ttl, 0) // go-redis reads -1 as KEEPTTL
-	p := c.client.Pipeline()
-	for _, post := range posts {
-		p.Set(ctx, c.postKeyOf(post.ID), appendPost(nil, post), ttl)
-	}
-	if _, err := p.Exec(ctx); err != nil {
-		return fmt.Errorf("rediscache: cache %d posts: %w", len(posts), err)
-	}
-	return nil
-}
-
-// SetNX sets key to value for ttl (no expiry if ttl <= 0) if key is absent.
-func (c *Cache) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	ok, err := c.client.SetNX(ctx, c.kvKey+key, value, max(ttl, 0)).Result()
-	if err != nil {
-		return false, fmt.Errorf("rediscache: setnx %q: %w", key, err)
-	}
-	return ok, nil
-}
-
-// Get returns key's value and whether it exists.
-func (c *Cache) Get(ctx context.Context, key string) (string, bool, error) {
-	v, err := c.client.Get(ctx, c.kvKey+key).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return "", false, nil
-	case err != nil:
-		return "", false, fmt.Errorf("rediscache: get %q: %w", key, err)
-	}
-	return v, true, nil
-}
-
-// Set sets key to value for ttl (no expiry if ttl <= 0).
-func (c *Cache) Set(ctx context.Context, key, value string, ttl time.Duration) error {
-	if err := c.client.Set(ctx, c.kvKey+key, value, max(ttl, 0)).Err(); err != nil {
-		return fmt.Errorf("rediscache: set %q: %w", key, err)
-	}
-	return nil
-}
-
-// CompareAndDelete deletes key if its value is value.
-func (c *Cache) CompareAndDelete(ctx context.Context, key, value string) (bool, error) {
-	n, err := c.compareAndDelete.Run(ctx, c.client, []string{c.kvKey + key}, value).Int()
-	if err != nil {
-		return false, fmt.Errorf("rediscache: compare and delete %q: %w", key, err)
-	}
-	return n == 1, nil
-}
-
-// CompareAndExpire resets key's ttl if its value is value; a ttl <= 0
-// makes it never expire.
-func (c *Cache) CompareAndExpire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	n, err := c.compareAndExpire.Run(ctx, c.client, []string{c.kvKey + key}, value, ms(ttl)).Int()
-	if err != nil {
-		return false, fmt.Errorf("rediscache: compare and expire %q: %w", key, err)
-	}
-	return n == 1, nil
 }

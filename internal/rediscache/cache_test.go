@@ -171,9 +171,10 @@ func drainWithoutScript(t *testing.T, newClient func() redis.UniversalClient) {
 		t.Errorf("after a drain, script loaded = %v, %v; want true", exists, err)
 	}
 	for _, r := range readers[:2] {
-		// The ring itself, not a page (a page would drain too).
+		// The ring itself, not a page (a page would drain too): its
+		// header's head (bytes 6-9) and count (10-13), lua/ring.lua.
 		ring, err := client.GetRange(ctx, c.inboxKey(r), 0, -1).Result()
-		if err != nil || len(ring) < headerLen || ring[6:14] != "\x00\x00\x00\x00\x00\x00\x00\x02" {
+		if err != nil || len(ring) < 21 || ring[6:14] != "\x00\x00\x00\x00\x00\x00\x00\x02" {
 			t.Errorf("ring of %d = %q, %v; want 2 ids drained into it", r, ring, err)
 		}
 		page, err := c.InboxPage(ctx, r, 0, 10)
@@ -194,7 +195,7 @@ func drainWithoutScript(t *testing.T, newClient func() redis.UniversalClient) {
 // reader's group, a post's its id.
 func TestKeysAreClusterSafe(t *testing.T) {
 	c := New(nil, Options{Prefix: "feedd:"})
-	ring, pending := c.InboxKeys(42)
+	ring, pending := c.inboxKey(42), c.pendingKey(42)
 	for _, tc := range []struct{ key, want string }{
 		{ring, "feedd:inbox:{g34}:42"},
 		{pending, "feedd:inbox:{g34}:42:p"},
@@ -301,7 +302,7 @@ func TestInboxMissingAKey(t *testing.T) {
 		c.Close()
 	})
 	const reader = 7
-	ring, pending := c.InboxKeys(reader)
+	ring, pending := c.inboxKey(reader), c.pendingKey(reader)
 	mustInbox := func(want []int64, exists bool) {
 		t.Helper()
 		page, err := c.InboxPage(ctx, reader, 0, 10)

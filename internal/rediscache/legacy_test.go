@@ -2,6 +2,7 @@ package rediscache
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"strconv"
 
@@ -29,20 +30,10 @@ func newZSetLayout(client redis.UniversalClient, prefix string, inboxMax int) *z
 	}
 }
 
-// KEYS[1] inbox; ARGV[1] post id; ARGV[2] -(InboxMax+1).
-const zsetPushScript = `
-local state = redis.call('ZSCORE', KEYS[1], '0')
-if not state then
-  return 0
-end
-if redis.call('ZADD', KEYS[1], ARGV[1], ARGV[1]) == 0 then
-  return 1
-end
-if redis.call('ZREMRANGEBYRANK', KEYS[1], 1, ARGV[2]) > 0 and tonumber(state) == 0 then
-  redis.call('ZADD', KEYS[1], -1, '0')
-end
-return 1
-`
+// zsetPushScript is the old layout's push.
+//
+//go:embed testdata/zset_push.lua
+var zsetPushScript string
 
 func (z *zsetLayout) key(reader int64) string {
 	return z.prefix + "{" + strconv.FormatInt(reader, 10) + "}"

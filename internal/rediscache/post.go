@@ -1,9 +1,15 @@
 package rediscache
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/feedd/feedd/internal/feed"
 )
@@ -62,4 +68,60 @@ func decodePost(b []byte) (p feed.Post, ok bool) {
 	p.CreatedAt = time.Unix(sec, int64(nsec)).UTC()
 	p.Content = string(b[n+m+k+l:])
 	return p, true
+}
+
+// postKeyOf returns post:{<id>}: each post its own hash tag, so that a
+// page's GETs spread over a Cluster.
+func (c *Cache) postKeyOf(id int64) string {
+	b := make([]byte, 0, len(c.postKey)+22)
+	b = append(b, c.postKey...)
+	b = append(b, '{')
+	b = strconv.AppendInt(b, id, 10)
+	return string(append(b, '}'))
+}
+
+// CachedPosts returns the cached posts among ids, with a pipeline of GETs
+// (one key each, so that a Cluster can serve them from every node). An
+// entry that does not decode is a miss: the caller reloads it from SQL and
+// overwrites it.
+func (c *Cache) CachedPosts(ctx context.Context, ids []int64) (map[int64]feed.Post, error) {
+	got := make(map[int64]feed.Post, len(ids))
+	if len(ids) == 0 {
+		return got, nil
+	}
+	cmds := make([]*redis.StringCmd, len(ids))
+	p := c.client.Pipeline()
+	for i, id := range ids {
+		cmds[i] = p.Get(ctx, c.postKeyOf(id))
+	}
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("rediscache: get %d posts: %w", len(ids), err)
+	}
+	for i, cmd := range cmds {
+		b, err := cmd.Bytes()
+		if err != nil {
+			continue // redis.Nil: a miss
+		}
+		if post, ok := decodePost(b); ok && post.ID == ids[i] {
+			got[post.ID] = post
+		}
+	}
+	return got, nil
+}
+
+// CachePosts stores posts for ttl (no expiry if ttl <= 0), in one
+// pipeline.
+func (c *Cache) CachePosts(ctx context.Context, posts []feed.Post, ttl time.Duration) error {
+	if len(posts) == 0 {
+		return nil
+	}
+	ttl = max(ttl, 0) // go-redis reads -1 as KEEPTTL
+	p := c.client.Pipeline()
+	for _, post := range posts {
+		p.Set(ctx, c.postKeyOf(post.ID), appendPost(nil, post), ttl)
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return fmt.Errorf("rediscache: cache %d posts: %w", len(posts), err)
+	}
+	return nil
 }

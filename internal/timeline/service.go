@@ -104,7 +104,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	if c.InboxMax <= 0 {
-		c.InboxMax = 1000
+		c.InboxMax = feed.DefaultInboxMax
 	}
 	if c.BackfillPosts <= 0 {
 		c.BackfillPosts = 10

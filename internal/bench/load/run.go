@@ -109,7 +109,7 @@ type RunOptions struct {
 // DefaultRunOptions are the flags' defaults.
 func DefaultRunOptions() RunOptions {
 	return RunOptions{
-		Models: AllModels, RunPrefix: "bench-", RedisPrefix: "feedd:", InboxMax: 1000, InboxGroups: rediscache.DefaultInboxGroups,
+		Models: AllModels, RunPrefix: "bench-", RedisPrefix: "feedd:", InboxMax: feed.DefaultInboxMax, InboxGroups: rediscache.DefaultInboxGroups,
 		Scenarios: AllScenarios, Concurrency: 32, Duration: 10 * time.Second, BaselineDuration: 5 * time.Second,
 		ReadPacedFraction: 0.3, ReadFloor: true, MaxRequests: 10_000_000, PublishCount: 2000, FanoutTimeout: 10 * time.Minute,
 		VerifySample: 1000, BaselineGoroutines: 8, MemoryReaders: 1000, MemoryMaxKeys: 200_000,

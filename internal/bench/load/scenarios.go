@@ -470,8 +470,9 @@ func measureMemory(ctx context.Context, rdb redis.UniversalClient, cache *redisc
 	res := &report.MemoryResult{Prefix: prefix, Keys: int64(len(keys)), ByType: map[string]*report.TypeMemory{}, ByNamespace: map[string]*report.TypeMemory{}}
 	isInbox := make(map[string]bool, len(readers))
 	for _, r := range readers {
-		ring, pending := cache.InboxKeys(r)
-		isInbox[ring], isInbox[pending] = true, true
+		for _, k := range cache.InboxKeys(r) {
+			isInbox[k] = true
+		}
 	}
 	var inboxKeys, others []string
 	for _, k := range keys {

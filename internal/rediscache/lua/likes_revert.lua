@@ -1,0 +1,32 @@
+-- likes_revert.lua: RevertLike. Undoes a change whose event could not be
+-- published, if the pair still has that change's version: removes the
+-- change's member and puts back the state it replaced, if there was one.
+--
+-- KEYS[1] the user's set. ARGV[1] post; ARGV[2] the change's liked (1/0);
+-- ARGV[3] its version; ARGV[4] the previous state's liked (1/0); ARGV[5]
+-- its version, 0 for none. Returns 1 if it reverted,
+-- 0 if the pair has changed since.
+--
+-- A script because the version check and the change back must be one
+-- step: a newer action in between must not be undone.
+
+local key = KEYS[1]
+local p = ARGV[1]
+local np = '-' .. p
+local m = np
+if ARGV[2] == '1' then
+  m = p
+end
+local s = redis.call('ZSCORE', key, m)
+if not s or tonumber(s) ~= tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('ZREM', key, m)
+if tonumber(ARGV[5]) > 0 then
+  if ARGV[4] == '1' then
+    redis.call('ZADD', key, ARGV[5], p)
+  else
+    redis.call('ZADD', key, ARGV[5], np)
+  end
+end
+return 1
