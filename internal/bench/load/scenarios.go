@@ -449,14 +449,12 @@ func (r *runner) memory(ctx context.Context, m *modelRun) (*report.MemoryResult,
 }
 
 // measureMemory SCANs prefix and sums MEMORY USAGE (SAMPLES 0: exact) of
-// the keys. It knows nothing of feedd's layout beyond two conventions of
-// its cache: a key's {hash tag} is the id it belongs to, and kv: keys are
-// locks and gates. So:
+// the keys. It knows nothing of feedd's layout: the cache's measurement
+// hook (rediscache's InboxKeys) names the keys of each reader's inbox. So:
 //
-//   - the inbox keys are the keys tagged with one of readers' ids, outside
-//     the kv: and post: namespaces; they are all measured, and their
-//     entries are counted through feedd's own API (InboxPage of up to
-//     inboxMax ids), whatever the inbox's encoding;
+//   - the inbox keys are those of readers' inboxes; they are all measured,
+//     and their entries are counted through feedd's own API (InboxPage of
+//     up to inboxMax ids), whatever the inbox's encoding;
 //   - every other key is measured too, or a random sample of maxKeys of
 //     them, extrapolated (Sampled says so);
 //   - entries are also counted generically per Redis type, for by_type: a
