@@ -34,14 +34,14 @@ type Dispatcher struct {
 	cfg         Config
 	store       Store
 	cache       Cache
-	authorLists AuthorLists // pulled authors' lists; nil in push mode
-	pub         Publisher
+	authorLists AuthorLists    // pulled authors' lists; nil in push mode
+	pub         feed.Publisher // the tasks queue; a feed.QueueDepth too gives splits back-pressure
 	logger      *slog.Logger
 	metrics     *metrics
 	pusher      pusher
 }
 
-func newDispatcher(logger *slog.Logger, cfg Config, store Store, cache Cache, authorLists AuthorLists, pub Publisher, m *metrics) *Dispatcher {
+func newDispatcher(logger *slog.Logger, cfg Config, store Store, cache Cache, authorLists AuthorLists, pub feed.Publisher, m *metrics) *Dispatcher {
 	cfg = cfg.withDefaults()
 	return &Dispatcher{
 		cfg: cfg, store: store, cache: cache, authorLists: authorLists, pub: pub, metrics: m,
@@ -53,7 +53,7 @@ func newDispatcher(logger *slog.Logger, cfg Config, store Store, cache Cache, au
 // New returns a dispatcher and a worker sharing one set of metrics.
 // authorLists holds pulled authors' lists of post ids (nil unless some
 // author can be pulled); reg may be nil.
-func New(logger *slog.Logger, cfg Config, store Store, cache Cache, authorLists AuthorLists, pub Publisher, reg prometheus.Registerer) (*Dispatcher, *Worker) {
+func New(logger *slog.Logger, cfg Config, store Store, cache Cache, authorLists AuthorLists, pub feed.Publisher, reg prometheus.Registerer) (*Dispatcher, *Worker) {
 	cfg = cfg.withDefaults()
 	m := newMetrics(reg)
 	store = boundedStore{Store: store, slots: make(chan struct{}, cfg.SQLReads)}
@@ -286,7 +286,7 @@ func markLast(body []byte) []byte {
 // back-pressure from the workers to the dispatcher. The split lock keeps
 // being renewed meanwhile. An unreadable depth does not block.
 func (d *Dispatcher) waitForTasks(ctx context.Context) error {
-	dp, ok := d.pub.(Depth)
+	dp, ok := d.pub.(feed.QueueDepth)
 	if !ok || d.cfg.MaxPendingTasks <= 0 {
 		return nil
 	}

@@ -30,11 +30,6 @@ type Inboxes interface {
 	PushToInboxes(ctx context.Context, readers []int64, id int64) error
 }
 
-// Publisher sends batch tasks to the broker with confirms.
-type Publisher interface {
-	Publish(ctx context.Context, queue string, bodies ...[]byte) error
-}
-
 // Config tunes fan-out. Zero values take defaults.
 type Config struct {
 	DirectFanout int           // below this many followers the dispatcher writes inboxes itself (FEEDD_DIRECT_FANOUT)
@@ -67,12 +62,6 @@ type Config struct {
 	// Done, when closed, ends the retries at once (shutdown): the handler
 	// returns its error and the broker redelivers the message.
 	Done <-chan struct{}
-}
-
-// Depth is the broker's queue depth; a Publisher that implements it gets
-// back-pressure on splits.
-type Depth interface {
-	Pending(ctx context.Context, queue string) (int, error)
 }
 
 func (c Config) withDefaults() Config {

@@ -74,13 +74,28 @@ func DrainContext(ctx context.Context, opts ConsumeOptions) (context.Context, co
 	}
 }
 
+// Publisher sends messages to a queue: the side of a Broker that the relay
+// and the dispatcher use.
+type Publisher interface {
+	// Publish sends bodies to queue and returns once the broker has
+	// confirmed every one of them as durably accepted.
+	Publish(ctx context.Context, queue string, bodies ...[]byte) error
+}
+
+// QueueDepth reads how far a queue's consumers are behind. A Publisher
+// that also implements it gives its producer back-pressure: the producer
+// slows down while the queue is deep instead of piling more into it.
+type QueueDepth interface {
+	// Pending returns how many messages wait in queue (ready, not in flight).
+	Pending(ctx context.Context, queue string) (int, error)
+}
+
 // Broker carries messages between processes: RabbitMQ in production, an
 // in-process queue on the embedded default. Both pass the suite in package
 // feedtest.
 type Broker interface {
-	// Publish sends bodies to queue and returns once the broker has
-	// confirmed every one of them as durably accepted.
-	Publish(ctx context.Context, queue string, bodies ...[]byte) error
+	Publisher
+	QueueDepth
 	// Consume runs h on queue's messages until ctx is done, then stops
 	// taking new ones, waits for the handlers in flight to finish and
 	// settle their messages, and returns nil. A message whose handler
@@ -88,8 +103,6 @@ type Broker interface {
 	Consume(ctx context.Context, queue string, opts ConsumeOptions, h Handler) error
 	// DeadLetters returns how many messages sit in queue's dead-letter queue.
 	DeadLetters(ctx context.Context, queue string) (int, error)
-	// Pending returns how many messages wait in queue (ready, not in flight).
-	Pending(ctx context.Context, queue string) (int, error)
 	Ping(ctx context.Context) error
 	Close() error
 }

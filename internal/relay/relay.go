@@ -25,19 +25,6 @@ type Outbox interface {
 	OutboxBacklog(ctx context.Context) (int64, error)
 }
 
-// Publisher is the broker side of the relay.
-type Publisher interface {
-	Publish(ctx context.Context, queue string, bodies ...[]byte) error
-}
-
-// Depth is the broker's queue depth, for back-pressure. A Publisher that
-// also implements it lets the relay slow down while the dispatchers fall
-// behind, instead of piling the backlog into the broker: it stays in the
-// outbox, on disk, where it costs nothing.
-type Depth interface {
-	Pending(ctx context.Context, queue string) (int, error)
-}
-
 // Config tunes the relay. Zero values take defaults.
 type Config struct {
 	Workers int           // concurrent relay loops in this process
@@ -81,13 +68,17 @@ const (
 type Relay struct {
 	cfg     Config
 	outbox  Outbox
-	pub     Publisher
+	pub     feed.Publisher
 	logger  *slog.Logger
 	wake    chan struct{}
 	relayed prometheus.Counter
 	failed  prometheus.Counter
 	paused  prometheus.Counter
-	depth   Depth // nil: no back-pressure
+	// depth is pub's queue depth (nil: no back-pressure). With it the
+	// relay slows down while the dispatchers fall behind, instead of
+	// piling the backlog into the broker: it stays in the outbox, on
+	// disk, where it costs nothing.
+	depth feed.QueueDepth
 
 	depthMu   sync.Mutex
 	depthAt   time.Time // guarded by depthMu
@@ -95,7 +86,7 @@ type Relay struct {
 }
 
 // New returns a relay; reg may be nil.
-func New(logger *slog.Logger, cfg Config, outbox Outbox, pub Publisher, reg prometheus.Registerer) *Relay {
+func New(logger *slog.Logger, cfg Config, outbox Outbox, pub feed.Publisher, reg prometheus.Registerer) *Relay {
 	r := &Relay{
 		cfg: cfg.withDefaults(), outbox: outbox, pub: pub,
 		logger: logger.With("component", "relay"),
@@ -110,7 +101,7 @@ func New(logger *slog.Logger, cfg Config, outbox Outbox, pub Publisher, reg prom
 			Name: "feedd_relay_backpressure_pauses_total", Help: "Times the relay paused because the posts queue was deeper than FEEDD_RELAY_MAX_PENDING.",
 		}),
 	}
-	if d, ok := pub.(Depth); ok && r.cfg.MaxPending > 0 {
+	if d, ok := pub.(feed.QueueDepth); ok && r.cfg.MaxPending > 0 {
 		r.depth = d
 	}
 	if reg != nil {
