@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -133,14 +132,14 @@ func TestDuplicateDeliveries(t *testing.T) {
 		pid, _ := feed.ParseID(p)
 		waitInboxes(t, in, followers, pid, 30*time.Second)
 		// Redeliver the event three times and every task twice more.
-		ev, _ := json.Marshal(feed.Event{Kind: feed.EventPostCreated, PostID: pid, AuthorID: authorID})
+		ev := feed.Event{Kind: feed.EventPostCreated, PostID: pid, AuthorID: authorID}.Encode()
 		if err := in.d.broker.Publish(ctx, feed.QueuePosts, ev, ev, ev); err != nil {
 			t.Fatal(err)
 		}
 		var tasks [][]byte
 		for after, i := int64(0), 0; i < len(followers); i += 100 {
 			upto := followers[min(i+99, len(followers)-1)]
-			b, _ := json.Marshal(feed.FanoutTask{ID: fmt.Sprintf("%d:%d", pid, after), PostID: pid, AuthorID: authorID, After: after, Upto: upto, Score: pid})
+			b := feed.FanoutTask{ID: fmt.Sprintf("%d:%d", pid, after), PostID: pid, AuthorID: authorID, After: after, Upto: upto}.Encode()
 			tasks = append(tasks, b, b)
 			after = upto
 		}

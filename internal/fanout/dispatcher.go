@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -107,8 +106,8 @@ func (d *Dispatcher) Handle(ctx context.Context, del feed.Delivery) error {
 	if del.Attempt > 1 {
 		d.metrics.redeliveries.WithLabelValues(feed.QueuePosts).Inc()
 	}
-	var ev feed.Event
-	if err := json.Unmarshal(del.Body, &ev); err != nil || ev.PostID <= 0 || ev.AuthorID <= 0 {
+	ev, err := feed.DecodeEvent(del.Body)
+	if err != nil {
 		// Retrying cannot fix a malformed event; log it and let it go.
 		d.metrics.events.WithLabelValues("invalid").Inc()
 		d.logger.Error("dropping malformed post event", "body", string(del.Body), "err", err)
@@ -234,12 +233,12 @@ func (d *Dispatcher) split(ctx context.Context, ev feed.Event) error {
 			}
 			break
 		}
-		body, _ := json.Marshal(feed.FanoutTask{
+		body := feed.FanoutTask{
 			ID:     fmt.Sprintf("%d:%d", ev.PostID, after),
 			PostID: ev.PostID, AuthorID: ev.AuthorID,
-			After: after, Upto: upto, Score: ev.PostID,
+			After: after, Upto: upto,
 			RequestID: ev.RequestID, Last: count < d.cfg.BatchSize,
-		})
+		}.Encode()
 		bodies = append(bodies, body)
 		tasks++
 		after = upto
@@ -273,13 +272,12 @@ func (d *Dispatcher) split(ctx context.Context, ev feed.Event) error {
 
 // markLast sets Last on an encoded task.
 func markLast(body []byte) []byte {
-	var t feed.FanoutTask
-	if json.Unmarshal(body, &t) != nil {
+	t, err := feed.DecodeFanoutTask(body)
+	if err != nil {
 		return body
 	}
 	t.Last = true
-	b, _ := json.Marshal(t)
-	return b
+	return t.Encode()
 }
 
 // waitForTasks waits while the tasks queue is deeper than MaxPendingTasks:

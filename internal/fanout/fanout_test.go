@@ -2,7 +2,6 @@ package fanout
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -46,7 +45,7 @@ func TestSQLReadsBound(t *testing.T) {
 	_, worker := New(slog.New(slog.NewTextHandler(io.Discard, nil)), Config{SQLReads: 2}, store, nopCache{}, nil, nil, nil)
 	var wg sync.WaitGroup
 	for i := range 8 {
-		body, _ := json.Marshal(feed.FanoutTask{ID: "t", PostID: 100, AuthorID: 1, After: int64(i * 10), Upto: int64(i*10 + 10)})
+		body := feed.FanoutTask{ID: "t", PostID: 100, AuthorID: 1, After: int64(i * 10), Upto: int64(i*10 + 10)}.Encode()
 		wg.Go(func() {
 			if err := worker.Handle(t.Context(), feed.Delivery{Body: body, Attempt: 1}); err != nil {
 				t.Errorf("task %d: %v", i, err)
@@ -105,8 +104,8 @@ func (followerStore) FollowersInRange(context.Context, int64, int64, int64) ([]i
 // retries; and that Done (shutdown) ends them at once.
 func TestHeldRetries(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	event, _ := json.Marshal(feed.Event{Kind: feed.EventPostCreated, PostID: 100, AuthorID: 1})
-	task, _ := json.Marshal(feed.FanoutTask{ID: "t", PostID: 100, AuthorID: 1, After: 0, Upto: 20})
+	event := feed.Event{Kind: feed.EventPostCreated, PostID: 100, AuthorID: 1}.Encode()
+	task := feed.FanoutTask{ID: "t", PostID: 100, AuthorID: 1, After: 0, Upto: 20}.Encode()
 	handlers := func(cfg Config, inboxes *flakyInboxes) map[string]feed.Handler {
 		disp, worker := New(logger, cfg, followerStore{}, inboxes, nil, nil, nil)
 		return map[string]feed.Handler{"event": disp.Handle, "task": worker.Handle}

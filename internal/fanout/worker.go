@@ -2,7 +2,6 @@ package fanout
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -36,14 +35,14 @@ func (w *Worker) Handle(ctx context.Context, del feed.Delivery) error {
 	if del.Attempt > 1 {
 		w.metrics.redeliveries.WithLabelValues(feed.QueueTasks).Inc()
 	}
-	var t feed.FanoutTask
-	if err := json.Unmarshal(del.Body, &t); err != nil || t.PostID <= 0 || t.AuthorID <= 0 || t.Upto <= t.After {
+	t, err := feed.DecodeFanoutTask(del.Body)
+	if err != nil {
 		w.metrics.tasks.WithLabelValues("invalid").Inc()
 		w.logger.Error("dropping malformed task", "body", string(del.Body), "err", err)
 		return nil
 	}
 	var ids []int64
-	err := hold(w.cfg, w.logger, w.metrics.retries.WithLabelValues(feed.QueueTasks), func() (err error) {
+	err = hold(w.cfg, w.logger, w.metrics.retries.WithLabelValues(feed.QueueTasks), func() (err error) {
 		if ids, err = w.store.FollowersInRange(ctx, t.AuthorID, t.After, t.Upto); err != nil {
 			return fmt.Errorf("worker: task %s: followers: %w", t.ID, err)
 		}

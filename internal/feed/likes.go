@@ -15,18 +15,6 @@ const QueueLikes = "likes"
 // versions are strictly increasing, so one is an exact position.
 const CursorLikes byte = 'l'
 
-// LikeEvent is one like or unlike as the API accepted it. Version orders
-// the actions of one user: it is the action's time in microseconds, made
-// strictly increasing per user by the cache that decided the action, so
-// the writer applies a (user, post) pair's latest action whatever order
-// redeliveries arrive in.
-type LikeEvent struct {
-	User    int64 `json:"u,string"`
-	Post    int64 `json:"p,string"`
-	Liked   bool  `json:"l"`
-	Version int64 `json:"v,string"`
-}
-
 // LikeState is what a post shows one reader.
 type LikeState struct {
 	Count     int64

@@ -1,9 +1,6 @@
 package feed
 
-import (
-	"encoding/json"
-	"testing"
-)
+import "testing"
 
 func TestLikerCursor(t *testing.T) {
 	for _, tc := range [][2]int64{{1, 1}, {1_763_800_000_000_000, 42}, {1<<53 - 1, 1<<63 - 1}} {
@@ -24,22 +21,5 @@ func TestLikerCursor(t *testing.T) {
 	// A user-likes cursor is not a feed cursor.
 	if _, err := DecodeCursor(CursorFeed, EncodeCursor(CursorLikes, 9)); ErrorCode(err) != EINVALID {
 		t.Errorf("a likes cursor decoded as a feed cursor: %v", err)
-	}
-}
-
-// TestLikeEventJSON: ids and versions travel as strings, so that no
-// consumer in another language rounds them.
-func TestLikeEventJSON(t *testing.T) {
-	ev := LikeEvent{User: 1<<53 - 1, Post: 7, Liked: true, Version: 1_763_800_000_000_001}
-	b, err := json.Marshal(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := string(b), `{"u":"9007199254740991","p":"7","l":true,"v":"1763800000000001"}`; got != want {
-		t.Errorf("json = %s; want %s", got, want)
-	}
-	var back LikeEvent
-	if err := json.Unmarshal(b, &back); err != nil || back != ev {
-		t.Errorf("round trip = %+v, %v", back, err)
 	}
 }

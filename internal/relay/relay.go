@@ -7,7 +7,6 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -222,8 +221,8 @@ func (r *Relay) logRelayed(ctx context.Context, evs []feed.OutboxEvent) {
 		return
 	}
 	for _, e := range evs {
-		var ev feed.Event
-		if json.Unmarshal(e.Payload, &ev) != nil {
+		ev, err := feed.DecodeEvent(e.Payload)
+		if err != nil {
 			continue
 		}
 		r.logger.DebugContext(feed.WithRequestID(ctx, ev.RequestID), "relayed post event", "post", ev.PostID, "outbox_id", e.ID)

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -51,7 +50,7 @@ func (s *Store) SetPullMode(ctx context.Context, author int64, pull bool, refan 
 		}
 		now := millis(time.Now())
 		for _, id := range ids {
-			payload, _ := json.Marshal(feed.Event{Kind: feed.EventPostCreated, PostID: id, AuthorID: author, RequestID: feed.RequestID(ctx)})
+			payload := feed.PostCreated(ctx, id, author).Encode()
 			if _, err := tx.ExecContext(ctx, "INSERT INTO outbox (payload, created_at) VALUES (?, ?)", payload, now); err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -40,10 +39,7 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idemKey string) (fe
 	}
 	p.CreatedAt = fromMillis(millis(p.CreatedAt))
 	p.Deleted = false
-	payload, err := json.Marshal(feed.Event{Kind: feed.EventPostCreated, PostID: p.ID, AuthorID: p.AuthorID, RequestID: feed.RequestID(ctx)})
-	if err != nil {
-		return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d: %w", p.ID, err)
-	}
+	payload := feed.PostCreated(ctx, p.ID, p.AuthorID).Encode()
 
 	for attempt := 1; ; attempt++ {
 		now := millis(time.Now())

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -793,8 +792,8 @@ func drainOutbox(t *testing.T, s *Store) []feed.Event {
 	var evs []feed.Event
 	_, err := s.RelayOutbox(t.Context(), 1000, func(_ context.Context, batch []feed.OutboxEvent) error {
 		for _, ob := range batch {
-			var ev feed.Event
-			if err := json.Unmarshal(ob.Payload, &ev); err != nil {
+			ev, err := feed.DecodeEvent(ob.Payload)
+			if err != nil {
 				return err
 			}
 			evs = append(evs, ev)
@@ -1222,8 +1221,8 @@ func testRelay(t *testing.T, e *env) {
 	}
 	var postIDs []int64
 	for i, ob := range published {
-		var ev feed.Event
-		if err := json.Unmarshal(ob.Payload, &ev); err != nil {
+		ev, err := feed.DecodeEvent(ob.Payload)
+		if err != nil {
 			t.Fatalf("payload %q: %v", ob.Payload, err)
 		}
 		if i > 0 && ob.ID <= published[i-1].ID {
@@ -1327,8 +1326,8 @@ func testRelayConcurrent(t *testing.T, e *env) {
 					mu.Lock()
 					batches++
 					for _, ob := range evs {
-						var ev feed.Event
-						if err := json.Unmarshal(ob.Payload, &ev); err != nil {
+						ev, err := feed.DecodeEvent(ob.Payload)
+						if err != nil {
 							mu.Unlock()
 							return err
 						}
