@@ -204,8 +204,25 @@ func (d *Dispatcher) split(ctx context.Context, ev feed.Event) error {
 	defer stopRenew()
 	go d.renew(renewCtx, key, owner)
 
+	tasks, err := d.publishTasks(ctx, ev)
+	if err != nil {
+		_, _ = d.cache.CompareAndDelete(context.WithoutCancel(ctx), key, owner)
+		return err
+	}
+	stopRenew()
+	if err := d.cache.Set(ctx, key, splitDone, d.cfg.DoneTTL); err != nil {
+		d.logger.Warn("could not mark split done; a redelivery would split again", "post", ev.PostID, "err", err)
+	}
+	d.metrics.events.WithLabelValues("split").Inc()
+	d.metrics.splitDur.Observe(time.Since(start).Seconds())
+	d.logger.Debug("split fan-out", "post", ev.PostID, "author", ev.AuthorID, "tasks", tasks, "took", time.Since(start))
+	return nil
+}
+
+// publishTasks publishes a task per range of the author's followers, a
+// hundred per confirmed publish, and returns how many it made.
+func (d *Dispatcher) publishTasks(ctx context.Context, ev feed.Event) (int, error) {
 	var (
-		after  int64
 		tasks  int
 		bodies [][]byte
 	)
@@ -220,64 +237,45 @@ func (d *Dispatcher) split(ctx context.Context, ev feed.Event) error {
 		bodies = bodies[:0]
 		return nil
 	}
-	for {
+	rangeEnd := func(after int64) (int64, int, error) {
 		upto, count, err := d.store.FollowerRangeEnd(ctx, ev.AuthorID, after, d.cfg.BatchSize)
 		if err != nil {
-			_, _ = d.cache.CompareAndDelete(context.WithoutCancel(ctx), key, owner)
-			return fmt.Errorf("dispatcher: split followers of %d after %d: %w", ev.AuthorID, after, err)
+			return 0, 0, fmt.Errorf("dispatcher: split followers of %d after %d: %w", ev.AuthorID, after, err)
 		}
-		if count == 0 {
-			// The previous task was the last range after all.
-			if len(bodies) > 0 {
-				bodies[len(bodies)-1] = markLast(bodies[len(bodies)-1])
+		return upto, count, nil
+	}
+	var after int64
+	upto, count, err := rangeEnd(after)
+	if err != nil {
+		return tasks, err
+	}
+	for count > 0 {
+		// Only a full range can have another after it: find where that
+		// one ends first, so that this range's task knows whether it is
+		// the last.
+		nextUpto, nextCount := upto, 0
+		if count >= d.cfg.BatchSize {
+			if nextUpto, nextCount, err = rangeEnd(upto); err != nil {
+				return tasks, err
 			}
-			break
 		}
-		body := feed.FanoutTask{
+		bodies = append(bodies, feed.FanoutTask{
 			ID:     fmt.Sprintf("%d:%d", ev.PostID, after),
-			PostID: ev.PostID, AuthorID: ev.AuthorID,
-			After: after, Upto: upto,
-			RequestID: ev.RequestID, Last: count < d.cfg.BatchSize,
-		}.Encode()
-		bodies = append(bodies, body)
+			PostID: ev.PostID, AuthorID: ev.AuthorID, After: after, Upto: upto,
+			RequestID: ev.RequestID, Last: nextCount == 0,
+		}.Encode())
 		tasks++
-		after = upto
 		if len(bodies) == 100 {
 			if err := d.waitForTasks(ctx); err != nil {
-				_, _ = d.cache.CompareAndDelete(context.WithoutCancel(ctx), key, owner)
-				return err
+				return tasks, err
 			}
 			if err := flush(); err != nil {
-				_, _ = d.cache.CompareAndDelete(context.WithoutCancel(ctx), key, owner)
-				return err
+				return tasks, err
 			}
 		}
-		if count < d.cfg.BatchSize {
-			break
-		}
+		after, upto, count = upto, nextUpto, nextCount
 	}
-	if err := flush(); err != nil {
-		_, _ = d.cache.CompareAndDelete(context.WithoutCancel(ctx), key, owner)
-		return err
-	}
-	stopRenew()
-	if err := d.cache.Set(ctx, key, splitDone, d.cfg.DoneTTL); err != nil {
-		d.logger.Warn("could not mark split done; a redelivery would split again", "post", ev.PostID, "err", err)
-	}
-	d.metrics.events.WithLabelValues("split").Inc()
-	d.metrics.splitDur.Observe(time.Since(start).Seconds())
-	d.logger.Debug("split fan-out", "post", ev.PostID, "author", ev.AuthorID, "tasks", tasks, "took", time.Since(start))
-	return nil
-}
-
-// markLast sets Last on an encoded task.
-func markLast(body []byte) []byte {
-	t, err := feed.DecodeFanoutTask(body)
-	if err != nil {
-		return body
-	}
-	t.Last = true
-	return t.Encode()
+	return tasks, flush()
 }
 
 // waitForTasks waits while the tasks queue is deeper than MaxPendingTasks:

@@ -160,3 +160,72 @@ func TestHeldRetries(t *testing.T) {
 		}
 	})
 }
+
+// rangeStore is an author with followers 1..n.
+type rangeStore struct {
+	Store
+	n int64
+}
+
+func (s rangeStore) User(_ context.Context, id int64) (feed.User, error) {
+	return feed.User{ID: id, FollowerCount: s.n}, nil
+}
+
+func (s rangeStore) FollowerRangeEnd(_ context.Context, _, after int64, n int) (int64, int, error) {
+	upto := min(after+int64(n), s.n)
+	return upto, int(upto - after), nil
+}
+
+// lockCache grants every split lock.
+type lockCache struct{ nopCache }
+
+func (lockCache) SetNX(context.Context, string, string, time.Duration) (bool, error) {
+	return true, nil
+}
+func (lockCache) Set(context.Context, string, string, time.Duration) error { return nil }
+func (lockCache) CompareAndExpire(context.Context, string, string, time.Duration) (bool, error) {
+	return true, nil
+}
+
+// taskQueue records what is published to it.
+type taskQueue struct {
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func (q *taskQueue) Publish(_ context.Context, _ string, bodies ...[]byte) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.bodies = append(q.bodies, bodies...)
+	return nil
+}
+
+// TestSplitTasks checks that a split covers the followers with contiguous
+// ranges of BatchSize and marks the last task, and only it, as the last:
+// also when the last range is full, and when it ends a publish of a
+// hundred tasks.
+func TestSplitTasks(t *testing.T) {
+	for _, followers := range []int64{25, 30, 1000, 1010} {
+		store, q := rangeStore{n: followers}, &taskQueue{}
+		disp, _ := New(slog.New(slog.DiscardHandler), Config{DirectFanout: 1, BatchSize: 10}, store, lockCache{}, nil, q, nil)
+		ev := feed.Event{Kind: feed.EventPostCreated, PostID: 100, AuthorID: 1}.Encode()
+		if err := disp.Handle(t.Context(), feed.Delivery{Body: ev, Attempt: 1}); err != nil {
+			t.Fatalf("%d followers: Handle = %v", followers, err)
+		}
+		if want := int((followers + 9) / 10); len(q.bodies) != want {
+			t.Fatalf("%d followers: %d tasks; want %d", followers, len(q.bodies), want)
+		}
+		var after int64
+		for i, b := range q.bodies {
+			task, err := feed.DecodeFanoutTask(b)
+			if err != nil {
+				t.Fatalf("%d followers: task %d: %v", followers, i, err)
+			}
+			last := i == len(q.bodies)-1
+			if task.After != after || task.Upto != min(after+10, followers) || task.Last != last {
+				t.Errorf("%d followers: task %d = %+v; want range (%d, %d], last %v", followers, i, task, after, min(after+10, followers), last)
+			}
+			after = task.Upto
+		}
+	}
+}
