@@ -2,7 +2,6 @@ package likes
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -81,8 +80,8 @@ func (w *Writer) Concurrency() int { return 2 * w.group.maxBatch }
 // message is acked) after the event's batch committed; an error requeues
 // it, and the batch's other messages with it.
 func (w *Writer) Handle(ctx context.Context, d feed.Delivery) error {
-	var ev feed.LikeEvent
-	if err := json.Unmarshal(d.Body, &ev); err != nil || ev.User <= 0 || ev.Post <= 0 || ev.Version <= 0 {
+	ev, err := feed.DecodeLikeEvent(d.Body)
+	if err != nil {
 		// It can never succeed: after MaxAttempts it is dead-lettered,
 		// kept for an operator rather than dropped.
 		return fmt.Errorf("likes: malformed like event %q: %v", d.Body, err)
@@ -142,11 +141,7 @@ func ViaBroker(b interface {
 	g := newGroup(max(maxBatch, 1), 0, func(evs []feed.LikeEvent) error {
 		bodies := make([][]byte, len(evs))
 		for i, ev := range evs {
-			body, err := json.Marshal(ev)
-			if err != nil {
-				return err
-			}
-			bodies[i] = body
+			bodies[i] = ev.Encode()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
