@@ -284,7 +284,10 @@ func TestRedisOutage(t *testing.T) {
 		follower, followee int64
 		want               bool
 	}{{rs[0].id, bob, true}, {rs[1].id, alice, false}, {carol, alice, true}} {
-		if got, err := s.store.IsFollowing(ctx, e.follower, e.followee); err != nil || got != e.want {
+		// The first followee from followee-1 on is followee exactly when
+		// follower follows it.
+		ids, err := s.store.Following(ctx, e.follower, e.followee-1, 1)
+		if got := len(ids) == 1 && ids[0] == e.followee; err != nil || got != e.want {
 			t.Fatalf("SQL: %d follows %d = %v (%v); want %v", e.follower, e.followee, got, err, e.want)
 		}
 	}

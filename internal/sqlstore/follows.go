@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -105,20 +104,6 @@ func addToCounts(ctx context.Context, tx *sql.Tx, follower, followee, delta int6
 		WHERE id IN (?, ?)`,
 		follower, delta, followee, delta, follower, followee)
 	return err
-}
-
-// IsFollowing reports whether follower follows followee.
-func (s *Store) IsFollowing(ctx context.Context, follower, followee int64) (bool, error) {
-	var one int
-	err := s.rdb.QueryRowContext(ctx, "SELECT 1 FROM follows WHERE follower_id = ? AND followee_id = ?",
-		follower, followee).Scan(&one)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("sqlstore: is %d following %d: %w", follower, followee, err)
-	}
-	return true, nil
 }
 
 // Followers returns up to n ids of user's followers above after, in

@@ -117,17 +117,11 @@ type Pools struct {
 // (no parseTime), utf8mb4, and client-side interpolation (one round trip
 // per statement).
 func OpenMySQL(ctx context.Context, dsn string) (*Store, error) {
-	return OpenMySQLPools(ctx, dsn, Pools{})
+	return openMySQL(ctx, dsn, Pools{}, "primary")
 }
 
-// OpenMySQLPools is OpenMySQL with sized pools. A process that runs the API
-// and the fan-out workers opens one store per role, so the roles do not
-// share connections either.
-func OpenMySQLPools(ctx context.Context, dsn string, pools Pools) (*Store, error) {
-	return openMySQL(ctx, dsn, pools, "primary")
-}
-
-// openMySQL is OpenMySQLPools whose statements are counted under pool.
+// openMySQL is OpenMySQL with sized pools, whose statements are counted
+// under pool.
 func openMySQL(ctx context.Context, dsn string, pools Pools, pool string) (*Store, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
@@ -184,13 +178,14 @@ func openMySQL(ctx context.Context, dsn string, pools Pools, pool string) (*Stor
 	return &Store{db: db, rdb: rdb, replica: rdb, d: mysqlDialect, counters: []*counter{c}, pullCandidates: chunkSize}, nil
 }
 
-// OpenMySQLReplicated is OpenMySQLPools with one more pool, on readDSN (a
-// replica, or a proxy in front of several), that takes the lag-tolerant
-// read path (see Store.replica), sized like the read pool (or the write
-// pool when reads have none of their own). An empty readDSN is plain
-// OpenMySQLPools.
+// OpenMySQLReplicated is OpenMySQL with sized pools, and with one more
+// pool, on readDSN (a replica, or a proxy in front of several), that takes
+// the lag-tolerant read path (see Store.replica), sized like the read pool
+// (or the write pool when reads have none of their own); an empty readDSN
+// adds none. A process that runs the API and the fan-out workers opens one
+// store per role, so the roles do not share connections either.
 func OpenMySQLReplicated(ctx context.Context, dsn, readDSN string, pools Pools) (*Store, error) {
-	s, err := OpenMySQLPools(ctx, dsn, pools)
+	s, err := openMySQL(ctx, dsn, pools, "primary")
 	if err != nil || readDSN == "" {
 		return s, err
 	}
