@@ -801,14 +801,14 @@ func TestPostPages(t *testing.T) {
 // reaches a client, and the cursor still resumes after it.
 func TestPostPageHidesDeleted(t *testing.T) {
 	posts := []feed.Post{{ID: 9, AuthorID: 1, Content: "a"}, {ID: 8, AuthorID: 1, Content: "b", Deleted: true}}
-	pg := postPage(posts, true)
+	pg := postPageLikes(posts, true, nil)
 	if len(pg.Items) != 1 || pg.Items[0].ID != "9" {
 		t.Errorf("items = %v; want only post 9", pg.Items)
 	}
 	if pg.NextCursor == nil || *pg.NextCursor != feed.EncodeCursor(feed.CursorFeed, 8) {
 		t.Errorf("next_cursor = %v; want the cursor of post 8", pg.NextCursor)
 	}
-	if pg := postPage(nil, true); pg.NextCursor != nil || pg.Items == nil {
+	if pg := postPageLikes(nil, true, nil); pg.NextCursor != nil || pg.Items == nil {
 		t.Errorf("empty page with more = %+v; want [] and a null cursor", pg)
 	}
 }

@@ -65,7 +65,7 @@ type pageJSON[T any] struct {
 }
 
 // newPage renders items. The cursor names the last item the service
-// returned, so a page the API trimmed (see postPage) still resumes right.
+// returned, so a page the API trimmed (see postPageLikes) still resumes right.
 func newPage[T, J any](items []T, more bool, kind byte, id func(T) int64, render func(T) (J, bool)) pageJSON[J] {
 	page := pageJSON[J]{Items: make([]J, 0, len(items))}
 	for _, it := range items {

@@ -78,16 +78,12 @@ func toPostJSONLikes(p feed.Post, states map[int64]feed.LikeState) postJSON {
 	return j
 }
 
-// postPage renders a page of posts. A deleted post never reaches a client,
-// even if a cache handed the service a stale one.
-func postPage(posts []feed.Post, more bool) postsPageJSON {
-	return postPageLikes(posts, more, nil)
-}
-
 // noLikesYet is the likes of a post just created: 0 and false.
 var noLikesYet = map[int64]feed.LikeState{}
 
-// postPageLikes is postPage with each post's likes from states.
+// postPageLikes renders a page of posts, each with its likes from states
+// (nil: none). A deleted post never reaches a client, even if a cache
+// handed the service a stale one.
 func postPageLikes(posts []feed.Post, more bool, states map[int64]feed.LikeState) postsPageJSON {
 	return postsPageJSON(newPage(posts, more, feed.CursorFeed,
 		func(p feed.Post) int64 { return p.ID },
