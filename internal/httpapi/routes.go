@@ -9,7 +9,8 @@ import (
 )
 
 // routes is the whole API surface on one screen. It is the single table the
-// mux is built from and the OpenAPI test walks, so the two cannot drift.
+// mux is built from, the OpenAPI test walks and (through Routes) the auth
+// matrix sends bad credentials to, so none of them can drift.
 // Handler makers only capture their arguments, so the table can be built
 // with nil services. Each route's class for rate limits and load shedding
 // follows from its method and access (classOf, in defence.go).
