@@ -103,9 +103,6 @@ type LikeCache interface {
 	// RecentLikes returns every action in user's recent set, newest
 	// first, and whether the set exists: the actions SQL may not have yet.
 	RecentLikes(ctx context.Context, user int64) ([]LikeEntry, bool, error)
-	// DropLikes forgets post's counter and user's recent set (tests and
-	// operators; either may be 0).
-	DropLikes(ctx context.Context, user, post int64) error
 }
 
 // LikeClockSkew is how far the cache's clock (which versions likes) and

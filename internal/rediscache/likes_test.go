@@ -5,14 +5,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 )
 
 func likeSuite(t *testing.T, newClient func() redis.UniversalClient) {
 	admin := newClient()
 	t.Cleanup(func() { admin.Close() })
-	feedtest.TestLikeCache(t, func(t *testing.T) feed.LikeCache {
+	feedtest.TestLikeCache(t, func(t *testing.T) feedtest.LikeCache {
 		prefix := randomPrefix()
 		c := New(newClient(), Options{Prefix: prefix})
 		t.Cleanup(func() {

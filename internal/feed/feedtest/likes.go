@@ -1,6 +1,7 @@
 package feedtest
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -8,10 +9,19 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
+// LikeCache is a feed.LikeCache that the suite can also make forget likes,
+// as a cache that lost its keys would.
+type LikeCache interface {
+	feed.LikeCache
+	// DropLikes forgets post's counter and user's recent set (either may
+	// be 0).
+	DropLikes(ctx context.Context, user, post int64) error
+}
+
 // TestLikeCache runs the behavioural suite of feed.LikeCache against the
 // implementation newCache builds: a fresh, empty cache per subtest that
 // cleans up after itself.
-func TestLikeCache(t *testing.T, newCache func(t *testing.T) feed.LikeCache) {
+func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 	t.Helper()
 	// Posts made an hour ago: newer than a complete set's window start,
 	// older than a set filled just now with incomplete history.
