@@ -16,6 +16,7 @@ import (
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/rediscache"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // TestCostPerOperation measures what one API call costs the backends, in
@@ -202,7 +203,7 @@ func measureCosts(t *testing.T, env map[string]string) []cost {
 	waitFor := func(readers []int64, post int64) {
 		t.Helper()
 		pending := slices.Clone(readers)
-		eventually(t, 60*time.Second, fmt.Sprintf("post %d reaches %d inboxes", post, len(readers)), func() bool {
+		testenv.Eventually(t, 60*time.Second, fmt.Sprintf("post %d reaches %d inboxes", post, len(readers)), func() bool {
 			rest := pending[:0]
 			for _, r := range pending {
 				if pg, err := probe.InboxPage(ctx, r, 0, 5); err != nil || !slices.Contains(pg.IDs, post) {

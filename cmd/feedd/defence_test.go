@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // The defences, end to end: the real program (run, as main calls it) over
@@ -21,7 +23,7 @@ import (
 
 // runFeedd runs the whole program with env, as main would, and returns an
 // instance to drive it and the JSON log it writes.
-func runFeedd(t *testing.T, env map[string]string, overrides ...string) (*instance, *syncBuffer) {
+func runFeedd(t *testing.T, env map[string]string, overrides ...string) (*instance, *testenv.SyncBuffer) {
 	t.Helper()
 	merged := map[string]string{"FEEDD_ADDR": "127.0.0.1:0", "FEEDD_REFRESH_INTERVAL": "1ms"}
 	for k, v := range env {
@@ -31,7 +33,7 @@ func runFeedd(t *testing.T, env map[string]string, overrides ...string) (*instan
 		merged[overrides[i]] = overrides[i+1]
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	out, logs := &syncBuffer{}, &syncBuffer{}
+	out, logs := &testenv.SyncBuffer{}, &testenv.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"all"}, func(k string) string { return merged[k] }, out, logs) }()
 	in := &instance{t: t, http: &http.Client{Timeout: 30 * time.Second}}
@@ -174,7 +176,7 @@ func TestSQLBreaker(t *testing.T) {
 	proxy.stall(true)
 	// Within a few reads the breaker opens and pages come from Redis.
 	var page resp
-	eventually(t, 15*time.Second, "a degraded feed page with the breaker open", func() bool {
+	testenv.Eventually(t, 15*time.Second, "a degraded feed page with the breaker open", func() bool {
 		page = in.do("GET", "/v1/me/feed?limit=10", rTok, nil)
 		open := metricValue(string(in.do("GET", "/metrics", "", nil).raw), "feedd_sql_breaker_state") == "2"
 		return page.status == 200 && page.body["degraded"] == true && open
@@ -205,10 +207,10 @@ func TestSQLBreaker(t *testing.T) {
 	}
 
 	proxy.stall(false)
-	eventually(t, 20*time.Second, "writes succeed again", func() bool {
+	testenv.Eventually(t, 20*time.Second, "writes succeed again", func() bool {
 		return in.do("POST", "/v1/posts", aTok, map[string]any{"content": "after the stall"}).status == 201
 	})
-	eventually(t, 20*time.Second, "a complete, not degraded feed", func() bool {
+	testenv.Eventually(t, 20*time.Second, "a complete, not degraded feed", func() bool {
 		r := in.do("GET", "/v1/me/feed?limit=10", rTok, nil)
 		return r.status == 200 && r.body["degraded"] == nil && len(r.items()) == 4
 	})
@@ -342,14 +344,14 @@ func TestSwitchesReachEveryProcess(t *testing.T) {
 	if sh := a.must(200, "PUT", "/v1/admin/degradation", a.admin, `{"L3": true}`).body["shared"]; sh != true {
 		t.Fatalf("shared = %v; want true", sh)
 	}
-	eventually(t, 5*time.Second, "the other process turns read-only", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the other process turns read-only", func() bool {
 		return b.do("POST", "/v1/posts", tok, map[string]any{"content": "x"}).status == 503
 	})
 	if got := b.must(200, "GET", "/v1/admin/degradation", b.admin, nil).body["switches"].(map[string]any)["L3"]; got != true {
 		t.Fatalf("L3 on the other process = %v; want true", got)
 	}
 	a.must(200, "PUT", "/v1/admin/degradation", a.admin, `{"L3": false}`)
-	eventually(t, 5*time.Second, "the other process takes writes again", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the other process takes writes again", func() bool {
 		return b.do("POST", "/v1/posts", tok, map[string]any{"content": "y"}).status == 201
 	})
 }
@@ -399,7 +401,7 @@ func TestRequestIDFollowsAPost(t *testing.T) {
 		}
 		in.feedEventually(rTok, 10, []string{p.str("id")})
 		want := map[string]string{"http request": "", "relayed post event": "relay", "dispatching post": "dispatcher", "task done": "worker", "post delivered": "worker"}
-		eventually(t, 10*time.Second, "log lines of every stage with the request id", func() bool {
+		testenv.Eventually(t, 10*time.Second, "log lines of every stage with the request id", func() bool {
 			seen := map[string]bool{}
 			sc := bufio.NewScanner(strings.NewReader(logs.String()))
 			sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -485,7 +487,7 @@ func TestObservability(t *testing.T) {
 			t.Error("no X-Request-Id on a response")
 		}
 		var m string
-		eventually(t, 10*time.Second, "delivery lag observed", func() bool {
+		testenv.Eventually(t, 10*time.Second, "delivery lag observed", func() bool {
 			m = string(in.do("GET", "/metrics", "", nil).raw)
 			return strings.Contains(m, "feedd_fanout_delivered_seconds_count 1")
 		})
@@ -549,11 +551,11 @@ func TestLoadSheddingWhenSQLHangs(t *testing.T) {
 	for _, id := range []string{aID, bID} {
 		go func() { results <- in.do("GET", "/v1/users/"+id, aTok, nil).status }()
 	}
-	eventually(t, 5*time.Second, "both read slots held by reads waiting on SQL", func() bool {
+	testenv.Eventually(t, 5*time.Second, "both read slots held by reads waiting on SQL", func() bool {
 		return metricValue(string(in.do("GET", "/metrics", "", nil).raw), `feedd_inflight_requests{class="read"}`) == "2"
 	})
 	var shed resp
-	eventually(t, 5*time.Second, "a read shed with 503", func() bool {
+	testenv.Eventually(t, 5*time.Second, "a read shed with 503", func() bool {
 		shed = in.do("GET", "/v1/users/"+aID, aTok, nil)
 		e, _ := shed.body["error"].(map[string]any)
 		msg, _ := e["message"].(string)

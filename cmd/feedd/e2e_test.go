@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 func TestPublishFanoutRead(t *testing.T) {
@@ -29,7 +30,7 @@ func TestPublishFanoutRead(t *testing.T) {
 		// fan-out itself put it into bob's inbox.
 		bob, _ := feed.ParseID(in.must(200, "GET", "/v1/users/"+alice+"/followers", aliceTok, nil).items()[0]["id"].(string))
 		pid, _ := feed.ParseID(p)
-		eventually(t, 10*time.Second, "post reaches bob's inbox", func() bool {
+		testenv.Eventually(t, 10*time.Second, "post reaches bob's inbox", func() bool {
 			pg, err := in.d.cache.InboxPage(context.Background(), bob, 0, 10)
 			return err == nil && slices.Contains(pg.IDs, pid)
 		})
@@ -103,7 +104,7 @@ func waitInboxes(t *testing.T, in *instance, readers []int64, post int64, within
 	t.Helper()
 	ctx := context.Background()
 	pending := slices.Clone(readers)
-	eventually(t, within, fmt.Sprintf("post %d reaches %d inboxes", post, len(readers)), func() bool {
+	testenv.Eventually(t, within, fmt.Sprintf("post %d reaches %d inboxes", post, len(readers)), func() bool {
 		rest := pending[:0]
 		for _, r := range pending {
 			pg, err := in.d.cache.InboxPage(ctx, r, 0, 5)
@@ -149,7 +150,7 @@ func TestDuplicateDeliveries(t *testing.T) {
 		q := in.post(authorTok, "marker after the duplicates")
 		qid, _ := feed.ParseID(q)
 		waitInboxes(t, in, followers, qid, 30*time.Second)
-		eventually(t, 10*time.Second, "task queue drains", func() bool {
+		testenv.Eventually(t, 10*time.Second, "task queue drains", func() bool {
 			n, err := in.d.broker.Pending(ctx, feed.QueueTasks)
 			return err == nil && n == 0
 		})
@@ -373,7 +374,7 @@ func TestDeleteIsLazyAndFinal(t *testing.T) {
 		}
 		rid, _ := feed.ParseID(readerID)
 		doomed, _ := feed.ParseID(ids[2])
-		eventually(t, 10*time.Second, "posts reach the inbox", func() bool {
+		testenv.Eventually(t, 10*time.Second, "posts reach the inbox", func() bool {
 			pg, _ := in.d.cache.InboxPage(context.Background(), rid, 0, 10)
 			return len(pg.IDs) == 5
 		})
@@ -412,7 +413,7 @@ func TestFollowBackfillAndUnfollow(t *testing.T) {
 		aPost := in.post(aTok, "from a")
 		aid, _ := feed.ParseID(aPost)
 		in.feedAll(rTok, 20) // materialize
-		eventually(t, 10*time.Second, "a's post in the inbox", func() bool {
+		testenv.Eventually(t, 10*time.Second, "a's post in the inbox", func() bool {
 			pg, _ := in.d.cache.InboxPage(context.Background(), rid, 0, 50)
 			return slices.Contains(pg.IDs, aid)
 		})

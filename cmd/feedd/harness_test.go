@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,12 +15,11 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/rediscache"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // The behavioural suite runs every test against three stacks: the
@@ -33,58 +29,31 @@ import (
 // (FEEDD_TEST_REDIS_CLUSTER_URL, which .ci/redis-cluster.sh prints), over
 // real HTTP. Under CI=true a missing service fails the run.
 
-const (
-	testMySQL = "root@tcp(127.0.0.1:3306)/"
-	// The suite uses its own Redis database, because one test flushes it.
-	testRedis = "redis://127.0.0.1:6379/2"
-	testAMQP  = "amqp://guest:guest@127.0.0.1:5672/"
-)
+// testRedis is the suite's Redis unless FEEDD_TEST_E2E_REDIS_URL says
+// otherwise: a database of its own, because one test flushes it.
+const testRedis = "redis://127.0.0.1:6379/2"
 
 type stack struct {
 	name string
 	env  func(t *testing.T) map[string]string
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // servicesEnv creates a MariaDB database and queue prefix for one test
-// and returns the environment of a feedd on them and on redisURL.
-func servicesEnv(t *testing.T, redisURL string) map[string]string {
-	t.Helper()
-	db := "feedd_e2e_" + randHex(6)
-	root := envOr("FEEDD_TEST_MYSQL_DSN", testMySQL)
-	conn, err := sql.Open("mysql", root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec("CREATE DATABASE " + db + " CHARACTER SET utf8mb4"); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		_, _ = conn.Exec("DROP DATABASE IF EXISTS " + db)
-		conn.Close()
-	})
-	amqpURL, amqpPrefix := envOr("FEEDD_TEST_AMQP_URL", testAMQP), "e2e"+randHex(4)+"."
-	t.Cleanup(func() { deleteQueues(t, amqpURL, amqpPrefix) })
+// (or benchmark) and returns the environment of a feedd on them and on
+// redisURL.
+func servicesEnv(tb testing.TB, redisURL string) map[string]string {
+	tb.Helper()
+	dsn := testenv.CreateDatabase(tb, "feedd_e2e_")
+	amqpURL, amqpPrefix := testenv.AMQPURL(), "e2e"+testenv.RandHex(4)+"."
+	tb.Cleanup(func() { testenv.DeleteQueues(tb, amqpURL, amqpPrefix) })
 	return map[string]string{
-		"FEEDD_MYSQL_DSN":    root + db,
+		"FEEDD_MYSQL_DSN":    dsn,
 		"FEEDD_REDIS_URL":    redisURL,
-		"FEEDD_REDIS_PREFIX": "e2e" + randHex(4) + ":",
+		"FEEDD_REDIS_PREFIX": "e2e" + testenv.RandHex(4) + ":",
 		"FEEDD_AMQP_URL":     amqpURL,
 		"FEEDD_AMQP_PREFIX":  amqpPrefix,
-		"FEEDD_ADMIN_TOKEN":  "admin-" + randHex(8),
-		"FEEDD_JWT_SECRET":   randHex(16),
+		"FEEDD_ADMIN_TOKEN":  "admin-" + testenv.RandHex(8),
+		"FEEDD_JWT_SECRET":   testenv.RandHex(16),
 	}
 }
 
@@ -154,7 +123,7 @@ var stacks = []stack{
 	}},
 	{"services", func(t *testing.T) map[string]string {
 		feedtest.RequireServices(t)
-		return servicesEnv(t, envOr("FEEDD_TEST_E2E_REDIS_URL", testRedis))
+		return servicesEnv(t, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
 	}},
 	{"cluster", func(t *testing.T) map[string]string {
 		feedtest.RequireServices(t)
@@ -164,29 +133,6 @@ var stacks = []stack{
 		t.Cleanup(func() { deletePrefix(t, c, env["FEEDD_REDIS_PREFIX"]) })
 		return env
 	}},
-}
-
-// deleteQueues removes the queues and exchange one test's feedd declared.
-func deleteQueues(t testing.TB, url, prefix string) {
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Logf("cleanup: %v", err)
-		return
-	}
-	defer conn.Close()
-	for _, q := range []string{feed.QueuePosts, feed.QueueTasks, feed.QueueLikes} {
-		for _, name := range []string{prefix + q, prefix + q + ".dead"} {
-			// A channel per delete: a failed one closes its channel.
-			if ch, err := conn.Channel(); err == nil {
-				_, _ = ch.QueueDelete(name, false, false, false)
-				ch.Close()
-			}
-		}
-	}
-	if ch, err := conn.Channel(); err == nil {
-		_ = ch.ExchangeDelete(prefix+"dlx", false, false)
-		ch.Close()
-	}
 }
 
 // forEachStack runs f as a subtest per stack.
@@ -206,23 +152,6 @@ type instance struct {
 	cfg   config
 	stop  func()
 	http  *http.Client
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startFeedd starts feedd with env (plus overrides), lets tweak adjust the
@@ -256,7 +185,7 @@ func startRole(t *testing.T, role string, env map[string]string, tweak func(*dep
 	if tweak != nil {
 		tweak(d)
 	}
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		err := start(ctx, cfg, d, logger, out)
@@ -446,18 +375,6 @@ func slicesEqual(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // flushRedis empties the suite's Redis database, as a Redis restart would;

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // BenchmarkLikes drives likes through the HTTP API of a real feedd on both
@@ -142,30 +143,7 @@ var benchStacks = []struct {
 }{
 	{"embedded", func(b *testing.B) map[string]string { return map[string]string{"FEEDD_DATA_DIR": b.TempDir()} }},
 	{"services", func(b *testing.B) map[string]string {
-		db := "feedd_bench_" + randHex(6)
-		root := envOr("FEEDD_TEST_MYSQL_DSN", testMySQL)
-		conn, err := sql.Open("mysql", root)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := conn.Exec("CREATE DATABASE " + db + " CHARACTER SET utf8mb4"); err != nil {
-			b.Fatalf("create database (MariaDB is required): %v", err)
-		}
-		amqpURL, amqpPrefix := envOr("FEEDD_TEST_AMQP_URL", testAMQP), "bench"+randHex(4)+"."
-		b.Cleanup(func() {
-			_, _ = conn.Exec("DROP DATABASE IF EXISTS " + db)
-			conn.Close()
-			deleteQueues(b, amqpURL, amqpPrefix)
-		})
-		return map[string]string{
-			"FEEDD_MYSQL_DSN":    root + db,
-			"FEEDD_REDIS_URL":    envOr("FEEDD_TEST_E2E_REDIS_URL", testRedis),
-			"FEEDD_REDIS_PREFIX": "bench" + randHex(4) + ":",
-			"FEEDD_AMQP_URL":     amqpURL,
-			"FEEDD_AMQP_PREFIX":  amqpPrefix,
-			"FEEDD_ADMIN_TOKEN":  "admin-" + randHex(8),
-			"FEEDD_JWT_SECRET":   randHex(16),
-		}
+		return servicesEnv(b, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
 	}},
 }
 
@@ -196,7 +174,7 @@ func startBenchFeedd(b *testing.B, env map[string]string) *benchServer {
 		cancel()
 		b.Fatalf("open backends: %v", err)
 	}
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	done := make(chan struct{})
 	go func() {
 		_ = start(ctx, cfg, d, logger, out)

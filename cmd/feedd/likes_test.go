@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // likeCount reads a post's like_count and liked_by_me through the API.
@@ -90,7 +91,7 @@ func TestLikeStorm(t *testing.T) {
 				t.Errorf("liked_by_me = false for a user whose last action was a like")
 			}
 		}
-		eventually(t, 20*time.Second, "SQL has 200 likes", func() bool {
+		testenv.Eventually(t, 20*time.Second, "SQL has 200 likes", func() bool {
 			stats, rows := in.sqlLikes(post)
 			return stats == users && rows == users
 		})
@@ -141,7 +142,7 @@ func TestLikeStorm(t *testing.T) {
 			}
 			cursor = next
 		}
-		eventually(t, 20*time.Second, "the unlike reaches SQL", func() bool {
+		testenv.Eventually(t, 20*time.Second, "the unlike reaches SQL", func() bool {
 			stats, _ := in2.sqlLikes(post)
 			return stats == users-1
 		})
@@ -217,13 +218,13 @@ func TestLikes(t *testing.T) {
 		if items := r.items(); len(items) != 1 || items[0]["id"] != p1 || items[0]["liked_by_me"] != true || items[0]["like_count"] != 2.0 {
 			t.Errorf("alice's likes page 2 = %s; want p1 (2 likes, liked by bob)", r.raw)
 		}
-		eventually(t, 10*time.Second, "p1's likers listed", func() bool {
+		testenv.Eventually(t, 10*time.Second, "p1's likers listed", func() bool {
 			items := in.must(200, "GET", "/v1/posts/"+p1+"/likes", bob, nil).items()
 			return len(items) == 2 && items[0]["id"] == aliceID && items[1]["id"] == bobID
 		})
 
 		// Most liked: p1 (2) then p3 (1); p2 has none.
-		eventually(t, 10*time.Second, "top posts", func() bool {
+		testenv.Eventually(t, 10*time.Second, "top posts", func() bool {
 			items := in.must(200, "GET", "/v1/posts/top?window=1h&limit=5", bob, nil).items()
 			return len(items) == 2 && items[0]["id"] == p1 && items[1]["id"] == p3 && items[0]["liked_by_me"] == true
 		})
@@ -235,7 +236,7 @@ func TestLikes(t *testing.T) {
 		in.must(404, "PUT", "/v1/posts/"+p3+"/like", bob, nil)
 		in.must(404, "DELETE", "/v1/posts/"+p3+"/like", alice, nil)
 		in.must(404, "GET", "/v1/users/424242/likes", bob, nil)
-		eventually(t, 10*time.Second, "deleted post gone from the lists", func() bool {
+		testenv.Eventually(t, 10*time.Second, "deleted post gone from the lists", func() bool {
 			items := in.must(200, "GET", "/v1/users/"+aliceID+"/likes", bob, nil).items()
 			top := in.must(200, "GET", "/v1/posts/top", bob, nil).items()
 			return len(items) == 1 && items[0]["id"] == p1 && len(top) == 1
@@ -316,7 +317,7 @@ func TestLikesSurviveDeath(t *testing.T) {
 		}
 		in.stop()
 		in2 := startFeedd(t, env, nil)
-		eventually(t, 20*time.Second, "the next process writes the queued likes", func() bool {
+		testenv.Eventually(t, 20*time.Second, "the next process writes the queued likes", func() bool {
 			stats, rows := in2.sqlLikes(post)
 			return stats == users && rows == users
 		})
@@ -391,7 +392,7 @@ func TestLikeRedeliveries(t *testing.T) {
 		}
 		wg.Wait()
 		for _, p := range posts {
-			eventually(t, 30*time.Second, "SQL counts exact after redeliveries", func() bool {
+			testenv.Eventually(t, 30*time.Second, "SQL counts exact after redeliveries", func() bool {
 				stats, rows := in.sqlLikes(p)
 				return stats == want[p] && rows == want[p]
 			})

@@ -15,6 +15,7 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/rabbit"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // TestRequeueDead runs `feedd requeue-dead` against the real RabbitMQ, on
@@ -25,14 +26,14 @@ func TestRequeueDead(t *testing.T) {
 	for _, typ := range []string{"quorum", "classic"} {
 		t.Run(typ, func(t *testing.T) {
 			ctx := t.Context()
-			url, prefix := envOr("FEEDD_TEST_AMQP_URL", testAMQP), "rq"+randHex(4)+"."
+			url, prefix := testenv.AMQPURL(), "rq"+testenv.RandHex(4)+"."
 			b, err := rabbit.Dial(ctx, url, rabbit.Options{Prefix: prefix, QueueType: typ}, nil)
 			if err != nil {
 				feedtest.Missing(t, "no RabbitMQ at %s (%v): start one or set FEEDD_TEST_AMQP_URL", url, err)
 			}
 			// Cleanups run last-in first-out: the broker closes, then
 			// the queues go.
-			t.Cleanup(func() { deleteQueues(t, url, prefix) })
+			t.Cleanup(func() { testenv.DeleteQueues(t, url, prefix) })
 			t.Cleanup(func() { b.Close() })
 			seedDeadLetters(t, b, url, prefix, map[string]int{feed.QueuePosts: 3, feed.QueueTasks: 1, feed.QueueLikes: 0})
 

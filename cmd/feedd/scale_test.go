@@ -20,6 +20,7 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/rediscache"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // The scale-out tests: a Redis Cluster master dies in the middle of a
@@ -54,7 +55,7 @@ func feedsEventually(t *testing.T, in *instance, tokens []string, want []string,
 	t.Helper()
 	pending := slices.Clone(tokens)
 	var last []string
-	eventually(t, within, fmt.Sprintf("%d feeds are exactly %v", len(tokens), want), func() bool {
+	testenv.Eventually(t, within, fmt.Sprintf("%d feeds are exactly %v", len(tokens), want), func() bool {
 		rest := pending[:0]
 		for _, tok := range pending {
 			r := in.do("GET", "/v1/me/feed?limit=50", tok, nil)
@@ -121,7 +122,7 @@ func TestClusterMasterDiesDuringFanout(t *testing.T) {
 	// Kill the master once the fan-out is under way: some inbox holds
 	// the post.
 	first, _ := feed.ParseID(posts[0])
-	eventually(t, 20*time.Second, "the fan-out starts", func() bool {
+	testenv.Eventually(t, 20*time.Second, "the fan-out starts", func() bool {
 		for _, f := range followers {
 			if pg, err := in.d.cache.InboxPage(ctx, f, 0, 5); err == nil && slices.Contains(pg.IDs, first) {
 				return true
@@ -170,7 +171,7 @@ func waitFailover(t *testing.T, url, dead string) {
 	t.Helper()
 	c := clusterClient(t, url)
 	start := time.Now()
-	eventually(t, 30*time.Second, "a replica takes over the dead master's slots", func() bool {
+	testenv.Eventually(t, 30*time.Second, "a replica takes over the dead master's slots", func() bool {
 		for _, addr := range c.Options().Addrs {
 			if addr == dead {
 				continue
@@ -284,7 +285,7 @@ func TestBrokerClosesConnectionsDuringFanout(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			eventually(t, 10*time.Second, "feedd's two connections show in rabbitmqctl", func() bool {
+			testenv.Eventually(t, 10*time.Second, "feedd's two connections show in rabbitmqctl", func() bool {
 				return len(brokerConnections(t, prefix)) == 2
 			})
 			var ids []int64
@@ -295,7 +296,7 @@ func TestBrokerClosesConnectionsDuringFanout(t *testing.T) {
 				if i < 2 {
 					// In the middle of this post's fan-out: some inbox
 					// has it, not all.
-					eventually(t, 20*time.Second, "the fan-out starts", func() bool {
+					testenv.Eventually(t, 20*time.Second, "the fan-out starts", func() bool {
 						pg, err := in.d.cache.InboxPage(ctx, followers[len(followers)-1], 0, 5)
 						return err == nil && slices.Contains(pg.IDs, id) ||
 							func() bool {
@@ -327,7 +328,7 @@ func TestBrokerClosesConnectionsDuringFanout(t *testing.T) {
 					t.Errorf("dead letters of %s = %d, %v; want 0", q, n, err)
 				}
 			}
-			eventually(t, 10*time.Second, "feedd reconnected both connections", func() bool {
+			testenv.Eventually(t, 10*time.Second, "feedd reconnected both connections", func() bool {
 				return len(brokerConnections(t, prefix)) == 2
 			})
 		})
@@ -342,7 +343,7 @@ func TestBrokerClosesConnectionsDuringFanout(t *testing.T) {
 // a feed (replica) until the next copy.
 func TestReadReplica(t *testing.T) {
 	env := stackEnv(t, "services")
-	root := envOr("FEEDD_TEST_MYSQL_DSN", testMySQL)
+	root := testenv.MySQLDSN()
 	primary := strings.TrimPrefix(env["FEEDD_MYSQL_DSN"], root)
 	replica := primary + "_replica"
 	db, err := sql.Open("mysql", root)

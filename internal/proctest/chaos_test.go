@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // TestChaos: while a celebrity with 50,000 followers posts (each post a
@@ -149,7 +150,7 @@ func TestChaos(t *testing.T) {
 	// Let the fan-out finish: nothing unsent in the outbox, nothing
 	// waiting in the queues.
 	settle := time.Now()
-	waitFor(t, 90*time.Second, "the outbox and the queues are empty", func() bool {
+	testenv.Eventually(t, 90*time.Second, "the outbox and the queues are empty", func() bool {
 		n, err := s.store.OutboxBacklog(ctx)
 		return err == nil && n == 0 && s.queued("posts") == 0 && s.queued("tasks") == 0
 	})
@@ -237,7 +238,7 @@ func (w *chaosWorld) call(ctx context.Context, method, path, token string, body 
 
 // publish posts as author until it gets a verdict and records the id.
 func (w *chaosWorld) publish(ctx context.Context, author int64, token, content string) error {
-	key := "chaos-" + randHex(8)
+	key := "chaos-" + testenv.RandHex(8)
 	status, b, err := w.call(ctx, "POST", "/v1/posts", token, map[string]any{"content": content}, "Idempotency-Key", key)
 	if err != nil {
 		return err
@@ -289,7 +290,7 @@ func (w *chaosWorld) streamOps(ctx context.Context, rng *rand.Rand) error {
 		me, tok := w.stream[i], w.tokens[i]
 		switch r := rng.IntN(100); {
 		case r < 60:
-			if err := w.publish(ctx, me, tok, "stream post "+randHex(4)); err != nil {
+			if err := w.publish(ctx, me, tok, "stream post "+testenv.RandHex(4)); err != nil {
 				return err
 			}
 		case r < 85:

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // TestConfigContract: what an operator relies on when configuring feedd
@@ -25,9 +27,9 @@ func TestConfigContract(t *testing.T) {
 		base := map[string]string{
 			"FEEDD_MYSQL_DSN":   "root@tcp(127.0.0.1:3306)/feedd_proc_unused",
 			"FEEDD_REDIS_URL":   defaultRedis,
-			"FEEDD_AMQP_URL":    defaultAMQP,
-			"FEEDD_ADMIN_TOKEN": "admin-" + randHex(8),
-			"FEEDD_JWT_SECRET":  randHex(16),
+			"FEEDD_AMQP_URL":    testenv.AMQPURL(),
+			"FEEDD_ADMIN_TOKEN": "admin-" + testenv.RandHex(8),
+			"FEEDD_JWT_SECRET":  testenv.RandHex(16),
 		}
 		for _, missing := range []string{"FEEDD_ADMIN_TOKEN", "FEEDD_JWT_SECRET"} {
 			t.Run(missing, func(t *testing.T) {
@@ -131,7 +133,7 @@ func TestConfigContract(t *testing.T) {
 		work := startReady(t, "work", s.env, "work")
 		api := work.api()
 		// The queues are set up once the work process consumes them.
-		waitFor(t, 30*time.Second, "work consumes posts and tasks", func() bool {
+		testenv.Eventually(t, 30*time.Second, "work consumes posts and tasks", func() bool {
 			return s.consumers("posts") == 1 && s.consumers("tasks") == 1
 		})
 		if r := api.must(200, "GET", "/healthz", "", nil); r["status"] != "ok" {

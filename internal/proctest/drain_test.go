@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // TestSIGTERMDrainsWork: a work process told to stop with SIGTERM in the
@@ -155,7 +157,7 @@ func TestSIGTERMDrainsServe(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, 10*time.Second, "feed reads waiting for the table lock", func() bool { return waitingOnLock() > 0 })
+	testenv.Eventually(t, 10*time.Second, "feed reads waiting for the table lock", func() bool { return waitingOnLock() > 0 })
 	time.Sleep(300 * time.Millisecond)
 	waiting := waitingOnLock()
 	if n := answered.Load(); n != 0 {
@@ -165,7 +167,7 @@ func TestSIGTERMDrainsServe(t *testing.T) {
 	serve.signal(syscall.SIGTERM)
 	sent := time.Now()
 	// Shutdown has begun once the listener is closed.
-	waitFor(t, 10*time.Second, "serve stops accepting connections after SIGTERM", func() bool {
+	testenv.Eventually(t, 10*time.Second, "serve stops accepting connections after SIGTERM", func() bool {
 		c, err := net.DialTimeout("tcp", serve.addr, time.Second)
 		if err != nil {
 			return errors.Is(err, syscall.ECONNREFUSED)
@@ -203,17 +205,5 @@ func TestSIGTERMDrainsServe(t *testing.T) {
 	}
 	if st := serve.wait(20 * time.Second); st.ExitCode() != 0 {
 		t.Fatalf("serve after SIGTERM: got %v; want exit status 0", st)
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after within.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

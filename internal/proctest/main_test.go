@@ -3,11 +3,7 @@ package proctest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -19,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,18 +28,14 @@ import (
 	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/rediscache"
 	"github.com/feedd/feedd/internal/sqlstore"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
-// The services' loopback defaults; FEEDD_TEST_MYSQL_DSN,
-// FEEDD_TEST_PROC_REDIS_URL and FEEDD_TEST_AMQP_URL override them.
-const (
-	defaultMySQL = "root@tcp(127.0.0.1:3306)/"
-	// Database 4 belongs to this package. Its keys carry a random prefix
-	// per test and are deleted one by one: other suites share the server,
-	// so nothing here ever flushes.
-	defaultRedis = "redis://127.0.0.1:6379/4"
-	defaultAMQP  = "amqp://guest:guest@127.0.0.1:5672/"
-)
+// defaultRedis is the Redis the tests use unless FEEDD_TEST_PROC_REDIS_URL
+// says otherwise. Database 4 belongs to this package. Its keys carry a
+// random prefix per test and are deleted one by one: other suites share
+// the server, so nothing here ever flushes.
+const defaultRedis = "redis://127.0.0.1:6379/4"
 
 // feeddBin is the binary under test, built once by TestMain in built.
 var (
@@ -72,19 +63,6 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // services are the addresses of the real backends.
 type services struct{ mysql, redis, amqp string }
 
@@ -93,9 +71,9 @@ type services struct{ mysql, redis, amqp string }
 func requireServices(t *testing.T) services {
 	t.Helper()
 	s := services{
-		mysql: envOr("FEEDD_TEST_MYSQL_DSN", defaultMySQL),
-		redis: envOr("FEEDD_TEST_PROC_REDIS_URL", defaultRedis),
-		amqp:  envOr("FEEDD_TEST_AMQP_URL", defaultAMQP),
+		mysql: testenv.MySQLDSN(),
+		redis: testenv.Getenv("FEEDD_TEST_PROC_REDIS_URL", defaultRedis),
+		amqp:  testenv.AMQPURL(),
 	}
 	mc, err := mysql.ParseDSN(s.mysql)
 	if err != nil {
@@ -109,17 +87,7 @@ func requireServices(t *testing.T) services {
 	if err != nil {
 		t.Fatalf("FEEDD_TEST_AMQP_URL: %v", err)
 	}
-	for _, svc := range []struct{ name, addr string }{
-		{"MariaDB", mc.Addr},
-		{"Redis", ro.Addr},
-		{"RabbitMQ", net.JoinHostPort(au.Host, strconv.Itoa(au.Port))},
-	} {
-		c, err := net.DialTimeout("tcp", svc.addr, 2*time.Second)
-		if err != nil {
-			feedtest.Missing(t, "%s at %s is not reachable (%v): start MariaDB, Redis and RabbitMQ", svc.name, svc.addr, err)
-		}
-		c.Close()
-	}
+	feedtest.RequireServices(t, mc.Addr, ro.Addr, net.JoinHostPort(au.Host, strconv.Itoa(au.Port)))
 	return s
 }
 
@@ -140,26 +108,9 @@ func newStack(t *testing.T) *stack {
 	t.Helper()
 	svc := requireServices(t)
 	ctx := context.Background()
-	id := randHex(5)
+	id := testenv.RandHex(5)
 
-	root, err := sql.Open("mysql", svc.mysql)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := "feedd_proc_" + id
-	if _, err := root.ExecContext(ctx, "CREATE DATABASE "+db+" CHARACTER SET utf8mb4"); err != nil {
-		root.Close()
-		t.Fatalf("create database %s: %v", db, err)
-	}
-	t.Cleanup(func() {
-		if _, err := root.Exec("DROP DATABASE IF EXISTS " + db); err != nil {
-			t.Errorf("drop database %s: %v", db, err)
-		}
-		root.Close()
-	})
-	cfg, _ := mysql.ParseDSN(svc.mysql)
-	cfg.DBName = db
-	dsn := cfg.FormatDSN()
+	dsn := testenv.CreateDatabase(t, "feedd_proc_")
 	store, err := sqlstore.OpenMySQL(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -176,10 +127,10 @@ func newStack(t *testing.T) *stack {
 	})
 
 	amqpPrefix := "proc" + id + "."
-	t.Cleanup(func() { deleteQueues(t, svc.amqp, amqpPrefix) })
+	t.Cleanup(func() { testenv.DeleteQueues(t, svc.amqp, amqpPrefix) })
 
 	s := &stack{
-		t: t, admin: "admin-" + randHex(8), store: store, cache: cache,
+		t: t, admin: "admin-" + testenv.RandHex(8), store: store, cache: cache,
 		amqpURL: svc.amqp, amqpPrefix: amqpPrefix,
 	}
 	s.env = map[string]string{
@@ -189,7 +140,7 @@ func newStack(t *testing.T) *stack {
 		"FEEDD_AMQP_URL":     svc.amqp,
 		"FEEDD_AMQP_PREFIX":  amqpPrefix,
 		"FEEDD_ADMIN_TOKEN":  s.admin,
-		"FEEDD_JWT_SECRET":   randHex(16),
+		"FEEDD_JWT_SECRET":   testenv.RandHex(16),
 	}
 	return s
 }
@@ -234,51 +185,6 @@ func deleteKeys(t *testing.T, client *redis.Client, prefix string) {
 	}
 }
 
-// queueNames are the queues the rabbit broker declares under a prefix.
-func queueNames(prefix string) []string {
-	return []string{prefix + "posts", prefix + "tasks", prefix + "likes", prefix + "posts.dead", prefix + "tasks.dead", prefix + "likes.dead"}
-}
-
-// deleteQueues deletes the queues and the exchange under prefix.
-//
-// RabbitMQ 3.10 can crash the dead-letter worker of a quorum queue that is
-// deleted while the worker is still starting, and enough such crashes
-// take down its supervisor, after which every quorum queue of the broker
-// fails for minutes. Tests therefore let the work processes they start
-// consume (or run for a while) before they end.
-func deleteQueues(t *testing.T, url, prefix string) {
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Logf("cleanup: dial rabbitmq: %v", err)
-		return
-	}
-	defer conn.Close()
-	// A channel per call: a refusal closes the channel it came on.
-	each := func(f func(ch *amqp.Channel) error) {
-		ch, err := conn.Channel()
-		if err != nil {
-			t.Logf("cleanup: rabbitmq channel: %v", err)
-			return
-		}
-		defer ch.Close()
-		if err := f(ch); err != nil && !isNotFound(err) {
-			t.Logf("cleanup: %v", err)
-		}
-	}
-	for _, q := range queueNames(prefix) {
-		each(func(ch *amqp.Channel) error {
-			_, err := ch.QueueDelete(q, false, false, false)
-			return err
-		})
-	}
-	each(func(ch *amqp.Channel) error { return ch.ExchangeDelete(prefix+"dlx", false, false) })
-}
-
-func isNotFound(err error) bool {
-	var e *amqp.Error
-	return errors.As(err, &e) && e.Code == amqp.NotFound
-}
-
 // deadLetters returns how many messages sit in the dead-letter queues of
 // posts and tasks; a queue that was never declared holds none.
 func (s *stack) deadLetters() map[string]int {
@@ -296,7 +202,7 @@ func (s *stack) deadLetters() map[string]int {
 		}
 		info, err := ch.QueueDeclarePassive(q, true, false, false, false, nil)
 		switch {
-		case isNotFound(err):
+		case testenv.IsNotFound(err):
 			out[q] = 0
 		case err != nil:
 			s.t.Fatalf("inspect %s: %v", q, err)
@@ -330,7 +236,7 @@ func (s *stack) inspect(queue string) amqp.Queue {
 	}
 	info, err := ch.QueueDeclarePassive(s.amqpPrefix+queue, true, false, false, false, nil)
 	switch {
-	case isNotFound(err):
+	case testenv.IsNotFound(err):
 		return amqp.Queue{}
 	case err != nil:
 		s.t.Fatalf("inspect %s: %v", queue, err)
@@ -438,24 +344,6 @@ func (s *stack) waitInboxes(readers, want []int64, within time.Duration) {
 	}
 }
 
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // freeAddr returns a loopback address with a port nobody listens on.
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -473,8 +361,8 @@ type proc struct {
 	name   string
 	addr   string
 	cmd    *exec.Cmd
-	stdout syncBuffer
-	stderr syncBuffer
+	stdout testenv.SyncBuffer
+	stderr testenv.SyncBuffer
 	exited chan struct{} // closed once the process has been reaped
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/testenv"
 	"github.com/feedd/feedd/internal/testproxy"
 )
 
@@ -118,7 +119,7 @@ func TestBrokerOutage(t *testing.T) {
 	s.waitInboxes(readers, reversed(posts), 60*time.Second)
 	// Every event so far is marked sent, so that the backlog below counts
 	// exactly the outage's.
-	waitFor(t, 30*time.Second, "the outbox is drained before the cut", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the outbox is drained before the cut", func() bool {
 		n, err := s.store.OutboxBacklog(ctx)
 		return err == nil && n == 0
 	})
@@ -150,7 +151,7 @@ func TestBrokerOutage(t *testing.T) {
 	}
 
 	want := reversed(posts)
-	waitFor(t, 60*time.Second, "the relay drains the outbox", func() bool {
+	testenv.Eventually(t, 60*time.Second, "the relay drains the outbox", func() bool {
 		n, err := s.store.OutboxBacklog(ctx)
 		return err == nil && n == 0
 	})
@@ -206,7 +207,7 @@ func TestRedisOutage(t *testing.T) {
 	// Every reader has an inbox holding alice's posts: the outage must
 	// bypass a warm cache, not an empty one.
 	for _, r := range rs {
-		waitFor(t, 30*time.Second, "alice's posts reach the inboxes", func() bool {
+		testenv.Eventually(t, 30*time.Second, "alice's posts reach the inboxes", func() bool {
 			return len(s.mismatched([]int64{r.id}, reversed(alicePosts))) == 0
 		})
 		if got := api.feedAll(r.tok); !slices.Equal(got, reversed(alicePosts)) {
@@ -235,7 +236,7 @@ func TestRedisOutage(t *testing.T) {
 	}
 	// The reads' cache calls fail, and the cache breaker opens: from then
 	// on they fail at once instead of waiting on go-redis's retries.
-	waitFor(t, 30*time.Second, "the cache breaker opens during the outage (feedd_cache_breaker_state 2)", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the cache breaker opens during the outage (feedd_cache_breaker_state 2)", func() bool {
 		checkFeed(rs[0], reversed(alicePosts), "Redis unreachable, breaker opening")
 		return scrape(t, serve)["feedd_cache_breaker_state"] == 2
 	})
@@ -304,7 +305,7 @@ func TestRedisOutage(t *testing.T) {
 	rd.Restore()
 	// A probe (a read's cache call, or the switch poller's) finds Redis
 	// back and closes the breaker.
-	waitFor(t, 30*time.Second, "the cache breaker closes after Redis is back (feedd_cache_breaker_state 0)", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the cache breaker closes after Redis is back (feedd_cache_breaker_state 0)", func() bool {
 		api.feedAll(rs[2].tok)
 		return scrape(t, serve)["feedd_cache_breaker_state"] == 0
 	})
@@ -330,7 +331,7 @@ func TestRedisOutage(t *testing.T) {
 	// A post after the outage reaches the inboxes by fan-out again.
 	p := api.publish(aliceTok, "alice after")
 	aliceLive = append(aliceLive, p)
-	waitFor(t, 30*time.Second, "the post after the outage reaches carol's and reader 2's inboxes", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the post after the outage reaches carol's and reader 2's inboxes", func() bool {
 		return len(s.mismatched([]int64{carol, rs[2].id}, reversed(aliceLive))) == 0
 	})
 	for _, r := range all {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // TestTwoServeTwoWork: two serve and two work processes share one set of
@@ -29,7 +31,7 @@ func TestTwoServeTwoWork(t *testing.T) {
 	a, b := serveA.api(), serveB.api()
 	// Ready means the backends answer; wait until both work processes
 	// also consume, so that both can take a share.
-	waitFor(t, 30*time.Second, "both work processes consume posts and tasks", func() bool {
+	testenv.Eventually(t, 30*time.Second, "both work processes consume posts and tasks", func() bool {
 		return s.consumers("posts") == 2 && s.consumers("tasks") == 2
 	})
 
@@ -60,7 +62,7 @@ func TestTwoServeTwoWork(t *testing.T) {
 	want := []int64{p2, p1}
 	s.waitInboxes(readers, want, 60*time.Second)
 	wantReader := []int64{p3, p2, p1}
-	waitFor(t, 30*time.Second, "the friend's post reaches the reader's inbox", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the friend's post reaches the reader's inbox", func() bool {
 		return len(s.mismatched([]int64{reader}, wantReader)) == 0
 	})
 	for _, c := range []*client{a, b} {
@@ -78,7 +80,7 @@ func TestTwoServeTwoWork(t *testing.T) {
 	wantWrites := float64(2*(followers+1) + 1)
 	var writes, tasks, split float64
 	var perWorker []float64
-	waitFor(t, 10*time.Second, fmt.Sprintf("the work processes count %v inbox writes and 2 splits", wantWrites), func() bool {
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("the work processes count %v inbox writes and 2 splits", wantWrites), func() bool {
 		writes, tasks, split, perWorker = 0, 0, 0, nil
 		for _, w := range workers {
 			m := scrape(t, w)
@@ -158,7 +160,7 @@ func TestProcessesComeAndGo(t *testing.T) {
 		"FEEDD_BATCH_SIZE", "50", "FEEDD_DIRECT_FANOUT", "100", "FEEDD_WORKERS", "2")
 	serves := []*proc{startReady(t, "serve A", env, "serve"), startReady(t, "serve B", env, "serve")}
 	work := []*proc{startReady(t, "work 1", env, "work"), startReady(t, "work 2", env, "work"), startReady(t, "work 3", env, "work")}
-	waitFor(t, 30*time.Second, "three work processes consume posts and tasks", func() bool {
+	testenv.Eventually(t, 30*time.Second, "three work processes consume posts and tasks", func() bool {
 		return s.consumers("posts") == 3 && s.consumers("tasks") == 3
 	})
 	star, starTok := serves[0].api().newUser(s.admin, "star")
