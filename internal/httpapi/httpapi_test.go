@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 const (
@@ -39,31 +39,13 @@ const (
 	carol int64 = 3
 )
 
-// syncBuffer is a log sink the server's goroutines and the test can share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // env is a server over real HTTP with a fake Service behind it.
 type env struct {
 	t    *testing.T
 	url  string
 	svc  *fakeService
 	reg  *prometheus.Registry
-	logs *syncBuffer
+	logs *testenv.SyncBuffer
 }
 
 func newEnv(t *testing.T) *env {
@@ -72,7 +54,7 @@ func newEnv(t *testing.T) *env {
 	svc.seedUser(alice, "alice")
 	svc.seedUser(bob, "bob")
 	svc.seedUser(carol, "carol")
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := prometheus.NewRegistry()
 	cfg := Config{
