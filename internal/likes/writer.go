@@ -135,9 +135,7 @@ func (w *Writer) apply(evs []feed.LikeEvent) error {
 // likes share one publish: while one is waiting for its confirm, the next
 // gathers everything that arrives, so the confirm round trip (a quorum
 // queue's replicated disk write) is paid per group, not per like.
-func ViaBroker(b interface {
-	Publish(ctx context.Context, queue string, bodies ...[]byte) error
-}, maxBatch int) Recorder {
+func ViaBroker(b feed.Publisher, maxBatch int) Recorder {
 	g := newGroup(max(maxBatch, 1), 0, func(evs []feed.LikeEvent) error {
 		bodies := make([][]byte, len(evs))
 		for i, ev := range evs {
