@@ -3,9 +3,6 @@ package load
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -19,6 +16,7 @@ import (
 
 	"github.com/feedd/feedd/internal/bench/report/reporttest"
 	"github.com/feedd/feedd/internal/feed/feedtest"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // The end-to-end test builds feedd, writes a tiny graph into a fresh
@@ -27,24 +25,7 @@ import (
 // prefix) and RabbitMQ (a random prefix), as a user would. Without the
 // services it skips loudly; under CI=true it fails.
 
-const (
-	e2eMySQL = "root@tcp(127.0.0.1:3306)/"
-	e2eRedis = "redis://127.0.0.1:6379/5"
-	e2eAMQP  = "amqp://guest:guest@127.0.0.1:5672/"
-)
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+const e2eRedis = "redis://127.0.0.1:6379/5"
 
 // buildFeedd compiles the feedd command into dir.
 func buildFeedd(t *testing.T, dir string) string {
@@ -79,19 +60,7 @@ func feeddCmd(t *testing.T, ctx context.Context, exe string, env []string, args 
 // redisURL, the broker, fresh secrets, quiet logs and extra.
 func childEnv(t *testing.T, dbPrefix, redisURL string, extra ...string) []string {
 	t.Helper()
-	root := envOr("FEEDD_TEST_MYSQL_DSN", e2eMySQL)
-	db := dbPrefix + randHex(6)
-	conn, err := sql.Open("mysql", root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec("CREATE DATABASE " + db + " CHARACTER SET utf8mb4"); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		_, _ = conn.Exec("DROP DATABASE IF EXISTS " + db)
-		conn.Close()
-	})
+	dsn := testenv.CreateDatabase(t, dbPrefix)
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "FEEDD_") {
@@ -99,11 +68,11 @@ func childEnv(t *testing.T, dbPrefix, redisURL string, extra ...string) []string
 		}
 	}
 	env = append(env,
-		"FEEDD_MYSQL_DSN="+root+db,
+		"FEEDD_MYSQL_DSN="+dsn,
 		"FEEDD_REDIS_URL="+redisURL,
-		"FEEDD_AMQP_URL="+envOr("FEEDD_TEST_AMQP_URL", e2eAMQP),
-		"FEEDD_ADMIN_TOKEN=admin-"+randHex(8),
-		"FEEDD_JWT_SECRET="+randHex(16),
+		"FEEDD_AMQP_URL="+testenv.AMQPURL(),
+		"FEEDD_ADMIN_TOKEN=admin-"+testenv.RandHex(8),
+		"FEEDD_JWT_SECRET="+testenv.RandHex(16),
 		"FEEDD_LOG_LEVEL=warn",
 	)
 	return append(env, extra...)
@@ -119,8 +88,8 @@ func TestBenchEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	exe := buildFeedd(t, dir)
 
-	redisURL := envOr("FEEDD_TEST_BENCH_REDIS_URL", e2eRedis)
-	runPrefix := "bench" + randHex(4) + "-"
+	redisURL := testenv.Getenv("FEEDD_TEST_BENCH_REDIS_URL", e2eRedis)
+	runPrefix := "bench" + testenv.RandHex(4) + "-"
 	env := childEnv(t, "feedd_bench_", redisURL,
 		// The celebrity's 1,500 followers are above it: hybrid pulls it.
 		"FEEDD_PULL_THRESHOLD=1000",

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedd/feedd/internal/testenv"
+
 	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 )
@@ -28,7 +30,7 @@ func TestMixedLoad(t *testing.T) {
 	dir := t.TempDir()
 	exe := buildFeedd(t, dir)
 
-	env := childEnv(t, "feedd_mixed_", envOr("FEEDD_TEST_BENCH_REDIS_URL", e2eRedis), "FEEDD_PULL_THRESHOLD=1000")
+	env := childEnv(t, "feedd_mixed_", testenv.Getenv("FEEDD_TEST_BENCH_REDIS_URL", e2eRedis), "FEEDD_PULL_THRESHOLD=1000")
 	graph := filepath.Join(dir, "graph.json")
 	feeddCmd(t, ctx, exe, env, "bench", "graph", "--users", "3000", "--celebrities", "1", "--celebrity-followers", "1500",
 		"--posts-per-user", "5", "--cohorts", "50", "--cohort-readers", "10", "--sample-users", "500", "--out", graph)
@@ -36,7 +38,7 @@ func TestMixedLoad(t *testing.T) {
 	jsonOut := filepath.Join(dir, "mixed.json")
 	// bench run fails (and so does feeddCmd) on any 5xx or a growing RSS;
 	// the figures are checked below all the same.
-	out := feeddCmd(t, ctx, exe, env, "bench", "run", "--graph", graph, "--run-prefix", "mixed"+randHex(4)+"-",
+	out := feeddCmd(t, ctx, exe, env, "bench", "run", "--graph", graph, "--run-prefix", "mixed"+testenv.RandHex(4)+"-",
 		"--models", "hybrid", "--scenarios", "mixed", "--duration", "40s", "--concurrency", "8",
 		"--log-dir", dir, "--json", jsonOut)
 	if !strings.Contains(out, "mixed load") {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedd/feedd/internal/testenv"
+
 	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/rediscache"
@@ -34,7 +36,7 @@ func TestBenchWorkProcsOnCluster(t *testing.T) {
 	dir := t.TempDir()
 	exe := buildFeedd(t, dir)
 
-	runPrefix := "bench" + randHex(4) + "-"
+	runPrefix := "bench" + testenv.RandHex(4) + "-"
 	env := childEnv(t, "feedd_bench_", clusterURL, "FEEDD_BATCH_SIZE=200", "FEEDD_DIRECT_FANOUT=500")
 	graph := filepath.Join(dir, "graph.json")
 	feeddCmd(t, ctx, exe, env, "bench", "graph", "--users", "3000", "--celebrities", "1", "--celebrity-followers", "2000",
