@@ -1,7 +1,6 @@
 package feed
 
 import (
-	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -31,9 +30,11 @@ type Post struct {
 	Content   string
 	CreatedAt time.Time
 	Deleted   bool
-	// Data is the application's own JSON object, compacted (CheckData) and
-	// returned as it was stored; nil when the post has none.
-	Data json.RawMessage
+	// Data is the application's own JSON object as compact JSON text
+	// (CheckData), served as it was stored; "" when the post has none. A
+	// string, not a json.RawMessage, so that a Post stays immutable and
+	// comparable: caches share it between goroutines without copying.
+	Data string
 	// EditedAt is when the post was last edited, to the millisecond; zero
 	// if never. It is also the post's version (Version).
 	EditedAt time.Time
@@ -69,9 +70,9 @@ func (p Post) Supersedes(old Post) bool { return p.Version() >= old.Version() }
 type PostEdit struct {
 	Content *string // the new content; nil leaves it as it is
 	// SetData replaces the post's data with Data, which CheckData has
-	// compacted; a nil Data removes it.
+	// compacted; an empty Data removes it.
 	SetData bool
-	Data    json.RawMessage
+	Data    string
 }
 
 // MaxContentRunes bounds a post's content.

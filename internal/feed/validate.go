@@ -53,25 +53,25 @@ func ValidIdempotencyKey(key string) bool {
 // once compacted, nesting at most MaxDataDepth deep, and valid UTF-8.
 // Anything else is EINVALID. The store keeps the compacted bytes, so two
 // requests that differ only in whitespace store the same data.
-func CheckData(raw json.RawMessage) (json.RawMessage, error) {
+func CheckData(raw json.RawMessage) (string, error) {
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
-		return nil, Errorf(EINVALID, "data must be a JSON object")
+		return "", Errorf(EINVALID, "data must be a JSON object")
 	}
 	data := b.Bytes()
 	if len(data) == 0 || data[0] != '{' {
-		return nil, Errorf(EINVALID, "data must be a JSON object, not %s", jsonKindOf(data))
+		return "", Errorf(EINVALID, "data must be a JSON object, not %s", jsonKindOf(data))
 	}
 	if len(data) > MaxDataBytes {
-		return nil, Errorf(EINVALID, "data must be at most %d bytes as compact JSON, not %d", MaxDataBytes, len(data))
+		return "", Errorf(EINVALID, "data must be at most %d bytes as compact JSON, not %d", MaxDataBytes, len(data))
 	}
 	if !utf8.Valid(data) {
-		return nil, Errorf(EINVALID, "data must be valid UTF-8")
+		return "", Errorf(EINVALID, "data must be valid UTF-8")
 	}
 	if d := jsonDepth(data); d > MaxDataDepth {
-		return nil, Errorf(EINVALID, "data must nest at most %d objects or arrays deep, not %d", MaxDataDepth, d)
+		return "", Errorf(EINVALID, "data must nest at most %d objects or arrays deep, not %d", MaxDataDepth, d)
 	}
-	return data, nil
+	return string(data), nil
 }
 
 // jsonKindOf names the kind of a compact JSON value by its first byte.

@@ -92,7 +92,7 @@ func TestCheckData(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || string(got) != tt.want {
+			if err != nil || got != tt.want {
 				t.Fatalf("CheckData = %.60q, %v; want %.60q, nil", got, err, tt.want)
 			}
 		})
