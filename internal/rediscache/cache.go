@@ -143,6 +143,7 @@ type Cache struct {
 
 	fill, drain, add, remove, page, bounds *redis.Script
 	compareAndDelete, compareAndExpire     *redis.Script
+	postSet                                *redis.Script
 }
 
 var _ feed.Cache = (*Cache)(nil)
@@ -172,6 +173,7 @@ func New(client redis.UniversalClient, opts Options) *Cache {
 		bounds:           redis.NewScript(boundsScript),
 		compareAndDelete: redis.NewScript(compareAndDeleteScript),
 		compareAndExpire: redis.NewScript(compareAndExpireScript),
+		postSet:          redis.NewScript(postSetScript),
 	}
 }
 
