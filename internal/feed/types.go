@@ -65,6 +65,13 @@ func (p Post) Version() int64 {
 // same post: it is of the same or a later version.
 func (p Post) Supersedes(old Post) bool { return p.Version() >= old.Version() }
 
+// Draft is a new post as its author sends it. Data is compact JSON
+// (CheckData) or "" for none.
+type Draft struct {
+	Content string
+	Data    string
+}
+
 // PostEdit is a change to a post by its author. At least one of Content and
 // SetData must be set.
 type PostEdit struct {
