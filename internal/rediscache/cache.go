@@ -199,6 +199,23 @@ func isNoScript(err error) bool {
 	return errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
+// missedScript returns the indexes of a pipeline's script calls that
+// failed only because their node lacked the script, to be redone with
+// EVAL, or the first other error.
+func missedScript(cmds []*redis.Cmd) ([]int, error) {
+	var missed []int
+	for i, cmd := range cmds {
+		switch err := cmd.Err(); {
+		case err == nil:
+		case isNoScript(err):
+			missed = append(missed, i)
+		default:
+			return nil, err
+		}
+	}
+	return missed, nil
+}
+
 // ms renders a ttl in milliseconds for a script; a positive ttl under a
 // millisecond rounds up rather than to "no expiry".
 func ms(ttl time.Duration) int64 {

@@ -183,15 +183,13 @@ func (c *Cache) CachePosts(ctx context.Context, posts []feed.Post, ttl time.Dura
 	if err == nil {
 		return nil
 	}
-	var missed []feed.Post
-	for i, cmd := range cmds {
-		switch err := cmd.Err(); {
-		case err == nil:
-		case isNoScript(err):
-			missed = append(missed, posts[i])
-		default:
-			return fmt.Errorf("rediscache: cache %d posts: %w", len(posts), err)
-		}
+	idx, cmdErr := missedScript(cmds)
+	if cmdErr != nil {
+		return fmt.Errorf("rediscache: cache %d posts: %w", len(posts), cmdErr)
+	}
+	missed := make([]feed.Post, len(idx))
+	for j, i := range idx {
+		missed[j] = posts[i]
 	}
 	if len(missed) == 0 {
 		return fmt.Errorf("rediscache: cache %d posts: %w", len(posts), err)
