@@ -1,8 +1,10 @@
 package feed
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheckContent(t *testing.T) {
@@ -46,6 +48,80 @@ func TestValidIdempotencyKey(t *testing.T) {
 	for _, tt := range tests {
 		if got := ValidIdempotencyKey(tt.key); got != tt.want {
 			t.Errorf("ValidIdempotencyKey(%.20q) = %v; want %v", tt.key, got, tt.want)
+		}
+	}
+}
+
+func TestCheckData(t *testing.T) {
+	nested := func(depth int) string {
+		return strings.Repeat(`{"a":`, depth-1) + "{}" + strings.Repeat("}", depth-1)
+	}
+	// A string of n bytes as the only field: {"s":"…"} is n+8 bytes.
+	sized := func(n int) string { return `{"s":"` + strings.Repeat("x", n-8) + `"}` }
+	tests := []struct {
+		name, in, want string // want "" means EINVALID
+	}{
+		{"object", `{"title":"Hi","n":1}`, `{"title":"Hi","n":1}`},
+		{"compacted", " {\n \"a\" : [ 1 , 2 ] ,\"b\":{ } }\t", `{"a":[1,2],"b":{}}`},
+		{"empty object", `{}`, `{}`},
+		{"escapes kept", `{"s":"a\u00e9<&>\"\\\n"}`, `{"s":"a\u00e9<&>\"\\\n"}`},
+		{"braces in strings do not nest", `{"s":"` + strings.Repeat("{[", 40) + `"}`, `{"s":"` + strings.Repeat("{[", 40) + `"}`},
+		{"depth 32", nested(MaxDataDepth), nested(MaxDataDepth)},
+		{"arrays count", `{"a":` + strings.Repeat("[", 31) + strings.Repeat("]", 31) + `}`, `{"a":` + strings.Repeat("[", 31) + strings.Repeat("]", 31) + `}`},
+		{"16 KiB", sized(MaxDataBytes), sized(MaxDataBytes)},
+		{"16 KiB once compacted", " " + sized(MaxDataBytes) + "  ", sized(MaxDataBytes)},
+		{"depth 33", nested(MaxDataDepth + 1), ""},
+		{"arrays too deep", `{"a":` + strings.Repeat("[", 32) + strings.Repeat("]", 32) + `}`, ""},
+		{"16 KiB + 1", sized(MaxDataBytes + 1), ""},
+		{"array", `[1]`, ""},
+		{"string", `"x"`, ""},
+		{"number", `1`, ""},
+		{"boolean", `true`, ""},
+		{"null", `null`, ""},
+		{"not JSON", `{"a":}`, ""},
+		{"two values", `{} {}`, ""},
+		{"empty", ``, ""},
+		{"invalid UTF-8", "{\"a\":\"\xff\"}", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := CheckData(json.RawMessage(tt.in))
+			if tt.want == "" {
+				if ErrorCode(err) != EINVALID {
+					t.Fatalf("CheckData = %q, %v; want %s", got, err, EINVALID)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("CheckData = %.60q, %v; want %.60q, nil", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestPostVersion(t *testing.T) {
+	at := time.UnixMilli(1_700_000_000_123)
+	fresh := Post{ID: 1}
+	edited := Post{ID: 1, EditedAt: at}
+	later := Post{ID: 1, EditedAt: at.Add(time.Millisecond)}
+	tomb := Post{ID: 1, Deleted: true}
+	if fresh.Version() != 0 || edited.Version() != at.UnixMilli() || tomb.Version() != TombstoneVersion {
+		t.Fatalf("versions %d, %d, %d; want 0, %d, %d", fresh.Version(), edited.Version(), tomb.Version(), at.UnixMilli(), TombstoneVersion)
+	}
+	for _, tt := range []struct {
+		name   string
+		p, old Post
+		want   bool
+	}{
+		{"same version", edited, edited, true},
+		{"an edit over the original", edited, fresh, true},
+		{"the original over an edit", fresh, edited, false},
+		{"an older edit over a newer", edited, later, false},
+		{"a tombstone over an edit", tomb, later, true},
+		{"an edit over a tombstone", later, tomb, false},
+	} {
+		if got := tt.p.Supersedes(tt.old); got != tt.want {
+			t.Errorf("%s: Supersedes = %v; want %v", tt.name, got, tt.want)
 		}
 	}
 }

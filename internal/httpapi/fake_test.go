@@ -247,18 +247,55 @@ func (f *fakeService) Unfollow(ctx context.Context, follower, followee int64) er
 	return nil
 }
 
-func (f *fakeService) Publish(ctx context.Context, author int64, content, idemKey string) (feed.Post, error) {
+func (f *fakeService) Publish(ctx context.Context, author int64, d feed.Draft, idemKey string) (feed.Post, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.record("Publish", author, content, idemKey); err != nil {
+	args := []any{author, d.Content, idemKey}
+	if d.Data != "" {
+		args = append(args, d.Data)
+	}
+	if err := f.record("Publish", args...); err != nil {
 		return feed.Post{}, err
 	}
 	key := fmt.Sprintf("%d/%s", author, idemKey)
 	if id, ok := f.idem[key]; ok && idemKey != "" {
 		return f.posts[id], nil
 	}
-	p := f.publishLocked(author, content)
+	p := f.publishLocked(author, d.Content)
+	p.Data = d.Data
+	f.posts[p.ID] = p
 	f.idem[key] = p.ID
+	return p, nil
+}
+
+func (f *fakeService) EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (feed.Post, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	args := []any{actor, id}
+	if e.Content != nil {
+		args = append(args, "content="+*e.Content)
+	}
+	if e.SetData {
+		args = append(args, "data="+e.Data)
+	}
+	if err := f.record("EditPost", args...); err != nil {
+		return feed.Post{}, err
+	}
+	p, ok := f.posts[id]
+	if !ok || p.Deleted {
+		return feed.Post{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
+	}
+	if p.AuthorID != actor {
+		return feed.Post{}, feed.Errorf(feed.EFORBIDDEN, "only its author can edit post %d", id)
+	}
+	if e.Content != nil {
+		p.Content = *e.Content
+	}
+	if e.SetData {
+		p.Data = e.Data
+	}
+	p.EditedAt = f.now.Add(time.Hour)
+	f.posts[id] = p
 	return p, nil
 }
 

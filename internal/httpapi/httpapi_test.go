@@ -232,7 +232,22 @@ func checkPost(t *testing.T, v any) map[string]any {
 	if !ok {
 		t.Fatalf("post = %v; want an object", v)
 	}
-	if got, want := keys(p), []string{"author_id", "content", "created_at", "id", "like_count", "liked_by_me"}; !slices.Equal(got, want) {
+	// data and edited_at are there only when the post has them.
+	want := []string{"author_id", "content", "created_at", "id", "like_count", "liked_by_me"}
+	if _, ok := p["data"]; ok {
+		want = append(want, "data")
+		if _, ok := p["data"].(map[string]any); !ok {
+			t.Errorf("post data = %#v; want an object", p["data"])
+		}
+	}
+	if _, ok := p["edited_at"]; ok {
+		want = append(want, "edited_at")
+		if ts, _ := p["edited_at"].(string); !timeRE.MatchString(ts) {
+			t.Errorf("post edited_at = %#v; want RFC 3339 UTC with milliseconds", p["edited_at"])
+		}
+	}
+	slices.Sort(want)
+	if got := keys(p); !slices.Equal(got, want) {
 		t.Errorf("post keys = %q; want %q", got, want)
 	}
 	for _, k := range []string{"id", "author_id", "content", "created_at"} {
@@ -917,7 +932,7 @@ func TestRouting(t *testing.T) {
 		}{
 			{"DELETE", "/v1/users", "POST"},
 			{"GET", "/v1/posts", "POST"},
-			{"PATCH", "/v1/posts/1", "DELETE, GET, HEAD"},
+			{"PUT", "/v1/posts/1", "DELETE, GET, HEAD, PATCH"},
 			{"POST", "/v1/me/feed", "GET, HEAD"},
 			{"GET", "/v1/me/following/2", "DELETE, PUT"},
 			{"POST", "/healthz", "GET, HEAD"},

@@ -43,12 +43,16 @@ type Service interface {
 	Unfollow(ctx context.Context, follower, followee int64) error
 	// Publish creates a post; a repeated non-empty idemKey from the same
 	// author returns the post the first call created.
-	Publish(ctx context.Context, author int64, content, idemKey string) (feed.Post, error)
+	Publish(ctx context.Context, author int64, d feed.Draft, idemKey string) (feed.Post, error)
 	// Post returns a post; ENOTFOUND if unknown or deleted.
 	Post(ctx context.Context, id int64) (feed.Post, error)
 	// DeletePost deletes a post as actor; EFORBIDDEN if actor is not its
 	// author, ENOTFOUND if unknown.
 	DeletePost(ctx context.Context, actor, id int64) error
+	// EditPost changes a post's content, data or both as actor and
+	// returns it edited; EFORBIDDEN if actor is not its author, ENOTFOUND
+	// if unknown or deleted.
+	EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (feed.Post, error)
 	// AuthorPosts returns up to n of author's posts with ids below before
 	// (0: from the newest), newest first; ENOTFOUND for an unknown author.
 	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, bool, error)
