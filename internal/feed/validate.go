@@ -30,21 +30,26 @@ func checkText(field, s string, max int, multiline bool) error {
 	if !utf8.ValidString(s) {
 		return Errorf(EINVALID, "%s must be valid UTF-8", field)
 	}
-	if utf8.RuneCountInString(s) > max {
-		return Errorf(EINVALID, "%s must be at most %d characters", field, max)
-	}
-	seen := false
+	// One pass: this runs on every post, in the API and in the service.
+	n, seen := 0, false
 	for _, r := range s {
-		// Category Cc: C0, DEL and C1. DEL and C1 are refused along with
-		// C0 because no keyboard types them and some (U+009B, a terminal's
-		// CSI) act on whatever later prints the text.
-		if unicode.Is(unicode.Cc, r) && !(multiline && (r == '\t' || r == '\n' || r == '\r')) {
+		n++
+		// unicode.IsControl is category Cc: C0, DEL and C1. DEL and C1
+		// are refused along with C0 because no keyboard types them and
+		// some (U+009B, a terminal's CSI) act on whatever later prints
+		// the text.
+		if unicode.IsControl(r) && !(multiline && (r == '\t' || r == '\n' || r == '\r')) {
 			if multiline {
 				return Errorf(EINVALID, "%s must not contain the control character %U: of the controls only tab, line feed and carriage return are allowed", field, r)
 			}
 			return Errorf(EINVALID, "%s must not contain the control character %U: it is one line of text", field, r)
 		}
-		seen = seen || visible(r)
+		if !seen {
+			seen = visible(r)
+		}
+	}
+	if n > max {
+		return Errorf(EINVALID, "%s must be at most %d characters", field, max)
 	}
 	if !seen {
 		return Errorf(EINVALID, "%s must have at least one visible character, not only spaces, line breaks or invisible characters such as U+200B", field)
