@@ -231,3 +231,84 @@ func BenchmarkDecodePost(b *testing.B) {
 		}
 	})
 }
+
+// FuzzCheckKeys holds checkKeys, on a body of any shape, to a slow
+// reference: encoding/json's tokens, with a set of keys per object. It
+// never panics, even on input encoding/json would refuse, and on valid
+// JSON it finds a repeated key exactly when the reference does.
+func FuzzCheckKeys(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `{"a":1,"b":{"a":2}}`, `{"a":1,"a":2}`, `[{"a":[{"b":1,"b":2}]}]`, `{"\u0061":1,"a":2}`,
+		`{"a":"\ud83d\ude00"}`, `{"a":"\ud800"}`, `"x"`, `{"a":{"b":{}},"c":[]}`, `{"a"`, `{"a":1,`, `[`, `"\`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		err := checkKeys(body, nil) // must not panic, whatever body is
+		// decode checks UTF-8 first; the reference would see two
+		// different invalid keys as the same U+FFFD.
+		if !json.Valid(body) || !utf8.Valid(body) {
+			return
+		}
+		dup := referenceDuplicate(t, body)
+		if dup && err == nil {
+			t.Fatalf("checkKeys(%q) = nil; the reference finds a repeated key", body)
+		}
+		if !dup && err != nil && strings.Contains(err.Error(), "appears twice") {
+			t.Fatalf("checkKeys(%q) = %v; the reference finds no repeated key", body, err)
+		}
+	})
+}
+
+// referenceDuplicate reports whether an object of body, which is valid
+// JSON, holds a key twice.
+func referenceDuplicate(t *testing.T, body []byte) bool {
+	t.Helper()
+	type frame struct {
+		object  bool
+		wantKey bool
+		keys    map[string]bool
+	}
+	var stack []*frame
+	value := func() { // a value ended: in an object, a key comes next
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].wantKey = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("reference: %v", err)
+		}
+		top := (*frame)(nil)
+		if n := len(stack); n > 0 {
+			top = stack[n-1]
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, wantKey: true, keys: map[string]bool{}})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			value()
+			continue
+		}
+		if top != nil && top.object && top.wantKey {
+			k := tok.(string)
+			if top.keys[k] {
+				return true
+			}
+			top.keys[k] = true
+			top.wantKey = false
+			continue
+		}
+		value()
+	}
+}
