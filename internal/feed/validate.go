@@ -27,13 +27,15 @@ func checkText(field, s string, max int, multiline bool) error {
 	if s == "" {
 		return Errorf(EINVALID, "%s is required", field)
 	}
-	if !utf8.ValidString(s) {
-		return Errorf(EINVALID, "%s must be valid UTF-8", field)
-	}
 	// One pass: this runs on every post, in the API and in the service.
 	n, seen := 0, false
-	for _, r := range s {
+	for i, r := range s {
 		n++
+		if r == utf8.RuneError { // an invalid byte, or a real U+FFFD
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return Errorf(EINVALID, "%s must be valid UTF-8", field)
+			}
+		}
 		// unicode.IsControl is category Cc: C0, DEL and C1. DEL and C1
 		// are refused along with C0 because no keyboard types them and
 		// some (U+009B, a terminal's CSI) act on whatever later prints

@@ -17,6 +17,7 @@ func TestCheckContent(t *testing.T) {
 		{"zero-width joiner inside an emoji", "👩\u200d💻", true},
 		{"a visible character among invisible ones", "\u200b.\u200b", true},
 		{"a combining mark alone", "\u0301", true},
+		{"U+FFFD itself", "\ufffd", true},
 		{"empty", "", false},
 		{"whitespace", " \n\t\u3000 ", false},
 		{"5001 runes", strings.Repeat("é", MaxContentRunes+1), false},
