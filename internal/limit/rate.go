@@ -1,8 +1,8 @@
 // Package limit is feedd's admission control at the edge: token buckets
 // per user and per route class (Rates), a bound on the requests in flight
 // per class (Shedder), and one on each user's requests in flight
-// (UserSlots). Both answer at once or after a short, bounded
-// wait, and both tell the caller how long to wait before retrying, so an
+// (UserSlots). Each answers at once or after a short, bounded wait, and
+// tells the caller how long to wait before retrying, so an
 // overloaded process turns excess into cheap 429s and 503s instead of into
 // latency for everyone.
 //
