@@ -12,6 +12,7 @@ import (
 	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/fanout"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/httpapi"
 	"github.com/feedd/feedd/internal/likes"
 	"github.com/feedd/feedd/internal/limit"
 	"github.com/feedd/feedd/internal/rediscache"
@@ -62,6 +63,8 @@ type config struct {
 	rateWrite       limit.Rule
 	rateRead        limit.Rule
 	rateUsers       int
+	userMaxInflight int
+	bodyTimeout     time.Duration
 	maxReads        int
 	maxWrites       int
 	shedWait        time.Duration
@@ -195,6 +198,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	rule(&c.rateWrite, "rate-write", "0", "token bucket of all writes together, per process")
 	rule(&c.rateRead, "rate-read", "0", "token bucket of all reads together, per process")
 	num(&c.rateUsers, "rate-users", limit.DefaultMaxUsers, "per-user buckets kept in memory; the least recently active user's is dropped past this")
+	num(&c.userMaxInflight, "user-max-inflight", limit.DefaultUserMaxInFlight, "requests one user may have in flight per process, reads and writes together; beyond it 429")
+	dur(&c.bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "a request body must arrive in full this long after its headers, or the request gets 408 and its connection closes")
 	num(&c.maxReads, "max-inflight-reads", limit.DefaultMaxReads, "reads in flight per process; beyond it a read waits up to -shed-wait, then gets 503")
 	num(&c.maxWrites, "max-inflight-writes", limit.DefaultMaxWrites, "writes in flight per process; same rule")
 	dur(&c.shedWait, "shed-wait", limit.DefaultShedWait, "how long a request beyond the in-flight bound waits for a slot before 503")
@@ -253,7 +258,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		name string
 		n    int
 	}{{"inbox-max", c.inboxMax}, {"inbox-groups", c.inboxGroups}, {"direct-fanout", c.directFanout}, {"batch-size", c.batchSize}, {"workers", c.workers}, {"fanout-sql-reads", c.fanoutSQLReads}, {"relay-workers", c.relayWorkers}, {"active-days", c.activeDays}, {"pull-threshold", c.pullAt},
-		{"rate-users", c.rateUsers}, {"max-inflight-reads", c.maxReads}, {"max-inflight-writes", c.maxWrites},
+		{"rate-users", c.rateUsers}, {"user-max-inflight", c.userMaxInflight}, {"max-inflight-reads", c.maxReads}, {"max-inflight-writes", c.maxWrites},
 		{"breaker-failures", c.breakerFailures}, {"cache-breaker-failures", c.cacheFailures}, {"sql-read-conns", c.sqlReadConns}, {"sql-write-conns", c.sqlWriteConns},
 		{"sql-work-conns", c.sqlWorkConns}, {"relay-max-pending", c.relayMaxPending}, {"tasks-max-pending", c.tasksMaxPending},
 		{"like-batch", c.likeBatch}, {"refresh-max-posts", c.refreshMax}} {
@@ -268,6 +273,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		if v.d < 0 {
 			return c, fmt.Errorf("%s must not be negative, got %s", v.name, v.d)
 		}
+	}
+	if c.bodyTimeout <= 0 {
+		return c, fmt.Errorf("body-timeout must be positive, got %s", c.bodyTimeout)
 	}
 	return c, nil
 }

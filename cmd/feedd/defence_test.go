@@ -10,6 +10,7 @@ import (
 
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -614,6 +615,17 @@ func TestDefenceSettings(t *testing.T) {
 	if _, err := parseConfig([]string{"-sql-work-conns", "0"}, func(string) string { return "" }, io.Discard); err == nil {
 		t.Fatal("a pool of 0 connections was accepted")
 	}
+	if cfg.userMaxInflight != 16 || cfg.bodyTimeout != 10*time.Second {
+		t.Fatalf("defaults: user-max-inflight %d, body-timeout %v; want 16, 10s", cfg.userMaxInflight, cfg.bodyTimeout)
+	}
+	if c, err := parseConfig([]string{"-user-max-inflight", "3"}, func(k string) string {
+		return map[string]string{"FEEDD_BODY_TIMEOUT": "1500ms"}[k]
+	}, io.Discard); err != nil || c.userMaxInflight != 3 || c.bodyTimeout != 1500*time.Millisecond {
+		t.Fatalf("-user-max-inflight 3, FEEDD_BODY_TIMEOUT=1500ms: %d, %v (%v)", c.userMaxInflight, c.bodyTimeout, err)
+	}
+	if _, err := parseConfig([]string{"-body-timeout", "0s"}, func(string) string { return "" }, io.Discard); err == nil {
+		t.Fatal("a body timeout of 0 was accepted")
+	}
 	if cfg.cacheFailures != 5 || cfg.cacheCooldown != time.Second {
 		t.Fatalf("cache breaker defaults: %d failures, cool-down %v; want 5, 1s", cfg.cacheFailures, cfg.cacheCooldown)
 	}
@@ -625,5 +637,136 @@ func TestDefenceSettings(t *testing.T) {
 	}
 	if _, err := parseConfig([]string{"-cache-breaker-failures", "0"}, func(string) string { return "" }, io.Discard); err == nil {
 		t.Fatal("a cache breaker opening after 0 failures was accepted")
+	}
+}
+
+// TestSlowBodies: one user opens 200 connections that each send the
+// headers of a post of 100 bytes and then only "{". Other users' posts
+// keep answering 201 meanwhile (no write slot is held by a body still
+// arriving, and the user's own bound refuses most of the 200 at once),
+// and every slow connection is answered (408, or 429 past the user's
+// bound) and closed once the body deadline passes.
+func TestSlowBodies(t *testing.T) {
+	for _, s := range stacks[:2] {
+		t.Run(s.name, func(t *testing.T) {
+			const timeout = 2 * time.Second
+			// Fewer write slots than the user's bound: slow bodies holding
+			// slots would leave none for anyone else.
+			in, _ := runFeedd(t, s.env(t), "FEEDD_BODY_TIMEOUT", timeout.String(), "FEEDD_MAX_INFLIGHT_WRITES", "8", "FEEDD_LOG_LEVEL", "error")
+			_, slowTok := in.user("slow")
+			_, aTok := in.user("a")
+			_, bTok := in.user("b")
+			addr := strings.TrimPrefix(in.url, "http://")
+
+			type answer struct {
+				status int
+				code   string
+				closed bool
+				at     time.Time
+				err    error
+			}
+			const sockets = 200
+			answers := make(chan answer, sockets)
+			start := time.Now()
+			for range sockets {
+				go func() {
+					a := answer{}
+					defer func() { a.at = time.Now(); answers <- a }()
+					c, err := net.Dial("tcp", addr)
+					if err != nil {
+						a.err = err
+						return
+					}
+					defer c.Close()
+					_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+					if _, a.err = io.WriteString(c, "POST /v1/posts HTTP/1.1\r\nHost: feedd\r\nAuthorization: Bearer "+slowTok+
+						"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); a.err != nil {
+						return
+					}
+					br := bufio.NewReader(c)
+					res, err := http.ReadResponse(br, nil)
+					if err != nil {
+						a.err = err
+						return
+					}
+					var body struct {
+						Error struct{ Code string } `json:"error"`
+					}
+					_ = json.NewDecoder(res.Body).Decode(&body)
+					res.Body.Close()
+					a.status, a.code = res.StatusCode, body.Error.Code
+					_, err = br.ReadByte()
+					a.closed = errors.Is(err, io.EOF)
+				}()
+			}
+
+			// Others publish until every slow connection is answered.
+			type published struct {
+				status int
+				raw    string
+				at     time.Time
+			}
+			var (
+				mu   sync.Mutex
+				pubs []published
+			)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for _, tok := range []string{aTok, bTok} {
+				wg.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						r := in.do("POST", "/v1/posts", tok, map[string]any{"content": "while the slow ones wait"})
+						mu.Lock()
+						pubs = append(pubs, published{r.status, string(r.raw), time.Now()})
+						mu.Unlock()
+						time.Sleep(20 * time.Millisecond)
+					}
+				})
+			}
+			first := time.Time{}
+			counts := map[string]int{}
+			for range sockets {
+				a := <-answers
+				if a.err != nil {
+					t.Errorf("a slow connection: %v; want an answer", a.err)
+					continue
+				}
+				counts[strconv.Itoa(a.status)+" "+a.code]++
+				if (a.status != 408 || a.code != "request_timeout") && (a.status != 429 || a.code != "rate_limited") {
+					t.Errorf("a slow connection got %d %q; want 408 request_timeout or 429 rate_limited", a.status, a.code)
+				}
+				if !a.closed {
+					t.Errorf("a slow connection answered %d stayed open; want it closed", a.status)
+				}
+				if first.IsZero() || a.at.Before(first) {
+					first = a.at
+				}
+			}
+			close(stop)
+			wg.Wait()
+			t.Logf("slow connections: %v, all answered within %s", counts, time.Since(start).Round(time.Millisecond))
+			if counts["408 request_timeout"] == 0 {
+				t.Errorf("no slow connection got 408; got %v", counts)
+			}
+			during := 0
+			for _, p := range pubs {
+				if p.status != 201 {
+					t.Errorf("another user's post answered %d %s; want 201", p.status, p.raw)
+				}
+				if p.at.Before(first) {
+					during++
+				}
+			}
+			if during == 0 {
+				t.Errorf("no other user's post was answered while the slow connections were open (%d in all)", len(pubs))
+			}
+			// Nothing is left held: the slow user posts again.
+			in.must(201, "POST", "/v1/posts", slowTok, map[string]any{"content": "on time"})
+		})
 	}
 }

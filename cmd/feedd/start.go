@@ -89,13 +89,15 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		}, d.store, d.cache, d.authorLists, feed.NewIDGen(d.now), d.reg, opts...)
 		handler = httpapi.NewServer(logger, httpapi.Config{
 			AdminToken: d.adminToken, JWTSecret: d.jwtSecret,
+			BodyTimeout: cfg.bodyTimeout,
 			Rates: limit.NewRates(limit.Config{
 				PerUser:  map[limit.Class]limit.Rule{limit.Write: cfg.rateUserWrite, limit.Read: cfg.rateUserRead},
 				Global:   map[limit.Class]limit.Rule{limit.Write: cfg.rateWrite, limit.Read: cfg.rateRead},
 				MaxUsers: cfg.rateUsers,
 			}),
-			Shed:     limit.NewShedder(map[limit.Class]int{limit.Read: cfg.maxReads, limit.Write: cfg.maxWrites}, cfg.shedWait),
-			Switches: switches,
+			UserSlots: limit.NewUserSlots(cfg.userMaxInflight),
+			Shed:      limit.NewShedder(map[limit.Class]int{limit.Read: cfg.maxReads, limit.Write: cfg.maxWrites}, cfg.shedWait),
+			Switches:  switches,
 		}, svc, newLikes(cfg, d, logger, svc, switches), d.reg, metrics)
 	} else {
 		handler = httpapi.NewOps(logger, workReady, metrics)
