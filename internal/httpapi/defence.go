@@ -275,11 +275,12 @@ type readyJSON struct {
 }
 
 func handleReady(ready func(context.Context) []feed.Check) http.Handler {
+	rd := newReadiness(ready, time.Now)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := readyJSON{Status: "ok", Checks: map[string]string{}}
 		var failed []string
 		var errs []error
-		for _, c := range ready(r.Context()) {
+		for _, c := range rd.checks(r.Context()) {
 			switch {
 			case c.Err == nil:
 				body.Checks[c.Name] = "ok"
