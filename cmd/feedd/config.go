@@ -52,6 +52,7 @@ type config struct {
 	autoMigrate    bool
 	logLevel       string
 	pprofAddr      string
+	metricsAddr    string
 	inboxGroups    int
 	fanoutSQLReads int
 	fanoutRetryFor time.Duration
@@ -179,6 +180,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	dur(&c.likeCountTTL, "like-count-ttl", likes.DefaultLocalCountTTL, "how long a process keeps a like count in memory before asking Redis again: how late other processes' likes may show in its counts (0: not at all)")
 	boolean(&c.autoMigrate, "auto-migrate", true, "apply SQL migrations at start (they are idempotent)")
 	str(&c.pprofAddr, "pprof-addr", "", "if set, serve Go's profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; keep it private")
+	str(&c.metricsAddr, "metrics-addr", "", "if set, serve /metrics on this address, e.g. 127.0.0.1:9090, and not on the API's (which then answers it 404); the profiles join it when -pprof-addr is the same address")
 	str(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	str(&c.logFormat, "log-format", "json", "json (one object per line, with request_id) or text")
 	rule := func(p *limit.Rule, name, def, usage string) {

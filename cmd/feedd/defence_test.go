@@ -37,7 +37,7 @@ func runFeedd(t *testing.T, env map[string]string, overrides ...string) (*instan
 	out, logs := &testenv.SyncBuffer{}, &testenv.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"all"}, func(k string) string { return merged[k] }, out, logs) }()
-	in := &instance{t: t, http: &http.Client{Timeout: 30 * time.Second}}
+	in := &instance{t: t, http: &http.Client{Timeout: 30 * time.Second}, out: out}
 	deadline := time.Now().Add(20 * time.Second)
 	for in.url == "" || in.admin == "" {
 		for _, line := range strings.Split(out.String(), "\n") {
@@ -768,5 +768,59 @@ func TestSlowBodies(t *testing.T) {
 			// Nothing is left held: the slow user posts again.
 			in.must(201, "POST", "/v1/posts", slowTok, map[string]any{"content": "on time"})
 		})
+	}
+}
+
+// printed returns the rest of the line feedd printed after prefix, or "".
+func (in *instance) printed(prefix string) string {
+	for _, line := range strings.Split(in.out.String(), "\n") {
+		if _, after, ok := strings.Cut(line, prefix); ok {
+			return strings.TrimSpace(after)
+		}
+	}
+	return ""
+}
+
+// TestMetricsAddr: with FEEDD_METRICS_ADDR the metrics (and the profiles,
+// when FEEDD_PPROF_ADDR names the same address) are served on their own
+// listener, the public port answers /metrics 404, and the listener closes
+// with the process.
+func TestMetricsAddr(t *testing.T) {
+	in, _ := runFeedd(t, stacks[0].env(t), "FEEDD_METRICS_ADDR", "127.0.0.1:0", "FEEDD_PPROF_ADDR", "127.0.0.1:0", "FEEDD_LOG_LEVEL", "error")
+	_, tok := in.user("a")
+	in.post(tok, "counted")
+	r := in.do("GET", "/metrics", "", nil)
+	if r.status != 404 || r.errCode() != "not_found" {
+		t.Fatalf("GET /metrics on the API's port: %d %s; want 404 not_found", r.status, r.raw)
+	}
+	in.must(200, "GET", "/readyz", "", nil) // the probes stay on the API's port
+	in.must(200, "GET", "/healthz", "", nil)
+
+	private := in.printed("metrics at ")
+	if private == "" {
+		t.Fatalf("feedd did not say where its metrics are; output:\n%s", in.out.String())
+	}
+	base := strings.TrimSuffix(private, "/metrics")
+	if base == strings.TrimPrefix(in.url, "http://") || base == in.url {
+		t.Fatalf("metrics at %s, the API's own address", private)
+	}
+	for path, want := range map[string]string{
+		"/metrics":             `feedd_http_request_duration_seconds_count{code="201",method="POST",route="/v1/posts"} 1`,
+		"/debug/pprof/cmdline": "",
+	} {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatalf("GET %s%s: %v", base, path, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s on the metrics address: %d, want 200 with %q; got\n%s", path, res.StatusCode, want, grepLines(string(body), "route=\"/v1/posts\""))
+		}
+	}
+	in.stop()
+	if res, err := http.Get(private); err == nil {
+		res.Body.Close()
+		t.Fatalf("the metrics address still answers (%d) after feedd stopped", res.StatusCode)
 	}
 }
