@@ -196,11 +196,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		})
 	}
 	rule(&c.rateUserWrite, "rate-user-write", formatRule(limit.Rule{Rate: limit.DefaultUserWriteRate, Burst: limit.DefaultUserWriteBurst}), "per-user token bucket of writes (posts, follows, likes, deletes), per process")
-	rule(&c.rateUserRead, "rate-user-read", "0", "per-user token bucket of reads, per process")
+	rule(&c.rateUserRead, "rate-user-read", formatRule(limit.Rule{Rate: limit.DefaultUserReadRate, Burst: limit.DefaultUserReadBurst}), "per-user token bucket of reads (feeds, users, posts, likes), per process")
 	rule(&c.rateWrite, "rate-write", "0", "token bucket of all writes together, per process")
 	rule(&c.rateRead, "rate-read", "0", "token bucket of all reads together, per process")
 	num(&c.rateUsers, "rate-users", limit.DefaultMaxUsers, "per-user buckets kept in memory; the least recently active user's is dropped past this")
-	num(&c.userMaxInflight, "user-max-inflight", limit.DefaultUserMaxInFlight, "requests one user may have in flight per process, reads and writes together; beyond it 429")
+	num(&c.userMaxInflight, "user-max-inflight", limit.DefaultUserMaxInFlight, "requests one user may have in flight per process, reads and writes together; beyond it 429 (0: no bound)")
 	dur(&c.bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "a request body must arrive in full this long after its headers, or the request gets 408 and its connection closes")
 	num(&c.maxReads, "max-inflight-reads", limit.DefaultMaxReads, "reads in flight per process; beyond it a read waits up to -shed-wait, then gets 503")
 	num(&c.maxWrites, "max-inflight-writes", limit.DefaultMaxWrites, "writes in flight per process; same rule")
@@ -260,7 +260,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		name string
 		n    int
 	}{{"inbox-max", c.inboxMax}, {"inbox-groups", c.inboxGroups}, {"direct-fanout", c.directFanout}, {"batch-size", c.batchSize}, {"workers", c.workers}, {"fanout-sql-reads", c.fanoutSQLReads}, {"relay-workers", c.relayWorkers}, {"active-days", c.activeDays}, {"pull-threshold", c.pullAt},
-		{"rate-users", c.rateUsers}, {"user-max-inflight", c.userMaxInflight}, {"max-inflight-reads", c.maxReads}, {"max-inflight-writes", c.maxWrites},
+		{"rate-users", c.rateUsers}, {"max-inflight-reads", c.maxReads}, {"max-inflight-writes", c.maxWrites},
 		{"breaker-failures", c.breakerFailures}, {"cache-breaker-failures", c.cacheFailures}, {"sql-read-conns", c.sqlReadConns}, {"sql-write-conns", c.sqlWriteConns},
 		{"sql-work-conns", c.sqlWorkConns}, {"relay-max-pending", c.relayMaxPending}, {"tasks-max-pending", c.tasksMaxPending},
 		{"like-batch", c.likeBatch}, {"refresh-max-posts", c.refreshMax}} {
@@ -275,6 +275,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		if v.d < 0 {
 			return c, fmt.Errorf("%s must not be negative, got %s", v.name, v.d)
 		}
+	}
+	if c.userMaxInflight < 0 {
+		return c, fmt.Errorf("user-max-inflight must not be negative (0: no bound), got %d", c.userMaxInflight)
 	}
 	if c.bodyTimeout <= 0 {
 		return c, fmt.Errorf("body-timeout must be positive, got %s", c.bodyTimeout)

@@ -615,6 +615,14 @@ func TestDefenceSettings(t *testing.T) {
 	if _, err := parseConfig([]string{"-sql-work-conns", "0"}, func(string) string { return "" }, io.Discard); err == nil {
 		t.Fatal("a pool of 0 connections was accepted")
 	}
+	if cfg.rateUserRead.Rate != 50 || cfg.rateUserRead.Burst != 200 {
+		t.Fatalf("default per-user read bucket %+v; want 50/s, burst 200", cfg.rateUserRead)
+	}
+	if c, err := parseConfig(nil, func(k string) string {
+		return map[string]string{"FEEDD_RATE_USER_READ": "0", "FEEDD_USER_MAX_INFLIGHT": "0"}[k]
+	}, io.Discard); err != nil || c.rateUserRead.Rate != 0 || c.userMaxInflight != 0 {
+		t.Fatalf("FEEDD_RATE_USER_READ=0, FEEDD_USER_MAX_INFLIGHT=0 (off): %+v, %d (%v)", c.rateUserRead, c.userMaxInflight, err)
+	}
 	if cfg.userMaxInflight != 16 || cfg.bodyTimeout != 10*time.Second {
 		t.Fatalf("defaults: user-max-inflight %d, body-timeout %v; want 16, 10s", cfg.userMaxInflight, cfg.bodyTimeout)
 	}
@@ -822,5 +830,37 @@ func TestMetricsAddr(t *testing.T) {
 	if res, err := http.Get(private); err == nil {
 		res.Body.Close()
 		t.Fatalf("the metrics address still answers (%d) after feedd stopped", res.StatusCode)
+	}
+}
+
+// TestUserReadLimitByDefault: out of the box, one user reading as fast as
+// it can (enumerating users, say) is throttled after its burst, while
+// other users and the admin read on.
+func TestUserReadLimitByDefault(t *testing.T) {
+	in, _ := runFeedd(t, stacks[0].env(t), "FEEDD_LOG_LEVEL", "error")
+	aID, aTok := in.user("a")
+	_, bTok := in.user("b")
+	var refused resp
+	n := 0
+	for n = 1; n <= 2000; n++ {
+		r := in.do("GET", "/v1/users/"+aID, aTok, nil)
+		if r.status == 429 {
+			refused = r
+			break
+		}
+		if r.status != 200 {
+			t.Fatalf("read %d: %d %s", n, r.status, r.raw)
+		}
+	}
+	if refused.status != 429 || refused.errCode() != "rate_limited" || refused.header.Get("Retry-After") == "" {
+		t.Fatalf("2000 reads as one user: no 429 rate_limited with Retry-After (last %d %s)", refused.status, refused.raw)
+	}
+	if n <= 200 {
+		t.Fatalf("refused at read %d; want the burst of 200 first", n)
+	}
+	in.must(200, "GET", "/v1/users/"+aID, bTok, nil)
+	in.must(200, "GET", "/v1/users/"+aID, in.admin, nil)
+	if m := string(in.do("GET", "/metrics", "", nil).raw); !strings.Contains(m, `feedd_rate_limited_total{class="read",scope="user"} 1`) {
+		t.Errorf("metrics lack the refused read:\n%s", grepLines(m, "rate_limited"))
 	}
 }
