@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/testenv"
 )
 
@@ -862,5 +863,45 @@ func TestUserReadLimitByDefault(t *testing.T) {
 	in.must(200, "GET", "/v1/users/"+aID, in.admin, nil)
 	if m := string(in.do("GET", "/metrics", "", nil).raw); !strings.Contains(m, `feedd_rate_limited_total{class="read",scope="user"} 1`) {
 		t.Errorf("metrics lack the refused read:\n%s", grepLines(m, "rate_limited"))
+	}
+}
+
+// TestRequestIDLoggedOnce: a request's log line names its request id
+// once, though both the API (on its request line) and the logger (from
+// the context, for every other line) add it.
+func TestRequestIDLoggedOnce(t *testing.T) {
+	in, logs := runFeedd(t, stacks[0].env(t), "FEEDD_LOG_LEVEL", "debug")
+	_, tok := in.user("a")
+	const id = "once-4242"
+	in.must(201, "POST", "/v1/posts", tok, map[string]any{"content": "logged"}, "X-Request-Id", id)
+	var line string
+	testenv.Eventually(t, 5*time.Second, "the request's log line", func() bool {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(l), &rec) == nil && rec["msg"] == "http request" && rec["request_id"] == id {
+				line = l
+				return true
+			}
+		}
+		return false
+	})
+	if n := strings.Count(line, `"request_id"`); n != 1 {
+		t.Fatalf("request_id %d times in %s; want once", n, line)
+	}
+
+	// Any other line logged with the request's context gets it once too,
+	// and a logger that names it already keeps its own.
+	var buf testenv.SyncBuffer
+	logger := newLogger(&buf, "info", "json")
+	ctx := feed.WithRequestID(context.Background(), id)
+	logger.InfoContext(ctx, "from the context")
+	logger.InfoContext(ctx, "named here", "request_id", id)
+	logger.With("request_id", id).InfoContext(ctx, "named by With")
+	logger.Info("no request")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	for i, want := range []int{1, 1, 1, 0} {
+		if n := strings.Count(lines[i], `"request_id"`); n != want {
+			t.Errorf("request_id %d times in %s; want %d", n, lines[i], want)
+		}
 	}
 }
