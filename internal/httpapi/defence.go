@@ -152,9 +152,9 @@ func guard(cfg Config, m *defenceMetrics, class limit.Class, next http.Handler) 
 // client sending its headers and then trickling its body holds no slot
 // that other users need, only its own goroutine and one of its own
 // UserSlots, until the body deadline answers it 408. Reading first rather
-// than under the slot costs nothing: every route reads its whole body
-// anyway. It answers the request itself, and returns false, when the body
-// is late, too large or cut short.
+// than under the slot costs one copy of a small body: every route reads
+// its whole body anyway. It answers the request itself, and returns
+// false, when the body is late, too large or cut short.
 func readBodyFirst(w http.ResponseWriter, r *http.Request) bool {
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return true
