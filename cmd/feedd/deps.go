@@ -71,27 +71,53 @@ func newLogger(w io.Writer, level, format string) *slog.Logger {
 	if format == "text" {
 		h = slog.NewTextHandler(w, opts)
 	}
-	return slog.New(requestIDHandler{h})
+	return slog.New(requestIDHandler{next: h})
 }
 
 // requestIDHandler adds the request id of a record's context to it, so
 // that every line logged with a request's context (API, relay, dispatcher,
-// worker) names the request, without each call site adding it.
-type requestIDHandler struct{ slog.Handler }
+// worker) names the request, without each call site adding it. A line
+// that names it already (the API's request line, a logger made With it)
+// keeps its own: a key twice in one JSON object is read differently by
+// different tools.
+type requestIDHandler struct {
+	next slog.Handler
+	has  bool // the attributes bound by WithAttrs name a request_id
+}
+
+const logKeyRequestID = "request_id"
+
+func (h requestIDHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.next.Enabled(ctx, l)
+}
 
 func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
-	if id := feed.RequestID(ctx); id != "" {
-		r.AddAttrs(slog.String("request_id", id))
+	if id := feed.RequestID(ctx); id != "" && !h.has && !recordHas(r, logKeyRequestID) {
+		r.AddAttrs(slog.String(logKeyRequestID, id))
 	}
-	return h.Handler.Handle(ctx, r)
+	return h.next.Handle(ctx, r)
 }
 
 func (h requestIDHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return requestIDHandler{h.Handler.WithAttrs(attrs)}
+	has := h.has
+	for _, a := range attrs {
+		has = has || a.Key == logKeyRequestID
+	}
+	return requestIDHandler{next: h.next.WithAttrs(attrs), has: has}
 }
 
 func (h requestIDHandler) WithGroup(name string) slog.Handler {
-	return requestIDHandler{h.Handler.WithGroup(name)}
+	return requestIDHandler{next: h.next.WithGroup(name), has: h.has}
+}
+
+// recordHas reports whether r has a top-level attribute named key.
+func recordHas(r slog.Record, key string) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		found = a.Key == key
+		return !found
+	})
+	return found
 }
 
 // openStore opens the SQL store; on MySQL with pools sized for a role.

@@ -152,6 +152,7 @@ type instance struct {
 	cfg   config
 	stop  func()
 	http  *http.Client
+	out   *testenv.SyncBuffer // what it printed, when started by runFeedd
 }
 
 // startFeedd starts feedd with env (plus overrides), lets tweak adjust the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"sync"
@@ -104,6 +105,10 @@ func readBody(r *http.Request) ([]byte, error) {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return nil, feed.Errorf(feed.ETOOLARGE, "the request body is larger than %d bytes", tooLarge.Limit)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The middleware's read deadline passed before the body was in.
+		return nil, feed.Errorf(codeRequestTimeout, "the request body did not arrive in time; send it with the headers")
 	}
 	if err != nil {
 		// The client stopped sending; whatever it sent is not a request.

@@ -1029,7 +1029,11 @@ func TestOps(t *testing.T) {
 	}
 
 	e.svc.setReady(errors.New("redis: dial 10.1.2.3:6379: refused"))
-	r = e.do(req{method: "GET", path: "/readyz"})
+	// The last answer stands for a second (readiness).
+	testenv.Eventually(t, 5*time.Second, "readyz sees the failure", func() bool {
+		r = e.do(req{method: "GET", path: "/readyz"})
+		return r.status != http.StatusOK
+	})
 	wantStatus(t, r, http.StatusServiceUnavailable)
 	// The standard error, plus each dependency's state.
 	var ready struct {
@@ -1091,7 +1095,9 @@ func TestNewOps(t *testing.T) {
 		}
 	}
 	down.Store(true)
-	wantStatus(t, doHTTP(t, srv.URL, req{method: "GET", path: "/readyz"}), http.StatusServiceUnavailable)
+	testenv.Eventually(t, 5*time.Second, "readyz 503 once the last answer is a second old", func() bool {
+		return doHTTP(t, srv.URL, req{method: "GET", path: "/readyz"}).status == http.StatusServiceUnavailable
+	})
 }
 
 func TestNewServerSharesRegistry(t *testing.T) {

@@ -80,24 +80,38 @@ type Config struct {
 	JWTSecret []byte
 	// MaxBodyBytes bounds request bodies; 0 means 1 MiB.
 	MaxBodyBytes int64
+	// BodyTimeout is how long after its headers a request's body may take
+	// to arrive in full; later, the request gets 408 and its connection
+	// closes. 0 means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// Now is the clock tokens are issued and checked against; nil means
 	// time.Now. Tests pin it.
 	Now func() time.Time
 
 	// The defences; nil turns one off. Rates are the token buckets (429),
-	// Shed bounds the requests in flight per class (503), Switches are the
+	// UserSlots bounds each user's requests in flight (429), Shed bounds
+	// the requests in flight per class (503), Switches are the
 	// degradation switches (L3 makes writes answer 503) that the admin
 	// routes show and change.
-	Rates    *limit.Rates
-	Shed     *limit.Shedder
-	Switches *degrade.Switches
+	Rates     *limit.Rates
+	UserSlots *limit.UserSlots
+	Shed      *limit.Shedder
+	Switches  *degrade.Switches
 }
 
 const defaultMaxBodyBytes = 1 << 20
 
+// DefaultBodyTimeout is the BodyTimeout feedd's flag starts from: ample for
+// a body of MaxBodyBytes on a slow mobile link, short enough that a client
+// trickling bodies ties up little.
+const DefaultBodyTimeout = 10 * time.Second
+
 func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = DefaultBodyTimeout
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -126,7 +140,7 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prome
 	for _, rt := range routes(tok, svc, lk, cfg.Switches, ready, metrics) {
 		mux.Handle(rt.pattern(), tok.require(rt.access, guard(cfg, dm, classOf(rt), rt.handler)))
 	}
-	return middleware(logger, newRequestMetrics(logger, reg), cfg.MaxBodyBytes, mux)
+	return middleware(logger, newRequestMetrics(logger, reg), cfg.MaxBodyBytes, cfg.BodyTimeout, mux)
 }
 
 // NewOps returns only /healthz, /readyz and /metrics, for processes that
@@ -143,7 +157,7 @@ func NewOps(logger *slog.Logger, ready func(context.Context) []feed.Check, metri
 			mux.Handle(rt.pattern(), rt.handler)
 		}
 	}
-	return middleware(logger, nil, defaultMaxBodyBytes, mux)
+	return middleware(logger, nil, defaultMaxBodyBytes, DefaultBodyTimeout, mux)
 }
 
 func orDiscard(logger *slog.Logger) *slog.Logger {
