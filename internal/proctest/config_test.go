@@ -28,7 +28,7 @@ func TestConfigContract(t *testing.T) {
 			"FEEDD_MYSQL_DSN":   "root@tcp(127.0.0.1:3306)/feedd_proc_unused",
 			"FEEDD_REDIS_URL":   defaultRedis,
 			"FEEDD_AMQP_URL":    testenv.AMQPURL(),
-			"FEEDD_ADMIN_TOKEN": "admin-" + testenv.RandHex(8),
+			"FEEDD_ADMIN_TOKEN": "admin-" + testenv.RandHex(16),
 			"FEEDD_JWT_SECRET":  testenv.RandHex(16),
 		}
 		for _, missing := range []string{"FEEDD_ADMIN_TOKEN", "FEEDD_JWT_SECRET"} {
