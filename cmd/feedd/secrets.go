@@ -394,9 +394,10 @@ func readSecret(path string) (string, error) {
 }
 
 // writeNew creates path with content, mode 0600, atomically: written to
-// a temporary file in the same directory, synced, then linked to path,
-// which fails with fs.ErrExist if path exists; the directory is synced
-// so that the new name survives a power cut.
+// a temporary file in the same directory, synced, then linked to path
+// (a rename that cannot replace an existing file: it fails with
+// fs.ErrExist); the directory is synced so that the new name survives a
+// power cut.
 func writeNew(path string, content []byte) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
@@ -421,7 +422,14 @@ func writeNew(path string, content []byte) error {
 		if errors.Is(err, fs.ErrExist) {
 			return err
 		}
-		return fmt.Errorf("create %s: %w", path, err)
+		// A filesystem without hard links: rename instead, which
+		// replaces a file another process linked in the same instant.
+		if _, err := os.Lstat(path); err == nil {
+			return fs.ErrExist
+		}
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			return fmt.Errorf("create %s: %w", path, err)
+		}
 	}
 	d, err := os.Open(dir)
 	if err != nil {
