@@ -129,9 +129,10 @@ func isSchemeChar(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'
 }
 
-// minBarePassword is the shortest password searched for on its own in
+// minBarePassword is the shortest secret searched for on its own in
 // output: a shorter one would turn every word it occurs in into "***",
-// so it is replaced only where a URL shows it (":password@").
+// so a password that short is replaced only where a URL shows it
+// (":password@").
 const minBarePassword = 4
 
 // redactor keeps secrets out of what feedd writes: a last line of
@@ -178,7 +179,10 @@ func newRedactor(args []string, getenv func(string) string) *redactor {
 	}
 	for _, s := range found {
 		if s.kind == wholeSecret {
-			add(s.value, "***")
+			// One that short is refused at start, so it guards nothing.
+			if len(s.value) >= minBarePassword {
+				add(s.value, "***")
+			}
 			continue
 		}
 		shown, passwords := redactURLs(s.value)
@@ -217,11 +221,11 @@ func newRedactor(args []string, getenv func(string) string) *redactor {
 		}
 		return olds[i] < olds[j]
 	})
-	args2 := make([]string, 0, 2*len(olds))
+	oldnew := make([]string, 0, 2*len(olds))
 	for _, k := range olds {
-		args2 = append(args2, k, pairs[k])
+		oldnew = append(oldnew, k, pairs[k])
 	}
-	return &redactor{strings.NewReplacer(args2...)}
+	return &redactor{strings.NewReplacer(oldnew...)}
 }
 
 func quoted(s string) string {
