@@ -96,8 +96,14 @@ var roles = map[string]string{
 	"migrate": "apply the SQL migrations and exit",
 }
 
-func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
-	var c config
+// parseConfig reads the settings; every error it returns but -h's is a
+// usageError.
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c config, err error) {
+	defer func() {
+		if err != nil && !errors.Is(err, flag.ErrHelp) {
+			err = usageError{err}
+		}
+	}()
 	c.role = "all"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		c.role, args = args[0], args[1:]
@@ -150,7 +156,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	tl := timeline.DefaultConfig()
 	str(&c.addr, "addr", "127.0.0.1:8080", "HTTP listen address")
 	str(&c.dataDir, "data-dir", "./data", "directory of the embedded SQLite database and generated secrets")
-	str(&c.adminToken, "admin-token", "", "admin bearer token; generated into the data dir on the embedded default, required with MySQL")
+	str(&c.adminToken, "admin-token", "", "admin bearer token, at least 32 bytes; generated into the data dir on the embedded default, required with MySQL")
 	str(&c.jwtSecret, "jwt-secret", "", "HS256 secret for user tokens; same rule as the admin token")
 	str(&c.mysqlDSN, "mysql-dsn", "", "MySQL/MariaDB DSN, e.g. root@tcp(127.0.0.1:3306)/feedd; empty: embedded SQLite")
 	str(&c.mysqlReadDSN, "mysql-read-dsn", "", "DSN of a MySQL read replica (or a proxy to several) for the lag-tolerant read path; empty: the primary")
@@ -229,7 +235,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		fmt.Fprintf(stderr, "\nflags (each also read from the environment variable in brackets):\n")
 		fs.PrintDefaults()
 	}
-	var err error
+	hideSecretDefaults(fs)
 	if err = fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -240,6 +246,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		if err := r(); err != nil {
 			return c, err
 		}
+	}
+	if err := errors.Join(checkSecretLength("FEEDD_ADMIN_TOKEN", "admin-token", c.adminToken),
+		checkSecretLength("FEEDD_JWT_SECRET", "jwt-secret", c.jwtSecret)); err != nil {
+		return c, err
 	}
 	if c.logFormat != "json" && c.logFormat != "text" {
 		return c, fmt.Errorf("log-format must be json or text, got %q", c.logFormat)

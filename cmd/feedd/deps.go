@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -123,8 +119,8 @@ func recordHas(r slog.Record, key string) bool {
 // openStore opens the SQL store; on MySQL with pools sized for a role.
 func openStore(ctx context.Context, cfg config, pools sqlstore.Pools) (*sqlstore.Store, error) {
 	if cfg.embedded() {
-		if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
-			return nil, fmt.Errorf("create data dir: %w", err)
+		if err := makeDataDir(cfg.dataDir); err != nil {
+			return nil, err
 		}
 		return sqlstore.OpenSQLite(ctx, filepath.Join(cfg.dataDir, "feedd.db"))
 	}
@@ -288,60 +284,4 @@ func (d *deps) close(logger *slog.Logger) {
 			logger.Warn("closing store", "err", err)
 		}
 	}
-}
-
-// secrets returns the admin token and JWT secret. On the embedded default
-// a missing one is generated once and kept in the data dir; with MySQL the
-// deployment must set both, since several processes must agree on them.
-func secrets(cfg config) (admin string, jwt []byte, generated bool, err error) {
-	admin, jwtStr := cfg.adminToken, cfg.jwtSecret
-	if !cfg.embedded() {
-		if admin == "" || jwtStr == "" {
-			return "", nil, false, errors.New("FEEDD_ADMIN_TOKEN and FEEDD_JWT_SECRET must be set when FEEDD_MYSQL_DSN is")
-		}
-		return admin, []byte(jwtStr), false, nil
-	}
-	if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
-		return "", nil, false, fmt.Errorf("create data dir: %w", err)
-	}
-	if admin == "" {
-		if admin, err = keptSecret(filepath.Join(cfg.dataDir, "admin_token")); err != nil {
-			return "", nil, false, err
-		}
-		generated = true
-	}
-	if jwtStr == "" {
-		if jwtStr, err = keptSecret(filepath.Join(cfg.dataDir, "jwt_secret")); err != nil {
-			return "", nil, false, err
-		}
-	}
-	return admin, []byte(jwtStr), generated, nil
-}
-
-// keptSecret reads a secret file, creating it with 32 random bytes first.
-func keptSecret(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		return strings.TrimSpace(string(b)), nil
-	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", err
-	}
-	s := hex.EncodeToString(raw[:])
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		if errors.Is(err, os.ErrExist) { // another process won the race
-			return keptSecret(path)
-		}
-		return "", fmt.Errorf("create %s: %w", path, err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(s + "\n"); err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	return s, nil
 }
