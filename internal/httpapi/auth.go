@@ -46,9 +46,10 @@ func actorFrom(ctx context.Context) (int64, bool) {
 	return p.user, true
 }
 
-// standings tells whether a user's tokens stand: Service.TokenGeneration.
+// standings tells whether a user's tokens stand: the two Service methods.
 type standings interface {
 	TokenGeneration(ctx context.Context, user int64) (int64, error)
+	CurrentTokenGeneration(ctx context.Context, user int64) (int64, error)
 }
 
 // tokens checks bearer tokens and issues user tokens.
@@ -73,9 +74,9 @@ type tokens struct {
 
 // verifiedToken is what a valid user token says.
 type verifiedToken struct {
-	user     int64
-	gen      int64
-	exp, nbf time.Time // nbf zero: none
+	user          int64
+	gen           int64
+	iat, exp, nbf time.Time // iat, nbf zero: none
 }
 
 // valid reports whether the token is valid at now, as the JWT parser
@@ -85,6 +86,10 @@ func (v verifiedToken) valid(now time.Time) bool {
 }
 
 const (
+	// recentlyMinted is how recent a token's iat must be for a "no such
+	// user" to be asked again of SQL: the service's copy is at most a
+	// second old, and iat is cut to the second.
+	recentlyMinted = 2 * time.Second
 	// verifiedTokens bounds the tokens a process remembers (about 150
 	// bytes each); a forgotten one is only verified again.
 	verifiedTokens = 100_000
@@ -174,6 +179,17 @@ func (t *tokens) authenticate(r *http.Request) (principal, error) {
 // the service's error (503), not the client's.
 func (t *tokens) stands(ctx context.Context, v verifiedToken) error {
 	gen, err := t.users.TokenGeneration(ctx, v.user)
+	// The process's answer may be up to a second old. A token newer than
+	// it — of a later generation, or minted in the last moments for a user
+	// it does not know — was minted after a revocation or a creation it
+	// has not seen yet: ask the truth rather than refuse a good token for
+	// that second. Old tokens never take this path, so it costs a read only
+	// once per change.
+	newer := err == nil && v.gen > gen ||
+		feed.ErrorCode(err) == feed.ENOTFOUND && v.iat.After(t.now().Add(-recentlyMinted))
+	if newer {
+		gen, err = t.users.CurrentTokenGeneration(ctx, v.user)
+	}
 	switch {
 	case feed.ErrorCode(err) == feed.ENOTFOUND:
 		return feed.Errorf(feed.EUNAUTHORIZED, "the token's user does not exist")
@@ -257,6 +273,9 @@ func (t *tokens) verify(token string) (verifiedToken, error) {
 	v := verifiedToken{user: user, gen: claims.Generation, exp: claims.ExpiresAt.Time} // exp is required
 	if claims.NotBefore != nil {
 		v.nbf = claims.NotBefore.Time
+	}
+	if claims.IssuedAt != nil {
+		v.iat = claims.IssuedAt.Time
 	}
 	return v, nil
 }

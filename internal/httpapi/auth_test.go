@@ -17,7 +17,8 @@ import (
 // anyUser says every user exists, at token generation 0.
 type anyUser struct{}
 
-func (anyUser) TokenGeneration(context.Context, int64) (int64, error) { return 0, nil }
+func (anyUser) TokenGeneration(context.Context, int64) (int64, error)        { return 0, nil }
+func (anyUser) CurrentTokenGeneration(context.Context, int64) (int64, error) { return 0, nil }
 
 // TestRememberedTokens: a token verified once is remembered, but only what
 // cannot change is: as the clock moves, a remembered token expires exactly
@@ -190,4 +191,70 @@ func TestTokenStandingUnavailable(t *testing.T) {
 	}
 	// The admin token needs no user.
 	wantStatus(t, e.do(req{method: "GET", path: "/v1/users/2", token: testAdmin}), http.StatusOK)
+}
+
+// staleStandings answers TokenGeneration from an old copy (stale) and
+// CurrentTokenGeneration from the truth, and counts the truth's reads.
+type staleStandings struct {
+	stale, truth map[int64]int64 // user -> generation; absent: no user
+	reads        int
+}
+
+func (s *staleStandings) TokenGeneration(_ context.Context, user int64) (int64, error) {
+	return lookupGeneration(s.stale, user)
+}
+
+func (s *staleStandings) CurrentTokenGeneration(_ context.Context, user int64) (int64, error) {
+	s.reads++
+	return lookupGeneration(s.truth, user)
+}
+
+func lookupGeneration(m map[int64]int64, user int64) (int64, error) {
+	gen, ok := m[user]
+	if !ok {
+		return 0, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
+	}
+	return gen, nil
+}
+
+// TestTokenNewerThanTheCopy: the service's copy of a user's standing may
+// be a second old. A token it would refuse but which is newer than the
+// copy — of a later generation, or minted in the last seconds for a user
+// the copy does not know — is checked against the truth instead, so a
+// token minted just after a revocation or a creation works on every
+// process at once; an old token is refused from the copy, without a read.
+func TestTokenNewerThanTheCopy(t *testing.T) {
+	st := &staleStandings{
+		stale: map[int64]int64{bob: 0},
+		truth: map[int64]int64{bob: 1, carol: 0},
+	}
+	tk := newTokens(Config{JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }}, st)
+	auth := func(claims jwt.MapClaims) error {
+		t.Helper()
+		claims["exp"] = testNow.Add(time.Hour).Unix()
+		r := httptest.NewRequest("GET", "/v1/me/feed", nil)
+		r.Header.Set("Authorization", "Bearer "+signToken(t, jwt.SigningMethodHS256, []byte(testSecret), claims))
+		_, err := tk.authenticate(r)
+		return err
+	}
+	for _, tt := range []struct {
+		name   string
+		claims jwt.MapClaims
+		ok     bool
+		reads  int
+	}{
+		{"a later generation", jwt.MapClaims{"sub": "2", "gen": 1}, true, 1},
+		{"an earlier generation the copy still takes", jwt.MapClaims{"sub": "2"}, true, 0},
+		{"a generation the truth has not reached", jwt.MapClaims{"sub": "2", "gen": 2}, false, 1},
+		{"a new user's fresh token", jwt.MapClaims{"sub": "3", "iat": testNow.Unix()}, true, 1},
+		{"an unknown user's old token", jwt.MapClaims{"sub": "3", "iat": testNow.Add(-time.Minute).Unix()}, false, 0},
+		{"an unknown user's token without iat", jwt.MapClaims{"sub": "3"}, false, 0},
+		{"no user at all, fresh token", jwt.MapClaims{"sub": "4", "iat": testNow.Unix()}, false, 1},
+	} {
+		st.reads = 0
+		err := auth(tt.claims)
+		if (err == nil) != tt.ok || st.reads != tt.reads {
+			t.Errorf("%s: %v after %d reads of the truth; want ok=%v after %d", tt.name, err, st.reads, tt.ok, tt.reads)
+		}
+	}
 }

@@ -34,6 +34,10 @@ func (s pageService) Feed(ctx context.Context, reader, before int64, n int) ([]f
 // busy user's check costs: one in-memory lookup, in timeline).
 func (s pageService) TokenGeneration(ctx context.Context, user int64) (int64, error) { return 0, nil }
 
+func (s pageService) CurrentTokenGeneration(ctx context.Context, user int64) (int64, error) {
+	return 0, nil
+}
+
 func (s pageService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
 	return s.states, nil
 }

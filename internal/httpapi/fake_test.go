@@ -463,28 +463,24 @@ func (f *fakeService) TopPosts(ctx context.Context, window time.Duration, n int)
 	return out[:min(n, len(out))], nil
 }
 
-// TokenGeneration is asked on every use of a user token, so it is not
-// recorded: the calls a test expects are those of its handler. It fails
-// as f.fail says, like the recorded methods.
+// TokenGeneration and CurrentTokenGeneration are asked by the token check
+// of every request, so they are not recorded: the calls a test expects are
+// those of its handler. They fail as f.fail says, like the recorded
+// methods.
 func (f *fakeService) TokenGeneration(ctx context.Context, user int64) (int64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["TokenGeneration"]; err != nil {
-		return 0, err
-	}
-	return f.generationLocked(user)
+	return f.generation("TokenGeneration", user)
 }
 
 func (f *fakeService) CurrentTokenGeneration(ctx context.Context, user int64) (int64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record("CurrentTokenGeneration", user); err != nil {
-		return 0, err
-	}
-	return f.generationLocked(user)
+	return f.generation("CurrentTokenGeneration", user)
 }
 
-func (f *fakeService) generationLocked(user int64) (int64, error) {
+func (f *fakeService) generation(method string, user int64) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail[method]; err != nil {
+		return 0, err
+	}
 	if _, ok := f.users[user]; !ok {
 		return 0, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
 	}

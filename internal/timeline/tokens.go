@@ -149,12 +149,17 @@ func (s *Service) readStanding(ctx context.Context, user int64) (tokenStanding, 
 	return st, nil
 }
 
-// CurrentTokenGeneration is the generation a token minted for user now
-// must carry, read from SQL: a token minted after a revocation must carry
-// the new generation, whatever the caches say. ENOTFOUND for an unknown
-// user.
+// CurrentTokenGeneration is TokenGeneration read from SQL, for a token
+// about to be minted (which must carry the generation of after any
+// revocation, whatever the caches say), or for a token newer than what
+// the process knows. The answer replaces the process's copy.
 func (s *Service) CurrentTokenGeneration(ctx context.Context, user int64) (int64, error) {
-	return s.store.TokenGeneration(ctx, user)
+	st, err := s.readStanding(ctx, user)
+	if err != nil {
+		return 0, err
+	}
+	s.metrics.tokenChecks.WithLabelValues("sql").Inc()
+	return st.answer(user)
 }
 
 // RevokeTokens refuses, on every process within TokenCheckTTL of its
