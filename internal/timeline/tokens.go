@@ -152,13 +152,18 @@ func (s *Service) readStanding(ctx context.Context, user int64) (tokenStanding, 
 // CurrentTokenGeneration is TokenGeneration read from SQL, for a token
 // about to be minted (which must carry the generation of after any
 // revocation, whatever the caches say), or for a token newer than what
-// the process knows. The answer replaces the process's copy.
+// the process knows. The answer replaces the process's copy and fills the
+// shared cache if it has no entry, so that a token's first uses after it
+// is minted cost SQL nothing more.
 func (s *Service) CurrentTokenGeneration(ctx context.Context, user int64) (int64, error) {
 	st, err := s.readStanding(ctx, user)
 	if err != nil {
 		return 0, err
 	}
 	s.metrics.tokenChecks.WithLabelValues("sql").Inc()
+	if _, err := s.cache.SetNX(ctx, standingKey(user), st.encode(), tokenSharedTTL); err != nil {
+		s.cacheFailed("token standing", err)
+	}
 	return st.answer(user)
 }
 

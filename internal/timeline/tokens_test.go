@@ -165,6 +165,23 @@ func TestTokenStanding(t *testing.T) {
 		t.Fatalf("CurrentTokenGeneration of an unknown user: %v; want not found", err)
 	}
 
+	// A user created behind the service's back (a bulk load) whose token
+	// is then minted: the mint's read fills the cache, so the token's uses
+	// on any process read no more SQL.
+	if _, err := w.store.CreateUser(ctx, feed.User{ID: 44, Name: "bulk"}); err != nil {
+		t.Fatal(err)
+	}
+	if gen, err := a.CurrentTokenGeneration(ctx, 44); err != nil || gen != 0 {
+		t.Fatalf("CurrentTokenGeneration of a bulk-loaded user = %d, %v; want 0", gen, err)
+	}
+	reads = w.store.reads.Load()
+	w.clock.Add(TokenCheckTTL)
+	wantGeneration(t, a, 44, 0)
+	wantGeneration(t, b, 44, 0)
+	if n := w.store.reads.Load() - reads; n != 0 {
+		t.Fatalf("uses of a token just minted: %d SQL reads; want 0", n)
+	}
+
 	if err := a.RevokeTokens(ctx, 7); feed.ErrorCode(err) != feed.ENOTFOUND {
 		t.Fatalf("RevokeTokens of an unknown user: %v; want not found", err)
 	}
