@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -45,6 +46,12 @@ func actorFrom(ctx context.Context) (int64, bool) {
 	return p.user, true
 }
 
+// standings tells whether a user's tokens stand: the two Service methods.
+type standings interface {
+	TokenGeneration(ctx context.Context, user int64) (int64, error)
+	CurrentTokenGeneration(ctx context.Context, user int64) (int64, error)
+}
+
 // tokens checks bearer tokens and issues user tokens.
 type tokens struct {
 	// adminSum is the admin token's digest: comparing fixed-length digests
@@ -59,12 +66,17 @@ type tokens struct {
 	// the same token again. What can change with time (exp, nbf) is
 	// checked on every use.
 	verified *lru.Cache[[sha256.Size]byte, verifiedToken]
+	// users says, on every use of a user token, whether its user still
+	// exists and which token generation is current: what a signature
+	// cannot say.
+	users standings
 }
 
 // verifiedToken is what a valid user token says.
 type verifiedToken struct {
-	user     int64
-	exp, nbf time.Time // nbf zero: none
+	user          int64
+	gen           int64
+	iat, exp, nbf time.Time // iat, nbf zero: none
 }
 
 // valid reports whether the token is valid at now, as the JWT parser
@@ -74,13 +86,17 @@ func (v verifiedToken) valid(now time.Time) bool {
 }
 
 const (
+	// recentlyMinted is how recent a token's iat must be for a "no such
+	// user" to be asked again of SQL: the service's copy is at most a
+	// second old, and iat is cut to the second.
+	recentlyMinted = 2 * time.Second
 	// verifiedTokens bounds the tokens a process remembers (about 150
 	// bytes each); a forgotten one is only verified again.
 	verifiedTokens = 100_000
 	verifiedTTL    = 10 * time.Minute
 )
 
-func newTokens(cfg Config) *tokens {
+func newTokens(cfg Config, users standings) *tokens {
 	return &tokens{
 		adminSum: sha256.Sum256([]byte(cfg.AdminToken)),
 		hasAdmin: cfg.AdminToken != "",
@@ -94,6 +110,7 @@ func newTokens(cfg Config) *tokens {
 			jwt.WithTimeFunc(cfg.Now),
 		),
 		verified: lru.New[[sha256.Size]byte, verifiedToken](verifiedTokens, verifiedTTL, nil),
+		users:    users,
 	}
 }
 
@@ -106,7 +123,9 @@ func (t *tokens) require(a access, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := t.authenticate(r)
 		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="feedd"`)
+			if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="feedd"`)
+			}
 			respondError(w, err)
 			return
 		}
@@ -137,18 +156,95 @@ func (t *tokens) authenticate(r *http.Request) (principal, error) {
 	if t.hasAdmin && subtle.ConstantTimeCompare(sum[:], t.adminSum[:]) == 1 {
 		return principal{admin: true}, nil
 	}
-	if v, ok := t.verified.Get(sum); ok && v.valid(t.now()) {
-		return principal{user: v.user}, nil
+	v, ok := t.verified.Get(sum)
+	if !ok || !v.valid(t.now()) {
+		var err error
+		v, err = t.verify(token)
+		if errors.Is(err, jwt.ErrTokenExpired) {
+			return principal{}, feed.Errorf(feed.EUNAUTHORIZED, "the token has expired")
+		}
+		if err != nil {
+			return principal{}, feed.Errorf(feed.EUNAUTHORIZED, "the token is not valid")
+		}
+		t.verified.Put(sum, v)
 	}
-	v, err := t.verify(token)
-	if errors.Is(err, jwt.ErrTokenExpired) {
-		return principal{}, feed.Errorf(feed.EUNAUTHORIZED, "the token has expired")
+	if err := t.stands(r.Context(), v); err != nil {
+		return principal{}, err
 	}
-	if err != nil {
-		return principal{}, feed.Errorf(feed.EUNAUTHORIZED, "the token is not valid")
-	}
-	t.verified.Put(sum, v)
 	return principal{user: v.user}, nil
+}
+
+// stands checks what a token's signature cannot: that its user exists, and
+// that no revocation came after it was minted. An unavailable answer is
+// the service's error (503), not the client's.
+func (t *tokens) stands(ctx context.Context, v verifiedToken) error {
+	gen, err := t.users.TokenGeneration(ctx, v.user)
+	// The process's answer may be up to a second old. A token newer than
+	// it — of a later generation, or minted in the last moments for a user
+	// it does not know — was minted after a revocation or a creation it
+	// has not seen yet: ask the truth rather than refuse a good token for
+	// that second. Old tokens never take this path, so it costs a read only
+	// once per change.
+	newer := err == nil && v.gen > gen ||
+		feed.ErrorCode(err) == feed.ENOTFOUND && v.iat.After(t.now().Add(-recentlyMinted))
+	if newer {
+		gen, err = t.users.CurrentTokenGeneration(ctx, v.user)
+	}
+	switch {
+	case feed.ErrorCode(err) == feed.ENOTFOUND:
+		return feed.Errorf(feed.EUNAUTHORIZED, "the token's user does not exist")
+	case err != nil:
+		return err
+	case v.gen != gen:
+		return feed.Errorf(feed.EUNAUTHORIZED, "the token has been revoked")
+	}
+	return nil
+}
+
+// userClaims is what a user token carries: the registered claims and the
+// token generation of its user when it was minted.
+//
+// Revocation compares generations, not times: a JWT's iat has one-second
+// resolution, so "minted before the revocation" and "minted just after it"
+// can share an iat, and times minted and checked on different processes
+// would also depend on their clocks agreeing. A counter in SQL, read when
+// the token is minted, orders the two exactly. A token without the claim
+// (minted before there was one) is of generation 0, which every user has
+// until their tokens are first revoked.
+type userClaims struct {
+	jwt.RegisteredClaims
+	Generation int64 `json:"gen,omitempty"`
+}
+
+// The claims a token may carry under a name only case apart from one of
+// these would reach the field anyway: encoding/json matches names without
+// regard to case.
+var claimNames = []string{"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "gen"}
+
+// UnmarshalJSON refuses what golang-jwt lets through: a time claim that is
+// a string holding a number ("exp":"1999999999" parses, and never expires
+// as its issuer meant), and a claim name that differs from a known one
+// only by case.
+func (c *userClaims) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	for name, v := range raw {
+		for _, known := range claimNames {
+			if name != known && strings.EqualFold(name, known) {
+				return fmt.Errorf("claim %q: claim names are lower case", name)
+			}
+		}
+		switch name {
+		case "exp", "nbf", "iat":
+			if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
+				return fmt.Errorf("claim %q is not a number", name)
+			}
+		}
+	}
+	type plain userClaims // without this method
+	return json.Unmarshal(b, (*plain)(c))
 }
 
 // verify checks a user token and returns what it says.
@@ -157,7 +253,7 @@ func (t *tokens) verify(token string) (verifiedToken, error) {
 		// An empty HMAC key would make tokens anyone can forge.
 		return verifiedToken{}, errors.New("httpapi: no JWT secret configured")
 	}
-	var claims jwt.RegisteredClaims
+	var claims userClaims
 	_, err := t.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return t.secret, nil })
 	if err != nil {
 		return verifiedToken{}, err
@@ -166,26 +262,41 @@ func (t *tokens) verify(token string) (verifiedToken, error) {
 	if err != nil {
 		return verifiedToken{}, err
 	}
-	v := verifiedToken{user: user, exp: claims.ExpiresAt.Time} // exp is required
+	// One user, one spelling: "042" or "+42" would name user 42 through a
+	// string no token for 42 was minted with.
+	if feed.FormatID(user) != claims.Subject {
+		return verifiedToken{}, fmt.Errorf("httpapi: sub %q is not in canonical form", claims.Subject)
+	}
+	if claims.Generation < 0 {
+		return verifiedToken{}, fmt.Errorf("httpapi: negative token generation %d", claims.Generation)
+	}
+	v := verifiedToken{user: user, gen: claims.Generation, exp: claims.ExpiresAt.Time} // exp is required
 	if claims.NotBefore != nil {
 		v.nbf = claims.NotBefore.Time
+	}
+	if claims.IssuedAt != nil {
+		v.iat = claims.IssuedAt.Time
 	}
 	return v, nil
 }
 
-// issue signs a token for user that lives for ttl and returns it with its
-// expiry. The expiry is cut to the second because that is what a JWT's exp
-// holds: expires_at is then exactly when the token stops working.
-func (t *tokens) issue(user int64, ttl time.Duration) (string, time.Time, error) {
+// issue signs a token for user, of the user's current token generation
+// gen, that lives for ttl and returns it with its expiry. The expiry is
+// cut to the second because that is what a JWT's exp holds: expires_at is
+// then exactly when the token stops working.
+func (t *tokens) issue(user, gen int64, ttl time.Duration) (string, time.Time, error) {
 	if len(t.secret) == 0 {
 		return "", time.Time{}, errors.New("httpapi: issue token: no JWT secret configured")
 	}
 	now := t.now().UTC().Truncate(time.Second)
 	exp := now.Add(ttl)
-	claims := jwt.RegisteredClaims{
-		Subject:   feed.FormatID(user),
-		IssuedAt:  jwt.NewNumericDate(now),
-		ExpiresAt: jwt.NewNumericDate(exp),
+	claims := userClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Subject:   feed.FormatID(user),
+			IssuedAt:  jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(exp),
+		},
+		Generation: gen,
 	}
 	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(t.secret)
 	if err != nil {

@@ -30,6 +30,14 @@ func (s pageService) Feed(ctx context.Context, reader, before int64, n int) ([]f
 	return s.posts[:min(n, len(s.posts))], true, nil
 }
 
+// TokenGeneration: every reader exists, its tokens never revoked (what a
+// busy user's check costs: one in-memory lookup, in timeline).
+func (s pageService) TokenGeneration(ctx context.Context, user int64) (int64, error) { return 0, nil }
+
+func (s pageService) CurrentTokenGeneration(ctx context.Context, user int64) (int64, error) {
+	return 0, nil
+}
+
 func (s pageService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
 	return s.states, nil
 }
@@ -87,7 +95,7 @@ func BenchmarkFeedPage(b *testing.B) {
 		}
 	})
 	b.Run("token", func(b *testing.B) {
-		tk := newTokens(Config{AdminToken: testAdmin, JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }})
+		tk := newTokens(Config{AdminToken: testAdmin, JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }}, svc)
 		req := httptest.NewRequest("GET", "/v1/me/feed?limit=20", nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		b.ReportAllocs()

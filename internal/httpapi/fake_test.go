@@ -43,6 +43,7 @@ type fakeService struct {
 	readyErr error
 	likes    map[int64]map[int64]int64 // post -> liker -> like sequence
 	likeSeq  int64
+	gens     map[int64]int64 // user -> token generation, 0 when absent
 }
 
 func newFakeService(now time.Time) *fakeService {
@@ -497,4 +498,44 @@ func (f *fakeService) TopPosts(ctx context.Context, window time.Duration, n int)
 		return cmp.Or(cmp.Compare(len(f.likes[b.ID]), len(f.likes[a.ID])), cmp.Compare(b.ID, a.ID))
 	})
 	return out[:min(n, len(out))], nil
+}
+
+// TokenGeneration and CurrentTokenGeneration are asked by the token check
+// of every request, so they are not recorded: the calls a test expects are
+// those of its handler. They fail as f.fail says, like the recorded
+// methods.
+func (f *fakeService) TokenGeneration(ctx context.Context, user int64) (int64, error) {
+	return f.generation("TokenGeneration", user)
+}
+
+func (f *fakeService) CurrentTokenGeneration(ctx context.Context, user int64) (int64, error) {
+	return f.generation("CurrentTokenGeneration", user)
+}
+
+func (f *fakeService) generation(method string, user int64) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail[method]; err != nil {
+		return 0, err
+	}
+	if _, ok := f.users[user]; !ok {
+		return 0, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
+	}
+	return f.gens[user], nil
+}
+
+func (f *fakeService) RevokeTokens(ctx context.Context, user int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("RevokeTokens", user); err != nil {
+		return err
+	}
+	if _, ok := f.users[user]; !ok {
+		return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
+	}
+	if f.gens == nil {
+		f.gens = map[int64]int64{}
+	}
+	f.gens[user]++
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -453,6 +454,18 @@ func TestAuth(t *testing.T) {
 		{"no sub", "Bearer " + signToken(t, jwt.SigningMethodHS256, secret, claims(nil, testNow.Add(time.Hour)))},
 		{"sub not an id", "Bearer " + signToken(t, jwt.SigningMethodHS256, secret, claims("bob", testNow.Add(time.Hour)))},
 		{"sub zero", "Bearer " + signToken(t, jwt.SigningMethodHS256, secret, claims("0", testNow.Add(time.Hour)))},
+		{"sub with a leading zero", "Bearer " + signToken(t, jwt.SigningMethodHS256, secret, claims("02", testNow.Add(time.Hour)))},
+		{"sub with a plus", "Bearer " + signToken(t, jwt.SigningMethodHS256, secret, claims("+2", testNow.Add(time.Hour)))},
+		{"sub with a space", "Bearer " + signToken(t, jwt.SigningMethodHS256, secret, claims(" 2", testNow.Add(time.Hour)))},
+		{"sub a number", "Bearer " + signToken(t, jwt.SigningMethodHS256, secret, claims(2, testNow.Add(time.Hour)))},
+		{"exp a string", "Bearer " + signToken(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "2", "exp": strconv.FormatInt(testNow.Add(time.Hour).Unix(), 10)})},
+		{"exp upper case", "Bearer " + signToken(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "2", "EXP": strconv.FormatInt(testNow.Add(time.Hour).Unix(), 10), "exp": testNow.Add(time.Hour).Unix()})},
+		{"nbf a string", "Bearer " + signToken(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "2", "exp": testNow.Add(time.Hour).Unix(), "nbf": "0"})},
+		{"iat a string", "Bearer " + signToken(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "2", "exp": testNow.Add(time.Hour).Unix(), "iat": "0"})},
+		{"gen a string", "Bearer " + signToken(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "2", "exp": testNow.Add(time.Hour).Unix(), "gen": "0"})},
+		{"gen negative", "Bearer " + signToken(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "2", "exp": testNow.Add(time.Hour).Unix(), "gen": -1})},
+		{"gen ahead of the user's", "Bearer " + signToken(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "2", "exp": testNow.Add(time.Hour).Unix(), "gen": 1})},
+		{"user does not exist", "Bearer " + userToken(t, 999)},
 		{"tampered", "Bearer " + bobs[:len(bobs)-2] + "xx"},
 	}
 	for _, tt := range unauthorized {

@@ -18,6 +18,7 @@ func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func
 	return []route{
 		{"POST", "/v1/users", admin, handleUserCreate(svc)},
 		{"POST", "/v1/users/{id}/tokens", admin, handleTokenCreate(tok, svc)},
+		{"DELETE", "/v1/users/{id}/tokens", admin, handleTokensRevoke(svc)},
 		{"GET", "/v1/users/{id}", reader, handleUserGet(svc)},
 		{"GET", "/v1/users/{id}/followers", reader, handleFollowers(svc)},
 		{"GET", "/v1/users/{id}/following", reader, handleFollowing(svc)},

@@ -59,6 +59,17 @@ type Service interface {
 	// Feed returns up to n posts of reader's home feed with ids below
 	// before (0: from the newest), newest first.
 	Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error)
+	// TokenGeneration returns the generation a token of user must carry to
+	// be accepted; ENOTFOUND if the user does not exist. It is asked on
+	// every use of a user token, so it answers from memory, at most a
+	// second old.
+	TokenGeneration(ctx context.Context, user int64) (int64, error)
+	// CurrentTokenGeneration is TokenGeneration read from the truth, for a
+	// token about to be minted.
+	CurrentTokenGeneration(ctx context.Context, user int64) (int64, error)
+	// RevokeTokens refuses every token of user minted before the call;
+	// ENOTFOUND if the user does not exist.
+	RevokeTokens(ctx context.Context, user int64) error
 	// Ready returns nil when every backend answers.
 	Ready(ctx context.Context) error
 }
@@ -125,7 +136,7 @@ func (c Config) withDefaults() Config {
 func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prometheus.Registerer, metrics http.Handler) http.Handler {
 	cfg = cfg.withDefaults()
 	logger = orDiscard(logger)
-	tok := newTokens(cfg)
+	tok := newTokens(cfg, svc)
 	// A closure, not the method value svc.Ready, so that building the
 	// table never touches svc.
 	ready := func(ctx context.Context) []feed.Check {

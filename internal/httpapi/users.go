@@ -95,17 +95,36 @@ func handleTokenCreate(tok *tokens, svc Service) http.Handler {
 			return
 		}
 		// A token for a user who does not exist would be a token for
-		// whoever is later created with that id.
-		if _, err := svc.User(r.Context(), id); err != nil {
+		// whoever is later created with that id. The generation comes from
+		// SQL, so a token minted after a revocation outlives it.
+		gen, err := svc.CurrentTokenGeneration(r.Context(), id)
+		if err != nil {
 			respondError(w, err)
 			return
 		}
-		token, exp, err := tok.issue(id, req.ttl())
+		token, exp, err := tok.issue(id, gen, req.ttl())
 		if err != nil {
 			respondError(w, err)
 			return
 		}
 		encode(w, http.StatusCreated, tokenJSON{Token: token, ExpiresAt: formatTime(exp)})
+	})
+}
+
+// handleTokensRevoke refuses every token minted for a user before the
+// call, on every process within a second; tokens minted after it work.
+func handleTokensRevoke(svc Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		if err := svc.RevokeTokens(r.Context(), id); err != nil {
+			respondError(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
 	})
 }
 

@@ -140,6 +140,7 @@ var suite = []struct {
 }{
 	{"Migrate", testMigrate},
 	{"Users", testUsers},
+	{"TokenGeneration", testTokenGeneration},
 	{"Follow", testFollow},
 	{"FollowRace", testFollowRace},
 	{"WriteConflict", testWriteConflict},
@@ -338,6 +339,29 @@ func testUsers(t *testing.T, e *env) {
 	if len(users) != len(ids)+1 {
 		t.Fatalf("Users(%d ids): got %d users; want %d", len(ids)+2, len(users), len(ids)+1)
 	}
+}
+
+// testTokenGeneration: a user starts at generation 0 (so tokens minted
+// before the column existed, which carry none, keep working), each
+// revocation adds one, and an unknown user is ENOTFOUND both ways.
+func testTokenGeneration(t *testing.T, e *env) {
+	ctx := t.Context()
+	s := e.store(t)
+	mustUsers(t, s, 1, 2)
+	for want := range int64(3) {
+		if gen, err := s.TokenGeneration(ctx, 1); err != nil || gen != want {
+			t.Fatalf("TokenGeneration(1) after %d revocations: got %d, %v; want %d", want, gen, err, want)
+		}
+		if err := s.RevokeTokens(ctx, 1); err != nil {
+			t.Fatalf("RevokeTokens(1): %v", err)
+		}
+	}
+	if gen, err := s.TokenGeneration(ctx, 2); err != nil || gen != 0 {
+		t.Fatalf("TokenGeneration(2), never revoked: got %d, %v; want 0", gen, err)
+	}
+	_, err := s.TokenGeneration(ctx, 99)
+	wantCode(t, err, feed.ENOTFOUND)
+	wantCode(t, s.RevokeTokens(ctx, 99), feed.ENOTFOUND)
 }
 
 // bulkUsers inserts users straight into the table, fast.

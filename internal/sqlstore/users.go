@@ -96,3 +96,35 @@ func (s *Store) Users(ctx context.Context, ids []int64) (map[int64]feed.User, er
 	}
 	return users, nil
 }
+
+// TokenGeneration returns the generation a token of user must carry to be
+// accepted, or ENOTFOUND. It reads the primary, never a replica: a token
+// minted just after a revocation must carry the new generation, and a
+// check just after one must see it.
+func (s *Store) TokenGeneration(ctx context.Context, user int64) (int64, error) {
+	var gen int64
+	err := s.rdb.QueryRowContext(ctx, "SELECT token_generation FROM users WHERE id = ?", user).Scan(&gen)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: token generation of %d: %w", user, err)
+	}
+	return gen, nil
+}
+
+// RevokeTokens moves user to the next token generation, which refuses
+// every token minted before; ENOTFOUND for an unknown user.
+func (s *Store) RevokeTokens(ctx context.Context, user int64) error {
+	res, err := s.db.ExecContext(ctx, "UPDATE users SET token_generation = token_generation + 1 WHERE id = ?", user)
+	if err == nil {
+		var n int64
+		if n, err = res.RowsAffected(); err == nil && n == 0 {
+			err = feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("sqlstore: revoke tokens of %d: %w", user, err)
+	}
+	return nil
+}

@@ -78,6 +78,17 @@ func (g guardedStore) CreateUser(ctx context.Context, u feed.User) (feed.User, e
 	return guarded(ctx, g.b, func(ctx context.Context) (feed.User, error) { return g.store.CreateUser(ctx, u) })
 }
 
+func (g guardedStore) TokenGeneration(ctx context.Context, user int64) (int64, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (int64, error) { return g.store.TokenGeneration(ctx, user) })
+}
+
+func (g guardedStore) RevokeTokens(ctx context.Context, user int64) error {
+	_, err := guarded(ctx, g.b, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, g.store.RevokeTokens(ctx, user)
+	})
+	return err
+}
+
 func (g guardedStore) User(ctx context.Context, id int64) (feed.User, error) {
 	return guarded(ctx, g.b, func(ctx context.Context) (feed.User, error) { return g.store.User(ctx, id) })
 }

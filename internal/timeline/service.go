@@ -50,6 +50,8 @@ type Store interface {
 	PullFollowees(ctx context.Context, reader, high, low int64) ([]int64, error)
 	NewestPostsFloor(ctx context.Context, k int) (int64, error)
 	SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error)
+	TokenGeneration(ctx context.Context, user int64) (int64, error)
+	RevokeTokens(ctx context.Context, user int64) error
 	Ping(ctx context.Context) error
 }
 
@@ -182,7 +184,11 @@ type Service struct {
 	// RefreshMaxPosts (refreshFloor), loaded once at a time.
 	floor      atomic.Pointer[postsFloor]
 	floorLoads singleflight.Group
-	now        func() time.Time // the clock of gates and floor; tests set it
+	// standings is the process's copy of users' token standing
+	// (tokens.go), loaded once per user at a time.
+	standings     *lru.Cache[int64, tokenStanding]
+	standingLoads singleflight.Group
+	now           func() time.Time // the clock of gates, floor and standings; tests set it
 }
 
 // Option configures a Service.
@@ -212,6 +218,7 @@ func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, authorL
 		heads:       lru.New[int64, listHead](listHeads, listHeadTTL, nil),
 		now:         time.Now,
 	}
+	s.standings = lru.New[int64, tokenStanding](tokenStandings, tokenLastKnown, func() time.Time { return s.now() })
 	s.gates = lru.New[int64, time.Time](refreshGates, s.cfg.RefreshInterval, func() time.Time { return s.now() })
 	// SQL is required: without it the API cannot take a write. The cache
 	// is not: every read falls back to SQL.

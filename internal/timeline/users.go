@@ -22,7 +22,16 @@ func (s *Service) CreateUser(ctx context.Context, id int64, name string) (feed.U
 			id = s.ids.Next()
 		}
 		u, err := s.store.CreateUser(ctx, feed.User{ID: id, Name: name})
-		if err == nil || !generated || feed.ErrorCode(err) != feed.ECONFLICT || attempt == 3 {
+		if err == nil {
+			// Another process may remember that no such user exists
+			// (tokens of an earlier user of the id): tell them at once. The
+			// user is created either way; only a cache outage fails this.
+			if err := s.tokensChanged(ctx, u.ID); err != nil {
+				s.logger.Warn("new user's token standing not published; processes that read an older answer from the cache may refuse their tokens until it expires", "user", u.ID, "err", err)
+			}
+			return u, nil
+		}
+		if !generated || feed.ErrorCode(err) != feed.ECONFLICT || attempt == 3 {
 			return u, err
 		}
 	}
