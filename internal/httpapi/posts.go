@@ -129,7 +129,14 @@ func handlePostCreate(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		p, err := svc.Publish(r.Context(), me, req.Content, key)
+		idem := feed.Idempotency{Key: key}
+		if key != "" {
+			if idem.Fingerprint, err = fingerprint(req); err != nil {
+				respondError(w, err)
+				return
+			}
+		}
+		p, err := svc.Publish(r.Context(), me, req.Content, idem)
 		if err != nil {
 			respondError(w, err)
 			return

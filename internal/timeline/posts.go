@@ -9,11 +9,15 @@ import (
 
 // Publish stores a post and its outbox event in one SQL transaction and
 // returns. Fan-out happens later, off the request path, so latency does not
-// grow with the author's followers. A repeated idemKey returns the post
-// the first call created.
-func (s *Service) Publish(ctx context.Context, author int64, content, idemKey string) (feed.Post, error) {
+// grow with the author's followers. A non-empty idem.Key makes it
+// idempotent for Config.IdempotencyTTL (feed.Idempotency): a repeat of the
+// same request returns the post the first call created.
+func (s *Service) Publish(ctx context.Context, author int64, content string, idem feed.Idempotency) (feed.Post, error) {
 	if err := feed.CheckContent(content); err != nil {
 		return feed.Post{}, err
+	}
+	if idem.Key != "" {
+		idem.TTL = s.cfg.IdempotencyTTL
 	}
 	var (
 		p       feed.Post
@@ -24,7 +28,7 @@ func (s *Service) Publish(ctx context.Context, author int64, content, idemKey st
 		id := s.ids.Next()
 		p, created, err = s.store.CreatePost(ctx, feed.Post{
 			ID: id, AuthorID: author, Content: content, CreatedAt: feed.IDTime(id),
-		}, idemKey)
+		}, idem)
 		// Another process drew the same id in the same millisecond: draw again.
 		if feed.ErrorCode(err) != feed.ECONFLICT {
 			break

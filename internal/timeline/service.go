@@ -37,7 +37,7 @@ type Store interface {
 	Unfollow(ctx context.Context, follower, followee int64) (bool, error)
 	Followers(ctx context.Context, user, after int64, n int) ([]int64, error)
 	Following(ctx context.Context, user, after int64, n int) ([]int64, error)
-	CreatePost(ctx context.Context, p feed.Post, idemKey string) (feed.Post, bool, error)
+	CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (feed.Post, bool, error)
 	Post(ctx context.Context, id int64) (feed.Post, error)
 	Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, error)
 	DeletePost(ctx context.Context, id, author int64) error
@@ -95,6 +95,10 @@ type Config struct {
 	MaxMergedAuthorLists int
 	// PulleesTTL is how long a reader's list of pulled followees is cached.
 	PulleesTTL time.Duration
+	// IdempotencyTTL is how long a publish's idempotency key is kept
+	// (FEEDD_IDEMPOTENCY_TTL): within it a retry gets the first answer,
+	// after it the key is new.
+	IdempotencyTTL time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -131,6 +135,9 @@ func (c Config) withDefaults() Config {
 	def(&c.RefreshInterval, 5*time.Second)
 	def(&c.RefreshLookback, time.Minute)
 	def(&c.RefreshHorizon, 10*time.Minute)
+	// A day, as the IETF Idempotency-Key draft and Stripe suggest: longer
+	// than any client's retries.
+	def(&c.IdempotencyTTL, 24*time.Hour)
 	return c
 }
 
