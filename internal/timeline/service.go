@@ -10,7 +10,8 @@
 // a first page refreshed), merge.go (the streams merged into one page),
 // hydrate.go (ids turned into posts), and degraded.go (the same read
 // without SQL). guard.go puts the SQL breaker in front of the store;
-// posts.go, follows.go and users.go are the write side.
+// posts.go, follows.go and users.go are the write side; keys.go purges
+// the publishes' expired idempotency keys (in the work role).
 package timeline
 
 import (
