@@ -157,18 +157,21 @@ type keyRec struct {
 
 func (s *Store) keyRecord(ctx context.Context, author int64, key string) (keyRec, error) {
 	var rec keyRec
-	var created int64
-	var deleted sql.NullInt64
-	err := s.rdb.QueryRowContext(ctx, "SELECT i.fingerprint, i.expires_at, "+postColumnsOf("p")+
-		" FROM idempotency i JOIN posts p ON p.id = i.post_id WHERE i.author_id = ? AND i.idem_key = ?",
-		author, key).Scan(&rec.fingerprint, &rec.expiresAt,
-		&rec.post.ID, &rec.post.AuthorID, &rec.post.Content, &created, &deleted)
-	rec.post.CreatedAt = fromMillis(created)
-	if deleted.Valid {
-		rec.post.Deleted, rec.post.Content = true, ""
-	}
+	row := s.rdb.QueryRowContext(ctx, "SELECT i.fingerprint, i.expires_at, "+postColumnsOf("p")+
+		" FROM idempotency i JOIN posts p ON p.id = i.post_id WHERE i.author_id = ? AND i.idem_key = ?", author, key)
+	var err error
+	rec.post, err = scanPost(scanAfter{row, []any{&rec.fingerprint, &rec.expiresAt}})
 	return rec, err
 }
+
+// scanAfter scans a row's first columns into first, the rest into what
+// Scan is given: the post of a row that carries more than a post.
+type scanAfter struct {
+	r     scanner
+	first []any
+}
+
+func (s scanAfter) Scan(dest ...any) error { return s.r.Scan(append(s.first, dest...)...) }
 
 // answer is what a repeat with idem gets from a live record.
 func (rec keyRec) answer(idem feed.Idempotency) (feed.Post, error) {
@@ -228,7 +231,7 @@ type authorKey struct {
 // expiredKeys returns up to purgeChunk keys expired at cutoff, oldest
 // first, along idempotency_expires.
 func (s *Store) expiredKeys(ctx context.Context, cutoff int64) ([]authorKey, error) {
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.rdb.QueryContext(ctx,
 		"SELECT author_id, idem_key FROM idempotency WHERE expires_at <= ? ORDER BY expires_at LIMIT ?", cutoff, purgeChunk)
 	if err != nil {
 		return nil, err
