@@ -41,7 +41,7 @@ commands:
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
 			return flag.ErrHelp
 		}
-		return errors.New("bench: want a command: graph, run or floor")
+		return usageError{errors.New("bench: want a command: graph, run or floor")}
 	}
 	command := "feedd bench " + quoteArgs(args)
 	switch args[0] {
@@ -53,7 +53,7 @@ commands:
 		return benchFloor(ctx, args[1:], getenv, stdout, stderr)
 	}
 	usage()
-	return fmt.Errorf("bench: unknown command %q: want graph, run or floor", args[0])
+	return usageError{fmt.Errorf("bench: unknown command %q: want graph, run or floor", args[0])}
 }
 
 func quoteArgs(args []string) string {
@@ -147,14 +147,18 @@ func (b *benchFlags) boolean(p *bool, name string, def bool, usage string) {
 }
 
 func (b *benchFlags) parse(args []string) error {
+	hideSecretDefaults(b.fs)
 	if err := b.fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	if len(b.errs) > 0 {
-		return errors.Join(b.errs...)
+		return usageError{errors.Join(b.errs...)}
 	}
 	if b.fs.NArg() > 0 {
-		return fmt.Errorf("bench: unexpected argument %q", b.fs.Arg(0))
+		return usageError{fmt.Errorf("bench: unexpected argument %q", b.fs.Arg(0))}
 	}
 	return nil
 }
@@ -217,7 +221,7 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	var err error
 	if o.Cohorts, err = ints(cohorts); err != nil {
-		return fmt.Errorf("bench graph: --cohorts: %w", err)
+		return usageError{fmt.Errorf("bench graph: --cohorts: %w", err)}
 	}
 	o.Seed = uint64(seed)
 
@@ -335,22 +339,29 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	for _, s := range list(workProcs) {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 64 {
-			return fmt.Errorf("bench run: --work-procs %q: want counts from 1 to 64, e.g. 1,2,4", workProcs)
+			return usageError{fmt.Errorf("bench run: --work-procs %q: want counts from 1 to 64, e.g. 1,2,4", workProcs)}
 		}
 		o.WorkProcs = append(o.WorkProcs, n)
 	}
 	if len(o.WorkProcs) > 0 && o.URL != "" {
-		return errors.New("bench run: --work-procs starts children; it does not go with --url")
+		return usageError{errors.New("bench run: --work-procs starts children; it does not go with --url")}
 	}
 	o.Models, o.Scenarios, o.Command = list(models), list(scenarios), command
 	if o.URL != "" && o.Label == "" && len(o.Models) == 1 {
 		o.Label = o.Models[0]
 	}
 	if o.Concurrency < 1 || o.Duration <= 0 || o.BaselineDuration <= 0 || o.PublishCount < 0 || o.BaselineGoroutines < 1 || o.MaxRequests < 1 {
-		return errors.New("bench run: --concurrency, --duration, --baseline-duration, --baseline-goroutines and --max-requests must be positive")
+		return usageError{errors.New("bench run: --concurrency, --duration, --baseline-duration, --baseline-goroutines and --max-requests must be positive")}
 	}
 	if o.ReadPacedFraction < 0 || math.IsNaN(o.ReadPacedFraction) || math.IsInf(o.ReadPacedFraction, 0) {
-		return fmt.Errorf("bench run: --read-paced-fraction %v: want a share of the baseline's rate, e.g. 0.3, or 0 for no paced run", o.ReadPacedFraction)
+		return usageError{fmt.Errorf("bench run: --read-paced-fraction %v: want a share of the baseline's rate, e.g. 0.3, or 0 for no paced run", o.ReadPacedFraction)}
+	}
+	if o.URL == "" {
+		// The children would refuse them one by one.
+		if err := errors.Join(checkSecretLength("FEEDD_ADMIN_TOKEN", "admin-token", o.AdminToken),
+			checkSecretLength("FEEDD_JWT_SECRET", "jwt-secret", o.JWTSecret)); err != nil {
+			return usageError{fmt.Errorf("bench run: %w", err)}
+		}
 	}
 
 	raw, err := os.ReadFile(graphFile)

@@ -12,6 +12,7 @@ import (
 	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/fanout"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/httpapi"
 	"github.com/feedd/feedd/internal/likes"
 	"github.com/feedd/feedd/internal/limit"
 	"github.com/feedd/feedd/internal/rediscache"
@@ -51,6 +52,7 @@ type config struct {
 	autoMigrate    bool
 	logLevel       string
 	pprofAddr      string
+	metricsAddr    string
 	inboxGroups    int
 	fanoutSQLReads int
 	fanoutRetryFor time.Duration
@@ -62,6 +64,8 @@ type config struct {
 	rateWrite       limit.Rule
 	rateRead        limit.Rule
 	rateUsers       int
+	userMaxInflight int
+	bodyTimeout     time.Duration
 	maxReads        int
 	maxWrites       int
 	shedWait        time.Duration
@@ -93,8 +97,14 @@ var roles = map[string]string{
 	"migrate": "apply the SQL migrations and exit",
 }
 
-func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
-	var c config
+// parseConfig reads the settings; every error it returns but -h's is a
+// usageError.
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c config, err error) {
+	defer func() {
+		if err != nil && !errors.Is(err, flag.ErrHelp) {
+			err = usageError{err}
+		}
+	}()
 	c.role = "all"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		c.role, args = args[0], args[1:]
@@ -147,7 +157,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	tl := timeline.DefaultConfig()
 	str(&c.addr, "addr", "127.0.0.1:8080", "HTTP listen address")
 	str(&c.dataDir, "data-dir", "./data", "directory of the embedded SQLite database and generated secrets")
-	str(&c.adminToken, "admin-token", "", "admin bearer token; generated into the data dir on the embedded default, required with MySQL")
+	str(&c.adminToken, "admin-token", "", "admin bearer token, at least 32 bytes; generated into the data dir on the embedded default, required with MySQL")
 	str(&c.jwtSecret, "jwt-secret", "", "HS256 secret for user tokens; same rule as the admin token")
 	str(&c.mysqlDSN, "mysql-dsn", "", "MySQL/MariaDB DSN, e.g. root@tcp(127.0.0.1:3306)/feedd; empty: embedded SQLite")
 	str(&c.mysqlReadDSN, "mysql-read-dsn", "", "DSN of a MySQL read replica (or a proxy to several) for the lag-tolerant read path; empty: the primary")
@@ -177,6 +187,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	dur(&c.likeCountTTL, "like-count-ttl", likes.DefaultLocalCountTTL, "how long a process keeps a like count in memory before asking Redis again: how late other processes' likes may show in its counts (0: not at all)")
 	boolean(&c.autoMigrate, "auto-migrate", true, "apply SQL migrations at start (they are idempotent)")
 	str(&c.pprofAddr, "pprof-addr", "", "if set, serve Go's profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; keep it private")
+	str(&c.metricsAddr, "metrics-addr", "", "if set, serve /metrics on this address, e.g. 127.0.0.1:9090, and not on the API's (which then answers it 404); the profiles join it when -pprof-addr is the same address")
 	str(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	str(&c.logFormat, "log-format", "json", "json (one object per line, with request_id) or text")
 	rule := func(p *limit.Rule, name, def, usage string) {
@@ -192,10 +203,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		})
 	}
 	rule(&c.rateUserWrite, "rate-user-write", formatRule(limit.Rule{Rate: limit.DefaultUserWriteRate, Burst: limit.DefaultUserWriteBurst}), "per-user token bucket of writes (posts, follows, likes, deletes), per process")
-	rule(&c.rateUserRead, "rate-user-read", "0", "per-user token bucket of reads, per process")
+	rule(&c.rateUserRead, "rate-user-read", formatRule(limit.Rule{Rate: limit.DefaultUserReadRate, Burst: limit.DefaultUserReadBurst}), "per-user token bucket of reads (feeds, users, posts, likes), per process")
 	rule(&c.rateWrite, "rate-write", "0", "token bucket of all writes together, per process")
 	rule(&c.rateRead, "rate-read", "0", "token bucket of all reads together, per process")
 	num(&c.rateUsers, "rate-users", limit.DefaultMaxUsers, "per-user buckets kept in memory; the least recently active user's is dropped past this")
+	num(&c.userMaxInflight, "user-max-inflight", limit.DefaultUserMaxInFlight, "requests one user may have in flight per process, reads and writes together; beyond it 429 (0: no bound)")
+	dur(&c.bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "a request body must arrive in full this long after its headers, or the request gets 408 and its connection closes")
 	num(&c.maxReads, "max-inflight-reads", limit.DefaultMaxReads, "reads in flight per process; beyond it a read waits up to -shed-wait, then gets 503")
 	num(&c.maxWrites, "max-inflight-writes", limit.DefaultMaxWrites, "writes in flight per process; same rule")
 	dur(&c.shedWait, "shed-wait", limit.DefaultShedWait, "how long a request beyond the in-flight bound waits for a slot before 503")
@@ -224,7 +237,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		fmt.Fprintf(stderr, "\nflags (each also read from the environment variable in brackets):\n")
 		fs.PrintDefaults()
 	}
-	var err error
+	hideSecretDefaults(fs)
 	if err = fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -235,6 +248,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		if err := r(); err != nil {
 			return c, err
 		}
+	}
+	if err := errors.Join(checkSecretLength("FEEDD_ADMIN_TOKEN", "admin-token", c.adminToken),
+		checkSecretLength("FEEDD_JWT_SECRET", "jwt-secret", c.jwtSecret)); err != nil {
+		return c, err
 	}
 	if c.logFormat != "json" && c.logFormat != "text" {
 		return c, fmt.Errorf("log-format must be json or text, got %q", c.logFormat)
@@ -274,6 +291,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if c.idempotencyTTL < time.Millisecond {
 		// Keys expire in whole milliseconds.
 		return c, fmt.Errorf("idempotency-ttl must be at least 1ms, got %s", c.idempotencyTTL)
+	}
+	if c.userMaxInflight < 0 {
+		return c, fmt.Errorf("user-max-inflight must not be negative (0: no bound), got %d", c.userMaxInflight)
+	}
+	if c.bodyTimeout <= 0 {
+		return c, fmt.Errorf("body-timeout must be positive, got %s", c.bodyTimeout)
 	}
 	return c, nil
 }

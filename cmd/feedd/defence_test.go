@@ -10,11 +10,13 @@ import (
 
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/testenv"
 )
 
@@ -36,7 +38,7 @@ func runFeedd(t *testing.T, env map[string]string, overrides ...string) (*instan
 	out, logs := &testenv.SyncBuffer{}, &testenv.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"all"}, func(k string) string { return merged[k] }, out, logs) }()
-	in := &instance{t: t, http: &http.Client{Timeout: 30 * time.Second}}
+	in := &instance{t: t, http: &http.Client{Timeout: 30 * time.Second}, out: out}
 	deadline := time.Now().Add(20 * time.Second)
 	for in.url == "" || in.admin == "" {
 		for _, line := range strings.Split(out.String(), "\n") {
@@ -614,6 +616,25 @@ func TestDefenceSettings(t *testing.T) {
 	if _, err := parseConfig([]string{"-sql-work-conns", "0"}, func(string) string { return "" }, io.Discard); err == nil {
 		t.Fatal("a pool of 0 connections was accepted")
 	}
+	if cfg.rateUserRead.Rate != 50 || cfg.rateUserRead.Burst != 200 {
+		t.Fatalf("default per-user read bucket %+v; want 50/s, burst 200", cfg.rateUserRead)
+	}
+	if c, err := parseConfig(nil, func(k string) string {
+		return map[string]string{"FEEDD_RATE_USER_READ": "0", "FEEDD_USER_MAX_INFLIGHT": "0"}[k]
+	}, io.Discard); err != nil || c.rateUserRead.Rate != 0 || c.userMaxInflight != 0 {
+		t.Fatalf("FEEDD_RATE_USER_READ=0, FEEDD_USER_MAX_INFLIGHT=0 (off): %+v, %d (%v)", c.rateUserRead, c.userMaxInflight, err)
+	}
+	if cfg.userMaxInflight != 16 || cfg.bodyTimeout != 10*time.Second {
+		t.Fatalf("defaults: user-max-inflight %d, body-timeout %v; want 16, 10s", cfg.userMaxInflight, cfg.bodyTimeout)
+	}
+	if c, err := parseConfig([]string{"-user-max-inflight", "3"}, func(k string) string {
+		return map[string]string{"FEEDD_BODY_TIMEOUT": "1500ms"}[k]
+	}, io.Discard); err != nil || c.userMaxInflight != 3 || c.bodyTimeout != 1500*time.Millisecond {
+		t.Fatalf("-user-max-inflight 3, FEEDD_BODY_TIMEOUT=1500ms: %d, %v (%v)", c.userMaxInflight, c.bodyTimeout, err)
+	}
+	if _, err := parseConfig([]string{"-body-timeout", "0s"}, func(string) string { return "" }, io.Discard); err == nil {
+		t.Fatal("a body timeout of 0 was accepted")
+	}
 	if cfg.cacheFailures != 5 || cfg.cacheCooldown != time.Second {
 		t.Fatalf("cache breaker defaults: %d failures, cool-down %v; want 5, 1s", cfg.cacheFailures, cfg.cacheCooldown)
 	}
@@ -625,5 +646,262 @@ func TestDefenceSettings(t *testing.T) {
 	}
 	if _, err := parseConfig([]string{"-cache-breaker-failures", "0"}, func(string) string { return "" }, io.Discard); err == nil {
 		t.Fatal("a cache breaker opening after 0 failures was accepted")
+	}
+}
+
+// TestSlowBodies: one user opens 200 connections that each send the
+// headers of a post of 100 bytes and then only "{". Other users' posts
+// keep answering 201 meanwhile (no write slot is held by a body still
+// arriving, and the user's own bound refuses most of the 200 at once),
+// and every slow connection is answered (408, or 429 past the user's
+// bound) and closed once the body deadline passes.
+func TestSlowBodies(t *testing.T) {
+	for _, s := range stacks[:2] {
+		t.Run(s.name, func(t *testing.T) {
+			const timeout = 2 * time.Second
+			// Fewer write slots than the user's bound: slow bodies holding
+			// slots would leave none for anyone else.
+			in, _ := runFeedd(t, s.env(t), "FEEDD_BODY_TIMEOUT", timeout.String(), "FEEDD_MAX_INFLIGHT_WRITES", "8", "FEEDD_LOG_LEVEL", "error")
+			_, slowTok := in.user("slow")
+			_, aTok := in.user("a")
+			_, bTok := in.user("b")
+			addr := strings.TrimPrefix(in.url, "http://")
+
+			type answer struct {
+				status int
+				code   string
+				closed bool
+				at     time.Time
+				err    error
+			}
+			const sockets = 200
+			answers := make(chan answer, sockets)
+			start := time.Now()
+			for range sockets {
+				go func() {
+					a := answer{}
+					defer func() { a.at = time.Now(); answers <- a }()
+					c, err := net.Dial("tcp", addr)
+					if err != nil {
+						a.err = err
+						return
+					}
+					defer c.Close()
+					_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+					if _, a.err = io.WriteString(c, "POST /v1/posts HTTP/1.1\r\nHost: feedd\r\nAuthorization: Bearer "+slowTok+
+						"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); a.err != nil {
+						return
+					}
+					br := bufio.NewReader(c)
+					res, err := http.ReadResponse(br, nil)
+					if err != nil {
+						a.err = err
+						return
+					}
+					var body struct {
+						Error struct{ Code string } `json:"error"`
+					}
+					_ = json.NewDecoder(res.Body).Decode(&body)
+					res.Body.Close()
+					a.status, a.code = res.StatusCode, body.Error.Code
+					_, err = br.ReadByte()
+					a.closed = errors.Is(err, io.EOF)
+				}()
+			}
+
+			// Others publish until every slow connection is answered.
+			type published struct {
+				status int
+				raw    string
+				at     time.Time
+			}
+			var (
+				mu   sync.Mutex
+				pubs []published
+			)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for _, tok := range []string{aTok, bTok} {
+				wg.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						r := in.do("POST", "/v1/posts", tok, map[string]any{"content": "while the slow ones wait"})
+						mu.Lock()
+						pubs = append(pubs, published{r.status, string(r.raw), time.Now()})
+						mu.Unlock()
+						time.Sleep(20 * time.Millisecond)
+					}
+				})
+			}
+			first := time.Time{}
+			counts := map[string]int{}
+			for range sockets {
+				a := <-answers
+				if a.err != nil {
+					t.Errorf("a slow connection: %v; want an answer", a.err)
+					continue
+				}
+				counts[strconv.Itoa(a.status)+" "+a.code]++
+				if (a.status != 408 || a.code != "request_timeout") && (a.status != 429 || a.code != "rate_limited") {
+					t.Errorf("a slow connection got %d %q; want 408 request_timeout or 429 rate_limited", a.status, a.code)
+				}
+				if !a.closed {
+					t.Errorf("a slow connection answered %d stayed open; want it closed", a.status)
+				}
+				if first.IsZero() || a.at.Before(first) {
+					first = a.at
+				}
+			}
+			close(stop)
+			wg.Wait()
+			t.Logf("slow connections: %v, all answered within %s", counts, time.Since(start).Round(time.Millisecond))
+			if counts["408 request_timeout"] == 0 {
+				t.Errorf("no slow connection got 408; got %v", counts)
+			}
+			during := 0
+			for _, p := range pubs {
+				if p.status != 201 {
+					t.Errorf("another user's post answered %d %s; want 201", p.status, p.raw)
+				}
+				if p.at.Before(first) {
+					during++
+				}
+			}
+			if during == 0 {
+				t.Errorf("no other user's post was answered while the slow connections were open (%d in all)", len(pubs))
+			}
+			// Nothing is left held: the slow user posts again.
+			in.must(201, "POST", "/v1/posts", slowTok, map[string]any{"content": "on time"})
+		})
+	}
+}
+
+// printed returns the rest of the line feedd printed after prefix, or "".
+func (in *instance) printed(prefix string) string {
+	for _, line := range strings.Split(in.out.String(), "\n") {
+		if _, after, ok := strings.Cut(line, prefix); ok {
+			return strings.TrimSpace(after)
+		}
+	}
+	return ""
+}
+
+// TestMetricsAddr: with FEEDD_METRICS_ADDR the metrics (and the profiles,
+// when FEEDD_PPROF_ADDR names the same address) are served on their own
+// listener, the public port answers /metrics 404, and the listener closes
+// with the process.
+func TestMetricsAddr(t *testing.T) {
+	in, _ := runFeedd(t, stacks[0].env(t), "FEEDD_METRICS_ADDR", "127.0.0.1:0", "FEEDD_PPROF_ADDR", "127.0.0.1:0", "FEEDD_LOG_LEVEL", "error")
+	_, tok := in.user("a")
+	in.post(tok, "counted")
+	r := in.do("GET", "/metrics", "", nil)
+	if r.status != 404 || r.errCode() != "not_found" {
+		t.Fatalf("GET /metrics on the API's port: %d %s; want 404 not_found", r.status, r.raw)
+	}
+	in.must(200, "GET", "/readyz", "", nil) // the probes stay on the API's port
+	in.must(200, "GET", "/healthz", "", nil)
+
+	private := in.printed("metrics at ")
+	if private == "" {
+		t.Fatalf("feedd did not say where its metrics are; output:\n%s", in.out.String())
+	}
+	base := strings.TrimSuffix(private, "/metrics")
+	if base == strings.TrimPrefix(in.url, "http://") || base == in.url {
+		t.Fatalf("metrics at %s, the API's own address", private)
+	}
+	for path, want := range map[string]string{
+		"/metrics":             `feedd_http_request_duration_seconds_count{code="201",method="POST",route="/v1/posts"} 1`,
+		"/debug/pprof/cmdline": "",
+	} {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatalf("GET %s%s: %v", base, path, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s on the metrics address: %d, want 200 with %q; got\n%s", path, res.StatusCode, want, grepLines(string(body), "route=\"/v1/posts\""))
+		}
+	}
+	in.stop()
+	if res, err := http.Get(private); err == nil {
+		res.Body.Close()
+		t.Fatalf("the metrics address still answers (%d) after feedd stopped", res.StatusCode)
+	}
+}
+
+// TestUserReadLimitByDefault: out of the box, one user reading as fast as
+// it can (enumerating users, say) is throttled after its burst, while
+// other users and the admin read on.
+func TestUserReadLimitByDefault(t *testing.T) {
+	in, _ := runFeedd(t, stacks[0].env(t), "FEEDD_LOG_LEVEL", "error")
+	aID, aTok := in.user("a")
+	_, bTok := in.user("b")
+	var refused resp
+	n := 0
+	for n = 1; n <= 2000; n++ {
+		r := in.do("GET", "/v1/users/"+aID, aTok, nil)
+		if r.status == 429 {
+			refused = r
+			break
+		}
+		if r.status != 200 {
+			t.Fatalf("read %d: %d %s", n, r.status, r.raw)
+		}
+	}
+	if refused.status != 429 || refused.errCode() != "rate_limited" || refused.header.Get("Retry-After") == "" {
+		t.Fatalf("2000 reads as one user: no 429 rate_limited with Retry-After (last %d %s)", refused.status, refused.raw)
+	}
+	if n <= 200 {
+		t.Fatalf("refused at read %d; want the burst of 200 first", n)
+	}
+	in.must(200, "GET", "/v1/users/"+aID, bTok, nil)
+	in.must(200, "GET", "/v1/users/"+aID, in.admin, nil)
+	if m := string(in.do("GET", "/metrics", "", nil).raw); !strings.Contains(m, `feedd_rate_limited_total{class="read",scope="user"} 1`) {
+		t.Errorf("metrics lack the refused read:\n%s", grepLines(m, "rate_limited"))
+	}
+}
+
+// TestRequestIDLoggedOnce: a request's log line names its request id
+// once, though both the API (on its request line) and the logger (from
+// the context, for every other line) add it.
+func TestRequestIDLoggedOnce(t *testing.T) {
+	in, logs := runFeedd(t, stacks[0].env(t), "FEEDD_LOG_LEVEL", "debug")
+	_, tok := in.user("a")
+	const id = "once-4242"
+	in.must(201, "POST", "/v1/posts", tok, map[string]any{"content": "logged"}, "X-Request-Id", id)
+	var line string
+	testenv.Eventually(t, 5*time.Second, "the request's log line", func() bool {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(l), &rec) == nil && rec["msg"] == "http request" && rec["request_id"] == id {
+				line = l
+				return true
+			}
+		}
+		return false
+	})
+	if n := strings.Count(line, `"request_id"`); n != 1 {
+		t.Fatalf("request_id %d times in %s; want once", n, line)
+	}
+
+	// Any other line logged with the request's context gets it once too,
+	// and a logger that names it already keeps its own.
+	var buf testenv.SyncBuffer
+	logger := newLogger(&buf, "info", "json")
+	ctx := feed.WithRequestID(context.Background(), id)
+	logger.InfoContext(ctx, "from the context")
+	logger.InfoContext(ctx, "named here", "request_id", id)
+	logger.With("request_id", id).InfoContext(ctx, "named by With")
+	logger.Info("no request")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	for i, want := range []int{1, 1, 1, 0} {
+		if n := strings.Count(lines[i], `"request_id"`); n != want {
+			t.Errorf("request_id %d times in %s; want %d", n, lines[i], want)
+		}
 	}
 }

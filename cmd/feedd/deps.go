@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,34 +67,60 @@ func newLogger(w io.Writer, level, format string) *slog.Logger {
 	if format == "text" {
 		h = slog.NewTextHandler(w, opts)
 	}
-	return slog.New(requestIDHandler{h})
+	return slog.New(requestIDHandler{next: h})
 }
 
 // requestIDHandler adds the request id of a record's context to it, so
 // that every line logged with a request's context (API, relay, dispatcher,
-// worker) names the request, without each call site adding it.
-type requestIDHandler struct{ slog.Handler }
+// worker) names the request, without each call site adding it. A line
+// that names it already (the API's request line, a logger made With it)
+// keeps its own: a key twice in one JSON object is read differently by
+// different tools.
+type requestIDHandler struct {
+	next slog.Handler
+	has  bool // the attributes bound by WithAttrs name a request_id
+}
+
+const logKeyRequestID = "request_id"
+
+func (h requestIDHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.next.Enabled(ctx, l)
+}
 
 func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
-	if id := feed.RequestID(ctx); id != "" {
-		r.AddAttrs(slog.String("request_id", id))
+	if id := feed.RequestID(ctx); id != "" && !h.has && !recordHas(r, logKeyRequestID) {
+		r.AddAttrs(slog.String(logKeyRequestID, id))
 	}
-	return h.Handler.Handle(ctx, r)
+	return h.next.Handle(ctx, r)
 }
 
 func (h requestIDHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return requestIDHandler{h.Handler.WithAttrs(attrs)}
+	has := h.has
+	for _, a := range attrs {
+		has = has || a.Key == logKeyRequestID
+	}
+	return requestIDHandler{next: h.next.WithAttrs(attrs), has: has}
 }
 
 func (h requestIDHandler) WithGroup(name string) slog.Handler {
-	return requestIDHandler{h.Handler.WithGroup(name)}
+	return requestIDHandler{next: h.next.WithGroup(name), has: h.has}
+}
+
+// recordHas reports whether r has a top-level attribute named key.
+func recordHas(r slog.Record, key string) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		found = a.Key == key
+		return !found
+	})
+	return found
 }
 
 // openStore opens the SQL store; on MySQL with pools sized for a role.
 func openStore(ctx context.Context, cfg config, pools sqlstore.Pools) (*sqlstore.Store, error) {
 	if cfg.embedded() {
-		if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
-			return nil, fmt.Errorf("create data dir: %w", err)
+		if err := makeDataDir(cfg.dataDir); err != nil {
+			return nil, err
 		}
 		return sqlstore.OpenSQLite(ctx, filepath.Join(cfg.dataDir, "feedd.db"))
 	}
@@ -262,60 +284,4 @@ func (d *deps) close(logger *slog.Logger) {
 			logger.Warn("closing store", "err", err)
 		}
 	}
-}
-
-// secrets returns the admin token and JWT secret. On the embedded default
-// a missing one is generated once and kept in the data dir; with MySQL the
-// deployment must set both, since several processes must agree on them.
-func secrets(cfg config) (admin string, jwt []byte, generated bool, err error) {
-	admin, jwtStr := cfg.adminToken, cfg.jwtSecret
-	if !cfg.embedded() {
-		if admin == "" || jwtStr == "" {
-			return "", nil, false, errors.New("FEEDD_ADMIN_TOKEN and FEEDD_JWT_SECRET must be set when FEEDD_MYSQL_DSN is")
-		}
-		return admin, []byte(jwtStr), false, nil
-	}
-	if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
-		return "", nil, false, fmt.Errorf("create data dir: %w", err)
-	}
-	if admin == "" {
-		if admin, err = keptSecret(filepath.Join(cfg.dataDir, "admin_token")); err != nil {
-			return "", nil, false, err
-		}
-		generated = true
-	}
-	if jwtStr == "" {
-		if jwtStr, err = keptSecret(filepath.Join(cfg.dataDir, "jwt_secret")); err != nil {
-			return "", nil, false, err
-		}
-	}
-	return admin, []byte(jwtStr), generated, nil
-}
-
-// keptSecret reads a secret file, creating it with 32 random bytes first.
-func keptSecret(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		return strings.TrimSpace(string(b)), nil
-	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", err
-	}
-	s := hex.EncodeToString(raw[:])
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		if errors.Is(err, os.ErrExist) { // another process won the race
-			return keptSecret(path)
-		}
-		return "", fmt.Errorf("create %s: %w", path, err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(s + "\n"); err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	return s, nil
 }

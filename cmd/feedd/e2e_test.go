@@ -435,6 +435,8 @@ func TestFollowBackfillAndUnfollow(t *testing.T) {
 		}
 		in.must(204, "DELETE", "/v1/me/following/"+b, rTok, nil)
 		in.must(204, "DELETE", "/v1/me/following/"+b, rTok, nil)
+		// Unfollowing oneself is one more idempotent unfollow of nobody.
+		in.must(204, "DELETE", "/v1/me/following/"+rID, rTok, nil)
 		pg, _ = in.d.cache.InboxPage(context.Background(), rid, 0, 50)
 		for _, p := range bPosts {
 			id, _ := feed.ParseID(p)

@@ -52,7 +52,7 @@ func servicesEnv(tb testing.TB, redisURL string) map[string]string {
 		"FEEDD_REDIS_PREFIX": "e2e" + testenv.RandHex(4) + ":",
 		"FEEDD_AMQP_URL":     amqpURL,
 		"FEEDD_AMQP_PREFIX":  amqpPrefix,
-		"FEEDD_ADMIN_TOKEN":  "admin-" + testenv.RandHex(8),
+		"FEEDD_ADMIN_TOKEN":  "admin-" + testenv.RandHex(16),
 		"FEEDD_JWT_SECRET":   testenv.RandHex(16),
 	}
 }
@@ -152,6 +152,7 @@ type instance struct {
 	cfg   config
 	stop  func()
 	http  *http.Client
+	out   *testenv.SyncBuffer // what it printed, when started by runFeedd
 }
 
 // startFeedd starts feedd with env (plus overrides), lets tweak adjust the

@@ -157,9 +157,9 @@ type benchServer struct {
 // for tests, and stops it when the benchmark ends.
 func startBenchFeedd(b *testing.B, env map[string]string) *benchServer {
 	b.Helper()
-	// The per-user write limit is off: the setup posts 1,000 times as one
+	// The per-user limits are off: the setup posts 1,000 times as one
 	// author, and the benchmark measures likes, not the limiter.
-	merged := map[string]string{"FEEDD_ADDR": "127.0.0.1:0", "FEEDD_RATE_USER_WRITE": "0"}
+	merged := map[string]string{"FEEDD_ADDR": "127.0.0.1:0", "FEEDD_RATE_USER_WRITE": "0", "FEEDD_RATE_USER_READ": "0", "FEEDD_USER_MAX_INFLIGHT": "0"}
 	for k, v := range env {
 		merged[k] = v
 	}

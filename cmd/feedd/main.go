@@ -17,17 +17,42 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(os.Stderr, "feedd: %v\n", err)
-		}
-		os.Exit(1)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(os.Stderr, "feedd: %v\n", err)
 	}
+	stop()
+	os.Exit(exitCode(err))
+}
+
+// usageError is a command line or environment that is wrong: a flag, a
+// setting's value, a secret too short.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// exitCode is the flag package's convention: 0 for success and for -h,
+// 2 for a usage error, 1 for any other failure (a backend unreachable, a
+// file unreadable).
+func exitCode(err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, new(usageError)):
+		return 2
+	}
+	return 1
 }
 
 // run is feedd's whole life, with every outside dependency passed in, so
 // that tests start the real program in process.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
+	// Whatever goes wrong, the configuration's secrets stay out of the
+	// output: usage texts, log lines and the error main prints.
+	red := newRedactor(args, getenv)
+	stdout, stderr = red.writer(stdout), red.writer(stderr)
+	defer func() { err = red.err(err) }()
 	if len(args) > 0 && args[0] == "bench" {
 		return runBench(ctx, args[1:], getenv, stdout, stderr)
 	}

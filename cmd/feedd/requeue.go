@@ -46,11 +46,15 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
+	hideSecretDefaults(fs)
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("requeue-dead: unexpected argument %q", fs.Arg(0))
+		return usageError{fmt.Errorf("requeue-dead: unexpected argument %q", fs.Arg(0))}
 	}
 	var queues []string
 	switch *queue {
@@ -59,13 +63,13 @@ flags:
 	case feed.QueuePosts, feed.QueueTasks, feed.QueueLikes:
 		queues = []string{*queue}
 	default:
-		return fmt.Errorf("requeue-dead: -queue %q: want posts, tasks, likes or all", *queue)
+		return usageError{fmt.Errorf("requeue-dead: -queue %q: want posts, tasks, likes or all", *queue)}
 	}
 	if *limit < 0 {
-		return fmt.Errorf("requeue-dead: -max %d: want 0 (all) or a positive count", *limit)
+		return usageError{fmt.Errorf("requeue-dead: -max %d: want 0 (all) or a positive count", *limit)}
 	}
 	if err := checkAMQPQueueType(*queueType); err != nil {
-		return fmt.Errorf("requeue-dead: %w", err)
+		return usageError{fmt.Errorf("requeue-dead: %w", err)}
 	}
 	if *url == "" {
 		return errors.New("requeue-dead: FEEDD_AMQP_URL is not set: without RabbitMQ, feedd's queue is the embedded one inside the running feedd process, which this command cannot reach (its dead letters are lost when that process stops); set FEEDD_AMQP_URL and FEEDD_AMQP_PREFIX to the deployment's")

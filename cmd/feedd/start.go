@@ -34,6 +34,12 @@ import (
 // the backends.
 func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout io.Writer) error {
 	metrics := promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{Registry: d.reg})
+	// On a listener of its own, the metrics leave the public port, which
+	// then answers /metrics 404 like any unknown path.
+	apiMetrics := http.Handler(metrics)
+	if cfg.metricsAddr != "" {
+		apiMetrics = nil
+	}
 	serveAPI := cfg.role == "all" || cfg.role == "serve"
 	runWork := cfg.role == "all" || cfg.role == "work"
 
@@ -90,16 +96,49 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		}, d.store, d.cache, d.authorLists, feed.NewIDGen(d.now), d.reg, opts...)
 		handler = httpapi.NewServer(logger, httpapi.Config{
 			AdminToken: d.adminToken, JWTSecret: d.jwtSecret,
+			BodyTimeout: cfg.bodyTimeout,
 			Rates: limit.NewRates(limit.Config{
 				PerUser:  map[limit.Class]limit.Rule{limit.Write: cfg.rateUserWrite, limit.Read: cfg.rateUserRead},
 				Global:   map[limit.Class]limit.Rule{limit.Write: cfg.rateWrite, limit.Read: cfg.rateRead},
 				MaxUsers: cfg.rateUsers,
 			}),
-			Shed:     limit.NewShedder(map[limit.Class]int{limit.Read: cfg.maxReads, limit.Write: cfg.maxWrites}, cfg.shedWait),
-			Switches: switches,
-		}, svc, newLikes(cfg, d, logger, svc, switches), d.reg, metrics)
+			UserSlots: limit.NewUserSlots(cfg.userMaxInflight),
+			Shed:      limit.NewShedder(map[limit.Class]int{limit.Read: cfg.maxReads, limit.Write: cfg.maxWrites}, cfg.shedWait),
+			Switches:  switches,
+		}, svc, newLikes(cfg, d, logger, svc, switches), d.reg, apiMetrics)
 	} else {
-		handler = httpapi.NewOps(logger, workReady, metrics)
+		handler = httpapi.NewOps(logger, workReady, apiMetrics)
+	}
+
+	// The private listeners open first, so that a failure leaves nothing
+	// open, and close last, so that the drain can be watched.
+	var private []*privateServer
+	defer func() {
+		for _, p := range private {
+			p.close()
+		}
+	}()
+	if cfg.metricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics)
+		if cfg.pprofAddr == cfg.metricsAddr {
+			handleProfiles(mux)
+		}
+		p, err := servePrivate("metrics", cfg.metricsAddr, mux, logger)
+		if err != nil {
+			return err
+		}
+		private = append(private, p)
+		fmt.Fprintf(stdout, "metrics at %s/metrics\n", p.url)
+	}
+	if cfg.pprofAddr != "" && cfg.pprofAddr != cfg.metricsAddr {
+		mux := http.NewServeMux()
+		handleProfiles(mux)
+		p, err := servePrivate("profiles", cfg.pprofAddr, mux, logger)
+		if err != nil {
+			return err
+		}
+		private = append(private, p)
 	}
 
 	ln, err := net.Listen("tcp", cfg.addr)
@@ -119,13 +158,6 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	logger.Info("feedd started", "role", cfg.role, "url", url, "sql", sqlKind(cfg), "cache", orEmbedded(cfg.redis(), "redis"), "queue", orEmbedded(cfg.amqpURL != "", "rabbitmq"), "fanout_mode", cfg.fanoutMode)
 
 	errs := make(chan error, 4)
-	if cfg.pprofAddr != "" {
-		stopProfiles, err := serveProfiles(cfg.pprofAddr, logger)
-		if err != nil {
-			return err
-		}
-		defer stopProfiles()
-	}
 	if runWork {
 		disp, worker := fanout.New(logger, fanout.Config{
 			DirectFanout: cfg.directFanout, BatchSize: cfg.batchSize, Policy: policy,
@@ -180,28 +212,43 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	logger.Info("shutting down: draining consumers and relay")
 	stopWork()
 	work.Wait()
+	logger.Info("shutting down: metrics and profiles")
+	for _, p := range private {
+		p.shutdown(shutCtx)
+	}
 	logger.Info("feedd stopped")
 	return runErr
 }
 
-// serveProfiles serves Go's runtime profiles on their own listener, off
-// the API's address, so that only an operator who can reach that address
-// (loopback, a private network) can profile a running process.
-func serveProfiles(addr string, logger *slog.Logger) (stop func(), err error) {
+// privateServer is a listener off the API's address (metrics, profiles),
+// so that only an operator who can reach that address (loopback, a
+// private network) can scrape or profile a running process.
+type privateServer struct {
+	srv *http.Server
+	url string
+}
+
+func servePrivate(what, addr string, mux *http.ServeMux, logger *slog.Logger) (*privateServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen for profiles on %s: %w", addr, err)
+		return nil, fmt.Errorf("listen for %s on %s: %w", what, addr, err)
 	}
-	mux := http.NewServeMux()
+	p := &privateServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, url: "http://" + ln.Addr().String()}
+	go func() { _ = p.srv.Serve(ln) }()
+	logger.Info("serving "+what, "url", p.url)
+	return p, nil
+}
+
+// shutdown lets a scrape in progress finish; close is for the error paths.
+func (p *privateServer) shutdown(ctx context.Context) { _ = p.srv.Shutdown(ctx) }
+func (p *privateServer) close()                       { _ = p.srv.Close() }
+
+func handleProfiles(mux *http.ServeMux) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	logger.Info("serving profiles", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
-	return func() { _ = srv.Close() }, nil
 }
 
 // registerBackendMetrics exposes the queue depths, dead letters and SQL

@@ -75,7 +75,11 @@ type Inboxes interface {
 type PostCache interface {
 	// CachedPosts returns the cached posts among ids; misses are absent.
 	CachedPosts(ctx context.Context, ids []int64) (map[int64]Post, error)
-	// CachePosts stores posts for ttl.
+	// CachePosts stores each of posts for ttl unless the cache holds a
+	// newer version of it (Post.Supersedes), in one step per post: an
+	// edit or a delete writes its version after its SQL commit, and a
+	// reader's fill with a copy read before that commit, arriving later,
+	// leaves it in place.
 	CachePosts(ctx context.Context, posts []Post, ttl time.Duration) error
 }
 

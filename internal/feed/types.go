@@ -30,10 +30,67 @@ type Post struct {
 	Content   string
 	CreatedAt time.Time
 	Deleted   bool
+	// Data is the application's own JSON object as compact JSON text
+	// (CheckData), served as it was stored; "" when the post has none. A
+	// string, not a json.RawMessage, so that a Post stays immutable and
+	// comparable: caches share it between goroutines without copying.
+	Data string
+	// EditedAt is when the post was last edited, to the millisecond; zero
+	// if never. It is also the post's version (Version).
+	EditedAt time.Time
+}
+
+// TombstoneVersion is the Version of a deleted post: above any edit's, so
+// that no copy of a live version replaces a tombstone in a cache. It is
+// exact as a float64, the number type of the Redis cache's script.
+const TombstoneVersion int64 = 1 << 53
+
+// Version orders the states of one post for the caches: 0 for a post never
+// edited, the edit's Unix milliseconds after an edit (the store makes them
+// increase with every edit), TombstoneVersion once deleted. A cache keeps
+// the copy of the highest version it was given, so that a reader filling
+// the cache with a copy it read before an edit (or a delete) committed
+// cannot overwrite the newer copy the edit wrote.
+func (p Post) Version() int64 {
+	switch {
+	case p.Deleted:
+		return TombstoneVersion
+	case p.EditedAt.IsZero():
+		return 0
+	}
+	return min(max(p.EditedAt.UnixMilli(), 1), TombstoneVersion-1)
+}
+
+// Supersedes reports whether p may replace old as the cached copy of the
+// same post: it is of the same or a later version.
+func (p Post) Supersedes(old Post) bool { return p.Version() >= old.Version() }
+
+// Draft is a new post as its author sends it. Data is compact JSON
+// (CheckData) or "" for none.
+type Draft struct {
+	Content string
+	Data    string
+}
+
+// PostEdit is a change to a post by its author. At least one of Content and
+// SetData must be set.
+type PostEdit struct {
+	Content *string // the new content; nil leaves it as it is
+	// SetData replaces the post's data with Data, which CheckData has
+	// compacted; an empty Data removes it.
+	SetData bool
+	Data    string
 }
 
 // MaxContentRunes bounds a post's content.
 const MaxContentRunes = 5000
+
+// Bounds of a post's data: its compacted encoding in bytes, and how deeply
+// its objects and arrays nest (the data object itself is depth 1).
+const (
+	MaxDataBytes = 16 << 10
+	MaxDataDepth = 32
+)
 
 // ParseID parses a decimal id as it appears in URLs and JSON. Ids are
 // positive 64-bit integers.

@@ -1,28 +1,78 @@
 package feed
 
 import (
+	"bytes"
 	"crypto/sha256"
-	"strings"
+	"encoding/json"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
+// MaxNameRunes bounds a user's name.
+const MaxNameRunes = 64
+
 // CheckContent returns an EINVALID error saying why content cannot be a
-// post's, or nil: it must hold something besides whitespace, be valid
-// UTF-8, and have at most MaxContentRunes characters. The API and the
-// service both check with it, so a client hears the same sentence
-// whichever layer refuses.
+// post's, or nil: valid UTF-8, at most MaxContentRunes characters, no
+// control character but tab, line feed and carriage return, and at least
+// one visible character (see visible). The API and the service both check
+// with it, so a client hears the same sentence whichever layer refuses.
 func CheckContent(content string) error {
-	if strings.TrimSpace(content) == "" {
-		return Errorf(EINVALID, "content is required and must not be only whitespace")
+	return checkText("content", content, MaxContentRunes, true)
+}
+
+// CheckName is CheckContent's rule for a user's name, which is one line:
+// no control character at all, and at most MaxNameRunes characters.
+func CheckName(name string) error {
+	return checkText("name", name, MaxNameRunes, false)
+}
+
+func checkText(field, s string, max int, multiline bool) error {
+	if s == "" {
+		return Errorf(EINVALID, "%s is required", field)
 	}
-	if utf8.RuneCountInString(content) > MaxContentRunes {
-		return Errorf(EINVALID, "content must be at most %d characters", MaxContentRunes)
+	// One pass: this runs on every post, in the API and in the service.
+	n, seen := 0, false
+	for i, r := range s {
+		n++
+		if r == utf8.RuneError { // an invalid byte, or a real U+FFFD
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return Errorf(EINVALID, "%s must be valid UTF-8", field)
+			}
+		}
+		// unicode.IsControl is category Cc: C0, DEL and C1. DEL and C1
+		// are refused along with C0 because no keyboard types them and
+		// some (U+009B, a terminal's CSI) act on whatever later prints
+		// the text.
+		if unicode.IsControl(r) && !(multiline && (r == '\t' || r == '\n' || r == '\r')) {
+			if multiline {
+				return Errorf(EINVALID, "%s must not contain the control character %U: of the controls only tab, line feed and carriage return are allowed", field, r)
+			}
+			return Errorf(EINVALID, "%s must not contain the control character %U: it is one line of text", field, r)
+		}
+		if !seen {
+			seen = visible(r)
+		}
 	}
-	if !utf8.ValidString(content) {
-		return Errorf(EINVALID, "content must be valid UTF-8")
+	if n > max {
+		return Errorf(EINVALID, "%s must be at most %d characters", field, max)
+	}
+	if !seen {
+		return Errorf(EINVALID, "%s must have at least one visible character, not only spaces, line breaks or invisible characters such as U+200B", field)
 	}
 	return nil
+}
+
+// visible reports whether r shows as something: it is not white space
+// (Zs, Zl, Zp and the White_Space controls), a control (Cc), a format
+// character (Cf: U+200B, U+200D, U+2060, U+FEFF, bidi marks…), a variation
+// selector, or one of the other code points Unicode says to render as
+// nothing (Other_Default_Ignorable_Code_Point: the Hangul fillers such as
+// U+3164, which are letters by category). Unicode's tables decide, so a
+// new invisible character arrives with Go's next Unicode version.
+func visible(r rune) bool {
+	return !unicode.IsSpace(r) && !unicode.In(r, unicode.Zs, unicode.Zl, unicode.Zp, unicode.Cc, unicode.Cf,
+		unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }
 
 // MaxIdempotencyKey bounds an idempotency key, in bytes. A key is printable
@@ -82,4 +132,72 @@ func ValidIdempotencyKey(key string) bool {
 		}
 	}
 	return true
+}
+
+// CheckData validates a post's data as a client sent it and returns it
+// compacted, which is how it is stored and served: byte for byte the
+// same on every page. It must be a JSON object of at most MaxDataBytes
+// once compacted, nesting at most MaxDataDepth deep, and valid UTF-8.
+// Anything else is EINVALID. The store keeps the compacted bytes, so two
+// requests that differ only in whitespace store the same data.
+func CheckData(raw json.RawMessage) (string, error) {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return "", Errorf(EINVALID, "data must be a JSON object")
+	}
+	data := b.Bytes()
+	if len(data) == 0 || data[0] != '{' {
+		return "", Errorf(EINVALID, "data must be a JSON object, not %s", jsonKindOf(data))
+	}
+	if len(data) > MaxDataBytes {
+		return "", Errorf(EINVALID, "data must be at most %d bytes as compact JSON, not %d", MaxDataBytes, len(data))
+	}
+	if !utf8.Valid(data) {
+		return "", Errorf(EINVALID, "data must be valid UTF-8")
+	}
+	if d := jsonDepth(data); d > MaxDataDepth {
+		return "", Errorf(EINVALID, "data must nest at most %d objects or arrays deep, not %d", MaxDataDepth, d)
+	}
+	return string(data), nil
+}
+
+// jsonKindOf names the kind of a compact JSON value by its first byte.
+func jsonKindOf(v []byte) string {
+	if len(v) == 0 {
+		return "nothing"
+	}
+	switch v[0] {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// jsonDepth returns how deeply the objects and arrays of a valid, compact
+// JSON value nest.
+func jsonDepth(v []byte) int {
+	depth, deepest := 0, 0
+	inString := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case inString && c == '\\':
+			i++ // the escaped byte cannot end the string
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }

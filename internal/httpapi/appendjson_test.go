@@ -18,6 +18,9 @@ func TestPostsPageJSON(t *testing.T) {
 		"plain", " ", "\"", "\\", "<b>", "&amp;", ">", "\n", "\t", "\x00", "\x1f", "\x7f",
 		"é", "中文", "🙂", "\u2028", "\u2029", "\xff", "\xc3", "\xe2\x80", "abc/def", "'",
 	}
+	// Data as the API stores it, compact; without <, > and &, which
+	// encoding/json would escape and appendJSON writes as stored.
+	datas := []string{`{}`, `{"a":1}`, `{"t":"é\"\\\u0000","n":[1,2.5,null,true,{"x":{}}]}`, `{"s":"中文🙂"}`}
 	rng := rand.New(rand.NewPCG(1, 2))
 	str := func() string {
 		var b strings.Builder
@@ -31,6 +34,12 @@ func TestPostsPageJSON(t *testing.T) {
 		p.Items = make([]postJSON, rng.IntN(4))
 		for j := range p.Items {
 			it := postJSON{ID: str(), AuthorID: str(), Content: str(), CreatedAt: str()}
+			if rng.IntN(3) == 0 {
+				it.Data = json.RawMessage(datas[rng.IntN(len(datas))])
+			}
+			if rng.IntN(3) == 0 {
+				it.EditedAt = str()
+			}
 			if rng.IntN(3) > 0 {
 				n := rng.Int64N(1<<40) - 5
 				liked := rng.IntN(2) == 0

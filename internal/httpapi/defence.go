@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -45,7 +47,7 @@ type defenceMetrics struct {
 func newDefenceMetrics(logger *slog.Logger, reg prometheus.Registerer, shed *limit.Shedder) *defenceMetrics {
 	m := &defenceMetrics{
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "feedd_rate_limited_total", Help: "Requests refused with 429, by route class and bucket (user, global).",
+			Name: "feedd_rate_limited_total", Help: "Requests refused with 429, by route class and scope: the user's or the global token bucket (user, global), or the bound on one user's requests in flight (inflight).",
 		}, []string{"class", "scope"}),
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "feedd_shed_total", Help: "Requests shed with 503 because too many of their class were in flight.",
@@ -86,12 +88,18 @@ func registerOrExisting[C prometheus.Collector](logger *slog.Logger, reg prometh
 }
 
 // guard runs the defences of a route in front of its handler, after
-// authentication (the per-user bucket needs the user): read-only mode for
-// writes, then the token buckets, then the in-flight bound. Each refusal
-// is cheap and says when to come back.
+// authentication (the per-user bounds need the user): read-only mode for
+// writes, the bound on the user's requests in flight, the token buckets,
+// then the body, read in full, and only then the in-flight bound of the
+// class. Each refusal is cheap and says when to come back. Routes without
+// a class (admin, probes) only have their body read first.
 func guard(cfg Config, m *defenceMetrics, class limit.Class, next http.Handler) http.Handler {
 	if class == "" {
-		return next
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if readBodyFirst(w, r) {
+				next.ServeHTTP(w, r)
+			}
+		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if class == limit.Write && cfg.Switches.On(degrade.L3) {
@@ -104,6 +112,16 @@ func guard(cfg Config, m *defenceMetrics, class limit.Class, next http.Handler) 
 		if p, ok := r.Context().Value(principalKey{}).(principal); ok {
 			user = p.user
 		}
+		// Held until the answer is written, body read included: a user's
+		// slow requests count against that user's own bound.
+		releaseUser, ok := cfg.UserSlots.Acquire(user)
+		if !ok {
+			m.rateLimited.WithLabelValues(string(class), "inflight").Inc()
+			retryAfter(w, time.Second)
+			writeError(w, http.StatusTooManyRequests, feed.ERATELIMIT, "too many of your requests are in flight at once; wait for some to finish")
+			return
+		}
+		defer releaseUser()
 		if v := cfg.Rates.Allow(class, user); !v.OK {
 			m.rateLimited.WithLabelValues(string(class), v.Scope).Inc()
 			retryAfter(w, v.RetryAfter)
@@ -112,6 +130,9 @@ func guard(cfg Config, m *defenceMetrics, class limit.Class, next http.Handler) 
 				msg = "too many " + string(class) + "s right now; retry shortly"
 			}
 			writeError(w, http.StatusTooManyRequests, feed.ERATELIMIT, msg)
+			return
+		}
+		if !readBodyFirst(w, r) {
 			return
 		}
 		release, ok := cfg.Shed.Acquire(r.Context(), class)
@@ -124,6 +145,27 @@ func guard(cfg Config, m *defenceMetrics, class limit.Class, next http.Handler) 
 		defer release()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readBodyFirst reads the whole body (bounded in size and time by the
+// middleware) before the route takes a slot of the Shedder, so that a
+// client sending its headers and then trickling its body holds no slot
+// that other users need, only its own goroutine and one of its own
+// UserSlots, until the body deadline answers it 408. Reading first rather
+// than under the slot costs one copy of a small body: every route reads
+// its whole body anyway. It answers the request itself, and returns
+// false, when the body is late, too large or cut short.
+func readBodyFirst(w http.ResponseWriter, r *http.Request) bool {
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	body, err := readBody(r)
+	if err != nil {
+		respondError(w, err)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
 }
 
 // retryAfter sets Retry-After in whole seconds, rounded up: "0" would
@@ -233,11 +275,12 @@ type readyJSON struct {
 }
 
 func handleReady(ready func(context.Context) []feed.Check) http.Handler {
+	rd := newReadiness(ready, time.Now)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := readyJSON{Status: "ok", Checks: map[string]string{}}
 		var failed []string
 		var errs []error
-		for _, c := range ready(r.Context()) {
+		for _, c := range rd.checks(r.Context()) {
 			switch {
 			case c.Err == nil:
 				body.Checks[c.Name] = "ok"

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/feedd/feedd/internal/feed"
 )
@@ -69,8 +71,9 @@ type validator interface {
 	valid() error
 }
 
-// decode reads exactly one JSON object into a T and validates it. Unknown
-// fields, wrong types, trailing data and bodies over the limit (set by the
+// decode reads exactly one JSON object into a T and validates it. Invalid
+// UTF-8, unknown fields (matched case-sensitively), keys repeated in an
+// object, wrong types, trailing data and bodies over the limit (set by the
 // middleware's http.MaxBytesReader) are errors with the domain's codes.
 func decode[T validator](r *http.Request) (T, error) {
 	var v T
@@ -130,6 +133,10 @@ func readBody(r *http.Request) ([]byte, error) {
 	if errors.As(err, &tooLarge) {
 		return nil, feed.Errorf(feed.ETOOLARGE, "the request body is larger than %d bytes", tooLarge.Limit)
 	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The middleware's read deadline passed before the body was in.
+		return nil, feed.Errorf(codeRequestTimeout, "the request body did not arrive in time; send it with the headers")
+	}
 	if err != nil {
 		// The client stopped sending; whatever it sent is not a request.
 		return nil, feed.Errorf(feed.EINVALID, "the request body could not be read")
@@ -138,6 +145,10 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 func decodeBytes[T validator](body []byte, v *T) error {
+	// encoding/json would turn invalid UTF-8 into U+FFFD without a word.
+	if !utf8.Valid(body) {
+		return feed.Errorf(feed.EINVALID, "the request body is not valid UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -145,6 +156,9 @@ func decodeBytes[T validator](body []byte, v *T) error {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return feed.Errorf(feed.EINVALID, "the request body has data after the JSON object")
+	}
+	if err := checkKeys(body, schemaOf(reflect.TypeFor[T]())); err != nil {
+		return err
 	}
 	return (*v).valid()
 }

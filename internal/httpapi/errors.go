@@ -14,6 +14,7 @@ var statusByCode = map[string]int{
 	feed.ENOTFOUND:     http.StatusNotFound,
 	feed.ECONFLICT:     http.StatusConflict,
 	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	codeRequestTimeout: http.StatusRequestTimeout,
 	feed.ERATELIMIT:    http.StatusTooManyRequests,
 	feed.EUNAVAILABLE:  http.StatusServiceUnavailable,
 	feed.EINTERNAL:     http.StatusInternalServerError,
@@ -21,9 +22,12 @@ var statusByCode = map[string]int{
 	feed.EKEYINFLIGHT:  http.StatusConflict,
 }
 
-// codeMethodNotAllowed is the one error code that is no domain code: only
-// the router can get a method wrong.
-const codeMethodNotAllowed = "method_not_allowed"
+// The error codes that are no domain codes: only the router can get a
+// method wrong, and only the edge waits for a body.
+const (
+	codeMethodNotAllowed = "method_not_allowed"
+	codeRequestTimeout   = "request_timeout"
+)
 
 type errorJSON struct {
 	Error errorDetailJSON `json:"error"`
@@ -53,6 +57,11 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 		// A backend is down or a breaker is open, or the first request
 		// with this idempotency key is not done: come back shortly.
 		w.Header().Set("Retry-After", "1")
+	}
+	if status == http.StatusRequestTimeout {
+		// What is left of a late body may still arrive; it must not be
+		// read as the next request, nor waited for.
+		w.Header().Set("Connection", "close")
 	}
 	encode(w, status, errorJSON{Error: errorDetailJSON{Code: code, Message: msg}})
 }

@@ -256,10 +256,14 @@ type fakeKey struct {
 
 // Publish keeps the store's idempotency rules (sqlstore.CreatePost),
 // without expiry.
-func (f *fakeService) Publish(ctx context.Context, author int64, content string, idem feed.Idempotency) (feed.Post, error) {
+func (f *fakeService) Publish(ctx context.Context, author int64, d feed.Draft, idem feed.Idempotency) (feed.Post, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.record("Publish", author, content, idem.Key); err != nil {
+	args := []any{author, d.Content, idem.Key}
+	if d.Data != "" {
+		args = append(args, d.Data)
+	}
+	if err := f.record("Publish", args...); err != nil {
 		return feed.Post{}, err
 	}
 	key := fmt.Sprintf("%d/%s", author, idem.Key)
@@ -276,8 +280,41 @@ func (f *fakeService) Publish(ctx context.Context, author int64, content string,
 	if idem.Key != "" && len(idem.Fingerprint) != feed.FingerprintSize {
 		return feed.Post{}, fmt.Errorf("fake: publish with key %q and no fingerprint", idem.Key)
 	}
-	p := f.publishLocked(author, content)
+	p := f.publishLocked(author, d.Content)
+	p.Data = d.Data
+	f.posts[p.ID] = p
 	f.idem[key] = fakeKey{p.ID, idem.Fingerprint}
+	return p, nil
+}
+
+func (f *fakeService) EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (feed.Post, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	args := []any{actor, id}
+	if e.Content != nil {
+		args = append(args, "content="+*e.Content)
+	}
+	if e.SetData {
+		args = append(args, "data="+e.Data)
+	}
+	if err := f.record("EditPost", args...); err != nil {
+		return feed.Post{}, err
+	}
+	p, ok := f.posts[id]
+	if !ok || p.Deleted {
+		return feed.Post{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
+	}
+	if p.AuthorID != actor {
+		return feed.Post{}, feed.Errorf(feed.EFORBIDDEN, "only its author can edit post %d", id)
+	}
+	if e.Content != nil {
+		p.Content = *e.Content
+	}
+	if e.SetData {
+		p.Data = e.Data
+	}
+	p.EditedAt = f.now.Add(time.Hour)
+	f.posts[id] = p
 	return p, nil
 }
 

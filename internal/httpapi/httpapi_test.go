@@ -232,7 +232,22 @@ func checkPost(t *testing.T, v any) map[string]any {
 	if !ok {
 		t.Fatalf("post = %v; want an object", v)
 	}
-	if got, want := keys(p), []string{"author_id", "content", "created_at", "id", "like_count", "liked_by_me"}; !slices.Equal(got, want) {
+	// data and edited_at are there only when the post has them.
+	want := []string{"author_id", "content", "created_at", "id", "like_count", "liked_by_me"}
+	if _, ok := p["data"]; ok {
+		want = append(want, "data")
+		if _, ok := p["data"].(map[string]any); !ok {
+			t.Errorf("post data = %#v; want an object", p["data"])
+		}
+	}
+	if _, ok := p["edited_at"]; ok {
+		want = append(want, "edited_at")
+		if ts, _ := p["edited_at"].(string); !timeRE.MatchString(ts) {
+			t.Errorf("post edited_at = %#v; want RFC 3339 UTC with milliseconds", p["edited_at"])
+		}
+	}
+	slices.Sort(want)
+	if got := keys(p); !slices.Equal(got, want) {
 		t.Errorf("post keys = %q; want %q", got, want)
 	}
 	for _, k := range []string{"id", "author_id", "content", "created_at"} {
@@ -936,7 +951,7 @@ func TestRouting(t *testing.T) {
 		}{
 			{"DELETE", "/v1/users", "POST"},
 			{"GET", "/v1/posts", "POST"},
-			{"PATCH", "/v1/posts/1", "DELETE, GET, HEAD"},
+			{"PUT", "/v1/posts/1", "DELETE, GET, HEAD, PATCH"},
 			{"POST", "/v1/me/feed", "GET, HEAD"},
 			{"GET", "/v1/me/following/2", "DELETE, PUT"},
 			{"POST", "/healthz", "GET, HEAD"},
@@ -1038,7 +1053,11 @@ func TestOps(t *testing.T) {
 	}
 
 	e.svc.setReady(errors.New("redis: dial 10.1.2.3:6379: refused"))
-	r = e.do(req{method: "GET", path: "/readyz"})
+	// The last answer stands for a second (readiness).
+	testenv.Eventually(t, 5*time.Second, "readyz sees the failure", func() bool {
+		r = e.do(req{method: "GET", path: "/readyz"})
+		return r.status != http.StatusOK
+	})
 	wantStatus(t, r, http.StatusServiceUnavailable)
 	// The standard error, plus each dependency's state.
 	var ready struct {
@@ -1100,7 +1119,9 @@ func TestNewOps(t *testing.T) {
 		}
 	}
 	down.Store(true)
-	wantStatus(t, doHTTP(t, srv.URL, req{method: "GET", path: "/readyz"}), http.StatusServiceUnavailable)
+	testenv.Eventually(t, 5*time.Second, "readyz 503 once the last answer is a second old", func() bool {
+		return doHTTP(t, srv.URL, req{method: "GET", path: "/readyz"}).status == http.StatusServiceUnavailable
+	})
 }
 
 func TestNewServerSharesRegistry(t *testing.T) {

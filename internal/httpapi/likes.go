@@ -76,13 +76,23 @@ func handlePostLikers(lk Likes) http.Handler {
 			respondError(w, err)
 			return
 		}
-		// The limit check of pageQuery, with a cursor of another kind.
-		_, limit, err := pageQuery(withoutCursor(r), feed.CursorLikers)
+		// pageQuery's checks, with a cursor of another shape.
+		q, err := query(r)
 		if err != nil {
 			respondError(w, err)
 			return
 		}
-		version, user, err := feed.DecodeLikerCursor(r.URL.Query().Get("cursor"))
+		limit, err := pageLimit(q)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		cursor, err := param(q, "cursor")
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		version, user, err := feed.DecodeLikerCursor(cursor)
 		if err != nil {
 			respondError(w, err)
 			return
@@ -103,19 +113,6 @@ func handlePostLikers(lk Likes) http.Handler {
 		}
 		encode(w, http.StatusOK, page)
 	})
-}
-
-// withoutCursor returns r with no cursor in its query, for pageQuery's
-// limit check on routes whose cursor has another shape.
-func withoutCursor(r *http.Request) *http.Request {
-	q := r.URL.Query()
-	q.Del("cursor")
-	r2 := new(http.Request)
-	*r2 = *r
-	u := *r.URL
-	u.RawQuery = q.Encode()
-	r2.URL = &u
-	return r2
 }
 
 func handleUserLikes(lk Likes) http.Handler {
@@ -179,21 +176,31 @@ func parseWindow(s string) (time.Duration, error) {
 
 func handleTopPosts(lk Likes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		window, err := parseWindow(r.URL.Query().Get("window"))
+		q, err := query(r)
 		if err != nil {
 			respondError(w, err)
 			return
 		}
-		if r.URL.Query().Has("cursor") {
+		window, err := param(q, "window")
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		period, err := parseWindow(window)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		if q.Has("cursor") {
 			respondError(w, feed.Errorf(feed.EINVALID, "the top posts are one page: no cursor"))
 			return
 		}
-		_, limit, err := pageQuery(r, feed.CursorFeed)
+		limit, err := pageLimit(q)
 		if err != nil {
 			respondError(w, err)
 			return
 		}
-		posts, err := lk.TopPosts(r.Context(), window, limit)
+		posts, err := lk.TopPosts(r.Context(), period, limit)
 		if err != nil {
 			respondError(w, err)
 			return

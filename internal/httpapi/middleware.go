@@ -16,17 +16,17 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// middleware wraps the mux, outermost first: bound the body, log and
-// measure, recover panics (inside, so that the log and the histogram see
-// the 500), answer unknown routes and methods in JSON.
+// middleware wraps the mux, outermost first: bound the body in size and
+// time, log and measure, recover panics (inside, so that the log and the
+// histogram see the 500), answer unknown routes and methods in JSON.
 //
 // Only observe copies the request, once, to put the request id in its
 // context, before the mux: the mux records the matched pattern in
 // r.Pattern, and observe reads it from that same copy once the mux returns.
-func middleware(logger *slog.Logger, m *requestMetrics, maxBody int64, mux *http.ServeMux) http.Handler {
+func middleware(logger *slog.Logger, m *requestMetrics, maxBody int64, bodyTimeout time.Duration, mux *http.ServeMux) http.Handler {
 	h := routeFallback(mux)
 	h = recoverPanics(h)
-	return observe(logger, m, maxBody, h)
+	return observe(logger, m, maxBody, bodyTimeout, h)
 }
 
 // statusWriter remembers what a handler answered, and the error behind an
@@ -76,9 +76,20 @@ func noteError(w http.ResponseWriter, err error) {
 	}
 }
 
-func observe(logger *slog.Logger, m *requestMetrics, maxBody int64, next http.Handler) http.Handler {
+func observe(logger *slog.Logger, m *requestMetrics, maxBody int64, bodyTimeout time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		if r.ContentLength != 0 { // -1: chunked, of unknown length
+			// The headers are in; the body gets bodyTimeout. A deadline on
+			// this one request (http.Server.ReadTimeout would count from
+			// the start of the headers, for every request alike) bounds
+			// every read of it: the guard's, a handler's, and the one
+			// net/http makes to discard a body left unread. net/http
+			// itself lifts it once the body has been read to its end.
+			// Writers that are not a connection (tests' recorders)
+			// cannot take one.
+			_ = http.NewResponseController(w).SetReadDeadline(start.Add(bodyTimeout))
+		}
 		// Given the server's own writer, MaxBytesReader can also tell the
 		// server to close a connection whose body was cut short.
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)

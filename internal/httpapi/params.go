@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -19,24 +20,61 @@ func pathID(r *http.Request) (int64, error) {
 	return feed.ParseID(r.PathValue("id"))
 }
 
+// query parses the query string strictly: a malformed one (a bad escape
+// such as %zz, or a ';' separator) is an error, where r.URL.Query() would
+// drop the pair without a word and serve a page the client did not ask for.
+func query(r *http.Request) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, feed.Errorf(feed.EINVALID, "the query string cannot be parsed: %s", err)
+	}
+	return q, nil
+}
+
+// param returns the query parameter name, "" when absent. A parameter
+// given twice is an error: which of the two was meant cannot be known.
+func param(q url.Values, name string) (string, error) {
+	if v := q[name]; len(v) > 1 {
+		return "", feed.Errorf(feed.EINVALID, "%s must be given at most once", name)
+	}
+	return q.Get(name), nil
+}
+
 // pageQuery reads ?cursor= (of kind) and ?limit= (default 20, 1..100).
 func pageQuery(r *http.Request, kind byte) (pos int64, limit int, err error) {
-	q := r.URL.Query()
-	limit = defaultLimit
-	if q.Has("limit") {
-		s := q.Get("limit")
-		n, err := strconv.Atoi(s)
-		// Digits only: no sign, no spaces, no exponent.
-		if err != nil || strings.Trim(s, "0123456789") != "" || n < 1 || n > maxLimit {
-			return 0, 0, feed.Errorf(feed.EINVALID, "limit must be an integer from 1 to %d", maxLimit)
-		}
-		limit = n
+	q, err := query(r)
+	if err != nil {
+		return 0, 0, err
 	}
-	pos, err = feed.DecodeCursor(kind, q.Get("cursor"))
+	if limit, err = pageLimit(q); err != nil {
+		return 0, 0, err
+	}
+	cursor, err := param(q, "cursor")
+	if err != nil {
+		return 0, 0, err
+	}
+	pos, err = feed.DecodeCursor(kind, cursor)
 	if err != nil {
 		return 0, 0, err
 	}
 	return pos, limit, nil
+}
+
+// pageLimit reads ?limit= (default 20, 1..100).
+func pageLimit(q url.Values) (int, error) {
+	if !q.Has("limit") {
+		return defaultLimit, nil
+	}
+	s, err := param(q, "limit")
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(s)
+	// Digits only: no sign, no spaces, no exponent.
+	if err != nil || strings.Trim(s, "0123456789") != "" || n < 1 || n > maxLimit {
+		return 0, feed.Errorf(feed.EINVALID, "limit must be an integer from 1 to %d", maxLimit)
+	}
+	return n, nil
 }
 
 // idempotencyKey returns the Idempotency-Key header, "" when absent. A

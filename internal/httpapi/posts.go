@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -47,10 +48,15 @@ func formatTime(t time.Time) string {
 }
 
 type postJSON struct {
-	ID        string `json:"id"`
-	AuthorID  string `json:"author_id"`
-	Content   string `json:"content"`
-	CreatedAt string `json:"created_at"`
+	ID       string `json:"id"`
+	AuthorID string `json:"author_id"`
+	Content  string `json:"content"`
+	// Data is the post's data as stored (compact JSON), absent if none:
+	// appendJSON writes it byte for byte.
+	Data      json.RawMessage `json:"data,omitempty"`
+	CreatedAt string          `json:"created_at"`
+	// EditedAt is absent on a post never edited.
+	EditedAt string `json:"edited_at,omitempty"`
 	// Every post a client sees carries its likes (likes.go), unless
 	// degradation switch L1 dropped that enrichment: then both are absent
 	// rather than a misleading 0 and false.
@@ -59,12 +65,19 @@ type postJSON struct {
 }
 
 func toPostJSON(p feed.Post) postJSON {
-	return postJSON{
+	j := postJSON{
 		ID:        feed.FormatID(p.ID),
 		AuthorID:  feed.FormatID(p.AuthorID),
 		Content:   p.Content,
 		CreatedAt: formatTime(p.CreatedAt),
 	}
+	if p.Data != "" {
+		j.Data = json.RawMessage(p.Data)
+	}
+	if !p.EditedAt.IsZero() {
+		j.EditedAt = formatTime(p.EditedAt)
+	}
+	return j
 }
 
 // toPostJSONLikes is toPostJSON with p's likes from states; a nil states
@@ -106,11 +119,52 @@ func showPosts(ctx context.Context, lk Likes, viewer int64, posts []feed.Post, m
 	return page, nil
 }
 
+// postData is a post's data in a request body, checked and compacted
+// (feed.CheckData) as it is decoded. set tells a field sent as null from
+// one left out: null is no data on a new post, and removes it in an edit.
+type postData struct {
+	set  bool
+	json string // compact; "" for null
+}
+
+func (d *postData) UnmarshalJSON(b []byte) error {
+	d.set = true
+	if string(b) == "null" {
+		d.json = ""
+		return nil
+	}
+	var err error
+	d.json, err = feed.CheckData(b)
+	return err
+}
+
 type createPostRequest struct {
-	Content string `json:"content"`
+	Content string   `json:"content"`
+	Data    postData `json:"data"`
 }
 
 func (req createPostRequest) valid() error { return feed.CheckContent(req.Content) }
+
+// draft is the request as the post will store it: its content and its
+// data compacted. It is what identifies a create request, so an
+// idempotency key's fingerprint is taken of it rather than of the body's
+// bytes, which may differ in spacing or key order of the envelope.
+func (req createPostRequest) draft() feed.Draft {
+	return feed.Draft{Content: req.Content, Data: req.Data.json}
+}
+
+// fingerprint is the idempotency fingerprint of the draft: its content and
+// its data as JSON, made canonical, so data with other spacing, key order
+// or escapes is the same request, and data null is the same as none.
+// postData's fields are unexported, so the request itself would marshal
+// without its data.
+func (req createPostRequest) fingerprint() ([]byte, error) {
+	d := req.draft()
+	return fingerprint(struct {
+		Content string          `json:"content"`
+		Data    json.RawMessage `json:"data,omitempty"`
+	}{d.Content, json.RawMessage(d.Data)})
+}
 
 func handlePostCreate(svc Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -131,18 +185,70 @@ func handlePostCreate(svc Service) http.Handler {
 		}
 		idem := feed.Idempotency{Key: key}
 		if key != "" {
-			if idem.Fingerprint, err = fingerprint(req); err != nil {
+			if idem.Fingerprint, err = req.fingerprint(); err != nil {
 				respondError(w, err)
 				return
 			}
 		}
-		p, err := svc.Publish(r.Context(), me, req.Content, idem)
+		p, err := svc.Publish(r.Context(), me, req.draft(), idem)
 		if err != nil {
 			respondError(w, err)
 			return
 		}
 		w.Header().Set("Location", "/v1/posts/"+feed.FormatID(p.ID))
 		encode(w, http.StatusCreated, toPostJSONLikes(p, noLikesYet))
+	})
+}
+
+// editPostRequest is a PATCH of a post: the fields sent replace the
+// post's; data null removes its data.
+type editPostRequest struct {
+	Content *string  `json:"content"`
+	Data    postData `json:"data"`
+}
+
+func (req editPostRequest) valid() error {
+	if req.Content == nil && !req.Data.set {
+		return feed.Errorf(feed.EINVALID, "send the content, the data or both to edit a post")
+	}
+	if req.Content != nil {
+		return feed.CheckContent(*req.Content)
+	}
+	return nil
+}
+
+func (req editPostRequest) edit() feed.PostEdit {
+	return feed.PostEdit{Content: req.Content, SetData: req.Data.set, Data: req.Data.json}
+}
+
+func handlePostEdit(svc Service, lk Likes) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		me, ok := actorFrom(r.Context())
+		if !ok {
+			respondError(w, errNoActor)
+			return
+		}
+		id, err := pathID(r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		req, err := decode[editPostRequest](r)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		p, err := svc.EditPost(r.Context(), me, id, req.edit())
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		page, err := showPosts(r.Context(), lk, me, []feed.Post{p}, false, nil)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		encode(w, http.StatusOK, page.Items[0])
 	})
 }
 

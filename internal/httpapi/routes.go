@@ -27,6 +27,7 @@ func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func
 		{"GET", "/v1/me/feed", actor, handleFeed(svc, lk)},
 		{"POST", "/v1/posts", actor, handlePostCreate(svc)},
 		{"GET", "/v1/posts/{id}", reader, handlePostGet(svc, lk)},
+		{"PATCH", "/v1/posts/{id}", actor, handlePostEdit(svc, lk)},
 		{"DELETE", "/v1/posts/{id}", actor, handlePostDelete(svc)},
 		{"PUT", "/v1/posts/{id}/like", actor, handleLike(lk, true)},
 		{"DELETE", "/v1/posts/{id}/like", actor, handleLike(lk, false)},

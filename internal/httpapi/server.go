@@ -45,12 +45,16 @@ type Service interface {
 	// request's fingerprint) a repeat from the same author returns the
 	// post the first call created; EKEYREUSED when its fingerprint
 	// differs, ENOTFOUND when that post was deleted (feed.Idempotency).
-	Publish(ctx context.Context, author int64, content string, idem feed.Idempotency) (feed.Post, error)
+	Publish(ctx context.Context, author int64, d feed.Draft, idem feed.Idempotency) (feed.Post, error)
 	// Post returns a post; ENOTFOUND if unknown or deleted.
 	Post(ctx context.Context, id int64) (feed.Post, error)
 	// DeletePost deletes a post as actor; EFORBIDDEN if actor is not its
 	// author, ENOTFOUND if unknown.
 	DeletePost(ctx context.Context, actor, id int64) error
+	// EditPost changes a post's content, data or both as actor and
+	// returns it edited; EFORBIDDEN if actor is not its author, ENOTFOUND
+	// if unknown or deleted.
+	EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (feed.Post, error)
 	// AuthorPosts returns up to n of author's posts with ids below before
 	// (0: from the newest), newest first; ENOTFOUND for an unknown author.
 	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, bool, error)
@@ -78,24 +82,38 @@ type Config struct {
 	JWTSecret []byte
 	// MaxBodyBytes bounds request bodies; 0 means 1 MiB.
 	MaxBodyBytes int64
+	// BodyTimeout is how long after its headers a request's body may take
+	// to arrive in full; later, the request gets 408 and its connection
+	// closes. 0 means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// Now is the clock tokens are issued and checked against; nil means
 	// time.Now. Tests pin it.
 	Now func() time.Time
 
 	// The defences; nil turns one off. Rates are the token buckets (429),
-	// Shed bounds the requests in flight per class (503), Switches are the
+	// UserSlots bounds each user's requests in flight (429), Shed bounds
+	// the requests in flight per class (503), Switches are the
 	// degradation switches (L3 makes writes answer 503) that the admin
 	// routes show and change.
-	Rates    *limit.Rates
-	Shed     *limit.Shedder
-	Switches *degrade.Switches
+	Rates     *limit.Rates
+	UserSlots *limit.UserSlots
+	Shed      *limit.Shedder
+	Switches  *degrade.Switches
 }
 
 const defaultMaxBodyBytes = 1 << 20
 
+// DefaultBodyTimeout is the BodyTimeout feedd's flag starts from: ample for
+// a body of MaxBodyBytes on a slow mobile link, short enough that a client
+// trickling bodies ties up little.
+const DefaultBodyTimeout = 10 * time.Second
+
 func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = DefaultBodyTimeout
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -124,7 +142,7 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prome
 	for _, rt := range routes(tok, svc, lk, cfg.Switches, ready, metrics) {
 		mux.Handle(rt.pattern(), tok.require(rt.access, guard(cfg, dm, classOf(rt), rt.handler)))
 	}
-	return middleware(logger, newRequestMetrics(logger, reg), cfg.MaxBodyBytes, mux)
+	return middleware(logger, newRequestMetrics(logger, reg), cfg.MaxBodyBytes, cfg.BodyTimeout, mux)
 }
 
 // NewOps returns only /healthz, /readyz and /metrics, for processes that
@@ -141,7 +159,7 @@ func NewOps(logger *slog.Logger, ready func(context.Context) []feed.Check, metri
 			mux.Handle(rt.pattern(), rt.handler)
 		}
 	}
-	return middleware(logger, nil, defaultMaxBodyBytes, mux)
+	return middleware(logger, nil, defaultMaxBodyBytes, DefaultBodyTimeout, mux)
 }
 
 func orDiscard(logger *slog.Logger) *slog.Logger {

@@ -3,14 +3,10 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/feedd/feedd/internal/feed"
 )
-
-const maxNameRunes = 64
 
 // Token lifetimes, in seconds.
 const (
@@ -43,15 +39,7 @@ type createUserRequest struct {
 	ID   jsonID `json:"id"`
 }
 
-func (req createUserRequest) valid() error {
-	if strings.TrimSpace(req.Name) == "" {
-		return feed.Errorf(feed.EINVALID, "name is required and must not be blank")
-	}
-	if utf8.RuneCountInString(req.Name) > maxNameRunes {
-		return feed.Errorf(feed.EINVALID, "name must be at most %d characters", maxNameRunes)
-	}
-	return nil
-}
+func (req createUserRequest) valid() error { return feed.CheckName(req.Name) }
 
 func handleUserCreate(svc Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

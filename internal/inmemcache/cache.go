@@ -440,16 +440,20 @@ func (c *Cache) CachedPosts(ctx context.Context, ids []int64) (map[int64]feed.Po
 	return got, nil
 }
 
-// CachePosts stores posts for ttl.
+// CachePosts stores posts for ttl, each unless a newer version of it is
+// cached (feed.Post.Supersedes).
 func (c *Cache) CachePosts(ctx context.Context, posts []feed.Post, ttl time.Duration) error {
 	if c.closed.Load() {
 		return errClosed
 	}
-	expires := deadline(c.now(), ttl)
+	now := c.now()
+	expires := deadline(now, ttl)
 	for _, p := range posts {
 		s := &c.posts[shardOf(p.ID)]
 		s.mu.Lock()
-		s.m[p.ID] = postEntry{post: p, expires: expires}
+		if e, ok := s.m[p.ID]; !ok || expired(e.expires, now.UnixNano()) || p.Supersedes(e.post) {
+			s.m[p.ID] = postEntry{post: p, expires: expires}
+		}
 		s.mu.Unlock()
 	}
 	return nil

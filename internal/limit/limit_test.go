@@ -126,3 +126,46 @@ func BenchmarkAdmission(b *testing.B) {
 		})
 	})
 }
+
+func TestUserSlots(t *testing.T) {
+	s := NewUserSlots(2)
+	r1, ok1 := s.Acquire(7)
+	r2, ok2 := s.Acquire(7)
+	if !ok1 || !ok2 {
+		t.Fatal("user 7's first two requests refused")
+	}
+	if _, ok := s.Acquire(7); ok {
+		t.Fatal("user 7's third request in flight admitted; want refused")
+	}
+	if r, ok := s.Acquire(8); !ok {
+		t.Fatal("another user refused by user 7's bound")
+	} else {
+		r()
+	}
+	for range 5 {
+		if _, ok := s.Acquire(0); !ok {
+			t.Fatal("user 0 (the admin) refused; want never bounded")
+		}
+	}
+	r1()
+	r1() // a second release of the same slot gives nothing back twice
+	if n := s.InFlight(7); n != 1 {
+		t.Fatalf("user 7 in flight %d after one release; want 1", n)
+	}
+	r3, ok := s.Acquire(7)
+	if !ok {
+		t.Fatal("a freed slot was not reusable")
+	}
+	r2()
+	r3()
+	if n := s.Users(); n != 0 {
+		t.Fatalf("%d users held after every release; want 0 (the map keeps only users in flight)", n)
+	}
+	if NewUserSlots(0) != nil {
+		t.Fatal("a bound of 0 is not 'no bound'")
+	}
+	var none *UserSlots
+	if _, ok := none.Acquire(7); !ok {
+		t.Fatal("a nil UserSlots refused")
+	}
+}

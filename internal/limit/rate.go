@@ -1,7 +1,8 @@
 // Package limit is feedd's admission control at the edge: token buckets
-// per user and per route class (Rates), and a bound on the requests in
-// flight per class (Shedder). Both answer at once or after a short, bounded
-// wait, and both tell the caller how long to wait before retrying, so an
+// per user and per route class (Rates), a bound on the requests in flight
+// per class (Shedder), and one on each user's requests in flight
+// (UserSlots). Each answers at once or after a short, bounded wait, and
+// tells the caller how long to wait before retrying, so an
 // overloaded process turns excess into cheap 429s and 503s instead of into
 // latency for everyone.
 //
@@ -66,12 +67,18 @@ type Config struct {
 
 // The defaults of Config, which feedd's flags start from. A zero MaxUsers
 // takes DefaultMaxUsers. PerUser has none in the package (no rule: no
-// limit); feedd's flag gives each user's writes a bucket of
-// DefaultUserWriteRate a second, DefaultUserWriteBurst at once.
+// limit); feedd's flags give each user's writes a bucket of
+// DefaultUserWriteRate a second, DefaultUserWriteBurst at once, and their
+// reads one of DefaultUserReadRate and DefaultUserReadBurst: more than a
+// person scrolling or an app's server acting for one user asks for, and
+// slow enough that walking through every user's profile one id after
+// another takes days, not minutes.
 const (
 	DefaultMaxUsers       = 100_000
 	DefaultUserWriteRate  = 20
 	DefaultUserWriteBurst = 200
+	DefaultUserReadRate   = 50
+	DefaultUserReadBurst  = 200
 )
 
 // Rates holds the buckets. It is safe for concurrent use; a nil *Rates

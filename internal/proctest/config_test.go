@@ -3,6 +3,7 @@ package proctest
 import (
 	"bufio"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,7 +29,7 @@ func TestConfigContract(t *testing.T) {
 			"FEEDD_MYSQL_DSN":   "root@tcp(127.0.0.1:3306)/feedd_proc_unused",
 			"FEEDD_REDIS_URL":   defaultRedis,
 			"FEEDD_AMQP_URL":    testenv.AMQPURL(),
-			"FEEDD_ADMIN_TOKEN": "admin-" + testenv.RandHex(8),
+			"FEEDD_ADMIN_TOKEN": "admin-" + testenv.RandHex(16),
 			"FEEDD_JWT_SECRET":  testenv.RandHex(16),
 		}
 		for _, missing := range []string{"FEEDD_ADMIN_TOKEN", "FEEDD_JWT_SECRET"} {
@@ -69,6 +70,50 @@ func TestConfigContract(t *testing.T) {
 				}
 				if !strings.Contains(strings.ToLower(out), c.named) {
 					t.Fatalf("feedd work with %s unreachable printed %q; want a message naming %s", c.name, out, c.named)
+				}
+			})
+		}
+	})
+
+	t.Run("exit statuses, and secrets never printed", func(t *testing.T) {
+		t.Parallel()
+		admin, password := "adm"+testenv.RandHex(16), "pw"+testenv.RandHex(8)
+		secrets := map[string]string{
+			"FEEDD_ADMIN_TOKEN": admin,
+			"FEEDD_JWT_SECRET":  testenv.RandHex(16),
+			"FEEDD_MYSQL_DSN":   "feedd:" + password + "@tcp(" + freeAddr(t) + ")/feedd",
+			"FEEDD_AMQP_URL":    "amqp://feedd:" + password + "@127.0.0.1:port/",
+		}
+		with := func(kv ...string) map[string]string {
+			env := maps.Clone(secrets)
+			for i := 0; i+1 < len(kv); i += 2 {
+				env[kv[i]] = kv[i+1]
+			}
+			return env
+		}
+		for _, c := range []struct {
+			name   string
+			env    map[string]string
+			args   []string
+			status int
+			says   string
+		}{
+			{"-h", secrets, []string{"-h"}, 0, "(set)"},
+			{"-typo", secrets, []string{"-typo"}, 2, "-typo"},
+			{"a short admin token", with("FEEDD_ADMIN_TOKEN", "short-"+testenv.RandHex(4)), nil, 2, "FEEDD_ADMIN_TOKEN"},
+			{"a short JWT secret", with("FEEDD_JWT_SECRET", "short-"+testenv.RandHex(4)), nil, 2, "FEEDD_JWT_SECRET"},
+			{"MySQL unreachable", secrets, nil, 1, "mysql"},
+			{"a RabbitMQ URL that does not parse", with("FEEDD_MYSQL_DSN", "", "FEEDD_DATA_DIR", t.TempDir()), nil, 1, "amqp://feedd:***@"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				status, out := runProc(t, c.env, c.args...)
+				if status != c.status || !strings.Contains(out, c.says) {
+					t.Errorf("feedd %s: exit status %d; want %d and a message with %q; output:\n%s", strings.Join(c.args, " "), status, c.status, c.says, tail(out))
+				}
+				for _, s := range []string{admin, password, c.env["FEEDD_ADMIN_TOKEN"], c.env["FEEDD_JWT_SECRET"]} {
+					if strings.Contains(out, s) {
+						t.Errorf("feedd %s printed the secret %q", strings.Join(c.args, " "), s)
+					}
 				}
 			})
 		}

@@ -130,7 +130,7 @@ func newStack(t *testing.T) *stack {
 	t.Cleanup(func() { testenv.DeleteQueues(t, svc.amqp, amqpPrefix) })
 
 	s := &stack{
-		t: t, admin: "admin-" + testenv.RandHex(8), store: store, cache: cache,
+		t: t, admin: "admin-" + testenv.RandHex(16), store: store, cache: cache,
 		amqpURL: svc.amqp, amqpPrefix: amqpPrefix,
 	}
 	s.env = map[string]string{

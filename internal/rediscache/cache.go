@@ -143,6 +143,7 @@ type Cache struct {
 
 	fill, drain, add, remove, page, bounds *redis.Script
 	compareAndDelete, compareAndExpire     *redis.Script
+	postSet                                *redis.Script
 }
 
 var _ feed.Cache = (*Cache)(nil)
@@ -172,6 +173,7 @@ func New(client redis.UniversalClient, opts Options) *Cache {
 		bounds:           redis.NewScript(boundsScript),
 		compareAndDelete: redis.NewScript(compareAndDeleteScript),
 		compareAndExpire: redis.NewScript(compareAndExpireScript),
+		postSet:          redis.NewScript(postSetScript),
 	}
 }
 
@@ -195,6 +197,23 @@ func (c *Cache) Close() error {
 // EVALSHA: after a restart, a SCRIPT FLUSH or a failover.
 func isNoScript(err error) bool {
 	return errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")
+}
+
+// missedScript returns the indexes of a pipeline's script calls that
+// failed only because their node lacked the script, to be redone with
+// EVAL, or the first other error.
+func missedScript(cmds []*redis.Cmd) ([]int, error) {
+	var missed []int
+	for i, cmd := range cmds {
+		switch err := cmd.Err(); {
+		case err == nil:
+		case isNoScript(err):
+			missed = append(missed, i)
+		default:
+			return nil, err
+		}
+	}
+	return missed, nil
 }
 
 // ms renders a ttl in milliseconds for a script; a positive ttl under a

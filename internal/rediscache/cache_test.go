@@ -190,6 +190,49 @@ func drainWithoutScript(t *testing.T, newClient func() redis.UniversalClient) {
 	}
 }
 
+// TestCachePostsWithoutScript checks that posts whose set script the
+// server does not know (after a restart, a SCRIPT FLUSH, a failover) are
+// still stored, with their versions still compared, and that the script
+// is loaded for the next call; as drainWithoutScript does, a script of
+// unique source stands in for a flushed one.
+func TestCachePostsWithoutScript(t *testing.T) { cachePostsWithoutScript(t, testServer(t)) }
+
+func TestCachePostsWithoutScriptCluster(t *testing.T) { cachePostsWithoutScript(t, testCluster(t)) }
+
+func cachePostsWithoutScript(t *testing.T, newClient func() redis.UniversalClient) {
+	ctx := t.Context()
+	prefix := randomPrefix()
+	client := newClient()
+	c := New(client, Options{Prefix: prefix})
+	t.Cleanup(func() {
+		deleteKeys(t, client, prefix)
+		c.Close()
+	})
+	c.postSet = redis.NewScript(postSetScript + "-- " + prefix + "\n")
+	if exists, err := c.postSet.Exists(ctx, client).Result(); err != nil || exists[0] {
+		t.Fatalf("script of unique source already loaded = %v, %v; the test would prove nothing", exists, err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	edited := feed.Post{ID: 101, AuthorID: 1, Content: "edited", CreatedAt: at, EditedAt: at.Add(time.Minute)}
+	if err := client.Set(ctx, c.postKeyOf(101), appendPost(nil, edited), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	posts := []feed.Post{
+		{ID: 101, AuthorID: 1, Content: "original", CreatedAt: at}, // older than the cached edit
+		{ID: 102, AuthorID: 1, Content: "new", CreatedAt: at, Data: `{"a":1}`},
+	}
+	if err := c.CachePosts(ctx, posts, time.Minute); err != nil {
+		t.Fatalf("CachePosts without the script: %v", err)
+	}
+	if exists, err := c.postSet.Exists(ctx, client).Result(); err != nil || !exists[0] {
+		t.Errorf("after CachePosts, script loaded = %v, %v; want true", exists, err)
+	}
+	got, err := c.CachedPosts(ctx, []int64{101, 102})
+	if err != nil || got[101].Content != "edited" || got[102].Data != `{"a":1}` {
+		t.Errorf("CachedPosts = %+v, %v; want the edit kept and 102 stored", got, err)
+	}
+}
+
 // TestKeysAreClusterSafe checks that the keys of one inbox or post share
 // the slot of their hash tag, whatever the prefix: an inbox's tag is its
 // reader's group, a post's its id.
@@ -268,19 +311,41 @@ func hashTagOf(key string) string {
 }
 
 func TestPostEncoding(t *testing.T) {
+	edited := time.Date(2026, 5, 6, 7, 8, 9, 123_000_000, time.UTC)
 	for _, p := range []feed.Post{
 		{},
 		{ID: 1, AuthorID: 2, Content: "x", CreatedAt: time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC)},
 		{ID: feed.MaxID, AuthorID: -1, Deleted: true, CreatedAt: time.Date(2094, 1, 1, 0, 0, 0, 1, time.FixedZone("", -7200))},
+		{ID: 3, AuthorID: 4, Content: "with data", Data: `{"a":[1,"\u0000"],"b":"é"}`},
+		{ID: 5, AuthorID: 6, Content: "", Data: `{}`, EditedAt: edited},
+		{ID: 7, AuthorID: 8, Content: "edited", EditedAt: edited},
+		{ID: 9, AuthorID: 8, Content: strings.Repeat("ü", feed.MaxContentRunes), Data: `{"s":"` + strings.Repeat("x", feed.MaxDataBytes-8) + `"}`, EditedAt: edited},
 	} {
-		got, ok := decodePost(appendPost(nil, p))
+		b := appendPost(nil, p)
+		got, ok := decodePost(b)
 		if !ok || got.ID != p.ID || got.AuthorID != p.AuthorID || got.Content != p.Content ||
-			got.Deleted != p.Deleted || !got.CreatedAt.Equal(p.CreatedAt) {
-			t.Errorf("decodePost(appendPost(%+v)) = %+v, %v", p, got, ok)
+			got.Deleted != p.Deleted || !got.CreatedAt.Equal(p.CreatedAt) || got.Data != p.Data || !got.EditedAt.Equal(p.EditedAt) {
+			t.Errorf("decodePost(appendPost(%.80v)) = %.80v, %v", p, got, ok)
+		}
+		// Posts that need neither data nor an edit stay in format 1, which
+		// the previous version decodes too.
+		if want := byte(postFormat); p.Data == "" && p.EditedAt.IsZero() && b[0] != want {
+			t.Errorf("appendPost(%.80v) is format %d; want %d", p, b[0], want)
 		}
 	}
+	// A record the version before data and edits wrote still decodes.
+	old := []byte{postFormat, 0, 0x02, 0x04, 0x06, 0x04, 'x'}
+	if got, ok := decodePost(old); !ok || got.ID != 1 || got.AuthorID != 2 || !got.CreatedAt.Equal(time.Unix(3, 4)) ||
+		got.Content != "x" || got.Data != "" || !got.EditedAt.IsZero() {
+		t.Errorf("decodePost(a format-1 record) = %+v, %v", got, ok)
+	}
 	valid := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "abc"})
-	for _, bad := range [][]byte{nil, {postFormat}, {2, 0, 2, 2, 2, 0}, valid[:4]} {
+	withData := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "abc", Data: `{"a":1}`, EditedAt: edited})
+	for _, bad := range [][]byte{nil, {postFormat}, {3, 0, 2, 2, 2, 0}, valid[:4],
+		withData[:9],  // the version cut short
+		withData[:18], // the data's length without all of the data
+		{postFormatV2, flagEdited, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0}, // version 0
+	} {
 		if got, ok := decodePost(bad); ok {
 			t.Errorf("decodePost(%v) = %+v, true; want false", bad, got)
 		}

@@ -45,7 +45,8 @@ func luaScript(name string) string {
 }
 
 // The scripts' sources, expanded once. The inbox scripts are in
-// inbox.go's and pending.go's calls, the others in kv.go's and likes.go's.
+// inbox.go's and pending.go's calls, the others in post.go's, kv.go's and
+// likes.go's.
 var (
 	fillScript   = luaScript("inbox_fill.lua")
 	addScript    = luaScript("inbox_add.lua")
@@ -53,6 +54,8 @@ var (
 	pageScript   = luaScript("inbox_page.lua")
 	boundsScript = luaScript("inbox_bounds.lua")
 	drainScript  = luaScript("inbox_drain.lua")
+
+	postSetScript = luaScript("post_set.lua")
 
 	compareAndDeleteScript = luaScript("kv_compare_delete.lua")
 	compareAndExpireScript = luaScript("kv_compare_expire.lua")

@@ -16,6 +16,7 @@ func TestLuaFiles(t *testing.T) {
 		"kv_compare_delete.lua": compareAndDeleteScript, "kv_compare_expire.lua": compareAndExpireScript,
 		"likes_set.lua": setLikedScript, "likes_revert.lua": revertLikeScript,
 		"likes_fill.lua": fillLikesScript, "likes_add_count.lua": addCountScript,
+		"post_set.lua": postSetScript,
 	}
 	used := map[string]bool{}
 	for name, src := range scripts {

@@ -68,15 +68,13 @@ func (c *Cache) drainInboxes(ctx context.Context, readers []int64) error {
 	// A node that lost its scripts (restart, SCRIPT FLUSH, failover)
 	// answers NOSCRIPT; any other error fails the batch, which is safe to
 	// redo because a drain is idempotent.
-	var missing [][]string
-	for i, cmd := range cmds {
-		switch err := cmd.Err(); {
-		case err == nil:
-		case isNoScript(err):
-			missing = append(missing, calls[i])
-		default:
-			return fmt.Errorf("drain %d inboxes: %w", len(readers), err)
-		}
+	missed, cmdErr := missedScript(cmds)
+	if cmdErr != nil {
+		return fmt.Errorf("drain %d inboxes: %w", len(readers), cmdErr)
+	}
+	missing := make([][]string, len(missed))
+	for j, i := range missed {
+		missing[j] = calls[i]
 	}
 	if len(missing) == 0 {
 		return fmt.Errorf("drain %d inboxes: %w", len(readers), err)

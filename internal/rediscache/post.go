@@ -18,14 +18,29 @@ import (
 // a timeline decodes tens of them, and a varint record is a third of the
 // size and needs no reflection.
 //
-// Layout: format byte, flags byte, varint id, varint author id, varint
-// Unix seconds and uvarint nanoseconds of CreatedAt, then the content's
-// bytes to the end. Seconds and nanoseconds, not UnixNano, so that any
-// time — the zero time included — round-trips. CreatedAt comes back in
-// UTC; the instant is exact.
+// Format 1, a post never edited and without data: format byte, flags
+// byte, varint id, varint author id, varint Unix seconds and uvarint
+// nanoseconds of CreatedAt, then the content's bytes to the end. Seconds
+// and nanoseconds, not UnixNano, so that any time — the zero time
+// included — round-trips. CreatedAt comes back in UTC; the instant is
+// exact.
+//
+// Format 2, an edited post or one with data: format byte, flags byte,
+// then if flagEdited the post's version (feed.Post.Version, the edit's
+// Unix milliseconds) as 8 big-endian bytes, where post_set.lua reads it
+// without decoding the rest; then format 1's varints; then if flagData a
+// uvarint length and the data's bytes; then the content to the end.
+//
+// A post that needs neither is still written in format 1, so that
+// processes of the version before format 2, during a rolling deploy, keep
+// decoding most posts; this version decodes both.
 const (
-	postFormat  = 1
+	postFormat   = 1
+	postFormatV2 = 2
+
 	flagDeleted = 1 << 0
+	flagEdited  = 1 << 1
+	flagData    = 1 << 2
 )
 
 // appendPost appends p's record to b.
@@ -34,12 +49,28 @@ func appendPost(b []byte, p feed.Post) []byte {
 	if p.Deleted {
 		flags |= flagDeleted
 	}
-	b = slices.Grow(b, 2+4*binary.MaxVarintLen64+len(p.Content))
-	b = append(b, postFormat, flags)
+	format := byte(postFormat)
+	if !p.EditedAt.IsZero() {
+		flags |= flagEdited
+		format = postFormatV2
+	}
+	if p.Data != "" {
+		flags |= flagData
+		format = postFormatV2
+	}
+	b = slices.Grow(b, 2+8+5*binary.MaxVarintLen64+len(p.Data)+len(p.Content))
+	b = append(b, format, flags)
+	if flags&flagEdited != 0 {
+		b = binary.BigEndian.AppendUint64(b, uint64(p.Version()))
+	}
 	b = binary.AppendVarint(b, p.ID)
 	b = binary.AppendVarint(b, p.AuthorID)
 	b = binary.AppendVarint(b, p.CreatedAt.Unix())
 	b = binary.AppendUvarint(b, uint64(p.CreatedAt.Nanosecond()))
+	if flags&flagData != 0 {
+		b = binary.AppendUvarint(b, uint64(len(p.Data)))
+		b = append(b, p.Data...)
+	}
 	return append(b, p.Content...)
 }
 
@@ -47,11 +78,23 @@ func appendPost(b []byte, p feed.Post) []byte {
 // unknown format, which the caller treats as a miss so that a format
 // change during a rolling deploy costs cache hits, not errors.
 func decodePost(b []byte) (p feed.Post, ok bool) {
-	if len(b) < 2 || b[0] != postFormat {
+	if len(b) < 2 || (b[0] != postFormat && b[0] != postFormatV2) {
 		return feed.Post{}, false
 	}
-	p.Deleted = b[1]&flagDeleted != 0
+	format, flags := b[0], b[1]
+	p.Deleted = flags&flagDeleted != 0
 	b = b[2:]
+	if format == postFormatV2 && flags&flagEdited != 0 {
+		if len(b) < 8 {
+			return feed.Post{}, false
+		}
+		v := binary.BigEndian.Uint64(b)
+		if v == 0 || v >= uint64(feed.TombstoneVersion) {
+			return feed.Post{}, false
+		}
+		p.EditedAt = time.UnixMilli(int64(v)).UTC()
+		b = b[8:]
+	}
 	var sec int64
 	var nsec uint64
 	var n, m, k, l int
@@ -66,7 +109,16 @@ func decodePost(b []byte) (p feed.Post, ok bool) {
 		return feed.Post{}, false
 	}
 	p.CreatedAt = time.Unix(sec, int64(nsec)).UTC()
-	p.Content = string(b[n+m+k+l:])
+	b = b[n+m+k+l:]
+	if format == postFormatV2 && flags&flagData != 0 {
+		size, j := binary.Uvarint(b)
+		if j <= 0 || size == 0 || size > uint64(len(b)-j) {
+			return feed.Post{}, false
+		}
+		p.Data = string(b[j : j+int(size)])
+		b = b[j+int(size):]
+	}
+	p.Content = string(b)
 	return p, true
 }
 
@@ -109,19 +161,42 @@ func (c *Cache) CachedPosts(ctx context.Context, ids []int64) (map[int64]feed.Po
 	return got, nil
 }
 
-// CachePosts stores posts for ttl (no expiry if ttl <= 0), in one
-// pipeline.
+// CachePosts stores each of posts for ttl (no expiry if ttl <= 0) unless
+// Redis holds a newer version of it (post_set.lua), one EVALSHA per post
+// in one pipeline. A node that lost the script gets it again and the
+// posts it missed are stored with EVAL.
 func (c *Cache) CachePosts(ctx context.Context, posts []feed.Post, ttl time.Duration) error {
 	if len(posts) == 0 {
 		return nil
 	}
-	ttl = max(ttl, 0) // go-redis reads -1 as KEEPTTL
-	p := c.client.Pipeline()
-	for _, post := range posts {
-		p.Set(ctx, c.postKeyOf(post.ID), appendPost(nil, post), ttl)
+	ttlArg := ms(ttl)
+	set := func(posts []feed.Post, eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd) ([]*redis.Cmd, error) {
+		cmds := make([]*redis.Cmd, len(posts))
+		p := c.client.Pipeline()
+		for i, post := range posts {
+			cmds[i] = eval(ctx, p, []string{c.postKeyOf(post.ID)}, appendPost(nil, post), post.Version(), ttlArg)
+		}
+		_, err := p.Exec(ctx)
+		return cmds, err
 	}
-	if _, err := p.Exec(ctx); err != nil {
+	cmds, err := set(posts, c.postSet.EvalSha)
+	if err == nil {
+		return nil
+	}
+	idx, cmdErr := missedScript(cmds)
+	if cmdErr != nil {
+		return fmt.Errorf("rediscache: cache %d posts: %w", len(posts), cmdErr)
+	}
+	missed := make([]feed.Post, len(idx))
+	for j, i := range idx {
+		missed[j] = posts[i]
+	}
+	if len(missed) == 0 {
 		return fmt.Errorf("rediscache: cache %d posts: %w", len(posts), err)
+	}
+	loadErr := c.loadScript(ctx, c.postSet)
+	if _, err := set(missed, c.postSet.Eval); err != nil {
+		return fmt.Errorf("rediscache: cache %d posts (%d without the script): %w", len(posts), len(missed), errors.Join(err, loadErr))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -55,7 +56,7 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempoten
 		p.CreatedAt = time.Now()
 	}
 	p.CreatedAt = fromMillis(millis(p.CreatedAt))
-	p.Deleted = false
+	p.Deleted, p.EditedAt = false, time.Time{}
 	payload := feed.PostCreated(ctx, p.ID, p.AuthorID).Encode()
 
 	// takeOver: the key's record was seen expired, so this attempt
@@ -72,8 +73,8 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempoten
 				}
 			}
 			_, err := tx.ExecContext(ctx,
-				"INSERT INTO posts (id, author_id, content, created_at, deleted_at) VALUES (?, ?, ?, ?, NULL)",
-				p.ID, p.AuthorID, p.Content, millis(p.CreatedAt))
+				"INSERT INTO posts (id, author_id, content, created_at, deleted_at, data) VALUES (?, ?, ?, ?, NULL, ?)",
+				p.ID, p.AuthorID, p.Content, millis(p.CreatedAt), nullData(p.Data))
 			if s.d.duplicate(err) {
 				return feed.Errorf(feed.ECONFLICT, "post id %d is taken", p.ID)
 			}
@@ -248,25 +249,39 @@ func (s *Store) expiredKeys(ctx context.Context, cutoff int64) ([]authorKey, err
 	return keys, rows.Err()
 }
 
-const postColumns = "id, author_id, content, created_at, deleted_at"
+const postColumns = "id, author_id, content, created_at, deleted_at, data, edited_at"
 
 func postColumnsOf(alias string) string {
-	return alias + ".id, " + alias + ".author_id, " + alias + ".content, " + alias + ".created_at, " + alias + ".deleted_at"
+	return alias + ".id, " + alias + ".author_id, " + alias + ".content, " + alias + ".created_at, " +
+		alias + ".deleted_at, " + alias + ".data, " + alias + ".edited_at"
+}
+
+// nullData is a post's data as a query argument: NULL for none.
+func nullData(data string) any {
+	if data == "" {
+		return nil
+	}
+	return data
 }
 
 // scanPost reads a post. A deleted post comes back as a tombstone, without
-// its content, so that no caller can show it by forgetting to look at
-// Deleted.
+// its content and data, so that no caller can show it by forgetting to
+// look at Deleted.
 func scanPost(r scanner) (feed.Post, error) {
 	var p feed.Post
 	var created int64
-	var deleted sql.NullInt64
-	if err := r.Scan(&p.ID, &p.AuthorID, &p.Content, &created, &deleted); err != nil {
+	var deleted, edited sql.NullInt64
+	var data sql.NullString
+	if err := r.Scan(&p.ID, &p.AuthorID, &p.Content, &created, &deleted, &data, &edited); err != nil {
 		return feed.Post{}, err
 	}
 	p.CreatedAt = fromMillis(created)
+	if edited.Valid {
+		p.EditedAt = fromMillis(edited.Int64)
+	}
+	p.Data = data.String
 	if deleted.Valid {
-		p.Deleted, p.Content = true, ""
+		p.Deleted, p.Content, p.Data = true, "", ""
 	}
 	return p, nil
 }
@@ -329,18 +344,79 @@ func (s *Store) DeletePost(ctx context.Context, id, author int64) error {
 	if n == 1 {
 		return nil
 	}
-	// Nothing changed: find out why. A post is never undeleted nor changes
-	// author, so this read cannot contradict the update.
+	return fmt.Errorf("sqlstore: delete post %d: %w", id, s.whyNotAuthor(ctx, id, author, "delete"))
+}
+
+// whyNotAuthor says why an update of post id by author matched no row:
+// ENOTFOUND for an unknown or deleted post, EFORBIDDEN for someone else's.
+// A post is never undeleted nor changes author, so this read cannot
+// contradict the update.
+func (s *Store) whyNotAuthor(ctx context.Context, id, author int64, verb string) error {
 	p, err := s.Post(ctx, id)
 	switch {
 	case err != nil:
-		return fmt.Errorf("sqlstore: delete post %d: %w", id, err)
+		return err
 	case p.Deleted:
-		return fmt.Errorf("sqlstore: delete post %d: %w", id, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id))
+		return feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
 	case p.AuthorID != author:
-		return fmt.Errorf("sqlstore: delete post %d: %w", id, feed.Errorf(feed.EFORBIDDEN, "only its author can delete post %d", id))
+		return feed.Errorf(feed.EFORBIDDEN, "only its author can %s post %d", verb, id)
 	}
-	return fmt.Errorf("sqlstore: delete post %d: the update matched nothing", id)
+	return errors.New("the update matched nothing")
+}
+
+// errNotAuthor ends an EditPost transaction whose update matched no row.
+var errNotAuthor = errors.New("not the author of a live post")
+
+// EditPost applies e to post id on behalf of author and returns the post
+// as it now is, with EditedAt set to now, or to the previous edit's time
+// plus a millisecond if that is later (two edits within a millisecond, or
+// a clock stepping back): every edit has a higher version than the last
+// (feed.Post.Version), so that the caches keep the newest. An unknown or
+// deleted post is ENOTFOUND, someone else's EFORBIDDEN, as for DeletePost.
+// The caller has validated e (feed.CheckContent, feed.CheckData).
+func (s *Store) EditPost(ctx context.Context, id, author int64, e feed.PostEdit) (feed.Post, error) {
+	if e.Content == nil && !e.SetData {
+		return feed.Post{}, fmt.Errorf("sqlstore: edit post %d: %w", id,
+			feed.Errorf(feed.EINVALID, "an edit changes content, data or both"))
+	}
+	var set strings.Builder
+	var args []any
+	if e.Content != nil {
+		set.WriteString("content = ?, ")
+		args = append(args, *e.Content)
+	}
+	if e.SetData {
+		set.WriteString("data = ?, ")
+		args = append(args, nullData(e.Data))
+	}
+	now := millis(time.Now())
+	set.WriteString("edited_at = CASE WHEN edited_at >= ? THEN edited_at + 1 ELSE ? END")
+	args = append(args, now, now, id, author)
+
+	var p feed.Post
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE posts SET "+set.String()+
+			" WHERE id = ? AND author_id = ? AND deleted_at IS NULL", args...)
+		if err != nil {
+			return err
+		}
+		// edited_at always changes, so a matched row is an affected row
+		// even where MySQL counts only changed ones.
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return cmp.Or(err, errNotAuthor)
+		}
+		// In the transaction, under the update's row lock: exactly the
+		// version this edit wrote.
+		p, err = scanPost(tx.QueryRowContext(ctx, "SELECT "+postColumns+" FROM posts WHERE id = ?", id))
+		return err
+	})
+	if errors.Is(err, errNotAuthor) {
+		err = s.whyNotAuthor(ctx, id, author, "edit")
+	}
+	if err != nil {
+		return feed.Post{}, fmt.Errorf("sqlstore: edit post %d: %w", id, err)
+	}
+	return p, nil
 }
 
 // AuthorPosts returns up to n of author's posts below before (0: from the

@@ -11,8 +11,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -47,10 +49,15 @@ type Store struct {
 
 // OpenSQLite opens (creating it if needed) the SQLite database at path,
 // in WAL mode. path must name a file: the store opens it twice, once for
-// the single writer and once for the readers.
+// the single writer and once for the readers. The file and its -wal and
+// -shm companions are readable and writable by the process's user only
+// (0600), whatever the umask.
 func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 	if path == "" || strings.ContainsRune(path, '?') || path == ":memory:" || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("sqlstore: open sqlite %q: want a plain file path", path)
+	}
+	if err := makePrivate(path); err != nil {
+		return nil, fmt.Errorf("sqlstore: open sqlite %q: %w", path, err)
 	}
 	q := url.Values{}
 	// busy_timeout only matters when another process writes the same file;
@@ -109,6 +116,40 @@ type Pools struct {
 	// many connections, so a burst of slow writes cannot take the
 	// connections the read path needs, nor the other way round.
 	Read int
+}
+
+// makePrivate creates the database file with mode 0600 before SQLite
+// opens it (SQLite would create it 0644 less the umask), and takes the
+// group's and others' access off an existing one and its -wal and -shm
+// files: they hold every user's data. SQLite gives the -wal and -shm files it creates the
+// database file's mode.
+func makePrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		err = f.Chmod(0o600) // the umask may have taken bits off
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	case !errors.Is(err, fs.ErrExist):
+		return err
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) && p != path {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // OpenMySQL connects to MySQL or MariaDB with a go-sql-driver DSN such as

@@ -155,6 +155,8 @@ var suite = []struct {
 	{"IdempotencyMigration", testIdempotencyMigration},
 	{"DuplicatePostID", testDuplicatePostID},
 	{"DeletePost", testDeletePost},
+	{"PostData", testPostData},
+	{"EditPost", testEditPost},
 	{"AuthorPosts", testAuthorPosts},
 	{"FeedPostIDs", testFeedPostIDs},
 	{"NewestPostsFloor", testNewestPostsFloor},
@@ -918,6 +920,104 @@ func testDeletePost(t *testing.T, e *env) {
 	want := feed.Post{ID: 60, AuthorID: 1, CreatedAt: orig.CreatedAt, Deleted: true}
 	if err != nil || p != want {
 		t.Fatalf("Post(60) after delete: got %+v, %v; want tombstone %+v", p, err, want)
+	}
+}
+
+func testPostData(t *testing.T, e *env) {
+	ctx := t.Context()
+	s := e.store(t)
+	mustUsers(t, s, 1)
+	// Data is stored and returned byte for byte, whatever it holds: the
+	// largest allowed, characters outside the BMP, escapes.
+	big := `{"s":"` + strings.Repeat("é", (feed.MaxDataBytes-8)/2) + `"}`
+	for i, data := range []string{`{"title":"Hi 🌍","n":1.50,"tags":["a","b"],"x":null,"e":"\u0000<&>"}`, big, `{}`, ""} {
+		id := int64(70 + i)
+		in := feed.Post{ID: id, AuthorID: 1, Content: "with data", CreatedAt: feed.IDTime(id), Data: data}
+		if _, created, err := s.CreatePost(ctx, in, feed.Idempotency{}); err != nil || !created {
+			t.Fatalf("CreatePost(%d): created %v, %v", id, created, err)
+		}
+		in.CreatedAt = in.CreatedAt.Truncate(time.Millisecond)
+		if p, err := s.Post(ctx, id); err != nil || p != in {
+			t.Fatalf("Post(%d) = %.80v, %v; want %.80v", id, p, err, in)
+		}
+		posts, err := s.Posts(ctx, []int64{id})
+		if err != nil || posts[id] != in {
+			t.Fatalf("Posts(%d) = %.80v, %v; want %.80v", id, posts[id], err, in)
+		}
+		list, err := s.AuthorPosts(ctx, 1, id+1, 1)
+		if err != nil || len(list) != 1 || list[0] != in {
+			t.Fatalf("AuthorPosts = %.80v, %v; want [%.80v]", list, err, in)
+		}
+	}
+	// A tombstone carries no data.
+	if err := s.DeletePost(ctx, 70, 1); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.Post(ctx, 70); err != nil || !p.Deleted || p.Data != "" || p.Content != "" {
+		t.Fatalf("Post(70) after delete = %+v, %v; want a tombstone without data", p, err)
+	}
+}
+
+func testEditPost(t *testing.T, e *env) {
+	ctx := t.Context()
+	s := e.store(t)
+	mustUsers(t, s, 1, 2)
+	orig, _, err := s.CreatePost(ctx, feed.Post{ID: 80, AuthorID: 1, Content: "first", CreatedAt: time.Now(), Data: `{"v":1}`}, feed.Idempotency{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustPost(t, s, 81, 1)
+	content := func(s string) *string { return &s }
+
+	edit := func(e feed.PostEdit, want feed.Post) feed.Post {
+		t.Helper()
+		before := time.Now().Truncate(time.Millisecond)
+		got, err := s.EditPost(ctx, 80, 1, e)
+		if err != nil {
+			t.Fatalf("EditPost(%+v): %v", e, err)
+		}
+		if got.EditedAt.Before(before) || !got.EditedAt.After(want.EditedAt) {
+			t.Fatalf("EditPost: EditedAt %v; want after the previous %v and not before %v", got.EditedAt, want.EditedAt, before)
+		}
+		want.EditedAt = got.EditedAt
+		if got != want {
+			t.Fatalf("EditPost(%+v) = %+v; want %+v", e, got, want)
+		}
+		if p, err := s.Post(ctx, 80); err != nil || p != want {
+			t.Fatalf("Post(80) after the edit = %+v, %v; want %+v", p, err, want)
+		}
+		return want
+	}
+	want := orig
+	want.Content = "second"
+	want = edit(feed.PostEdit{Content: content("second")}, want) // data kept
+	want.Data = `{"v":2}`
+	want = edit(feed.PostEdit{SetData: true, Data: `{"v":2}`}, want) // content kept
+	want.Content, want.Data = "third", ""
+	want = edit(feed.PostEdit{Content: content("third"), SetData: true}, want) // data removed
+	// Edits within one millisecond still get increasing versions.
+	for range 5 {
+		want = edit(feed.PostEdit{Content: content("again")}, func() feed.Post { w := want; w.Content = "again"; return w }())
+	}
+	if want.CreatedAt != orig.CreatedAt || want.ID != 80 {
+		t.Fatalf("an edit moved the post: %+v; was %+v", want, orig)
+	}
+
+	_, err = s.EditPost(ctx, 80, 2, feed.PostEdit{Content: content("hijack")})
+	wantCode(t, err, feed.EFORBIDDEN)
+	_, err = s.EditPost(ctx, 99, 1, feed.PostEdit{Content: content("nobody")})
+	wantCode(t, err, feed.ENOTFOUND)
+	_, err = s.EditPost(ctx, 81, 1, feed.PostEdit{})
+	wantCode(t, err, feed.EINVALID)
+	if err := s.DeletePost(ctx, 81, 1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.EditPost(ctx, 81, 1, feed.PostEdit{Content: content("undead")})
+	wantCode(t, err, feed.ENOTFOUND)
+	_, err = s.EditPost(ctx, 81, 2, feed.PostEdit{Content: content("undead")})
+	wantCode(t, err, feed.ENOTFOUND) // not found first, as for deletes
+	if p, err := s.Post(ctx, 80); err != nil || p != want {
+		t.Fatalf("Post(80) after refused edits = %+v, %v; want %+v", p, err, want)
 	}
 }
 

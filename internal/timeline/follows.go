@@ -70,9 +70,11 @@ func (s *Service) backfill(ctx context.Context, follower, followee int64) error 
 // Unfollow removes the edge and the followee's posts from the follower's
 // inbox. It is idempotent, and like Follow it redoes the inbox part on a
 // repeat, so that a retry repairs what a crash after the commit left.
+// Unfollowing oneself succeeds: the edge can never exist, so the outcome
+// asked for already holds, as after any other repeated unfollow.
 func (s *Service) Unfollow(ctx context.Context, follower, followee int64) error {
 	if follower == followee {
-		return feed.Errorf(feed.EINVALID, "you cannot unfollow yourself")
+		return nil
 	}
 	if _, err := s.store.User(ctx, followee); err != nil {
 		return err

@@ -70,6 +70,10 @@ func (g guardedStore) DeletePost(ctx context.Context, id, author int64) error {
 	return err
 }
 
+func (g guardedStore) EditPost(ctx context.Context, id, author int64, e feed.PostEdit) (feed.Post, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (feed.Post, error) { return g.store.EditPost(ctx, id, author, e) })
+}
+
 func (g guardedStore) CreateUser(ctx context.Context, u feed.User) (feed.User, error) {
 	return guarded(ctx, g.b, func(ctx context.Context) (feed.User, error) { return g.store.CreateUser(ctx, u) })
 }

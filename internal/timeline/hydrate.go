@@ -41,7 +41,7 @@ func (s *Service) hydrate(ctx context.Context, ids []int64, sql bool) ([]feed.Po
 		s.countPostCache(len(cached), len(cold)-len(cached))
 		for id, p := range cached {
 			found[id] = p
-			s.hot.Put(id, p)
+			s.keepHot(p)
 		}
 		for _, id := range cold {
 			if _, ok := cached[id]; !ok {
@@ -58,7 +58,7 @@ func (s *Service) hydrate(ctx context.Context, ids []int64, sql bool) ([]feed.Po
 		for id, p := range fromSQL {
 			found[id] = p
 			fill = append(fill, p)
-			s.hot.Put(id, p)
+			s.keepHot(p)
 		}
 		if len(fill) > 0 {
 			if err := s.cache.CachePosts(ctx, fill, s.cfg.PostTTL); err != nil {

@@ -42,6 +42,7 @@ type Store interface {
 	Post(ctx context.Context, id int64) (feed.Post, error)
 	Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, error)
 	DeletePost(ctx context.Context, id, author int64) error
+	EditPost(ctx context.Context, id, author int64, e feed.PostEdit) (feed.Post, error)
 	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, error)
 	AuthorPostIDs(ctx context.Context, author, after, before int64, n int) ([]int64, error)
 	FeedPostIDs(ctx context.Context, reader, after, before int64, n int) ([]int64, error)
@@ -280,9 +281,9 @@ func WithSwitches(sw *degrade.Switches) Option {
 
 // WithHotPosts keeps up to n post bodies in process memory for ttl, in
 // front of the cache: a hot post survives the expiry of its cache key, and
-// a cache outage, without every reader going to SQL at once. Deletes in
-// this process update it at once; other processes serve a deleted post
-// for at most ttl.
+// a cache outage, without every reader going to SQL at once. Deletes and
+// edits in this process update it at once; other processes serve a
+// deleted post, or a post's version before an edit, for at most ttl.
 func WithHotPosts(n int, ttl time.Duration) Option {
 	return func(s *Service) { s.hot = lru.New[int64, feed.Post](n, ttl, nil) }
 }

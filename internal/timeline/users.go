@@ -4,18 +4,14 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/feedd/feedd/internal/feed"
 )
 
-const maxNameRunes = 64
-
 // CreateUser stores a user. id 0 means feedd picks one.
 func (s *Service) CreateUser(ctx context.Context, id int64, name string) (feed.User, error) {
-	if strings.TrimSpace(name) == "" || utf8.RuneCountInString(name) > maxNameRunes || !utf8.ValidString(name) {
-		return feed.User{}, feed.Errorf(feed.EINVALID, "name must be 1 to %d characters and not blank", maxNameRunes)
+	if err := feed.CheckName(name); err != nil {
+		return feed.User{}, err
 	}
 	if id < 0 {
 		return feed.User{}, feed.Errorf(feed.EINVALID, "id must be a positive integer")

@@ -71,7 +71,7 @@ func childEnv(t *testing.T, dbPrefix, redisURL string, extra ...string) []string
 		"FEEDD_MYSQL_DSN="+dsn,
 		"FEEDD_REDIS_URL="+redisURL,
 		"FEEDD_AMQP_URL="+testenv.AMQPURL(),
-		"FEEDD_ADMIN_TOKEN=admin-"+testenv.RandHex(8),
+		"FEEDD_ADMIN_TOKEN=admin-"+testenv.RandHex(16),
 		"FEEDD_JWT_SECRET="+testenv.RandHex(16),
 		"FEEDD_LOG_LEVEL=warn",
 	)

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedd/feedd/internal/testenv"
-
 	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed/feedtest"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // TestMixedLoad runs `feedd bench run --scenarios mixed` for 40s against a

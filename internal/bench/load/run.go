@@ -317,10 +317,11 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 		m.prefix = r.o.RunPrefix + name + ":"
 		m.amqpPrefix = r.o.RunPrefix + name + "."
 		r.cleanModel(ctx, m) // leftovers of an earlier run with --keep
-		// A load tool measures capacity: the per-user write limit is off
-		// unless the caller's own environment sets it (which comes later
-		// and wins).
-		env := append([]string{"FEEDD_RATE_USER_WRITE=0"}, r.o.Env...)
+		// A load tool measures capacity, not the limiter: the per-user
+		// limits are off unless the caller's own environment sets them
+		// (which comes later and wins). Its readers read as fast as they
+		// can, a few users each with many requests in flight.
+		env := append([]string{"FEEDD_RATE_USER_WRITE=0", "FEEDD_RATE_USER_READ=0", "FEEDD_USER_MAX_INFLIGHT=0"}, r.o.Env...)
 		env = append(env,
 			"FEEDD_FANOUT_MODE="+mode,
 			"FEEDD_REDIS_PREFIX="+m.prefix,

@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedd/feedd/internal/testenv"
-
 	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/rediscache"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // TestBenchWorkProcsOnCluster runs the fanout scenario the way the scale

@@ -281,6 +281,70 @@ func TestCache(t *testing.T, newCache func(t *testing.T, inboxMax int) feed.Cach
 		checkPost(t, got, tomb)
 	})
 
+	t.Run("post data and edits", func(t *testing.T) {
+		ctx := t.Context()
+		c := newCache(t, 100)
+		created := time.Date(2026, 3, 4, 5, 6, 7, 123_000_000, time.UTC)
+		edited := created.Add(time.Hour)
+		big := `{"s":"` + strings.Repeat("é", (feed.MaxDataBytes-8)/2) + `"}`
+		posts := []feed.Post{
+			{ID: 101, AuthorID: 7, Content: "data", CreatedAt: created, Data: `{"title":"Hi 🌍","n":[1,{"x":null}],"e":"\u0000<&>"}`},
+			{ID: 102, AuthorID: 7, Content: "edited", CreatedAt: created, EditedAt: edited},
+			{ID: 103, AuthorID: 7, Content: "both", CreatedAt: created, EditedAt: edited, Data: big},
+			{ID: 104, AuthorID: 7, CreatedAt: created, Data: `{}`},
+		}
+		must(t, c.CachePosts(ctx, posts, longTTL))
+		got, err := c.CachedPosts(ctx, []int64{101, 102, 103, 104})
+		if err != nil {
+			t.Fatalf("CachedPosts: %v", err)
+		}
+		for _, want := range posts {
+			checkPost(t, got, want)
+		}
+	})
+
+	t.Run("post versions", func(t *testing.T) {
+		// What an edit racing a reader's fill leaves: the cache keeps the
+		// highest version (feed.Post.Version) it was given, whatever the
+		// order the writes arrive in.
+		ctx := t.Context()
+		c := newCache(t, 100)
+		created := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+		v0 := feed.Post{ID: 101, AuthorID: 7, Content: "original", CreatedAt: created, Data: `{"v":0}`}
+		v1 := feed.Post{ID: 101, AuthorID: 7, Content: "first edit", CreatedAt: created, EditedAt: created.Add(time.Second)}
+		v2 := feed.Post{ID: 101, AuthorID: 7, Content: "second edit", CreatedAt: created, EditedAt: created.Add(time.Second + time.Millisecond), Data: `{"v":2}`}
+		tomb := feed.Post{ID: 101, AuthorID: 7, CreatedAt: created, Deleted: true}
+		cached := func(want feed.Post) {
+			t.Helper()
+			got, err := c.CachedPosts(ctx, []int64{101})
+			if err != nil {
+				t.Fatalf("CachedPosts: %v", err)
+			}
+			checkPost(t, got, want)
+		}
+		for _, step := range []struct {
+			write, want feed.Post
+		}{
+			{v0, v0},     // a fill
+			{v1, v1},     // an edit replaces it
+			{v0, v1},     // a late fill with the original does not
+			{v2, v2},     // a later edit does
+			{v1, v2},     // an earlier edit arriving late does not
+			{v2, v2},     // the same version does (a refill)
+			{tomb, tomb}, // a delete replaces any version
+			{v2, tomb},   // and nothing live replaces a tombstone
+			{v0, tomb},
+		} {
+			must(t, c.CachePosts(ctx, []feed.Post{step.write}, longTTL))
+			cached(step.want)
+		}
+		// One call may mix stored and refused posts.
+		v0b := feed.Post{ID: 102, AuthorID: 7, Content: "other", CreatedAt: created}
+		must(t, c.CachePosts(ctx, []feed.Post{v0, v0b}, longTTL))
+		cached(tomb)
+		checkPosts(t, c, []int64{101, 102}, []int64{101, 102})
+	})
+
 	t.Run("kv", func(t *testing.T) {
 		ctx := t.Context()
 		c := newCache(t, 100)
@@ -721,7 +785,8 @@ func checkPost(t *testing.T, got map[int64]feed.Post, want feed.Post) {
 	case !ok:
 		t.Errorf("post %d missing from CachedPosts", want.ID)
 	case p.ID != want.ID || p.AuthorID != want.AuthorID || p.Content != want.Content ||
-		!p.CreatedAt.Equal(want.CreatedAt) || p.Deleted != want.Deleted:
+		!p.CreatedAt.Equal(want.CreatedAt) || p.Deleted != want.Deleted ||
+		p.Data != want.Data || !p.EditedAt.Equal(want.EditedAt):
 		t.Errorf("CachedPosts()[%d] = %+v; want %+v", want.ID, shortPost(p), shortPost(want))
 	}
 }
@@ -729,6 +794,9 @@ func checkPost(t *testing.T, got map[int64]feed.Post, want feed.Post) {
 func shortPost(p feed.Post) feed.Post {
 	if len(p.Content) > 40 {
 		p.Content = fmt.Sprintf("%.40s… (%d bytes)", p.Content, len(p.Content))
+	}
+	if len(p.Data) > 40 {
+		p.Data = fmt.Sprintf("%.40s… (%d bytes)", p.Data, len(p.Data))
 	}
 	return p
 }

@@ -1,0 +1,50 @@
+package httpapi
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// redoclyVersion is the @redocly/cli release the document was checked
+// with; .ci/run installs the same one.
+const redoclyVersion = "2.77.0"
+
+// TestOpenAPILint runs Redocly's linter over the served document with its
+// recommended rules, warnings counted as errors (recommended-strict): a
+// new operation without a 4XX response, a summary or an operationId fails
+// here. It needs redocly on PATH (npm install -g @redocly/cli@2.77.0);
+// under CI=true its absence fails the test.
+func TestOpenAPILint(t *testing.T) {
+	bin, err := exec.LookPath("redocly")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redocly is not on PATH: npm install -g @redocly/cli@%s", redoclyVersion)
+		}
+		t.Skipf("SKIPPING the OpenAPI lint: redocly is not on PATH (npm install -g @redocly/cli@%s)", redoclyVersion)
+	}
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "openapi.json")
+	config := filepath.Join(dir, "redocly.yaml")
+	if err := os.WriteFile(doc, openAPIDoc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(config, []byte("extends:\n  - recommended-strict\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "lint", "--config", config, "--format", "stylish", doc)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true", "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	if version, verr := exec.CommandContext(ctx, bin, "--version").Output(); verr == nil {
+		t.Logf("redocly %s", version)
+	}
+	if err != nil {
+		t.Fatalf("redocly lint openapi.json: %v\n%s", err, out)
+	}
+}

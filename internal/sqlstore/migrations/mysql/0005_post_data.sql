@@ -1,0 +1,11 @@
+-- A post's custom data and its last edit.
+--
+-- data is the application's JSON object, compacted by the API and served
+-- back byte for byte; TEXT rather than JSON, which MySQL would normalize
+-- (reorder keys, respace) instead of keeping what was sent. It is at most
+-- 16 KiB (feed.MaxDataBytes). edited_at is the last edit's time in unix
+-- milliseconds, strictly increasing per post, and the version the caches
+-- compare (feed.Post.Version). Both are NULL until used, so the change is
+-- instant on InnoDB and costs nothing for posts without them. One
+-- statement, so an interrupted migration leaves both columns or neither.
+ALTER TABLE posts ADD COLUMN data TEXT NULL, ADD COLUMN edited_at BIGINT NULL;
