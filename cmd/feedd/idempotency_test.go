@@ -67,6 +67,21 @@ func TestIdempotentPublish(t *testing.T) {
 		if n := postCount(); n != 1 {
 			t.Fatalf("author has %d posts; want 1 (%s)", n, other)
 		}
+
+		// The data is part of the request: the same data spaced otherwise
+		// replays the post, data as sent first; other data is refused.
+		withData := in.must(201, "POST", "/v1/posts", aTok, `{"content":"d","data":{"n":1,"tags":["x"]}}`, key("k-3")...)
+		r = in.must(201, "POST", "/v1/posts", aTok, "{ \"content\" : \"d\",\n \"data\" : { \"n\" : 1, \"tags\" : [ \"x\" ] } }", key("k-3")...)
+		if r.str("id") != withData.str("id") || string(r.raw) != string(withData.raw) {
+			t.Fatalf("retry with data spaced otherwise: got %s; want %s", r.raw, withData.raw)
+		}
+		r = in.must(http.StatusUnprocessableEntity, "POST", "/v1/posts", aTok, `{"content":"d","data":{"n":2,"tags":["x"]}}`, key("k-3")...)
+		if r.errCode() != "idempotency_key_reused" {
+			t.Fatalf("same content, other data: got %s; want code idempotency_key_reused", r.raw)
+		}
+		if n := postCount(); n != 2 {
+			t.Fatalf("author has %d posts; want 2", n)
+		}
 	})
 }
 

@@ -689,6 +689,48 @@ func TestPosts(t *testing.T) {
 		wantStatus(t, r, http.StatusCreated)
 		e.svc.calls()
 	})
+	t.Run("idempotency key with data", func(t *testing.T) {
+		key := map[string]string{"Idempotency-Key": "retry-data"}
+		r := e.do(req{method: "POST", path: "/v1/posts", token: alices, body: `{"content":"d","data":{"a":1,"b":[2,"x"]}}`, header: key})
+		wantStatus(t, r, http.StatusCreated)
+		first := r.json(t)["id"]
+		// The data is part of the request: the same data with other
+		// spacing, key order or escapes is the same request...
+		for _, body := range []string{
+			`{ "data" : { "a" : 1 , "b" : [ 2 , "x" ] } , "content" : "d" }`,
+			`{"content":"d","data":{"b":[2,"\u0078"],"a":1}}`,
+		} {
+			r := e.do(req{method: "POST", path: "/v1/posts", token: alices, body: body, header: key})
+			wantStatus(t, r, http.StatusCreated)
+			if got := r.json(t)["id"]; got != first {
+				t.Errorf("retry as %s: id = %v; want %v", body, got, first)
+			}
+		}
+		// ...and the same content with other data, or none, is another.
+		for _, body := range []string{
+			`{"content":"d","data":{"a":2,"b":[2,"x"]}}`,
+			`{"content":"d","data":{"a":1.0,"b":[2,"x"]}}`,
+			`{"content":"d"}`,
+			`{"content":"d","data":null}`,
+		} {
+			r := e.do(req{method: "POST", path: "/v1/posts", token: alices, body: body, header: key})
+			wantStatus(t, r, http.StatusUnprocessableEntity)
+			if got := r.errorCode(t); got != "idempotency_key_reused" {
+				t.Errorf("%s: code = %q; want idempotency_key_reused", body, got)
+			}
+		}
+		// Data null is no data: the same request as none.
+		none := map[string]string{"Idempotency-Key": "retry-none"}
+		r = e.do(req{method: "POST", path: "/v1/posts", token: alices, body: `{"content":"n"}`, header: none})
+		wantStatus(t, r, http.StatusCreated)
+		first = r.json(t)["id"]
+		r = e.do(req{method: "POST", path: "/v1/posts", token: alices, body: `{"content":"n","data":null}`, header: none})
+		wantStatus(t, r, http.StatusCreated)
+		if got := r.json(t)["id"]; got != first {
+			t.Errorf("retry with data null: id = %v; want %v", got, first)
+		}
+		e.svc.calls()
+	})
 	t.Run("5000 runes", func(t *testing.T) {
 		content := strings.Repeat("é", 5000)
 		r := e.do(req{method: "POST", path: "/v1/posts", token: alices, body: `{"content":"` + content + `"}`})
