@@ -82,6 +82,7 @@ type config struct {
 	switchPoll      time.Duration
 	hotPosts        int
 	hotPostTTL      time.Duration
+	idempotencyTTL  time.Duration
 
 	// Likes (docs/likes.md).
 	likeBatch    int
@@ -224,6 +225,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	dur(&c.switchPoll, "switch-poll", degrade.DefaultPoll, "how often a process reads the shared degradation switches")
 	num(&c.hotPosts, "hot-posts", 10_000, "post bodies kept in process memory in front of the cache (0: none)")
 	dur(&c.hotPostTTL, "hot-post-ttl", 5*time.Second, "how long a post body stays in process memory")
+	dur(&c.idempotencyTTL, "idempotency-ttl", tl.IdempotencyTTL, "how long a POST /v1/posts Idempotency-Key is kept: a retry within it gets the first answer, after it the key is new; the work role purges expired keys")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: feedd [role] [flags]\n\nroles:\n")
 		for _, r := range []string{"all", "serve", "work", "migrate"} {
@@ -285,6 +287,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		if v.d < 0 {
 			return c, fmt.Errorf("%s must not be negative, got %s", v.name, v.d)
 		}
+	}
+	if c.idempotencyTTL < time.Millisecond {
+		// Keys expire in whole milliseconds.
+		return c, fmt.Errorf("idempotency-ttl must be at least 1ms, got %s", c.idempotencyTTL)
 	}
 	if c.userMaxInflight < 0 {
 		return c, fmt.Errorf("user-max-inflight must not be negative (0: no bound), got %d", c.userMaxInflight)

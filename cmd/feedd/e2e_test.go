@@ -479,33 +479,6 @@ func TestPagingPastTrimmedInbox(t *testing.T) {
 	})
 }
 
-func TestIdempotentPublish(t *testing.T) {
-	forEachStack(t, func(t *testing.T, env map[string]string) {
-		in := startFeedd(t, env, nil)
-		a, aTok := in.user("a")
-		var wg sync.WaitGroup
-		ids := make([]string, 8)
-		for i := range ids {
-			wg.Go(func() {
-				ids[i] = in.must(201, "POST", "/v1/posts", aTok, map[string]any{"content": "once"}, "Idempotency-Key", "k-1").str("id")
-			})
-		}
-		wg.Wait()
-		for _, id := range ids {
-			if id != ids[0] {
-				t.Fatalf("retried publishes returned %v; want one id", ids)
-			}
-		}
-		other := in.must(201, "POST", "/v1/posts", aTok, map[string]any{"content": "twice"}, "Idempotency-Key", "k-2").str("id")
-		if other == ids[0] {
-			t.Fatal("a different key returned the same post")
-		}
-		if n := len(in.must(200, "GET", "/v1/users/"+a+"/posts", aTok, nil).items()); n != 2 {
-			t.Fatalf("author has %d posts; want 2", n)
-		}
-	})
-}
-
 func TestAuthRules(t *testing.T) {
 	forEachStack(t, func(t *testing.T, env map[string]string) {
 		in := startFeedd(t, env, nil)

@@ -68,8 +68,8 @@ func TestPostDataAndEdits(t *testing.T) {
 	forEachStack(t, func(t *testing.T, env map[string]string) {
 		const hotTTL = 2 * time.Second
 		env["FEEDD_HOT_POST_TTL"] = hotTTL.String()
-		// The test polls pages as one user faster than the default
-		// per-user read bucket allows.
+		// The test polls five views of a post every 10 ms as one reader,
+		// faster than the per-user read bucket lets a user read.
 		env["FEEDD_RATE_USER_READ"] = "0"
 		in := startFeedd(t, env, nil)
 		aliceID, alice := in.user("alice")

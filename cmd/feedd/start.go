@@ -92,6 +92,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			RefreshMaxPosts: cfg.refreshMax,
 			Policy:          policy,
 			AuthorListMax:   authorListMax,
+			IdempotencyTTL:  cfg.idempotencyTTL,
 		}, d.store, d.cache, d.authorLists, feed.NewIDGen(d.now), d.reg, opts...)
 		handler = httpapi.NewServer(logger, httpapi.Config{
 			AdminToken: d.adminToken, JWTSecret: d.jwtSecret,
@@ -164,6 +165,8 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			RetryFor: cfg.fanoutRetryFor, Done: workCtx.Done(),
 		}, d.workStore, d.cache, d.authorLists, d.broker, d.reg)
 		work.Go(func() { _ = rel.Run(workCtx) })
+		purge := timeline.NewKeyPurge(logger, d.workStore, cfg.idempotencyTTL, d.reg)
+		work.Go(func() { purge.Run(workCtx) })
 		work.Go(func() {
 			if err := d.broker.Consume(workCtx, feed.QueuePosts, feed.ConsumeOptions{Concurrency: 4}, disp.Handle); err != nil {
 				errs <- fmt.Errorf("dispatcher: %w", err)

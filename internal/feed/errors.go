@@ -16,6 +16,11 @@ const (
 	ERATELIMIT    = "rate_limited" // 429
 	EUNAVAILABLE  = "unavailable"  // a backend is down or shedding load: 503
 	EINTERNAL     = "internal"     // anything else: 500, detail only in the log
+
+	// An idempotency key sent again with a different request: 422.
+	EKEYREUSED = "idempotency_key_reused"
+	// An idempotency key whose first request has not finished: 409, retry.
+	EKEYINFLIGHT = "idempotency_key_in_flight"
 )
 
 // Error is a domain error: a code for machines and a sentence for people.

@@ -104,13 +104,13 @@ type slowPublisher struct {
 	d time.Duration
 }
 
-func (s slowPublisher) Publish(ctx context.Context, author int64, d feed.Draft, idemKey string) (feed.Post, error) {
+func (s slowPublisher) Publish(ctx context.Context, author int64, d feed.Draft, idem feed.Idempotency) (feed.Post, error) {
 	select {
 	case <-time.After(s.d):
 	case <-ctx.Done():
 		return feed.Post{}, feed.Errorf(feed.EUNAVAILABLE, "context ended: %v", ctx.Err())
 	}
-	return s.fakeService.Publish(ctx, author, d, idemKey)
+	return s.fakeService.Publish(ctx, author, d, idem)
 }
 
 // TestBodyDeadlineEndsWithTheBody: the body deadline bounds the body, not

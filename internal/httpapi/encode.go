@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,6 +99,32 @@ func decodeOptional[T validator](r *http.Request) (T, error) {
 		return v, v.valid()
 	}
 	return v, decodeBytes(body, &v)
+}
+
+// fingerprint is the SHA-256 of req's canonical JSON: the decoded request
+// encoded again, object keys sorted, no insignificant whitespace. Bodies
+// that decode to the same request have the same fingerprint whatever
+// their key order, spacing or escapes (an idempotency key's promise), and
+// a field added to the request type is covered without more code.
+func fingerprint(req any) ([]byte, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: fingerprint %T: %w", req, err)
+	}
+	// Once more through a generic value, so that the keys of any map or
+	// raw JSON inside req are sorted too. Numbers keep their digits:
+	// 1.0 and 1 stay two requests rather than risk 2^53+1 = 2^53.
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("httpapi: fingerprint %T: %w", req, err)
+	}
+	if b, err = json.Marshal(v); err != nil {
+		return nil, fmt.Errorf("httpapi: fingerprint %T: %w", req, err)
+	}
+	sum := sha256.Sum256(b)
+	return sum[:], nil
 }
 
 func readBody(r *http.Request) ([]byte, error) {

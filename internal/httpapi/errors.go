@@ -18,6 +18,8 @@ var statusByCode = map[string]int{
 	feed.ERATELIMIT:    http.StatusTooManyRequests,
 	feed.EUNAVAILABLE:  http.StatusServiceUnavailable,
 	feed.EINTERNAL:     http.StatusInternalServerError,
+	feed.EKEYREUSED:    http.StatusUnprocessableEntity,
+	feed.EKEYINFLIGHT:  http.StatusConflict,
 }
 
 // The error codes that are no domain codes: only the router can get a
@@ -51,8 +53,9 @@ func respondError(w http.ResponseWriter, err error) {
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
-		// A backend is down or a breaker is open: come back shortly.
+	if (status == http.StatusServiceUnavailable || code == feed.EKEYINFLIGHT) && w.Header().Get("Retry-After") == "" {
+		// A backend is down or a breaker is open, or the first request
+		// with this idempotency key is not done: come back shortly.
 		w.Header().Set("Retry-After", "1")
 	}
 	if status == http.StatusRequestTimeout {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -37,7 +38,7 @@ type fakeService struct {
 	users    map[int64]feed.User
 	posts    map[int64]feed.Post
 	follows  map[int64]map[int64]bool // follower -> followees
-	idem     map[string]int64         // author/key -> post id
+	idem     map[string]fakeKey       // author/key -> its post and fingerprint
 	fail     map[string]error         // method -> error it returns
 	panicOn  map[string]bool          // method -> it panics
 	readyErr error
@@ -53,7 +54,7 @@ func newFakeService(now time.Time) *fakeService {
 		users:   map[int64]feed.User{},
 		posts:   map[int64]feed.Post{},
 		follows: map[int64]map[int64]bool{},
-		idem:    map[string]int64{},
+		idem:    map[string]fakeKey{},
 		fail:    map[string]error{},
 		panicOn: map[string]bool{},
 	}
@@ -248,24 +249,42 @@ func (f *fakeService) Unfollow(ctx context.Context, follower, followee int64) er
 	return nil
 }
 
-func (f *fakeService) Publish(ctx context.Context, author int64, d feed.Draft, idemKey string) (feed.Post, error) {
+// fakeKey is an idempotency key's record.
+type fakeKey struct {
+	post        int64
+	fingerprint []byte
+}
+
+// Publish keeps the store's idempotency rules (sqlstore.CreatePost),
+// without expiry.
+func (f *fakeService) Publish(ctx context.Context, author int64, d feed.Draft, idem feed.Idempotency) (feed.Post, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	args := []any{author, d.Content, idemKey}
+	args := []any{author, d.Content, idem.Key}
 	if d.Data != "" {
 		args = append(args, d.Data)
 	}
 	if err := f.record("Publish", args...); err != nil {
 		return feed.Post{}, err
 	}
-	key := fmt.Sprintf("%d/%s", author, idemKey)
-	if id, ok := f.idem[key]; ok && idemKey != "" {
-		return f.posts[id], nil
+	key := fmt.Sprintf("%d/%s", author, idem.Key)
+	if rec, ok := f.idem[key]; ok && idem.Key != "" {
+		switch p := f.posts[rec.post]; {
+		case !bytes.Equal(rec.fingerprint, idem.Fingerprint):
+			return feed.Post{}, feed.Errorf(feed.EKEYREUSED, "reused")
+		case p.Deleted:
+			return feed.Post{}, feed.Errorf(feed.ENOTFOUND, "deleted")
+		default:
+			return p, nil
+		}
+	}
+	if idem.Key != "" && len(idem.Fingerprint) != feed.FingerprintSize {
+		return feed.Post{}, fmt.Errorf("fake: publish with key %q and no fingerprint", idem.Key)
 	}
 	p := f.publishLocked(author, d.Content)
 	p.Data = d.Data
 	f.posts[p.ID] = p
-	f.idem[key] = p.ID
+	f.idem[key] = fakeKey{p.ID, idem.Fingerprint}
 	return p, nil
 }
 

@@ -682,6 +682,67 @@ func TestPosts(t *testing.T) {
 		long := map[string]string{"Idempotency-Key": strings.Repeat("k", 255)}
 		wantStatus(t, e.do(req{method: "POST", path: "/v1/posts", token: alices, body: `{"content":"x"}`, header: long}), http.StatusCreated)
 		e.svc.calls()
+
+		// The fingerprint is the decoded body's: spacing and escapes do
+		// not make another request, other content does.
+		for _, body := range []string{" {\n  \"content\" : \"once\"\n} ", `{"content":"\u006fnce"}`} {
+			r := e.do(req{method: "POST", path: "/v1/posts", token: alices, body: body, header: key})
+			wantStatus(t, r, http.StatusCreated)
+			if got := r.json(t)["id"]; got != first {
+				t.Errorf("retry as %q: id = %v; want %s", body, got, first)
+			}
+		}
+		r := e.do(req{method: "POST", path: "/v1/posts", token: alices, body: `{"content":"Once"}`, header: key})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		if got := r.errorCode(t); got != "idempotency_key_reused" {
+			t.Errorf("reused key: code = %q; want idempotency_key_reused", got)
+		}
+		// A request without a key has no fingerprint to compare.
+		r = e.do(req{method: "POST", path: "/v1/posts", token: alices, body: `{"content":"once"}`})
+		wantStatus(t, r, http.StatusCreated)
+		e.svc.calls()
+	})
+	t.Run("idempotency key with data", func(t *testing.T) {
+		key := map[string]string{"Idempotency-Key": "retry-data"}
+		r := e.do(req{method: "POST", path: "/v1/posts", token: alices, body: `{"content":"d","data":{"a":1,"b":[2,"x"]}}`, header: key})
+		wantStatus(t, r, http.StatusCreated)
+		first := r.json(t)["id"]
+		// The data is part of the request: the same data with other
+		// spacing, key order or escapes is the same request...
+		for _, body := range []string{
+			`{ "data" : { "a" : 1 , "b" : [ 2 , "x" ] } , "content" : "d" }`,
+			`{"content":"d","data":{"b":[2,"\u0078"],"a":1}}`,
+		} {
+			r := e.do(req{method: "POST", path: "/v1/posts", token: alices, body: body, header: key})
+			wantStatus(t, r, http.StatusCreated)
+			if got := r.json(t)["id"]; got != first {
+				t.Errorf("retry as %s: id = %v; want %v", body, got, first)
+			}
+		}
+		// ...and the same content with other data, or none, is another.
+		for _, body := range []string{
+			`{"content":"d","data":{"a":2,"b":[2,"x"]}}`,
+			`{"content":"d","data":{"a":1.0,"b":[2,"x"]}}`,
+			`{"content":"d"}`,
+			`{"content":"d","data":null}`,
+		} {
+			r := e.do(req{method: "POST", path: "/v1/posts", token: alices, body: body, header: key})
+			wantStatus(t, r, http.StatusUnprocessableEntity)
+			if got := r.errorCode(t); got != "idempotency_key_reused" {
+				t.Errorf("%s: code = %q; want idempotency_key_reused", body, got)
+			}
+		}
+		// Data null is no data: the same request as none.
+		none := map[string]string{"Idempotency-Key": "retry-none"}
+		r = e.do(req{method: "POST", path: "/v1/posts", token: alices, body: `{"content":"n"}`, header: none})
+		wantStatus(t, r, http.StatusCreated)
+		first = r.json(t)["id"]
+		r = e.do(req{method: "POST", path: "/v1/posts", token: alices, body: `{"content":"n","data":null}`, header: none})
+		wantStatus(t, r, http.StatusCreated)
+		if got := r.json(t)["id"]; got != first {
+			t.Errorf("retry with data null: id = %v; want %v", got, first)
+		}
+		e.svc.calls()
 	})
 	t.Run("5000 runes", func(t *testing.T) {
 		content := strings.Repeat("é", 5000)
@@ -986,6 +1047,8 @@ func TestServiceErrors(t *testing.T) {
 		{"rate limited", feed.Errorf(feed.ERATELIMIT, "slow down"), 429, "rate_limited", "slow down"},
 		{"too large", feed.Errorf(feed.ETOOLARGE, "too big"), 413, "too_large", "too big"},
 		{"conflict", feed.Errorf(feed.ECONFLICT, "taken"), 409, "conflict", "taken"},
+		{"idempotency key reused", feed.Errorf(feed.EKEYREUSED, "other body"), 422, "idempotency_key_reused", "other body"},
+		{"idempotency key in flight", feed.Errorf(feed.EKEYINFLIGHT, "busy"), 409, "idempotency_key_in_flight", "busy"},
 		{"internal domain error", feed.Errorf(feed.EINTERNAL, "secret detail"), 500, "internal", "internal error"},
 		{"unknown code", feed.Errorf("weird", "secret detail"), 500, "internal", "internal error"},
 	}
@@ -1000,6 +1063,9 @@ func TestServiceErrors(t *testing.T) {
 			}
 			if got := r.errorMessage(t); got != tt.message {
 				t.Errorf("message = %q; want %q", got, tt.message)
+			}
+			if ra := r.header.Get("Retry-After"); (tt.status == 503 || tt.code == feed.EKEYINFLIGHT) != (ra != "") {
+				t.Errorf("Retry-After = %q on a %d %s", ra, tt.status, tt.code)
 			}
 			if tt.status == 500 && !strings.Contains(e.logs.String(), tt.err.Error()) {
 				t.Errorf("log does not hold the detail %q:\n%s", tt.err, e.logs)

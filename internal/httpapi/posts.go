@@ -153,6 +153,19 @@ func (req createPostRequest) draft() feed.Draft {
 	return feed.Draft{Content: req.Content, Data: req.Data.json}
 }
 
+// fingerprint is the idempotency fingerprint of the draft: its content and
+// its data as JSON, made canonical, so data with other spacing, key order
+// or escapes is the same request, and data null is the same as none.
+// postData's fields are unexported, so the request itself would marshal
+// without its data.
+func (req createPostRequest) fingerprint() ([]byte, error) {
+	d := req.draft()
+	return fingerprint(struct {
+		Content string          `json:"content"`
+		Data    json.RawMessage `json:"data,omitempty"`
+	}{d.Content, json.RawMessage(d.Data)})
+}
+
 func handlePostCreate(svc Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		me, ok := actorFrom(r.Context())
@@ -170,7 +183,14 @@ func handlePostCreate(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
-		p, err := svc.Publish(r.Context(), me, req.draft(), key)
+		idem := feed.Idempotency{Key: key}
+		if key != "" {
+			if idem.Fingerprint, err = req.fingerprint(); err != nil {
+				respondError(w, err)
+				return
+			}
+		}
+		p, err := svc.Publish(r.Context(), me, req.draft(), idem)
 		if err != nil {
 			respondError(w, err)
 			return

@@ -41,9 +41,11 @@ type Service interface {
 	Follow(ctx context.Context, follower, followee int64) error
 	// Unfollow is idempotent.
 	Unfollow(ctx context.Context, follower, followee int64) error
-	// Publish creates a post; a repeated non-empty idemKey from the same
-	// author returns the post the first call created.
-	Publish(ctx context.Context, author int64, d feed.Draft, idemKey string) (feed.Post, error)
+	// Publish creates a post. With a non-empty idem.Key (and the
+	// request's fingerprint) a repeat from the same author returns the
+	// post the first call created; EKEYREUSED when its fingerprint
+	// differs, ENOTFOUND when that post was deleted (feed.Idempotency).
+	Publish(ctx context.Context, author int64, d feed.Draft, idem feed.Idempotency) (feed.Post, error)
 	// Post returns a post; ENOTFOUND if unknown or deleted.
 	Post(ctx context.Context, id int64) (feed.Post, error)
 	// DeletePost deletes a post as actor; EFORBIDDEN if actor is not its

@@ -125,7 +125,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	for i := range 20 {
 		id := ids.Next()
-		p, _, err := store.CreatePost(t.Context(), feed.Post{ID: id, AuthorID: 1, Content: fmt.Sprint("post ", i), CreatedAt: feed.IDTime(id)}, "")
+		p, _, err := store.CreatePost(t.Context(), feed.Post{ID: id, AuthorID: 1, Content: fmt.Sprint("post ", i), CreatedAt: feed.IDTime(id)}, feed.Idempotency{})
 		if err != nil {
 			t.Fatal(err)
 		}

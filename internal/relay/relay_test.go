@@ -37,7 +37,7 @@ func TestRelayBackPressure(t *testing.T) {
 	ids := feed.NewIDGen(nil)
 	for i := range 3 {
 		id := ids.Next()
-		if _, _, err := store.CreatePost(ctx, feed.Post{ID: id, AuthorID: 1, Content: "p", CreatedAt: feed.IDTime(id)}, ""); err != nil {
+		if _, _, err := store.CreatePost(ctx, feed.Post{ID: id, AuthorID: 1, Content: "p", CreatedAt: feed.IDTime(id)}, feed.Idempotency{}); err != nil {
 			t.Fatalf("post %d: %v", i, err)
 		}
 	}

@@ -60,12 +60,17 @@ type dialect struct {
 	// retryable reports whether err aborted a transaction that can simply
 	// run again (a deadlock victim).
 	retryable func(err error) bool
+	// lockWaitTimeout reports whether err ended a statement that waited
+	// too long for another transaction's row lock.
+	lockWaitTimeout func(err error) bool
 }
 
-// MySQL error numbers (ER_DUP_ENTRY, ER_LOCK_DEADLOCK).
+// MySQL error numbers (ER_DUP_ENTRY, ER_LOCK_WAIT_TIMEOUT,
+// ER_LOCK_DEADLOCK).
 const (
-	mysqlDupEntry     = 1062
-	mysqlLockDeadlock = 1213
+	mysqlDupEntry        = 1062
+	mysqlLockWaitTimeout = 1205
+	mysqlLockDeadlock    = 1213
 )
 
 func mysqlErrNumber(err error) uint16 {
@@ -95,8 +100,9 @@ var mysqlDialect = dialect{
 	// Not INSERT IGNORE, which would also turn other errors into warnings.
 	insertFollow: "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?)" +
 		" ON DUPLICATE KEY UPDATE follower_id = follower_id",
-	duplicate: func(err error) bool { return mysqlErrNumber(err) == mysqlDupEntry },
-	retryable: func(err error) bool { return mysqlErrNumber(err) == mysqlLockDeadlock },
+	duplicate:       func(err error) bool { return mysqlErrNumber(err) == mysqlDupEntry },
+	retryable:       func(err error) bool { return mysqlErrNumber(err) == mysqlLockDeadlock },
+	lockWaitTimeout: func(err error) bool { return mysqlErrNumber(err) == mysqlLockWaitTimeout },
 
 	// Assignments run left to right, so liked compares with the old
 	// version before version moves.
@@ -161,6 +167,8 @@ var sqliteDialect = dialect{
 	},
 	// The single writer connection never deadlocks.
 	retryable: func(error) bool { return false },
+	// Nor waits for a row lock: writers queue for the connection.
+	lockWaitTimeout: func(error) bool { return false },
 
 	upsertLikes: " ON CONFLICT (user_id, post_id) DO UPDATE SET" +
 		" liked = CASE WHEN excluded.version > likes.version THEN excluded.liked ELSE likes.liked END," +

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
@@ -16,25 +17,40 @@ import (
 // errReplay ends a CreatePost transaction whose idempotency key is taken.
 var errReplay = errors.New("idempotency key already used")
 
+// keyAttempts bounds CreatePost's rounds of finding its idempotency key
+// taken, then gone (purged, or its first request rolled back) or expired
+// and taken over by a twin: each round is another request racing for the
+// key, so giving up says "in flight".
+const keyAttempts = 4
+
 // CreatePost stores p (ID, AuthorID, Content and CreatedAt chosen by the
 // caller) and, in the same transaction, the outbox event that announces it,
 // and reports created=true.
 //
-// A non-empty idemKey makes the call idempotent per author: when the key
-// was used before, nothing is written and the post recorded for it is
-// returned with created=false, also when identical requests race (the
-// later ones wait for the first to commit, then find its key). A post id
-// that exists already is ECONFLICT: the caller retries with a fresh id.
-// A non-empty idemKey that is not a valid key (feed.ValidIdempotencyKey,
-// which also bounds it to its column's width) is EINVALID.
-func (s *Store) CreatePost(ctx context.Context, p feed.Post, idemKey string) (feed.Post, bool, error) {
+// A non-empty idem.Key makes the call idempotent per author (see
+// feed.Idempotency): the key is recorded in the same transaction, with
+// idem.Fingerprint and an expiry idem.TTL from now. When the key is
+// recorded and has not expired, nothing is written and the answer is the
+// first call's: its post with created=false when the fingerprints match
+// (or the key predates fingerprints), EKEYREUSED when they differ,
+// ENOTFOUND when the post was deleted since. An expired key is taken over
+// as if new.
+//
+// A twin that arrives while the first call's transaction is open waits for
+// it on the key's row (MySQL's row lock, SQLite's single writer), then
+// answers as above, or as a new call if the first rolled back: concurrent
+// identical calls make one post. Only a wait cut short by the database
+// (MySQL's innodb_lock_wait_timeout) is EKEYINFLIGHT.
+//
+// A post id that exists already is ECONFLICT: the caller retries with a
+// fresh id. An incomplete idem (idem.Check) is EINVALID.
+func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (feed.Post, bool, error) {
 	if p.ID <= 0 || p.AuthorID <= 0 {
 		return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d: %w", p.ID,
 			feed.Errorf(feed.EINVALID, "post id %d and author id %d must be positive", p.ID, p.AuthorID))
 	}
-	if idemKey != "" && !feed.ValidIdempotencyKey(idemKey) {
-		return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d: %w", p.ID,
-			feed.Errorf(feed.EINVALID, "an idempotency key is 1 to %d printable ASCII characters", feed.MaxIdempotencyKey))
+	if err := idem.Check(); err != nil {
+		return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d: %w", p.ID, err)
 	}
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = time.Now()
@@ -43,19 +59,16 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idemKey string) (fe
 	p.Deleted, p.EditedAt = false, time.Time{}
 	payload := feed.PostCreated(ctx, p.ID, p.AuthorID).Encode()
 
+	// takeOver: the key's record was seen expired, so this attempt
+	// replaces it rather than inserting one.
+	takeOver := false
 	for attempt := 1; ; attempt++ {
 		now := millis(time.Now())
 		err := s.write(ctx, func(tx *sql.Tx) error {
-			if idemKey != "" {
+			if idem.Key != "" {
 				// First, so that a replay writes nothing and a concurrent
 				// twin waits here on the key's row lock.
-				_, err := tx.ExecContext(ctx,
-					"INSERT INTO idempotency (author_id, idem_key, post_id, created_at) VALUES (?, ?, ?, ?)",
-					p.AuthorID, idemKey, p.ID, now)
-				if s.d.duplicate(err) {
-					return errReplay
-				}
-				if err != nil {
+				if err := s.claimKey(ctx, tx, p, idem, now, takeOver); err != nil {
 					return err
 				}
 			}
@@ -77,18 +90,163 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idemKey string) (fe
 		if !errors.Is(err, errReplay) {
 			return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d by %d: %w", p.ID, p.AuthorID, err)
 		}
-		prev, err := scanPost(s.rdb.QueryRowContext(ctx, "SELECT "+postColumnsOf("p")+
-			" FROM idempotency i JOIN posts p ON p.id = i.post_id WHERE i.author_id = ? AND i.idem_key = ?",
-			p.AuthorID, idemKey))
-		if err == nil {
+		rec, err := s.keyRecord(ctx, p.AuthorID, idem.Key)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			// Purged, or its first call rolled back: the key is new.
+			takeOver = false
+		case err != nil:
+			return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d by %d: replay key: %w", p.ID, p.AuthorID, err)
+		case rec.expiresAt <= millis(time.Now()):
+			takeOver = true
+		default:
+			prev, err := rec.answer(idem)
+			if err != nil {
+				return feed.Post{}, false, fmt.Errorf("sqlstore: create post by %d: replay key: %w", p.AuthorID, err)
+			}
 			return prev, false, nil
 		}
-		// No rows: the key was released between the insert and this read;
-		// try again, as if it had never been used.
-		if !errors.Is(err, sql.ErrNoRows) || attempt == 3 {
-			return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d by %d: replay key: %w", p.ID, p.AuthorID, err)
+		if attempt == keyAttempts {
+			return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d by %d: %w", p.ID, p.AuthorID, errKeyInFlight)
 		}
 	}
+}
+
+var errKeyInFlight = feed.Errorf(feed.EKEYINFLIGHT, "a request with this idempotency key is still being processed; retry shortly")
+
+// claimKey records idem's key for p in tx: a new row, or with takeOver the
+// expired row's replacement. errReplay means the key is someone's: a
+// committed row (a new one), or a row that is no longer expired.
+func (s *Store) claimKey(ctx context.Context, tx *sql.Tx, p feed.Post, idem feed.Idempotency, now int64, takeOver bool) error {
+	expires := now + idem.TTL.Milliseconds()
+	var res sql.Result
+	var err error
+	if takeOver {
+		// Only while it is expired: of two calls taking it over, the
+		// second waits for the first's row lock, then matches nothing.
+		res, err = tx.ExecContext(ctx, "UPDATE idempotency SET post_id = ?, fingerprint = ?, created_at = ?, expires_at = ?"+
+			" WHERE author_id = ? AND idem_key = ? AND expires_at <= ?",
+			p.ID, idem.Fingerprint, now, expires, p.AuthorID, idem.Key, now)
+	} else {
+		res, err = tx.ExecContext(ctx, "INSERT INTO idempotency (author_id, idem_key, post_id, fingerprint, created_at, expires_at)"+
+			" VALUES (?, ?, ?, ?, ?, ?)", p.AuthorID, idem.Key, p.ID, idem.Fingerprint, now, expires)
+	}
+	switch {
+	case s.d.duplicate(err):
+		return errReplay
+	case s.d.lockWaitTimeout(err):
+		return errKeyInFlight
+	case err != nil:
+		return err
+	}
+	if takeOver {
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return errReplay
+		}
+	}
+	return nil
+}
+
+// keyRec is an idempotency key's record and its post.
+type keyRec struct {
+	fingerprint []byte // nil: recorded before fingerprints were
+	expiresAt   int64
+	post        feed.Post
+}
+
+func (s *Store) keyRecord(ctx context.Context, author int64, key string) (keyRec, error) {
+	var rec keyRec
+	row := s.rdb.QueryRowContext(ctx, "SELECT i.fingerprint, i.expires_at, "+postColumnsOf("p")+
+		" FROM idempotency i JOIN posts p ON p.id = i.post_id WHERE i.author_id = ? AND i.idem_key = ?", author, key)
+	var err error
+	rec.post, err = scanPost(scanAfter{row, []any{&rec.fingerprint, &rec.expiresAt}})
+	return rec, err
+}
+
+// scanAfter scans a row's first columns into first, the rest into what
+// Scan is given: the post of a row that carries more than a post.
+type scanAfter struct {
+	r     scanner
+	first []any
+}
+
+func (s scanAfter) Scan(dest ...any) error { return s.r.Scan(append(s.first, dest...)...) }
+
+// answer is what a repeat with idem gets from a live record.
+func (rec keyRec) answer(idem feed.Idempotency) (feed.Post, error) {
+	switch {
+	case rec.fingerprint != nil && !bytes.Equal(rec.fingerprint, idem.Fingerprint):
+		return feed.Post{}, feed.Errorf(feed.EKEYREUSED,
+			"this idempotency key was first used with a different request; a new request needs a new key")
+	case rec.post.Deleted:
+		return feed.Post{}, feed.Errorf(feed.ENOTFOUND, "post %d, created with this idempotency key, was deleted", rec.post.ID)
+	}
+	return rec.post, nil
+}
+
+// PurgeIdempotencyKeys deletes the idempotency keys expired at now, at
+// most purgeChunk per statement, and returns how many it deleted.
+func (s *Store) PurgeIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
+	var total int64
+	cutoff := millis(now)
+	for {
+		// Two statements per chunk, as in PurgeOutbox. The delete checks
+		// the expiry again: a key taken over meanwhile is kept.
+		keys, err := s.expiredKeys(ctx, cutoff)
+		if err != nil {
+			return total, fmt.Errorf("sqlstore: purge idempotency keys: %w", err)
+		}
+		if len(keys) == 0 {
+			return total, nil
+		}
+		args := make([]any, 0, 1+2*len(keys))
+		args = append(args, cutoff)
+		for _, k := range keys {
+			args = append(args, k.author, k.key)
+		}
+		res, err := s.db.ExecContext(ctx, "DELETE FROM idempotency WHERE expires_at <= ? AND (author_id, idem_key) IN ("+
+			strings.TrimSuffix(strings.Repeat("(?, ?), ", len(keys)), ", ")+")", args...)
+		if err != nil {
+			return total, fmt.Errorf("sqlstore: purge idempotency keys: %w", err)
+		}
+		deleted, err := res.RowsAffected()
+		if err != nil {
+			return total, fmt.Errorf("sqlstore: purge idempotency keys: %w", err)
+		}
+		total += deleted
+		// deleted == 0: every key was taken over meanwhile; stop rather
+		// than read them again.
+		if len(keys) < purgeChunk || deleted == 0 {
+			return total, nil
+		}
+	}
+}
+
+type authorKey struct {
+	author int64
+	key    string
+}
+
+// expiredKeys returns up to purgeChunk keys expired at cutoff, oldest
+// first, along idempotency_expires.
+func (s *Store) expiredKeys(ctx context.Context, cutoff int64) ([]authorKey, error) {
+	rows, err := s.rdb.QueryContext(ctx,
+		"SELECT author_id, idem_key FROM idempotency WHERE expires_at <= ? ORDER BY expires_at LIMIT ?", cutoff, purgeChunk)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys []authorKey
+	for rows.Next() {
+		var k authorKey
+		if err := rows.Scan(&k.author, &k.key); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
 }
 
 const postColumns = "id, author_id, content, created_at, deleted_at, data, edited_at"

@@ -149,6 +149,11 @@ var suite = []struct {
 	{"Bulk", testBulk},
 	{"CreatePost", testCreatePost},
 	{"Idempotency", testIdempotency},
+	{"IdempotencyRace", testIdempotencyRace},
+	{"IdempotencyInFlight", testIdempotencyInFlight},
+	{"IdempotencyExpiry", testIdempotencyExpiry},
+	{"IdempotencyPurge", testIdempotencyPurge},
+	{"IdempotencyMigration", testIdempotencyMigration},
 	{"DuplicatePostID", testDuplicatePostID},
 	{"DeletePost", testDeletePost},
 	{"PostData", testPostData},
@@ -189,7 +194,7 @@ func mustPost(t *testing.T, s *Store, id, author int64) feed.Post {
 	t.Helper()
 	p, created, err := s.CreatePost(t.Context(), feed.Post{
 		ID: id, AuthorID: author, Content: fmt.Sprintf("post %d", id), CreatedAt: time.Now(),
-	}, "")
+	}, feed.Idempotency{})
 	if err != nil || !created {
 		t.Fatalf("CreatePost(%d): got created %v, %v; want true, nil", id, created, err)
 	}
@@ -851,7 +856,7 @@ func testCreatePost(t *testing.T, e *env) {
 	s := e.store(t)
 	mustUsers(t, s, 1)
 	in := feed.Post{ID: 42, AuthorID: 1, Content: "hello, 世界 🌍", CreatedAt: time.Date(2025, 6, 1, 12, 0, 0, 123_456_789, time.UTC)}
-	got, created, err := s.CreatePost(ctx, in, "")
+	got, created, err := s.CreatePost(ctx, in, feed.Idempotency{})
 	if err != nil || !created {
 		t.Fatalf("CreatePost: got created %v, %v; want true, nil", created, err)
 	}
@@ -873,9 +878,9 @@ func testCreatePost(t *testing.T, e *env) {
 	if !slices.Equal(evs, wantEv) {
 		t.Fatalf("outbox: got %+v; want %+v", evs, wantEv)
 	}
-	_, _, err = s.CreatePost(ctx, feed.Post{ID: 0, AuthorID: 1}, "")
+	_, _, err = s.CreatePost(ctx, feed.Post{ID: 0, AuthorID: 1}, feed.Idempotency{})
 	wantCode(t, err, feed.EINVALID)
-	_, _, err = s.CreatePost(ctx, feed.Post{ID: 44, AuthorID: 1}, strings.Repeat("k", 256))
+	_, _, err = s.CreatePost(ctx, feed.Post{ID: 44, AuthorID: 1}, idemKey(strings.Repeat("k", 256), ""))
 	wantCode(t, err, feed.EINVALID)
 
 	// Posts in bulk, past one IN list, deleted ones flagged.
@@ -897,87 +902,18 @@ func testCreatePost(t *testing.T, e *env) {
 	}
 }
 
-func testIdempotency(t *testing.T, e *env) {
-	ctx := t.Context()
-	s := e.store(t)
-	mustUsers(t, s, 1, 2)
-
-	first, created, err := s.CreatePost(ctx, feed.Post{ID: 10, AuthorID: 1, Content: "once", CreatedAt: time.Now()}, "key-A")
-	if err != nil || !created {
-		t.Fatalf("CreatePost: got %v, %v; want created", created, err)
-	}
-	// A retry carries a fresh id and maybe other content: the first post wins.
-	again, created, err := s.CreatePost(ctx, feed.Post{ID: 11, AuthorID: 1, Content: "twice", CreatedAt: time.Now()}, "key-A")
-	if err != nil || created || again != first {
-		t.Fatalf("CreatePost replay: got %+v, created %v, %v; want %+v, false", again, created, err, first)
-	}
-	if _, err := s.Post(ctx, 11); feed.ErrorCode(err) != feed.ENOTFOUND {
-		t.Fatalf("Post(11) after replay: got %v; want not found", err)
-	}
-	// Keys are per author and exact.
-	for _, c := range []struct {
-		id, author int64
-		key        string
-	}{{12, 2, "key-A"}, {13, 1, "key-a"}, {14, 1, "key-A "}, {15, 1, ""}, {16, 1, ""}} {
-		if _, created, err := s.CreatePost(ctx, feed.Post{ID: c.id, AuthorID: c.author, CreatedAt: time.Now()}, c.key); err != nil || !created {
-			t.Fatalf("CreatePost(%d, author %d, key %q): got created %v, %v; want true", c.id, c.author, c.key, created, err)
-		}
-	}
-
-	// Ten identical requests at once: one post, one event.
-	const author = 2
-	results := make([]feed.Post, 10)
-	createdN := atomic.Int64{}
-	var wg sync.WaitGroup
-	errs := make([]error, len(results))
-	for i := range results {
-		wg.Go(func() {
-			p, created, err := s.CreatePost(ctx, feed.Post{ID: int64(100 + i), AuthorID: author, Content: "same", CreatedAt: time.Now()}, "key-B")
-			results[i], errs[i] = p, err
-			if created {
-				createdN.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("concurrent CreatePost %d: %v", i, err)
-		}
-	}
-	if got := createdN.Load(); got != 1 {
-		t.Fatalf("concurrent identical CreatePost: got %d created; want 1", got)
-	}
-	for _, p := range results {
-		if p != results[0] || p.ID < 100 || p.ID >= 110 {
-			t.Fatalf("concurrent identical CreatePost: got posts %v; want one post, ten times", results)
-		}
-	}
-	ids, err := s.AuthorPostIDs(ctx, author, 99, 110, 100)
-	wantIDs(t, "AuthorPostIDs after the race", ids, err, []int64{results[0].ID})
-	var evs int
-	for _, ev := range drainOutbox(t, s) {
-		if ev.AuthorID == author && ev.PostID >= 100 {
-			evs++
-		}
-	}
-	if evs != 1 {
-		t.Fatalf("outbox events of the race: got %d; want 1", evs)
-	}
-}
-
 func testDuplicatePostID(t *testing.T, e *env) {
 	ctx := t.Context()
 	s := e.store(t)
 	mustUsers(t, s, 1, 2)
 	mustPost(t, s, 50, 1)
-	_, created, err := s.CreatePost(ctx, feed.Post{ID: 50, AuthorID: 2, CreatedAt: time.Now()}, "k")
+	_, created, err := s.CreatePost(ctx, feed.Post{ID: 50, AuthorID: 2, CreatedAt: time.Now()}, idemKey("k", ""))
 	wantCode(t, err, feed.ECONFLICT)
 	if created {
 		t.Fatalf("CreatePost with a taken id: got created true; want false")
 	}
 	// The failed attempt did not use up the key, nor leave an event.
-	p, created, err := s.CreatePost(ctx, feed.Post{ID: 51, AuthorID: 2, CreatedAt: time.Now()}, "k")
+	p, created, err := s.CreatePost(ctx, feed.Post{ID: 51, AuthorID: 2, CreatedAt: time.Now()}, idemKey("k", ""))
 	if err != nil || !created || p.ID != 51 {
 		t.Fatalf("CreatePost retry with a fresh id: got %+v, %v, %v; want post 51 created", p, created, err)
 	}
@@ -1021,7 +957,7 @@ func testPostData(t *testing.T, e *env) {
 	for i, data := range []string{`{"title":"Hi 🌍","n":1.50,"tags":["a","b"],"x":null,"e":"\u0000<&>"}`, big, `{}`, ""} {
 		id := int64(70 + i)
 		in := feed.Post{ID: id, AuthorID: 1, Content: "with data", CreatedAt: feed.IDTime(id), Data: data}
-		if _, created, err := s.CreatePost(ctx, in, ""); err != nil || !created {
+		if _, created, err := s.CreatePost(ctx, in, feed.Idempotency{}); err != nil || !created {
 			t.Fatalf("CreatePost(%d): created %v, %v", id, created, err)
 		}
 		in.CreatedAt = in.CreatedAt.Truncate(time.Millisecond)
@@ -1050,7 +986,7 @@ func testEditPost(t *testing.T, e *env) {
 	ctx := t.Context()
 	s := e.store(t)
 	mustUsers(t, s, 1, 2)
-	orig, _, err := s.CreatePost(ctx, feed.Post{ID: 80, AuthorID: 1, Content: "first", CreatedAt: time.Now(), Data: `{"v":1}`}, "")
+	orig, _, err := s.CreatePost(ctx, feed.Post{ID: 80, AuthorID: 1, Content: "first", CreatedAt: time.Now(), Data: `{"v":1}`}, feed.Idempotency{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1414,7 +1350,7 @@ func testRelay(t *testing.T, e *env) {
 		}()
 		<-claimed
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, _, err := s.CreatePost(wctx, feed.Post{ID: 6, AuthorID: 1, CreatedAt: time.Now()}, "")
+		_, _, err := s.CreatePost(wctx, feed.Post{ID: 6, AuthorID: 1, CreatedAt: time.Now()}, feed.Idempotency{})
 		cancel()
 		close(release)
 		if err != nil {
@@ -1441,7 +1377,7 @@ func testRelayConcurrent(t *testing.T, e *env) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := g; i < events; i += 8 {
-				if _, _, err := s.CreatePost(ctx, feed.Post{ID: int64(1 + i), AuthorID: 1, CreatedAt: time.Now()}, ""); err != nil {
+				if _, _, err := s.CreatePost(ctx, feed.Post{ID: int64(1 + i), AuthorID: 1, CreatedAt: time.Now()}, feed.Idempotency{}); err != nil {
 					failed.Store(err)
 					return
 				}

@@ -39,7 +39,7 @@ func (d *downStore) Posts(ctx context.Context, ids []int64) (map[int64]feed.Post
 	return d.Store.Posts(ctx, ids)
 }
 
-func (d *downStore) CreatePost(ctx context.Context, p feed.Post, key string) (feed.Post, bool, error) {
+func (d *downStore) CreatePost(ctx context.Context, p feed.Post, key feed.Idempotency) (feed.Post, bool, error) {
 	if d.down.Load() {
 		return feed.Post{}, false, errConnRefused
 	}
@@ -65,7 +65,7 @@ func TestDegradedReads(t *testing.T) {
 	}
 	var want []int64
 	for i := range 3 {
-		p, err := svc.Publish(ctx, author.ID, feed.Draft{Content: "p" + strconv.Itoa(i)}, "")
+		p, err := svc.Publish(ctx, author.ID, feed.Draft{Content: "p" + strconv.Itoa(i)}, feed.Idempotency{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +105,7 @@ func TestDegradedReads(t *testing.T) {
 	if got, deg := read(); !slices.Equal(got, want) || !deg {
 		t.Fatalf("read without inbox and SQL = %v degraded=%v; want the last good page %v", got, deg, want)
 	}
-	_, err := svc.Publish(ctx, author.ID, feed.Draft{Content: "refused"}, "")
+	_, err := svc.Publish(ctx, author.ID, feed.Draft{Content: "refused"}, feed.Idempotency{})
 	if feed.ErrorCode(err) != feed.EUNAVAILABLE {
 		t.Fatalf("publish with the breaker open: %v; want unavailable", err)
 	}

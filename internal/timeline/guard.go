@@ -50,13 +50,13 @@ func guarded[T any](ctx context.Context, b *breaker.Breaker, fn func(ctx context
 func sqlUnavailable(err error) bool { return feed.ErrorCode(err) == feed.EUNAVAILABLE }
 
 // CreatePost returns three values, so it is written out.
-func (g guardedStore) CreatePost(ctx context.Context, p feed.Post, idemKey string) (feed.Post, bool, error) {
+func (g guardedStore) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (feed.Post, bool, error) {
 	type res struct {
 		p       feed.Post
 		created bool
 	}
 	r, err := guarded(ctx, g.b, func(ctx context.Context) (res, error) {
-		p, created, err := g.store.CreatePost(ctx, p, idemKey)
+		p, created, err := g.store.CreatePost(ctx, p, idem)
 		return res{p, created}, err
 	})
 	return r.p, r.created, err

@@ -28,7 +28,7 @@ func testStore(t *testing.T) *sqlstore.Store {
 // publish publishes a post by author and returns its id.
 func publish(t *testing.T, svc *Service, author int64) int64 {
 	t.Helper()
-	p, err := svc.Publish(context.Background(), author, feed.Draft{Content: "a post"}, "")
+	p, err := svc.Publish(context.Background(), author, feed.Draft{Content: "a post"}, feed.Idempotency{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestConcurrentMissesCollapse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := svc.Publish(ctx, author.ID, feed.Draft{Content: "the hot post"}, "")
+	p, err := svc.Publish(ctx, author.ID, feed.Draft{Content: "the hot post"}, feed.Idempotency{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestHotPostSurvivesCacheExpiry(t *testing.T) {
 	ctx := context.Background()
 	svc, cs, _ := newTestService(t, Config{PostTTL: time.Nanosecond}, WithHotPosts(100, time.Minute))
 	author, _ := svc.CreateUser(ctx, 0, "a")
-	p, err := svc.Publish(ctx, author.ID, feed.Draft{Content: "hot"}, "")
+	p, err := svc.Publish(ctx, author.ID, feed.Draft{Content: "hot"}, feed.Idempotency{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,15 +9,19 @@ import (
 
 // Publish stores a post and its outbox event in one SQL transaction and
 // returns. Fan-out happens later, off the request path, so latency does not
-// grow with the author's followers. A repeated idemKey returns the post
-// the first call created.
-func (s *Service) Publish(ctx context.Context, author int64, d feed.Draft, idemKey string) (feed.Post, error) {
+// grow with the author's followers. A non-empty idem.Key makes it
+// idempotent for Config.IdempotencyTTL (feed.Idempotency): a repeat of the
+// same request returns the post the first call created.
+func (s *Service) Publish(ctx context.Context, author int64, d feed.Draft, idem feed.Idempotency) (feed.Post, error) {
 	if err := feed.CheckContent(d.Content); err != nil {
 		return feed.Post{}, err
 	}
 	data, err := checkData(d.Data)
 	if err != nil {
 		return feed.Post{}, err
+	}
+	if idem.Key != "" {
+		idem.TTL = s.cfg.IdempotencyTTL
 	}
 	var (
 		p       feed.Post
@@ -27,7 +31,7 @@ func (s *Service) Publish(ctx context.Context, author int64, d feed.Draft, idemK
 		id := s.ids.Next()
 		p, created, err = s.store.CreatePost(ctx, feed.Post{
 			ID: id, AuthorID: author, Content: d.Content, Data: data, CreatedAt: feed.IDTime(id),
-		}, idemKey)
+		}, idem)
 		// Another process drew the same id in the same millisecond: draw again.
 		if feed.ErrorCode(err) != feed.ECONFLICT {
 			break

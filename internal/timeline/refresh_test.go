@@ -170,7 +170,7 @@ func TestRefreshGateSavesARoundTrip(t *testing.T) {
 	if err := a.Follow(ctx, reader.ID, author.ID); err != nil {
 		t.Fatal(err)
 	}
-	p, err := a.Publish(ctx, author.ID, feed.Draft{Content: "a post"}, "")
+	p, err := a.Publish(ctx, author.ID, feed.Draft{Content: "a post"}, feed.Idempotency{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,8 @@
 // a first page refreshed), merge.go (the streams merged into one page),
 // hydrate.go (ids turned into posts), and degraded.go (the same read
 // without SQL). guard.go puts the SQL breaker in front of the store;
-// posts.go, follows.go and users.go are the write side.
+// posts.go, follows.go and users.go are the write side; keys.go purges
+// the publishes' expired idempotency keys (in the work role).
 package timeline
 
 import (
@@ -37,7 +38,7 @@ type Store interface {
 	Unfollow(ctx context.Context, follower, followee int64) (bool, error)
 	Followers(ctx context.Context, user, after int64, n int) ([]int64, error)
 	Following(ctx context.Context, user, after int64, n int) ([]int64, error)
-	CreatePost(ctx context.Context, p feed.Post, idemKey string) (feed.Post, bool, error)
+	CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (feed.Post, bool, error)
 	Post(ctx context.Context, id int64) (feed.Post, error)
 	Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, error)
 	DeletePost(ctx context.Context, id, author int64) error
@@ -98,6 +99,10 @@ type Config struct {
 	MaxMergedAuthorLists int
 	// PulleesTTL is how long a reader's list of pulled followees is cached.
 	PulleesTTL time.Duration
+	// IdempotencyTTL is how long a publish's idempotency key is kept
+	// (FEEDD_IDEMPOTENCY_TTL): within it a retry gets the first answer,
+	// after it the key is new.
+	IdempotencyTTL time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -134,6 +139,9 @@ func (c Config) withDefaults() Config {
 	def(&c.RefreshInterval, 5*time.Second)
 	def(&c.RefreshLookback, time.Minute)
 	def(&c.RefreshHorizon, 10*time.Minute)
+	// A day, as the IETF Idempotency-Key draft and Stripe suggest: longer
+	// than any client's retries.
+	def(&c.IdempotencyTTL, 24*time.Hour)
 	return c
 }
 
