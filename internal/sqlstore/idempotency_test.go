@@ -373,7 +373,7 @@ func testIdempotencyMigration(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	for _, name := range names {
-		if name < "0006" {
+		if name < "0007" {
 			body, err := fs.ReadFile(all, name)
 			if err != nil {
 				t.Fatal(err)
@@ -383,7 +383,7 @@ func testIdempotencyMigration(t *testing.T, e *env) {
 	}
 	s.d.migrations = before
 	if err := s.Migrate(ctx); err != nil {
-		t.Fatalf("Migrate to 0005: %v", err)
+		t.Fatalf("Migrate to 0006: %v", err)
 	}
 	mustUsers(t, s, 1)
 	mustPost(t, s, 1, 1)
@@ -401,7 +401,7 @@ func testIdempotencyMigration(t *testing.T, e *env) {
 	}
 	s.d.migrations = all
 	if err := s.Migrate(ctx); err != nil {
-		t.Fatalf("Migrate from 0005: %v", err)
+		t.Fatalf("Migrate from 0006: %v", err)
 	}
 	var expires int64
 	if err := s.DB().QueryRowContext(ctx, "SELECT expires_at FROM idempotency WHERE idem_key = 'recent'").Scan(&expires); err != nil || expires != recent+24*60*60*1000 {
