@@ -46,6 +46,26 @@ func actorFrom(ctx context.Context) (int64, bool) {
 	return p.user, true
 }
 
+// actingUser is actorFrom for a handler: a request that reached an actor
+// route without a user is a wiring bug (errNoActor), never the client's.
+func actingUser(r *http.Request) (int64, error) {
+	me, ok := actorFrom(r.Context())
+	if !ok {
+		return 0, errNoActor
+	}
+	return me, nil
+}
+
+// actingUserAndID is actingUser and the {id} of the path: the two things
+// a route that acts on one object needs first.
+func actingUserAndID(r *http.Request) (me, id int64, err error) {
+	if me, err = actingUser(r); err != nil {
+		return 0, 0, err
+	}
+	id, err = pathID(r)
+	return me, id, err
+}
+
 // standings tells whether a user's tokens stand: the two Service methods.
 type standings interface {
 	TokenGeneration(ctx context.Context, user int64) (int64, error)

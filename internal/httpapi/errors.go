@@ -38,6 +38,17 @@ type errorDetailJSON struct {
 	Message string `json:"message"`
 }
 
+// handler is an API handler that returns its error instead of answering
+// it: ServeHTTP writes the error body, so that a handler reads as its
+// happy path and every failure is answered the same way.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h(w, r); err != nil {
+		respondError(w, err)
+	}
+}
+
 // respondError writes err as the error body. Domain errors keep their code
 // and sentence; anything else, and any code the table does not know,
 // becomes "internal error" for the client while the request log gets the

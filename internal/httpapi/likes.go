@@ -44,16 +44,10 @@ type likeJSON struct {
 }
 
 func handleLike(lk Likes, liked bool) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		me, ok := actorFrom(r.Context())
-		if !ok {
-			respondError(w, errNoActor)
-			return
-		}
-		id, err := pathID(r)
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
+		me, id, err := actingUserAndID(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		var st feed.LikeState
 		if liked {
@@ -62,45 +56,39 @@ func handleLike(lk Likes, liked bool) http.Handler {
 			st, err = lk.Unlike(r.Context(), me, id)
 		}
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		encode(w, http.StatusOK, likeJSON{LikeCount: st.Count, LikedByMe: st.LikedByMe})
+		return nil
 	})
 }
 
 func handlePostLikers(lk Likes) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		// pageQuery's checks, with a cursor of another shape.
 		q, err := query(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		limit, err := pageLimit(q)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		cursor, err := param(q, "cursor")
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		version, user, err := feed.DecodeLikerCursor(cursor)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		likers, more, err := lk.PostLikers(r.Context(), id, version, user, limit)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		page := pageJSON[userJSON]{Items: make([]userJSON, 0, len(likers))}
 		for _, l := range likers {
@@ -112,25 +100,23 @@ func handlePostLikers(lk Likes) http.Handler {
 			page.NextCursor = &c
 		}
 		encode(w, http.StatusOK, page)
+		return nil
 	})
 }
 
 func handleUserLikes(lk Likes) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		before, limit, err := pageQuery(r, feed.CursorLikes)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		liked, more, err := lk.UserLikes(r.Context(), id, before, limit)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		posts := make([]feed.Post, 0, len(liked))
 		for _, l := range liked {
@@ -140,8 +126,7 @@ func handleUserLikes(lk Likes) http.Handler {
 		}
 		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, false, nil)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		// The cursor names the last like, even one of a post deleted since.
 		if more && len(liked) > 0 {
@@ -149,6 +134,7 @@ func handleUserLikes(lk Likes) http.Handler {
 			page.NextCursor = &c
 		}
 		encode(w, http.StatusOK, page)
+		return nil
 	})
 }
 
@@ -175,41 +161,35 @@ func parseWindow(s string) (time.Duration, error) {
 }
 
 func handleTopPosts(lk Likes) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		q, err := query(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		window, err := param(q, "window")
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		period, err := parseWindow(window)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		if q.Has("cursor") {
-			respondError(w, feed.Errorf(feed.EINVALID, "the top posts are one page: no cursor"))
-			return
+			return feed.Errorf(feed.EINVALID, "the top posts are one page: no cursor")
 		}
 		limit, err := pageLimit(q)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		posts, err := lk.TopPosts(r.Context(), period, limit)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, false, nil)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		encode(w, http.StatusOK, page)
+		return nil
 	})
 }

@@ -167,36 +167,32 @@ func (req createPostRequest) fingerprint() ([]byte, error) {
 }
 
 func handlePostCreate(svc Service) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		me, ok := actorFrom(r.Context())
-		if !ok {
-			respondError(w, errNoActor)
-			return
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
+		me, err := actingUser(r)
+		if err != nil {
+			return err
 		}
 		key, err := idempotencyKey(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		req, err := decode[createPostRequest](r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		idem := feed.Idempotency{Key: key}
 		if key != "" {
 			if idem.Fingerprint, err = req.fingerprint(); err != nil {
-				respondError(w, err)
-				return
+				return err
 			}
 		}
 		p, err := svc.Publish(r.Context(), me, req.draft(), idem)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		w.Header().Set("Location", "/v1/posts/"+feed.FormatID(p.ID))
 		encode(w, http.StatusCreated, toPostJSONLikes(p, noLikesYet))
+		return nil
 	})
 }
 
@@ -222,129 +218,107 @@ func (req editPostRequest) edit() feed.PostEdit {
 }
 
 func handlePostEdit(svc Service, lk Likes) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		me, ok := actorFrom(r.Context())
-		if !ok {
-			respondError(w, errNoActor)
-			return
-		}
-		id, err := pathID(r)
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
+		me, id, err := actingUserAndID(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		req, err := decode[editPostRequest](r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		p, err := svc.EditPost(r.Context(), me, id, req.edit())
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		page, err := showPosts(r.Context(), lk, me, []feed.Post{p}, false, nil)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		encode(w, http.StatusOK, page.Items[0])
+		return nil
 	})
 }
 
 func handlePostGet(svc Service, lk Likes) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		p, err := svc.Post(r.Context(), id)
 		if err == nil && p.Deleted {
 			err = feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
 		}
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), []feed.Post{p}, false, nil)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		encode(w, http.StatusOK, page.Items[0])
+		return nil
 	})
 }
 
 func handlePostDelete(svc Service) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		me, ok := actorFrom(r.Context())
-		if !ok {
-			respondError(w, errNoActor)
-			return
-		}
-		id, err := pathID(r)
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
+		me, id, err := actingUserAndID(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		if err := svc.DeletePost(r.Context(), me, id); err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		w.WriteHeader(http.StatusNoContent)
+		return nil
 	})
 }
 
 func handleAuthorPosts(svc Service, lk Likes) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		before, limit, err := pageQuery(r, feed.CursorFeed)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		posts, more, err := svc.AuthorPosts(r.Context(), id, before, limit)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, more, nil)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		encode(w, http.StatusOK, page)
+		return nil
 	})
 }
 
 func handleFeed(svc Service, lk Likes) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		me, ok := actorFrom(r.Context())
-		if !ok {
-			respondError(w, errNoActor)
-			return
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
+		me, err := actingUser(r)
+		if err != nil {
+			return err
 		}
 		before, limit, err := pageQuery(r, feed.CursorFeed)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		ctx, notes := feed.WithNotes(r.Context())
 		posts, more, err := svc.Feed(ctx, me, before, limit)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		page, err := showPosts(ctx, lk, me, posts, more, notes)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		encode(w, http.StatusOK, page)
+		return nil
 	})
 }

@@ -42,19 +42,18 @@ type createUserRequest struct {
 func (req createUserRequest) valid() error { return feed.CheckName(req.Name) }
 
 func handleUserCreate(svc Service) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		req, err := decode[createUserRequest](r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		u, err := svc.CreateUser(r.Context(), int64(req.ID), req.Name)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		w.Header().Set("Location", "/v1/users/"+feed.FormatID(u.ID))
 		encode(w, http.StatusCreated, toUserJSON(u))
+		return nil
 	})
 }
 
@@ -83,64 +82,59 @@ type tokenJSON struct {
 }
 
 func handleTokenCreate(tok *tokens, svc Service) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		req, err := decodeOptional[createTokenRequest](r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		// A token for a user who does not exist would be a token for
 		// whoever is later created with that id. The generation comes from
 		// SQL, so a token minted after a revocation outlives it.
 		gen, err := svc.CurrentTokenGeneration(r.Context(), id)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		token, exp, err := tok.issue(id, gen, req.ttl())
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		encode(w, http.StatusCreated, tokenJSON{Token: token, ExpiresAt: formatTime(exp)})
+		return nil
 	})
 }
 
 // handleTokensRevoke refuses every token minted for a user before the
 // call, on every process within a second; tokens minted after it work.
 func handleTokensRevoke(svc Service) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		if err := svc.RevokeTokens(r.Context(), id); err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		w.WriteHeader(http.StatusNoContent)
+		return nil
 	})
 }
 
 func handleUserGet(svc Service) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		u, err := svc.User(r.Context(), id)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		encode(w, http.StatusOK, toUserJSON(u))
+		return nil
 	})
 }
 
@@ -152,70 +146,55 @@ func handleFollowers(svc Service) http.Handler { return handleUserList(svc, Serv
 func handleFollowing(svc Service) http.Handler { return handleUserList(svc, Service.Following) }
 
 func handleUserList(svc Service, list userLister) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		after, limit, err := pageQuery(r, feed.CursorUsers)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		users, more, err := list(svc, r.Context(), id, after, limit)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		encode(w, http.StatusOK, newPage(users, more, feed.CursorUsers,
 			func(u feed.User) int64 { return u.ID },
 			func(u feed.User) (userJSON, bool) { return toUserJSON(u), true }))
+		return nil
 	})
 }
 
 func handleFollow(svc Service) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		me, ok := actorFrom(r.Context())
-		if !ok {
-			respondError(w, errNoActor)
-			return
-		}
-		id, err := pathID(r)
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
+		me, id, err := actingUserAndID(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		if id == me {
-			respondError(w, feed.Errorf(feed.EINVALID, "you cannot follow yourself"))
-			return
+			return feed.Errorf(feed.EINVALID, "you cannot follow yourself")
 		}
 		if err := svc.Follow(r.Context(), me, id); err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		w.WriteHeader(http.StatusNoContent)
+		return nil
 	})
 }
 
 func handleUnfollow(svc Service) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		me, ok := actorFrom(r.Context())
-		if !ok {
-			respondError(w, errNoActor)
-			return
-		}
-		id, err := pathID(r)
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
+		me, id, err := actingUserAndID(r)
 		if err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		// Unfollowing oneself is left to the service: it is idempotent,
 		// and there is nothing to undo.
 		if err := svc.Unfollow(r.Context(), me, id); err != nil {
-			respondError(w, err)
-			return
+			return err
 		}
 		w.WriteHeader(http.StatusNoContent)
+		return nil
 	})
 }
