@@ -83,6 +83,7 @@ type config struct {
 	hotPosts        int
 	hotPostTTL      time.Duration
 	idempotencyTTL  time.Duration
+	unreadCap       int
 
 	// Likes (docs/likes.md).
 	likeBatch    int
@@ -225,6 +226,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	dur(&c.switchPoll, "switch-poll", degrade.DefaultPoll, "how often a process reads the shared degradation switches")
 	num(&c.hotPosts, "hot-posts", 10_000, "post bodies kept in process memory in front of the cache (0: none)")
 	dur(&c.hotPostTTL, "hot-post-ttl", 5*time.Second, "how long a post body stays in process memory")
+	num(&c.unreadCap, "unread-cap", timeline.DefaultUnreadCap, "GET/PUT /v1/me/markers/home count unread posts up to this many (unread_capped beyond it); a count reads at most this many ids")
 	dur(&c.idempotencyTTL, "idempotency-ttl", tl.IdempotencyTTL, "how long a POST /v1/posts Idempotency-Key is kept: a retry within it gets the first answer, after it the key is new; the work role purges expired keys")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: feedd [role] [flags]\n\nroles:\n")
@@ -275,7 +277,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"rate-users", c.rateUsers}, {"max-inflight-reads", c.maxReads}, {"max-inflight-writes", c.maxWrites},
 		{"breaker-failures", c.breakerFailures}, {"cache-breaker-failures", c.cacheFailures}, {"sql-read-conns", c.sqlReadConns}, {"sql-write-conns", c.sqlWriteConns},
 		{"sql-work-conns", c.sqlWorkConns}, {"relay-max-pending", c.relayMaxPending}, {"tasks-max-pending", c.tasksMaxPending},
-		{"like-batch", c.likeBatch}, {"refresh-max-posts", c.refreshMax}} {
+		{"like-batch", c.likeBatch}, {"refresh-max-posts", c.refreshMax}, {"unread-cap", c.unreadCap}} {
 		if v.n <= 0 {
 			return c, fmt.Errorf("%s must be positive, got %d", v.name, v.n)
 		}

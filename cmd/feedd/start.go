@@ -93,6 +93,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			Policy:          policy,
 			AuthorListMax:   authorListMax,
 			IdempotencyTTL:  cfg.idempotencyTTL,
+			UnreadCap:       cfg.unreadCap,
 		}, d.store, d.cache, d.authorLists, feed.NewIDGen(d.now), d.reg, opts...)
 		handler = httpapi.NewServer(logger, httpapi.Config{
 			AdminToken: d.adminToken, JWTSecret: d.jwtSecret,

@@ -22,6 +22,19 @@ type User struct {
 	DeliveryMode string
 }
 
+// Marker is a reader's read position in its home feed: the newest post id
+// it has read. It only moves forward. A reader who never set one has
+// LastReadID 0 and a zero UpdatedAt.
+type Marker struct {
+	LastReadID int64
+	UpdatedAt  time.Time
+	// Unread is how many live posts of the home feed are newer than
+	// LastReadID, counted up to a cap; UnreadCapped says the cap was
+	// reached. The store leaves them zero; the timeline fills them.
+	Unread       int
+	UnreadCapped bool
+}
+
 // Post is one entry of a timeline. Its ID is time-ordered (see IDGen), so
 // ordering by ID is ordering by creation time, ties included.
 type Post struct {

@@ -45,6 +45,7 @@ type fakeService struct {
 	likes    map[int64]map[int64]int64 // post -> liker -> like sequence
 	likeSeq  int64
 	gens     map[int64]int64 // user -> token generation, 0 when absent
+	markers  map[int64]feed.Marker
 }
 
 func newFakeService(now time.Time) *fakeService {
@@ -557,4 +558,35 @@ func (f *fakeService) RevokeTokens(ctx context.Context, user int64) error {
 	}
 	f.gens[user]++
 	return nil
+}
+
+func (f *fakeService) Marker(ctx context.Context, reader int64) (feed.Marker, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Marker", reader); err != nil {
+		return feed.Marker{}, err
+	}
+	return f.markers[reader], nil
+}
+
+// SetMarker moves the marker forward only; it counts nothing (unread 7),
+// so tests can tell the field is passed through.
+func (f *fakeService) SetMarker(ctx context.Context, reader, lastRead int64) (feed.Marker, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("SetMarker", reader, lastRead); err != nil {
+		return feed.Marker{}, err
+	}
+	if _, ok := f.posts[lastRead]; !ok {
+		return feed.Marker{}, feed.Errorf(feed.EINVALID, "last_read_id %d is not a post", lastRead)
+	}
+	if f.markers == nil {
+		f.markers = map[int64]feed.Marker{}
+	}
+	m := f.markers[reader]
+	if lastRead > m.LastReadID {
+		m = feed.Marker{LastReadID: lastRead, UpdatedAt: f.now, Unread: 7}
+		f.markers[reader] = m
+	}
+	return m, nil
 }

@@ -26,6 +26,8 @@ func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func
 		{"PUT", "/v1/me/following/{id}", actor, handleFollow(svc)},
 		{"DELETE", "/v1/me/following/{id}", actor, handleUnfollow(svc)},
 		{"GET", "/v1/me/feed", actor, handleFeed(svc, lk)},
+		{"GET", "/v1/me/markers/home", actor, handleMarkerGet(svc)},
+		{"PUT", "/v1/me/markers/home", actor, handleMarkerPut(svc)},
 		{"POST", "/v1/posts", actor, handlePostCreate(svc)},
 		{"GET", "/v1/posts/{id}", reader, handlePostGet(svc, lk)},
 		{"PATCH", "/v1/posts/{id}", actor, handlePostEdit(svc, lk)},

@@ -61,6 +61,11 @@ type Service interface {
 	// Feed returns up to n posts of reader's home feed with ids below
 	// before (0: from the newest), newest first.
 	Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error)
+	// Marker returns reader's home-feed read marker with its unread count.
+	Marker(ctx context.Context, reader int64) (feed.Marker, error)
+	// SetMarker moves reader's marker forward to lastRead (never back) and
+	// returns it as Marker does; EINVALID if lastRead is not a post.
+	SetMarker(ctx context.Context, reader, lastRead int64) (feed.Marker, error)
 	// TokenGeneration returns the generation a token of user must carry to
 	// be accepted; ENOTFOUND if the user does not exist. It is asked on
 	// every use of a user token, so it answers from memory, at most a

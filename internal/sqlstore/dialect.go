@@ -50,6 +50,10 @@ type dialect struct {
 	// inserts (likes.go): a newer version wins a likes row; a stats row
 	// adds the delta.
 	upsertLikes, upsertStats string
+	// upsertMarker ends the insert of a read marker (markers.go): an
+	// existing row moves only forward, in the same statement, so that
+	// racing writers cannot move it back.
+	upsertMarker string
 	// likesByKey pins the batch writer's locking read to the primary key,
 	// so that it locks exactly its (user, post) pairs: left alone, MariaDB
 	// picks a secondary index and locks every like of the users, or of a
@@ -110,6 +114,10 @@ var mysqlDialect = dialect{
 		" version = GREATEST(version, VALUES(version))",
 	upsertStats: " ON DUPLICATE KEY UPDATE like_count = like_count + VALUES(like_count), updated_at = VALUES(updated_at)",
 	likesByKey:  " FORCE INDEX (PRIMARY)",
+	// updated_at is assigned first, while last_read_id is still the old one.
+	upsertMarker: " ON DUPLICATE KEY UPDATE" +
+		" updated_at = IF(VALUES(last_read_id) > last_read_id, VALUES(updated_at), updated_at)," +
+		" last_read_id = GREATEST(last_read_id, VALUES(last_read_id))",
 }
 
 // mysqlLockMigrations takes a named server lock for the current database.
@@ -175,6 +183,8 @@ var sqliteDialect = dialect{
 		" version = MAX(likes.version, excluded.version)",
 	upsertStats: " ON CONFLICT (post_id) DO UPDATE SET like_count = post_stats.like_count + excluded.like_count," +
 		" updated_at = excluded.updated_at",
+	upsertMarker: " ON CONFLICT (user_id) DO UPDATE SET last_read_id = excluded.last_read_id," +
+		" updated_at = excluded.updated_at WHERE excluded.last_read_id > markers.last_read_id",
 }
 
 func mustSub(fsys fs.FS, dir string) fs.FS {

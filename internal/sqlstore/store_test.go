@@ -141,6 +141,8 @@ var suite = []struct {
 	{"Migrate", testMigrate},
 	{"Users", testUsers},
 	{"TokenGeneration", testTokenGeneration},
+	{"Markers", testMarkers},
+	{"MarkerRace", testMarkerRace},
 	{"Follow", testFollow},
 	{"FollowRace", testFollowRace},
 	{"WriteConflict", testWriteConflict},

@@ -52,17 +52,9 @@ func (s *Service) Feed(ctx context.Context, reader, before int64, n int) ([]feed
 // merged (merge.go) and hydrated into posts (hydrate.go); deleted posts
 // met on the way are forgotten by their sources and the page reads on.
 func (s *Service) feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
-	in := &inboxSource{s: s, reader: reader, fromInbox: s.cfg.Policy.Mode != feed.ModePull, path: pathInbox}
-	if !in.fromInbox {
-		in.path = pathSQL
-	}
-	srcs := []source{in}
-	if s.merges() && !s.switches.On(degrade.L2) {
-		pullees, err := s.pullees(ctx, reader)
-		if err != nil {
-			return nil, false, fmt.Errorf("timeline: pulled followees of %d: %w", reader, err)
-		}
-		srcs = append(srcs, pulledSources(s, pullees)...)
+	in, srcs, err := s.sources(ctx, reader, 0)
+	if err != nil {
+		return nil, false, err
 	}
 
 	out := make([]feed.Post, 0, n+1)
@@ -83,14 +75,7 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) ([]feed
 		if err != nil {
 			return nil, false, err
 		}
-		if len(dead) > 0 {
-			s.metrics.lazyDeletes.Add(float64(len(dead)))
-			for i, src := range srcs {
-				if d := intersect(dead, lists[i]); len(d) > 0 {
-					src.forget(ctx, d)
-				}
-			}
-		}
+		s.forget(ctx, srcs, lists, dead)
 		out = append(out, live...)
 		if len(ids) < want {
 			break // every source is exhausted below pos
@@ -106,4 +91,38 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) ([]feed
 		return out[:n], true, nil
 	}
 	return out, false, nil
+}
+
+// sources returns the streams of reader's feed: the inbox (SQL in pull
+// mode) and, in hybrid mode, the pulled authors it follows. Their SQL
+// reads stop at after (0: none); their cache reads may return ids at or
+// below it, which the caller drops.
+func (s *Service) sources(ctx context.Context, reader, after int64) (*inboxSource, []source, error) {
+	in := &inboxSource{s: s, reader: reader, after: after, fromInbox: s.cfg.Policy.Mode != feed.ModePull, path: pathInbox}
+	if !in.fromInbox {
+		in.path = pathSQL
+	}
+	srcs := []source{in}
+	if s.merges() && !s.switches.On(degrade.L2) {
+		pullees, err := s.pullees(ctx, reader)
+		if err != nil {
+			return nil, nil, fmt.Errorf("timeline: pulled followees of %d: %w", reader, err)
+		}
+		srcs = append(srcs, pulledSources(s, pullees, after)...)
+	}
+	return in, srcs, nil
+}
+
+// forget tells each source the deleted posts among the ids it gave
+// (lists[i] came from srcs[i]), so that its cache drops them.
+func (s *Service) forget(ctx context.Context, srcs []source, lists [][]int64, dead []int64) {
+	if len(dead) == 0 {
+		return
+	}
+	s.metrics.lazyDeletes.Add(float64(len(dead)))
+	for i, src := range srcs {
+		if d := intersect(dead, lists[i]); len(d) > 0 {
+			src.forget(ctx, d)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/feedd/feedd/internal/breaker"
 	"github.com/feedd/feedd/internal/feed"
@@ -155,6 +156,14 @@ func (g guardedStore) PushedFeedPostIDs(ctx context.Context, reader, high, low, 
 	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) {
 		return g.store.PushedFeedPostIDs(ctx, reader, high, low, after, before, n)
 	})
+}
+
+func (g guardedStore) Marker(ctx context.Context, user int64) (feed.Marker, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (feed.Marker, error) { return g.store.Marker(ctx, user) })
+}
+
+func (g guardedStore) SetMarker(ctx context.Context, user, lastRead int64, at time.Time) (feed.Marker, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (feed.Marker, error) { return g.store.SetMarker(ctx, user, lastRead, at) })
 }
 
 // Ping is not guarded: the readiness probe must reach SQL even while the

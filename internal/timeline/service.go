@@ -10,8 +10,10 @@
 // a first page refreshed), merge.go (the streams merged into one page),
 // hydrate.go (ids turned into posts), and degraded.go (the same read
 // without SQL). guard.go puts the SQL breaker in front of the store;
-// posts.go, follows.go and users.go are the write side; keys.go purges
-// the publishes' expired idempotency keys (in the work role).
+// posts.go, follows.go and users.go are the write side; markers.go keeps
+// read markers and counts what is unread with the feed's own page loop;
+// keys.go purges the publishes' expired idempotency keys (in the work
+// role).
 package timeline
 
 import (
@@ -46,6 +48,8 @@ type Store interface {
 	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, error)
 	AuthorPostIDs(ctx context.Context, author, after, before int64, n int) ([]int64, error)
 	FeedPostIDs(ctx context.Context, reader, after, before int64, n int) ([]int64, error)
+	Marker(ctx context.Context, user int64) (feed.Marker, error)
+	SetMarker(ctx context.Context, user, lastRead int64, at time.Time) (feed.Marker, error)
 	PushedFeedPostIDs(ctx context.Context, reader, high, low, after, before int64, n int) ([]int64, error)
 	AuthorsPostIDs(ctx context.Context, authors []int64, before int64, n int) ([]int64, error)
 	PullFollowees(ctx context.Context, reader, high, low int64) ([]int64, error)
@@ -103,6 +107,9 @@ type Config struct {
 	// (FEEDD_IDEMPOTENCY_TTL): within it a retry gets the first answer,
 	// after it the key is new.
 	IdempotencyTTL time.Duration
+	// UnreadCap is how far a marker's unread count counts
+	// (FEEDD_UNREAD_CAP): past it the count says "at least this many".
+	UnreadCap int
 }
 
 func (c Config) withDefaults() Config {
@@ -128,6 +135,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AuthorListMax <= 0 {
 		c.AuthorListMax = 100
+	}
+	if c.UnreadCap <= 0 {
+		c.UnreadCap = DefaultUnreadCap
 	}
 	if c.MaxMergedAuthorLists <= 0 {
 		c.MaxMergedAuthorLists = 64

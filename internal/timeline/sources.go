@@ -29,11 +29,11 @@ const sourceFetchers = 16
 
 // pulledSources reads the first MaxMergedAuthorLists pulled authors from
 // their author lists and the rest with one SQL query per page.
-func pulledSources(s *Service, authors []int64) []source {
+func pulledSources(s *Service, authors []int64, after int64) []source {
 	var srcs []source
 	k := min(len(authors), s.cfg.MaxMergedAuthorLists)
 	for _, a := range authors[:k] {
-		srcs = append(srcs, authorListSource{s: s, author: a})
+		srcs = append(srcs, authorListSource{s: s, author: a, after: after})
 	}
 	if rest := authors[k:]; len(rest) > 0 {
 		srcs = append(srcs, authorsSQLSource{s: s, authors: rest})
@@ -68,6 +68,7 @@ func fetchAll(ctx context.Context, srcs []source, pos int64, want int) ([][]int6
 type inboxSource struct {
 	s         *Service
 	reader    int64
+	after     int64 // SQL reads stop here (0: at the feed's end)
 	fromInbox bool
 	complete  bool // the inbox holds everything below its newest entry
 	started   bool
@@ -95,7 +96,7 @@ func (r *inboxSource) next(ctx context.Context, pos int64, want int) ([]int64, b
 			r.path = pathSQL
 		}
 	}
-	more, err := r.s.store.FeedPostIDs(ctx, r.reader, 0, pos, want-len(ids))
+	more, err := r.s.store.FeedPostIDs(ctx, r.reader, r.after, pos, want-len(ids))
 	if err != nil {
 		return nil, false, fmt.Errorf("timeline: feed of %d from SQL: %w", r.reader, err)
 	}
@@ -156,6 +157,7 @@ func (r *inboxSource) inboxPage(ctx context.Context, pos int64, want int) (feed.
 type authorListSource struct {
 	s      *Service
 	author int64
+	after  int64 // SQL reads stop here (0: at the author's first post)
 }
 
 // listHeadTTL is how old a process's copy of the head of a pulled
@@ -257,7 +259,7 @@ func (o authorListSource) next(ctx context.Context, pos int64, want int) ([]int6
 		if len(ids) > 0 {
 			from = ids[len(ids)-1]
 		}
-		more, err := s.store.AuthorPostIDs(ctx, o.author, 0, from, want-len(ids))
+		more, err := s.store.AuthorPostIDs(ctx, o.author, o.after, from, want-len(ids))
 		if err != nil {
 			return nil, false, fmt.Errorf("timeline: posts of %d from SQL: %w", o.author, err)
 		}

@@ -1,0 +1,71 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// markerJSON is a read marker; a reader who never set one gets nulls.
+type markerJSON struct {
+	LastReadID   *string `json:"last_read_id"`
+	UnreadCount  int     `json:"unread_count"`
+	UnreadCapped bool    `json:"unread_capped"`
+	UpdatedAt    *string `json:"updated_at"`
+}
+
+func toMarkerJSON(m feed.Marker) markerJSON {
+	out := markerJSON{UnreadCount: m.Unread, UnreadCapped: m.UnreadCapped}
+	if m.LastReadID != 0 {
+		id, at := feed.FormatID(m.LastReadID), formatTime(m.UpdatedAt)
+		out.LastReadID, out.UpdatedAt = &id, &at
+	}
+	return out
+}
+
+type setMarkerRequest struct {
+	LastReadID jsonID `json:"last_read_id"`
+}
+
+func (req setMarkerRequest) valid() error {
+	if req.LastReadID == 0 {
+		return feed.Errorf(feed.EINVALID, "last_read_id is required: the id of the newest post read")
+	}
+	return nil
+}
+
+func handleMarkerGet(svc Service) http.Handler {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
+		me, err := actingUser(r)
+		if err != nil {
+			return err
+		}
+		m, err := svc.Marker(r.Context(), me)
+		if err != nil {
+			return err
+		}
+		encode(w, http.StatusOK, toMarkerJSON(m))
+		return nil
+	})
+}
+
+// handleMarkerPut moves the marker forward only: an older position, from
+// a device that fell behind, answers the current state and changes nothing.
+func handleMarkerPut(svc Service) http.Handler {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
+		me, err := actingUser(r)
+		if err != nil {
+			return err
+		}
+		req, err := decode[setMarkerRequest](r)
+		if err != nil {
+			return err
+		}
+		m, err := svc.SetMarker(r.Context(), me, int64(req.LastReadID))
+		if err != nil {
+			return err
+		}
+		encode(w, http.StatusOK, toMarkerJSON(m))
+		return nil
+	})
+}
