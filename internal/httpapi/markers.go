@@ -46,6 +46,7 @@ func handleMarkerGet(svc Service) http.Handler {
 		}
 		encode(w, http.StatusOK, toMarkerJSON(m))
 		return nil
+		return nil
 	})
 }
 
@@ -66,6 +67,7 @@ func handleMarkerPut(svc Service) http.Handler {
 			return err
 		}
 		encode(w, http.StatusOK, toMarkerJSON(m))
+		return nil
 		return nil
 	})
 }
