@@ -43,7 +43,7 @@ type likeJSON struct {
 	LikedByMe bool  `json:"liked_by_me"`
 }
 
-func handleLike(lk Likes, liked bool) http.Handler {
+func handleLike(svc Service, lk Likes, liked bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		me, ok := actorFrom(r.Context())
 		if !ok {
@@ -54,6 +54,15 @@ func handleLike(lk Likes, liked bool) http.Handler {
 		if err != nil {
 			respondError(w, err)
 			return
+		}
+		if liked {
+			// A post of a user on the other side of a block does not
+			// exist for the liker. Only a viewer with blocks pays the
+			// post lookup.
+			if err := likeable(r.Context(), svc, id); err != nil {
+				respondError(w, err)
+				return
+			}
 		}
 		var st feed.LikeState
 		if liked {
@@ -69,7 +78,28 @@ func handleLike(lk Likes, liked bool) http.Handler {
 	})
 }
 
-func handlePostLikers(lk Likes) http.Handler {
+// likeable returns ENOTFOUND when a block stands between the viewer and
+// post's author.
+func likeable(ctx context.Context, svc Service, post int64) error {
+	h, err := hiddenFor(ctx, svc)
+	if err != nil || !h.HasBlocks() {
+		return err
+	}
+	p, err := svc.Post(ctx, post)
+	if err != nil {
+		return err
+	}
+	if h.Blocked(p.AuthorID) {
+		return feed.Errorf(feed.ENOTFOUND, "post %d does not exist", post)
+	}
+	return nil
+}
+
+// maxLikerRounds bounds how often a likers page reads on past likers
+// hidden from the viewer by a block.
+const maxLikerRounds = 4
+
+func handlePostLikers(svc Service, lk Likes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
@@ -97,17 +127,41 @@ func handlePostLikers(lk Likes) http.Handler {
 			respondError(w, err)
 			return
 		}
-		likers, more, err := lk.PostLikers(r.Context(), id, version, user, limit)
+		hidden, err := hiddenFor(r.Context(), svc)
 		if err != nil {
 			respondError(w, err)
 			return
 		}
-		page := pageJSON[userJSON]{Items: make([]userJSON, 0, len(likers))}
-		for _, l := range likers {
-			page.Items = append(page.Items, toUserJSON(l.User))
+		// A post of a user on the other side of a block does not exist
+		// for the viewer; nor do the likes of such users.
+		if hidden.HasBlocks() {
+			if err := likeable(r.Context(), svc, id); err != nil {
+				respondError(w, err)
+				return
+			}
 		}
-		if more && len(likers) > 0 {
-			last := likers[len(likers)-1]
+		page := pageJSON[userJSON]{Items: make([]userJSON, 0, limit)}
+		var last feed.Liker
+		more := false
+		for round := 0; round < maxLikerRounds && len(page.Items) < limit; round++ {
+			var likers []feed.Liker
+			likers, more, err = lk.PostLikers(r.Context(), id, version, user, limit-len(page.Items))
+			if err != nil {
+				respondError(w, err)
+				return
+			}
+			for _, l := range likers {
+				if !hidden.Blocked(l.User.ID) {
+					page.Items = append(page.Items, toUserJSON(l.User))
+				}
+				last = l
+			}
+			if !more || len(likers) == 0 {
+				break
+			}
+			version, user = last.Version, last.User.ID
+		}
+		if more && last.User.ID != 0 {
 			c := feed.EncodeLikerCursor(last.Version, last.User.ID)
 			page.NextCursor = &c
 		}
@@ -115,7 +169,7 @@ func handlePostLikers(lk Likes) http.Handler {
 	})
 }
 
-func handleUserLikes(lk Likes) http.Handler {
+func handleUserLikes(svc Service, lk Likes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
@@ -127,16 +181,37 @@ func handleUserLikes(lk Likes) http.Handler {
 			respondError(w, err)
 			return
 		}
-		liked, more, err := lk.UserLikes(r.Context(), id, before, limit)
+		hidden, err := hiddenFor(r.Context(), svc)
 		if err != nil {
 			respondError(w, err)
 			return
 		}
-		posts := make([]feed.Post, 0, len(liked))
-		for _, l := range liked {
-			if l.Post.ID != 0 {
-				posts = append(posts, l.Post)
+		if hidden.Blocked(id) {
+			respondError(w, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", id))
+			return
+		}
+		// Posts of users on the other side of a block are left out; the
+		// page reads on past them, a few rounds at most.
+		posts := make([]feed.Post, 0, limit)
+		var last int64
+		more := false
+		for round := 0; round < maxLikerRounds && len(posts) < limit; round++ {
+			var liked []feed.LikedPost
+			liked, more, err = lk.UserLikes(r.Context(), id, before, limit-len(posts))
+			if err != nil {
+				respondError(w, err)
+				return
 			}
+			for _, l := range liked {
+				if l.Post.ID != 0 && !hidden.Blocked(l.Post.AuthorID) {
+					posts = append(posts, l.Post)
+				}
+				last = l.Version
+			}
+			if !more || len(liked) == 0 || hidden.Empty() {
+				break
+			}
+			before = last
 		}
 		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, false, nil)
 		if err != nil {
@@ -144,8 +219,8 @@ func handleUserLikes(lk Likes) http.Handler {
 			return
 		}
 		// The cursor names the last like, even one of a post deleted since.
-		if more && len(liked) > 0 {
-			c := feed.EncodeCursor(feed.CursorLikes, liked[len(liked)-1].Version)
+		if more && last != 0 {
+			c := feed.EncodeCursor(feed.CursorLikes, last)
 			page.NextCursor = &c
 		}
 		encode(w, http.StatusOK, page)
@@ -174,7 +249,7 @@ func parseWindow(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func handleTopPosts(lk Likes) http.Handler {
+func handleTopPosts(svc Service, lk Likes) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := query(r)
 		if err != nil {
@@ -205,6 +280,12 @@ func handleTopPosts(lk Likes) http.Handler {
 			respondError(w, err)
 			return
 		}
+		hidden, err := hiddenFor(r.Context(), svc)
+		if err != nil {
+			respondError(w, err)
+			return
+		}
+		posts = withoutBlocked(hidden, posts)
 		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, false, nil)
 		if err != nil {
 			respondError(w, err)

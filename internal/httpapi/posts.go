@@ -243,6 +243,9 @@ func handlePostGet(svc Service, lk Likes) http.Handler {
 		if err == nil && p.Deleted {
 			err = feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
 		}
+		if err == nil && notBlocked(r.Context(), svc, p.AuthorID) != nil {
+			err = feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
+		}
 		if err != nil {
 			respondError(w, err)
 			return
@@ -288,6 +291,10 @@ func handleAuthorPosts(svc Service, lk Likes) http.Handler {
 			respondError(w, err)
 			return
 		}
+		if err := notBlocked(r.Context(), svc, id); err != nil {
+			respondError(w, err)
+			return
+		}
 		posts, more, err := svc.AuthorPosts(r.Context(), id, before, limit)
 		if err != nil {
 			respondError(w, err)
@@ -324,6 +331,12 @@ func handleFeed(svc Service, lk Likes) http.Handler {
 		if err != nil {
 			respondError(w, err)
 			return
+		}
+		if next := notes.Next(); next != 0 && more {
+			// The page stopped early, filtering: the cursor goes on from
+			// where its reading stopped.
+			c := feed.EncodeCursor(feed.CursorFeed, next)
+			page.NextCursor = &c
 		}
 		encode(w, http.StatusOK, page)
 	})

@@ -135,6 +135,10 @@ func handleUserGet(svc Service) http.Handler {
 			respondError(w, err)
 			return
 		}
+		if err := notBlocked(r.Context(), svc, id); err != nil {
+			respondError(w, err)
+			return
+		}
 		u, err := svc.User(r.Context(), id)
 		if err != nil {
 			respondError(w, err)
