@@ -11,15 +11,25 @@ import (
 // Mutes and blocks. SQL holds them; each reader's whole set (feed.Hidden)
 // is looked up once per page, so that filtering costs one map lookup per
 // post, whatever the size of the set. The set is kept in the process for
-// HiddenTTL (1 s) and in the shared cache under one key; a change writes
-// the fresh set, read from SQL after its commit, to both: it shows at once
-// on the process that took it and within HiddenTTL on the others. A cache
-// loss costs one SQL read of the set.
+// HiddenTTL (1 s), and in the shared cache under one key for hiddenTTL;
+// a miss of both reads it from SQL (one statement) and caches it.
+//
+// A change puts the fresh set, read from SQL after its commit, in the
+// process, so it shows there at once, and replaces the shared copy with a
+// short-lived marker no reader can decode: until it expires, readers on
+// other processes read the set from SQL (and see the change within
+// HiddenTTL), and none can cache a set read before the change (a reader
+// caches with SET NX, which the marker blocks). Writing the fresh set
+// itself would let two changes racing on one user leave the older one
+// cached for an hour.
 
-// hiddenTTL bounds how long a shared cached set lives unread, and how
-// long a set written by the loser of two concurrent changes of one user's
-// mutes could stay stale.
-const hiddenTTL = time.Minute
+// hiddenTTL is how long a shared cached set lives.
+const hiddenTTL = time.Hour
+
+// changedMarkTTL is how long a change's marker holds a set out of the
+// shared cache: longer than a reader takes between its SQL read and its
+// SET NX.
+const changedMarkTTL = 2 * time.Second
 
 // hiddenSets bounds the sets a process keeps in memory.
 const hiddenSets = 100_000
@@ -155,24 +165,20 @@ func (s *Service) cachedHidden(ctx context.Context, viewer int64) (feed.Hidden, 
 	return feed.DecodeHidden(v)
 }
 
-// hiddenChanged writes each user's set, read from SQL after the change's
-// commit, to the cache. The change is committed: a failure here is
-// logged, and the set is dropped if it cannot be rewritten.
+// hiddenChanged publishes each user's changed set (see above). The change
+// is committed: a failure here is logged.
 func (s *Service) hiddenChanged(ctx context.Context, users ...int64) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	for _, u := range users {
+		if err := s.cache.Set(ctx, hiddenKey(u), "changed", changedMarkTTL); err != nil {
+			s.cacheFailed("mark hidden set changed", err)
+		}
 		h, err := s.store.Hidden(ctx, u)
-		if err == nil {
-			s.hidden.Put(u, h)
-			err = s.cache.Set(ctx, hiddenKey(u), h.Encode(), hiddenTTL)
-		} else {
-			// Without the fresh set, a short-lived marker no reader can
-			// decode makes readers go to SQL until it expires.
-			_ = s.cache.Set(ctx, hiddenKey(u), "stale", time.Second)
-		}
 		if err != nil {
-			s.cacheFailed("rewrite hidden set", err)
+			s.logger.Warn("could not reload a changed mute and block set; this process shows the change within its lifetime", "user", u, "err", err)
+			continue
 		}
+		s.hidden.Put(u, h)
 	}
 }
