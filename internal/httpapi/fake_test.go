@@ -44,6 +44,7 @@ type fakeService struct {
 	likes    map[int64]map[int64]int64 // post -> liker -> like sequence
 	likeSeq  int64
 	gens     map[int64]int64   // user -> token generation, 0 when absent
+	feedNext int64             // set: Feed stops short there, as a filtered page does
 	mutes    map[[2]int64]bool // (user, target)
 	blocks   map[[2]int64]bool // (blocker, blocked)
 }
@@ -372,6 +373,10 @@ func (f *fakeService) Feed(ctx context.Context, reader, before int64, n int) ([]
 	defer f.mu.Unlock()
 	if err := f.record("Feed", reader, before, n); err != nil {
 		return nil, false, err
+	}
+	if f.feedNext != 0 && before == 0 {
+		feed.SetNext(ctx, f.feedNext)
+		return nil, true, nil
 	}
 	followees := f.follows[reader]
 	posts, more := f.postPage(func(p feed.Post) bool { return followees[p.AuthorID] }, before, n)
