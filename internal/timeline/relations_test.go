@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/inmemcache"
@@ -110,5 +111,81 @@ func readAll(t *testing.T, svc *Service, reader int64, limit int) []int64 {
 		if next := notes.Next(); next != 0 {
 			before = next
 		}
+	}
+}
+
+// TestFilteredPageIsBounded: a reader whose inbox holds 10,000 posts of a
+// muted author above its two visible ones gets bounded pages: short ones
+// whose cursor moves on past what they read, then the visible posts, and
+// an end, with no repeats.
+func TestFilteredPageIsBounded(t *testing.T) {
+	ctx := context.Background()
+	cache := inmemcache.New(inmemcache.Options{InboxMax: 20_000})
+	t.Cleanup(func() { cache.Close() })
+	cfg := Config{InboxMax: 20_000, Policy: feed.DeliveryPolicy{Mode: feed.ModePush}}
+	svc := New(slog.New(slog.DiscardHandler), cfg, testStore(t), cache, nil, feed.NewIDGen(nil), nil)
+	reader, muted, kept := int64(1), int64(2), int64(3)
+	for _, id := range []int64{reader, muted, kept} {
+		if _, err := svc.CreateUser(ctx, id, "user"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := svc.Follow(ctx, reader, kept); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Mute(ctx, reader, muted); err != nil {
+		t.Fatal(err)
+	}
+	// The inbox and the post cache are set up directly: ids 1 and 2 are
+	// the kept author's, the 10,000 above them the muted one's.
+	const n = 10_002
+	ids := make([]int64, n)
+	posts := make([]feed.Post, n)
+	for i := range n {
+		id := int64(i + 1)
+		ids[i] = id
+		posts[i] = feed.Post{ID: id, AuthorID: muted, Content: "muted"}
+		if id <= 2 {
+			posts[i].AuthorID = kept
+		}
+	}
+	if err := cache.CachePosts(ctx, posts, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.FillInbox(ctx, reader, ids, true, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+
+	var got []int64
+	before := int64(0)
+	short := 0
+	for page := 0; ; page++ {
+		if page > 10 {
+			t.Fatal("the feed does not end")
+		}
+		pctx, notes := feed.WithNotes(ctx)
+		ps, more, err := svc.Feed(pctx, reader, before, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			got = append(got, p.ID)
+		}
+		if !more {
+			break
+		}
+		short++
+		next := notes.Next()
+		if len(ps) < 5 && (next == 0 || (before != 0 && next >= before)) {
+			t.Fatalf("page %d: %d posts, more, next %d after %d; want a cursor that moves on", page, len(ps), next, before)
+		}
+		before = next
+	}
+	if !slices.Equal(got, []int64{2, 1}) {
+		t.Fatalf("the feed = %v; want [2 1]", got)
+	}
+	// 10,000 hidden posts are more than one page reads (8,000).
+	if short == 0 {
+		t.Fatal("the first page read all 10,000 hidden posts; want it bounded")
 	}
 }
