@@ -55,19 +55,7 @@ func handleMyList(svc Service, list userLister) http.Handler {
 			respondError(w, errNoActor)
 			return
 		}
-		after, limit, err := pageQuery(r, feed.CursorUsers)
-		if err != nil {
-			respondError(w, err)
-			return
-		}
-		users, more, err := list(svc, r.Context(), me, after, limit)
-		if err != nil {
-			respondError(w, err)
-			return
-		}
-		encode(w, http.StatusOK, newPage(users, more, feed.CursorUsers,
-			func(u feed.User) int64 { return u.ID },
-			func(u feed.User) (userJSON, bool) { return toUserJSON(u), true }))
+		writeUserPage(w, r, svc, list, me)
 	})
 }
 

@@ -162,20 +162,25 @@ func handleUserList(svc Service, list userLister) http.Handler {
 			respondError(w, err)
 			return
 		}
-		after, limit, err := pageQuery(r, feed.CursorUsers)
-		if err != nil {
-			respondError(w, err)
-			return
-		}
-		users, more, err := list(svc, r.Context(), id, after, limit)
-		if err != nil {
-			respondError(w, err)
-			return
-		}
-		encode(w, http.StatusOK, newPage(users, more, feed.CursorUsers,
-			func(u feed.User) int64 { return u.ID },
-			func(u feed.User) (userJSON, bool) { return toUserJSON(u), true }))
+		writeUserPage(w, r, svc, list, id)
 	})
+}
+
+// writeUserPage answers with the page of user's list the query asks for.
+func writeUserPage(w http.ResponseWriter, r *http.Request, svc Service, list userLister, user int64) {
+	after, limit, err := pageQuery(r, feed.CursorUsers)
+	if err != nil {
+		respondError(w, err)
+		return
+	}
+	users, more, err := list(svc, r.Context(), user, after, limit)
+	if err != nil {
+		respondError(w, err)
+		return
+	}
+	encode(w, http.StatusOK, newPage(users, more, feed.CursorUsers,
+		func(u feed.User) int64 { return u.ID },
+		func(u feed.User) (userJSON, bool) { return toUserJSON(u), true }))
 }
 
 func handleFollow(svc Service) http.Handler {
