@@ -8,7 +8,7 @@ import (
 )
 
 // Mutes and blocks. A block hides each user from the other like a user
-// who does not exist: GET /v1/users/{id}, its posts and its likes, and
+// who does not exist: GET /v1/users/{id}, its posts, likes and follow lists, and
 // GET /v1/posts/{id} of its posts answer 404 to the other side (as on
 // Twitter and Mastodon, nothing tells a blocked user apart from a missing
 // one). Lists (likers, a user's likes, top posts) leave the other's

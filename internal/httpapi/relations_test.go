@@ -83,6 +83,8 @@ func TestBlockHidesBothWays(t *testing.T) {
 			{"GET", "/v1/users/" + v.other},
 			{"GET", "/v1/users/" + v.other + "/posts"},
 			{"GET", "/v1/users/" + v.other + "/likes"},
+			{"GET", "/v1/users/" + v.other + "/followers"},
+			{"GET", "/v1/users/" + v.other + "/following"},
 			{"GET", "/v1/posts/" + v.post},
 			{"GET", "/v1/posts/" + v.post + "/likes"},
 			{"PUT", "/v1/posts/" + v.post + "/like"},

@@ -162,6 +162,10 @@ func handleUserList(svc Service, list userLister) http.Handler {
 			respondError(w, err)
 			return
 		}
+		if err := notBlocked(r.Context(), svc, id); err != nil {
+			respondError(w, err)
+			return
+		}
 		writeUserPage(w, r, svc, list, id)
 	})
 }
