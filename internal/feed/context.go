@@ -27,6 +27,7 @@ func RequestID(ctx context.Context) string {
 // request, for the API to tell the client. It is request-scoped.
 type Notes struct {
 	degraded atomic.Bool
+	next     atomic.Int64
 }
 
 type notesKey struct{}
@@ -48,6 +49,23 @@ func MarkDegraded(ctx context.Context) {
 
 // Degraded reports whether the answer was marked degraded.
 func (n *Notes) Degraded() bool { return n != nil && n.degraded.Load() }
+
+// SetNext notes that a page stopped reading early, filtering, with more
+// below pos: its cursor continues from pos rather than from its last item
+// (which a short page may not even have). A ctx without Notes ignores it.
+func SetNext(ctx context.Context, pos int64) {
+	if n, ok := ctx.Value(notesKey{}).(*Notes); ok {
+		n.next.Store(pos)
+	}
+}
+
+// Next is the position SetNext noted, or 0.
+func (n *Notes) Next() int64 {
+	if n == nil {
+		return 0
+	}
+	return n.next.Load()
+}
 
 // Check is the state of one dependency, as a readiness probe reports it.
 // A process is ready when every Required check passes; the others are

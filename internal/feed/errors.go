@@ -10,6 +10,7 @@ const (
 	EINVALID      = "invalid"      // bad input: 400
 	EUNAUTHORIZED = "unauthorized" // missing or bad credentials: 401
 	EFORBIDDEN    = "forbidden"    // authenticated but not allowed: 403
+	EBLOCKED      = "blocked"      // a block between the two users forbids it: 403
 	ENOTFOUND     = "not_found"    // unknown or deleted entity: 404
 	ECONFLICT     = "conflict"     // already exists: 409
 	ETOOLARGE     = "too_large"    // body over the limit: 413

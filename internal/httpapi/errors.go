@@ -11,6 +11,7 @@ var statusByCode = map[string]int{
 	feed.EINVALID:      http.StatusBadRequest,
 	feed.EUNAUTHORIZED: http.StatusUnauthorized,
 	feed.EFORBIDDEN:    http.StatusForbidden,
+	feed.EBLOCKED:      http.StatusForbidden,
 	feed.ENOTFOUND:     http.StatusNotFound,
 	feed.ECONFLICT:     http.StatusConflict,
 	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,

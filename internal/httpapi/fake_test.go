@@ -44,8 +44,11 @@ type fakeService struct {
 	readyErr error
 	likes    map[int64]map[int64]int64 // post -> liker -> like sequence
 	likeSeq  int64
-	gens     map[int64]int64 // user -> token generation, 0 when absent
 	markers  map[int64]feed.Marker
+	gens     map[int64]int64   // user -> token generation, 0 when absent
+	feedNext int64             // set: Feed stops short there, as a filtered page does
+	mutes    map[[2]int64]bool // (user, target)
+	blocks   map[[2]int64]bool // (blocker, blocked)
 }
 
 func newFakeService(now time.Time) *fakeService {
@@ -58,6 +61,8 @@ func newFakeService(now time.Time) *fakeService {
 		idem:    map[string]fakeKey{},
 		fail:    map[string]error{},
 		panicOn: map[string]bool{},
+		mutes:   map[[2]int64]bool{},
+		blocks:  map[[2]int64]bool{},
 	}
 }
 
@@ -236,6 +241,9 @@ func (f *fakeService) Follow(ctx context.Context, follower, followee int64) erro
 	if _, ok := f.users[followee]; !ok {
 		return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", followee)
 	}
+	if f.blocks[[2]int64{follower, followee}] || f.blocks[[2]int64{followee, follower}] {
+		return feed.Errorf(feed.EBLOCKED, "a block forbids following")
+	}
 	f.followLocked(follower, followee)
 	return nil
 }
@@ -385,6 +393,10 @@ func (f *fakeService) Feed(ctx context.Context, reader, before int64, n int) ([]
 	defer f.mu.Unlock()
 	if err := f.record("Feed", reader, before, n); err != nil {
 		return nil, false, err
+	}
+	if f.feedNext != 0 && before == 0 {
+		feed.SetNext(ctx, f.feedNext)
+		return nil, true, nil
 	}
 	followees := f.follows[reader]
 	posts, more := f.postPage(func(p feed.Post) bool { return followees[p.AuthorID] }, before, n)
@@ -589,4 +601,92 @@ func (f *fakeService) SetMarker(ctx context.Context, reader, lastRead int64) (fe
 		f.markers[reader] = m
 	}
 	return m, nil
+}
+
+// relate sets or clears (user, target) in set as Mute, Block and their
+// undoing do.
+func (f *fakeService) relate(method string, set map[[2]int64]bool, user, target int64, on bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(method, user, target); err != nil {
+		return err
+	}
+	if user == target {
+		return feed.Errorf(feed.EINVALID, "you cannot do this to yourself")
+	}
+	if _, ok := f.users[target]; !ok {
+		return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", target)
+	}
+	if !on {
+		delete(set, [2]int64{user, target})
+		return nil
+	}
+	set[[2]int64{user, target}] = true
+	if method == "Block" {
+		delete(f.follows[user], target)
+		delete(f.follows[target], user)
+	}
+	return nil
+}
+
+func (f *fakeService) Mute(ctx context.Context, user, target int64) error {
+	return f.relate("Mute", f.mutes, user, target, true)
+}
+
+func (f *fakeService) Unmute(ctx context.Context, user, target int64) error {
+	return f.relate("Unmute", f.mutes, user, target, false)
+}
+
+func (f *fakeService) Block(ctx context.Context, user, target int64) error {
+	return f.relate("Block", f.blocks, user, target, true)
+}
+
+func (f *fakeService) Unblock(ctx context.Context, user, target int64) error {
+	return f.relate("Unblock", f.blocks, user, target, false)
+}
+
+func (f *fakeService) relatedPage(method string, set map[[2]int64]bool, user, after int64, n int) ([]feed.User, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(method, user, after, n); err != nil {
+		return nil, false, err
+	}
+	var ids []int64
+	for k := range set {
+		if k[0] == user {
+			ids = append(ids, k[1])
+		}
+	}
+	users, more := f.userPage(ids, after, n)
+	return users, more, nil
+}
+
+func (f *fakeService) Mutes(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error) {
+	return f.relatedPage("Mutes", f.mutes, user, after, n)
+}
+
+func (f *fakeService) Blocks(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error) {
+	return f.relatedPage("Blocks", f.blocks, user, after, n)
+}
+
+// Hidden is not recorded: every read asks it, and the tests that list a
+// request's calls are about the call that does the work.
+func (f *fakeService) Hidden(ctx context.Context, viewer int64) (feed.Hidden, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var muted, blocked []int64
+	for k := range f.mutes {
+		if k[0] == viewer {
+			muted = append(muted, k[1])
+		}
+	}
+	for k := range f.blocks {
+		switch viewer {
+		case k[0]:
+			blocked = append(blocked, k[1])
+		case k[1]:
+			blocked = append(blocked, k[0])
+		}
+	}
+	return feed.NewHidden(muted, blocked), nil
 }

@@ -43,11 +43,19 @@ type likeJSON struct {
 	LikedByMe bool  `json:"liked_by_me"`
 }
 
-func handleLike(lk Likes, liked bool) http.Handler {
+func handleLike(svc Service, lk Likes, liked bool) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, id, err := actingUserAndID(r)
 		if err != nil {
 			return err
+		}
+		if liked {
+			// A post of a user on the other side of a block does not
+			// exist for the liker. Only a viewer with blocks pays the
+			// post lookup.
+			if err := likeable(r.Context(), svc, id); err != nil {
+				return err
+			}
 		}
 		var st feed.LikeState
 		if liked {
@@ -63,7 +71,28 @@ func handleLike(lk Likes, liked bool) http.Handler {
 	})
 }
 
-func handlePostLikers(lk Likes) http.Handler {
+// likeable returns ENOTFOUND when a block stands between the viewer and
+// post's author.
+func likeable(ctx context.Context, svc Service, post int64) error {
+	h, err := hiddenFor(ctx, svc)
+	if err != nil || !h.HasBlocks() {
+		return err
+	}
+	p, err := svc.Post(ctx, post)
+	if err != nil {
+		return err
+	}
+	if h.Blocked(p.AuthorID) {
+		return feed.Errorf(feed.ENOTFOUND, "post %d does not exist", post)
+	}
+	return nil
+}
+
+// maxLikerRounds bounds how often a likers page reads on past likers
+// hidden from the viewer by a block.
+const maxLikerRounds = 4
+
+func handlePostLikers(svc Service, lk Likes) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
@@ -86,16 +115,38 @@ func handlePostLikers(lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
-		likers, more, err := lk.PostLikers(r.Context(), id, version, user, limit)
+		hidden, err := hiddenFor(r.Context(), svc)
 		if err != nil {
 			return err
 		}
-		page := pageJSON[userJSON]{Items: make([]userJSON, 0, len(likers))}
-		for _, l := range likers {
-			page.Items = append(page.Items, toUserJSON(l.User))
+		// A post of a user on the other side of a block does not exist
+		// for the viewer; nor do the likes of such users.
+		if hidden.HasBlocks() {
+			if err := likeable(r.Context(), svc, id); err != nil {
+				return err
+			}
 		}
-		if more && len(likers) > 0 {
-			last := likers[len(likers)-1]
+		page := pageJSON[userJSON]{Items: make([]userJSON, 0, limit)}
+		var last feed.Liker
+		more := false
+		for round := 0; round < maxLikerRounds && len(page.Items) < limit; round++ {
+			var likers []feed.Liker
+			likers, more, err = lk.PostLikers(r.Context(), id, version, user, limit-len(page.Items))
+			if err != nil {
+				return err
+			}
+			for _, l := range likers {
+				if !hidden.Blocked(l.User.ID) {
+					page.Items = append(page.Items, toUserJSON(l.User))
+				}
+				last = l
+			}
+			if !more || len(likers) == 0 {
+				break
+			}
+			version, user = last.Version, last.User.ID
+		}
+		if more && last.User.ID != 0 {
 			c := feed.EncodeLikerCursor(last.Version, last.User.ID)
 			page.NextCursor = &c
 		}
@@ -104,7 +155,7 @@ func handlePostLikers(lk Likes) http.Handler {
 	})
 }
 
-func handleUserLikes(lk Likes) http.Handler {
+func handleUserLikes(svc Service, lk Likes) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
@@ -114,23 +165,42 @@ func handleUserLikes(lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
-		liked, more, err := lk.UserLikes(r.Context(), id, before, limit)
+		hidden, err := hiddenFor(r.Context(), svc)
 		if err != nil {
 			return err
 		}
-		posts := make([]feed.Post, 0, len(liked))
-		for _, l := range liked {
-			if l.Post.ID != 0 {
-				posts = append(posts, l.Post)
+		if hidden.Blocked(id) {
+			return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", id)
+		}
+		// Posts of users on the other side of a block are left out; the
+		// page reads on past them, a few rounds at most.
+		posts := make([]feed.Post, 0, limit)
+		var last int64
+		more := false
+		for round := 0; round < maxLikerRounds && len(posts) < limit; round++ {
+			var liked []feed.LikedPost
+			liked, more, err = lk.UserLikes(r.Context(), id, before, limit-len(posts))
+			if err != nil {
+				return err
 			}
+			for _, l := range liked {
+				if l.Post.ID != 0 && !hidden.Blocked(l.Post.AuthorID) {
+					posts = append(posts, l.Post)
+				}
+				last = l.Version
+			}
+			if !more || len(liked) == 0 || hidden.Empty() {
+				break
+			}
+			before = last
 		}
 		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, false, nil)
 		if err != nil {
 			return err
 		}
 		// The cursor names the last like, even one of a post deleted since.
-		if more && len(liked) > 0 {
-			c := feed.EncodeCursor(feed.CursorLikes, liked[len(liked)-1].Version)
+		if more && last != 0 {
+			c := feed.EncodeCursor(feed.CursorLikes, last)
 			page.NextCursor = &c
 		}
 		encode(w, http.StatusOK, page)
@@ -160,7 +230,7 @@ func parseWindow(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func handleTopPosts(lk Likes) http.Handler {
+func handleTopPosts(svc Service, lk Likes) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		q, err := query(r)
 		if err != nil {
@@ -185,6 +255,11 @@ func handleTopPosts(lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
+		hidden, err := hiddenFor(r.Context(), svc)
+		if err != nil {
+			return err
+		}
+		posts = withoutBlocked(hidden, posts)
 		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, false, nil)
 		if err != nil {
 			return err

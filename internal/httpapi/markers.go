@@ -46,7 +46,6 @@ func handleMarkerGet(svc Service) http.Handler {
 		}
 		encode(w, http.StatusOK, toMarkerJSON(m))
 		return nil
-		return nil
 	})
 }
 
@@ -67,7 +66,6 @@ func handleMarkerPut(svc Service) http.Handler {
 			return err
 		}
 		encode(w, http.StatusOK, toMarkerJSON(m))
-		return nil
 		return nil
 	})
 }

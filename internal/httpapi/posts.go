@@ -250,6 +250,9 @@ func handlePostGet(svc Service, lk Likes) http.Handler {
 		if err == nil && p.Deleted {
 			err = feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
 		}
+		if err == nil && notBlocked(r.Context(), svc, p.AuthorID) != nil {
+			err = feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
+		}
 		if err != nil {
 			return err
 		}
@@ -286,6 +289,9 @@ func handleAuthorPosts(svc Service, lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
+		if err := notBlocked(r.Context(), svc, id); err != nil {
+			return err
+		}
 		posts, more, err := svc.AuthorPosts(r.Context(), id, before, limit)
 		if err != nil {
 			return err
@@ -317,6 +323,12 @@ func handleFeed(svc Service, lk Likes) http.Handler {
 		page, err := showPosts(ctx, lk, me, posts, more, notes)
 		if err != nil {
 			return err
+		}
+		if next := notes.Next(); next != 0 && more {
+			// The page stopped early, filtering: the cursor goes on from
+			// where its reading stopped.
+			c := feed.EncodeCursor(feed.CursorFeed, next)
+			page.NextCursor = &c
 		}
 		encode(w, http.StatusOK, page)
 		return nil

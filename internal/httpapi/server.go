@@ -77,6 +77,18 @@ type Service interface {
 	// RevokeTokens refuses every token of user minted before the call;
 	// ENOTFOUND if the user does not exist.
 	RevokeTokens(ctx context.Context, user int64) error
+	// Mute and Unmute set user's mute of target, Block and Unblock its
+	// block, idempotently; EINVALID for oneself, ENOTFOUND for an unknown
+	// target. Block removes the follow edges both ways.
+	Mute(ctx context.Context, user, target int64) error
+	Unmute(ctx context.Context, user, target int64) error
+	Block(ctx context.Context, blocker, blocked int64) error
+	Unblock(ctx context.Context, blocker, blocked int64) error
+	// Mutes and Blocks page user's mutes and blocks as Followers does.
+	Mutes(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error)
+	Blocks(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error)
+	// Hidden returns what viewer (0: the admin) does not see.
+	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
 	// Ready returns nil when every backend answers.
 	Ready(ctx context.Context) error
 }

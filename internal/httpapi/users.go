@@ -129,6 +129,9 @@ func handleUserGet(svc Service) http.Handler {
 		if err != nil {
 			return err
 		}
+		if err := notBlocked(r.Context(), svc, id); err != nil {
+			return err
+		}
 		u, err := svc.User(r.Context(), id)
 		if err != nil {
 			return err
@@ -151,19 +154,27 @@ func handleUserList(svc Service, list userLister) http.Handler {
 		if err != nil {
 			return err
 		}
-		after, limit, err := pageQuery(r, feed.CursorUsers)
-		if err != nil {
+		if err := notBlocked(r.Context(), svc, id); err != nil {
 			return err
 		}
-		users, more, err := list(svc, r.Context(), id, after, limit)
-		if err != nil {
-			return err
-		}
-		encode(w, http.StatusOK, newPage(users, more, feed.CursorUsers,
-			func(u feed.User) int64 { return u.ID },
-			func(u feed.User) (userJSON, bool) { return toUserJSON(u), true }))
-		return nil
+		return writeUserPage(w, r, svc, list, id)
 	})
+}
+
+// writeUserPage answers with the page of user's list the query asks for.
+func writeUserPage(w http.ResponseWriter, r *http.Request, svc Service, list userLister, user int64) error {
+	after, limit, err := pageQuery(r, feed.CursorUsers)
+	if err != nil {
+		return err
+	}
+	users, more, err := list(svc, r.Context(), user, after, limit)
+	if err != nil {
+		return err
+	}
+	encode(w, http.StatusOK, newPage(users, more, feed.CursorUsers,
+		func(u feed.User) int64 { return u.ID },
+		func(u feed.User) (userJSON, bool) { return toUserJSON(u), true }))
+	return nil
 }
 
 func handleFollow(svc Service) http.Handler {

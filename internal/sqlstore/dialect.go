@@ -46,6 +46,9 @@ type dialect struct {
 	// insertFollow inserts a follow edge unless it exists; its result
 	// counts one affected row only when the edge is new.
 	insertFollow string
+	// keepExisting ends an INSERT into mutes or blocks so that an existing
+	// row stays as it is and counts no affected row.
+	keepExisting string
 	// upsertLikes and upsertStats end the batch writer's multi-row
 	// inserts (likes.go): a newer version wins a likes row; a stats row
 	// adds the delta.
@@ -104,6 +107,7 @@ var mysqlDialect = dialect{
 	// Not INSERT IGNORE, which would also turn other errors into warnings.
 	insertFollow: "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?)" +
 		" ON DUPLICATE KEY UPDATE follower_id = follower_id",
+	keepExisting:    " ON DUPLICATE KEY UPDATE created_at = created_at",
 	duplicate:       func(err error) bool { return mysqlErrNumber(err) == mysqlDupEntry },
 	retryable:       func(err error) bool { return mysqlErrNumber(err) == mysqlLockDeadlock },
 	lockWaitTimeout: func(err error) bool { return mysqlErrNumber(err) == mysqlLockWaitTimeout },
@@ -162,6 +166,7 @@ var sqliteDialect = dialect{
 	feedJoin: "CROSS JOIN",
 	insertFollow: "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?)" +
 		" ON CONFLICT DO NOTHING",
+	keepExisting: " ON CONFLICT DO NOTHING",
 	duplicate: func(err error) bool {
 		var se *sqlite.Error
 		if !errors.As(err, &se) {

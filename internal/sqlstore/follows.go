@@ -30,6 +30,15 @@ func (s *Store) Follow(ctx context.Context, follower, followee int64) (bool, err
 				return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", id)
 			}
 		}
+		// Block takes the same user locks, so a block and a follow of one
+		// pair cannot interleave: the follow sees the block or the block
+		// removes the edge.
+		if blocked, err := blockedEitherWay(ctx, tx, follower, followee); err != nil || blocked {
+			if err == nil {
+				err = feed.Errorf(feed.EBLOCKED, "a block between you and user %d forbids following", followee)
+			}
+			return err
+		}
 		res, err := tx.ExecContext(ctx, s.d.insertFollow, follower, followee, millis(time.Now()))
 		if err != nil {
 			return err
@@ -52,25 +61,31 @@ func (s *Store) Follow(ctx context.Context, follower, followee int64) (bool, err
 func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (bool, error) {
 	var removed bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		removed = false
 		if _, err := s.lockUsers(ctx, tx, follower, followee); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, "DELETE FROM follows WHERE follower_id = ? AND followee_id = ?", follower, followee)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil || n != 1 { // n == 0: there was no edge
-			return err
-		}
-		removed = true
-		return addToCounts(ctx, tx, follower, followee, -1)
+		var err error
+		removed, err = removeEdge(ctx, tx, follower, followee)
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: unfollow %d -> %d: %w", follower, followee, err)
 	}
 	return removed, nil
+}
+
+// removeEdge deletes the edge from follower to followee, if any, and
+// uncounts it; the caller holds both users' locks (lockUsers).
+func removeEdge(ctx context.Context, tx *sql.Tx, follower, followee int64) (bool, error) {
+	res, err := tx.ExecContext(ctx, "DELETE FROM follows WHERE follower_id = ? AND followee_id = ?", follower, followee)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n != 1 { // n == 0: there was no edge
+		return false, err
+	}
+	return true, addToCounts(ctx, tx, follower, followee, -1)
 }
 
 // lockUsers reads, and on MySQL locks until the transaction ends, the user

@@ -13,6 +13,18 @@ import (
 // read unbounded.
 const maxReadRounds = 8
 
+// A reader who mutes or blocks may have most of its feed filtered out, so
+// its page reads further ahead, in proportion to the share filtered so
+// far, for more rounds, each of at most maxRoundIDs ids: a page hydrates
+// at most maxFilteredRounds*maxRoundIDs ids (8,000) whatever the number of
+// mutes. If that does not fill it, the page is returned short with a
+// cursor at the last id read, so the next page goes on from there: pages
+// may be short, never repeat, and never loop.
+const (
+	maxFilteredRounds = 16
+	maxRoundIDs       = 500
+)
+
 // Feed returns up to n live posts of reader's home feed with ids below
 // before (0: from the newest), newest first, and whether more exist.
 //
@@ -31,15 +43,15 @@ const maxReadRounds = 8
 // authors from hybrid reads.
 func (s *Service) Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
 	if s.switches.On(degrade.L4) && before == 0 {
-		return s.cachedFeed(ctx, reader, before, n, true)
+		return s.degradedFeed(ctx, reader, before, n, true)
 	}
 	if s.breaker != nil && s.breaker.Open() {
-		return s.cachedFeed(ctx, reader, before, n, false)
+		return s.degradedFeed(ctx, reader, before, n, false)
 	}
 	posts, more, err := s.feed(ctx, reader, before, n)
 	if err != nil && sqlUnavailable(err) {
 		s.logger.WarnContext(ctx, "SQL unavailable: serving the feed from the cache alone", "reader", reader, "err", err)
-		return s.cachedFeed(ctx, reader, before, n, false)
+		return s.degradedFeed(ctx, reader, before, n, false)
 	}
 	if err == nil && before == 0 && s.lastSaved != nil {
 		s.saveLastGood(ctx, reader, posts, more)
@@ -47,24 +59,63 @@ func (s *Service) Feed(ctx context.Context, reader, before int64, n int) ([]feed
 	return posts, more, err
 }
 
+// degradedFeed is cachedFeed without the authors the cache says the
+// reader does not see. A degraded page may be short; if the cache does not
+// know the reader's set either, the page is served unfiltered rather than
+// not at all, as a degraded page is.
+func (s *Service) degradedFeed(ctx context.Context, reader, before int64, n int, saved bool) ([]feed.Post, bool, error) {
+	posts, more, err := s.cachedFeed(ctx, reader, before, n, saved)
+	if err != nil {
+		return nil, false, err
+	}
+	if hidden, ok := s.cachedHidden(ctx, reader); ok && !hidden.Empty() {
+		kept := make([]feed.Post, 0, len(posts))
+		for _, p := range posts {
+			if !hidden.InFeed(p.AuthorID) {
+				kept = append(kept, p)
+			}
+		}
+		if len(kept) == 0 && more && len(posts) > 0 {
+			feed.SetNext(ctx, posts[len(posts)-1].ID)
+		}
+		posts = kept
+	}
+	return posts, more, nil
+}
+
 // feed is the read with SQL at hand, page round by page round: the
 // reader's sources (sources.go) each give ids below pos, the lists are
 // merged (merge.go) and hydrated into posts (hydrate.go); deleted posts
 // met on the way are forgotten by their sources and the page reads on.
 func (s *Service) feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
-	in, srcs, err := s.sources(ctx, reader, 0)
+	hidden, err := s.Hidden(ctx, reader)
+	if err != nil {
+		return nil, false, fmt.Errorf("timeline: hidden authors of %d: %w", reader, err)
+	}
+	in, srcs, err := s.sources(ctx, reader, 0, hidden)
 	if err != nil {
 		return nil, false, err
 	}
 
+	rounds := maxReadRounds
+	if !hidden.Empty() {
+		rounds = maxFilteredRounds
+	}
 	out := make([]feed.Post, 0, n+1)
 	pos := before
+	read, shown := 0, 0 // ids read and posts kept, for the read-ahead
+	exhausted := false
 	// Ask for one more than the page so that "more exist" is known
 	// without a second request returning an empty page.
-	for round := 0; len(out) <= n && round < maxReadRounds; round++ {
-		want := n + 1 - len(out)
+	for round := 0; len(out) <= n && round < rounds; round++ {
+		need := n + 1 - len(out)
+		want := need
 		if round > 0 {
-			want += want / 2 // deleted posts were met: read a little further ahead
+			// Read ahead by the share of ids that did not make it so far
+			// (deleted or hidden), plus half again.
+			want = need * (read + 1) / (shown + 1)
+			want += want / 2
+			want = max(need, min(want, maxRoundIDs))
 		}
 		lists, err := fetchAll(ctx, srcs, pos, want)
 		if err != nil {
@@ -76,9 +127,13 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) ([]feed
 			return nil, false, err
 		}
 		s.forget(ctx, srcs, lists, dead)
+		live = s.unhidden(ctx, in, hidden, live)
+		read += len(ids)
+		shown += len(live)
 		out = append(out, live...)
 		if len(ids) < want {
-			break // every source is exhausted below pos
+			exhausted = true // every source is exhausted below pos
+			break
 		}
 		pos = ids[len(ids)-1]
 	}
@@ -90,14 +145,22 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) ([]feed
 	if len(out) > n {
 		return out[:n], true, nil
 	}
+	if !exhausted && pos != before {
+		// The rounds ran out before the page filled: more may exist below
+		// pos, which the next page starts from.
+		feed.SetNext(ctx, pos)
+		return out, true, nil
+	}
 	return out, false, nil
 }
 
 // sources returns the streams of reader's feed: the inbox (SQL in pull
 // mode) and, in hybrid mode, the pulled authors it follows. Their SQL
 // reads stop at after (0: none); their cache reads may return ids at or
-// below it, which the caller drops.
-func (s *Service) sources(ctx context.Context, reader, after int64) (*inboxSource, []source, error) {
+// below it, which the caller drops. A pulled author hidden from the reader
+// (muted, or blocked either way) is not merged at all: cheaper than reading
+// its posts to filter them out.
+func (s *Service) sources(ctx context.Context, reader, after int64, hidden feed.Hidden) (*inboxSource, []source, error) {
 	in := &inboxSource{s: s, reader: reader, after: after, fromInbox: s.cfg.Policy.Mode != feed.ModePull, path: pathInbox}
 	if !in.fromInbox {
 		in.path = pathSQL
@@ -108,7 +171,13 @@ func (s *Service) sources(ctx context.Context, reader, after int64) (*inboxSourc
 		if err != nil {
 			return nil, nil, fmt.Errorf("timeline: pulled followees of %d: %w", reader, err)
 		}
-		srcs = append(srcs, pulledSources(s, pullees, after)...)
+		kept := pullees[:0:0]
+		for _, a := range pullees {
+			if !hidden.InFeed(a) {
+				kept = append(kept, a)
+			}
+		}
+		srcs = append(srcs, pulledSources(s, kept, after)...)
 	}
 	return in, srcs, nil
 }
@@ -125,4 +194,28 @@ func (s *Service) forget(ctx context.Context, srcs []source, lists [][]int64, de
 			src.forget(ctx, d)
 		}
 	}
+}
+
+// unhidden returns live without the posts of authors hidden from the
+// reader. The hidden posts that came from the reader's inbox leave it, as
+// deleted ones do, so the next pages do not read them again; shared
+// structures (author lists) keep them, since other readers see them.
+func (s *Service) unhidden(ctx context.Context, in *inboxSource, hidden feed.Hidden, live []feed.Post) []feed.Post {
+	if hidden.Empty() {
+		return live
+	}
+	kept := live[:0]
+	var gone []int64
+	for _, p := range live {
+		if hidden.InFeed(p.AuthorID) {
+			gone = append(gone, p.ID)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	if len(gone) > 0 {
+		s.metrics.hiddenPosts.Add(float64(len(gone)))
+		in.forget(ctx, gone)
+	}
+	return kept
 }

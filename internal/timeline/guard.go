@@ -169,3 +169,31 @@ func (g guardedStore) SetMarker(ctx context.Context, user, lastRead int64, at ti
 // Ping is not guarded: the readiness probe must reach SQL even while the
 // breaker is open, to tell whether SQL is back.
 func (g guardedStore) Ping(ctx context.Context) error { return g.store.Ping(ctx) }
+
+func (g guardedStore) Mute(ctx context.Context, user, target int64) (bool, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.store.Mute(ctx, user, target) })
+}
+
+func (g guardedStore) Unmute(ctx context.Context, user, target int64) (bool, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.store.Unmute(ctx, user, target) })
+}
+
+func (g guardedStore) Block(ctx context.Context, blocker, blocked int64) (bool, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.store.Block(ctx, blocker, blocked) })
+}
+
+func (g guardedStore) Unblock(ctx context.Context, blocker, blocked int64) (bool, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.store.Unblock(ctx, blocker, blocked) })
+}
+
+func (g guardedStore) Mutes(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.Mutes(ctx, user, after, n) })
+}
+
+func (g guardedStore) Blocks(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.Blocks(ctx, user, after, n) })
+}
+
+func (g guardedStore) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (feed.Hidden, error) { return g.store.Hidden(ctx, user) })
+}

@@ -168,9 +168,15 @@ const unreadBatch = 64
 // shows, pushed and pulled authors alike, deleted posts left out. It
 // reads newest first and stops at after or past limit: it reads at most
 // limit+1 live ids and the deleted ones on the way (which it drops from
-// the caches, as a feed read does), never the whole feed.
+// the caches, as a feed read does), never the whole feed. Posts of
+// authors hidden from the reader (muted, blocked) are not counted, as the
+// feed does not show them.
 func (s *Service) Unread(ctx context.Context, reader, after int64, limit int) (n int, capped bool, err error) {
-	_, srcs, err := s.sources(ctx, reader, after)
+	hidden, err := s.Hidden(ctx, reader)
+	if err != nil {
+		return 0, false, fmt.Errorf("timeline: hidden authors of %d: %w", reader, err)
+	}
+	in, srcs, err := s.sources(ctx, reader, after, hidden)
 	if err != nil {
 		return 0, false, err
 	}
@@ -193,7 +199,7 @@ func (s *Service) Unread(ctx context.Context, reader, after int64, limit int) (n
 			return 0, false, err
 		}
 		s.forget(ctx, srcs, lists, dead)
-		n += len(live)
+		n += len(s.unhidden(ctx, in, hidden, live))
 		if n > limit {
 			return limit, true, nil
 		}

@@ -12,6 +12,7 @@ type metrics struct {
 	refreshAdds prometheus.Counter
 	rebuilds    prometheus.Counter
 	lazyDeletes prometheus.Counter
+	hiddenPosts prometheus.Counter
 	cacheErrors prometheus.Counter
 	// cacheLookups counts lookups by cache (inbox, outbox, outbox_head,
 	// post, hot_post) and result (hit, miss): the hit ratios. "outbox" and
@@ -71,6 +72,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		rebuilds: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_inbox_rebuilds_total", Help: "Inboxes rebuilt from SQL.",
 		}),
+		hiddenPosts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "feedd_feed_hidden_posts_total",
+			Help: "Posts a feed read left out because the reader mutes or blocks their author (or is blocked by them).",
+		}),
 		lazyDeletes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_inbox_lazy_deletes_total", Help: "Deleted posts removed from an inbox when a read met them.",
 		}),
@@ -92,7 +97,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "feedd_sql_breaker_transitions_total", Help: "State changes of the API's SQL circuit breaker, by the state entered.",
 	}, []string{"to"})
 	if reg != nil {
-		reg.MustRegister(m.reads, m.refreshes, m.refreshAdds, m.rebuilds, m.lazyDeletes, m.cacheErrors, m.cacheLookups, m.collapsed, m.tokenChecks, m.breakerChanges)
+		reg.MustRegister(m.reads, m.refreshes, m.refreshAdds, m.rebuilds, m.lazyDeletes, m.hiddenPosts, m.cacheErrors, m.cacheLookups, m.collapsed, m.tokenChecks, m.breakerChanges)
 	}
 	return m
 }

@@ -57,6 +57,13 @@ type Store interface {
 	SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error)
 	TokenGeneration(ctx context.Context, user int64) (int64, error)
 	RevokeTokens(ctx context.Context, user int64) error
+	Mute(ctx context.Context, user, target int64) (bool, error)
+	Unmute(ctx context.Context, user, target int64) (bool, error)
+	Block(ctx context.Context, blocker, blocked int64) (bool, error)
+	Unblock(ctx context.Context, blocker, blocked int64) (bool, error)
+	Mutes(ctx context.Context, user, after int64, n int) ([]int64, error)
+	Blocks(ctx context.Context, user, after int64, n int) ([]int64, error)
+	Hidden(ctx context.Context, user int64) (feed.Hidden, error)
 	Ping(ctx context.Context) error
 }
 
@@ -110,6 +117,10 @@ type Config struct {
 	// UnreadCap is how far a marker's unread count counts
 	// (FEEDD_UNREAD_CAP): past it the count says "at least this many".
 	UnreadCap int
+	// HiddenTTL is how long a process keeps a reader's mute and block set
+	// in memory (relations.go): a change shows at once on the process
+	// that took it, and within HiddenTTL on the others.
+	HiddenTTL time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -143,6 +154,7 @@ func (c Config) withDefaults() Config {
 		c.MaxMergedAuthorLists = 64
 	}
 	def(&c.PulleesTTL, 30*time.Second)
+	def(&c.HiddenTTL, time.Second)
 	def(&c.InboxTTL, 30*24*time.Hour)
 	def(&c.EmptyTTL, 30*time.Second)
 	def(&c.PostTTL, time.Hour)
@@ -204,7 +216,9 @@ type Service struct {
 	floorLoads singleflight.Group
 	// standings is the process's copy of users' token standing
 	// (tokens.go), loaded once per user at a time.
-	standings     *lru.Cache[int64, tokenStanding]
+	standings *lru.Cache[int64, tokenStanding]
+	// hidden is the process's copy of readers' mute and block sets.
+	hidden        *lru.Cache[int64, feed.Hidden]
 	standingLoads singleflight.Group
 	now           func() time.Time // the clock of gates, floor and standings; tests set it
 }
@@ -237,6 +251,7 @@ func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, authorL
 		now:         time.Now,
 	}
 	s.standings = lru.New[int64, tokenStanding](tokenStandings, tokenLastKnown, func() time.Time { return s.now() })
+	s.hidden = lru.New[int64, feed.Hidden](hiddenSets, s.cfg.HiddenTTL, func() time.Time { return s.now() })
 	s.gates = lru.New[int64, time.Time](refreshGates, s.cfg.RefreshInterval, func() time.Time { return s.now() })
 	// SQL is required: without it the API cannot take a write. The cache
 	// is not: every read falls back to SQL.

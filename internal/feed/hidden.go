@@ -1,0 +1,105 @@
+package feed
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Hidden is what one reader does not see: the authors it mutes (gone from
+// its home feed only) and the users it blocks or is blocked by (gone from
+// everything it reads, and it from everything they read). The zero value
+// hides nothing.
+type Hidden struct {
+	muted   map[int64]struct{}
+	blocked map[int64]struct{}
+}
+
+// NewHidden returns the Hidden of muted and blocked ids.
+func NewHidden(muted, blocked []int64) Hidden {
+	set := func(ids []int64) map[int64]struct{} {
+		if len(ids) == 0 {
+			return nil
+		}
+		m := make(map[int64]struct{}, len(ids))
+		for _, id := range ids {
+			m[id] = struct{}{}
+		}
+		return m
+	}
+	return Hidden{muted: set(muted), blocked: set(blocked)}
+}
+
+// Empty reports whether nothing is hidden.
+func (h Hidden) Empty() bool { return len(h.muted) == 0 && len(h.blocked) == 0 }
+
+// HasBlocks reports whether any block stands between the reader and
+// anyone.
+func (h Hidden) HasBlocks() bool { return len(h.blocked) > 0 }
+
+// InFeed reports whether author's posts are kept out of the home feed:
+// muted, or blocked either way.
+func (h Hidden) InFeed(author int64) bool {
+	_, m := h.muted[author]
+	return m || h.Blocked(author)
+}
+
+// Blocked reports whether a block stands between the reader and user,
+// either way.
+func (h Hidden) Blocked(user int64) bool {
+	_, b := h.blocked[user]
+	return b
+}
+
+// Encode returns h as a compact string for a cache ("m1,2;b3"), and
+// DecodeHidden reads it back.
+func (h Hidden) Encode() string {
+	var b strings.Builder
+	put := func(tag byte, set map[int64]struct{}) {
+		ids := make([]int64, 0, len(set))
+		for id := range set {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		b.WriteByte(tag)
+		for i, id := range ids {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.FormatInt(id, 36))
+		}
+	}
+	put('m', h.muted)
+	b.WriteByte(';')
+	put('b', h.blocked)
+	return b.String()
+}
+
+// DecodeHidden parses what Encode wrote; ok is false for anything else.
+func DecodeHidden(s string) (h Hidden, ok bool) {
+	m, b, found := strings.Cut(s, ";")
+	if !found || !strings.HasPrefix(m, "m") || !strings.HasPrefix(b, "b") {
+		return Hidden{}, false
+	}
+	parse := func(list string) ([]int64, bool) {
+		if list == "" {
+			return nil, true
+		}
+		parts := strings.Split(list, ",")
+		ids := make([]int64, 0, len(parts))
+		for _, p := range parts {
+			id, err := strconv.ParseInt(p, 36, 64)
+			if err != nil {
+				return nil, false
+			}
+			ids = append(ids, id)
+		}
+		return ids, true
+	}
+	muted, ok1 := parse(m[1:])
+	blocked, ok2 := parse(b[1:])
+	if !ok1 || !ok2 {
+		return Hidden{}, false
+	}
+	return NewHidden(muted, blocked), true
+}

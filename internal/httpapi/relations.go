@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Mutes and blocks. A block hides each user from the other like a user
+// who does not exist: GET /v1/users/{id}, its posts, likes and follow lists, and
+// GET /v1/posts/{id} of its posts answer 404 to the other side (as on
+// Twitter and Mastodon, nothing tells a blocked user apart from a missing
+// one). Lists (likers, a user's likes, top posts) leave the other's
+// entries out; a post's like_count stays the true count.
+
+// relation is Service.Mute, Unmute, Block or Unblock as a method
+// expression.
+type relation func(svc Service, ctx context.Context, user, target int64) error
+
+func handleMute(svc Service) http.Handler    { return handleRelation(svc, Service.Mute) }
+func handleUnmute(svc Service) http.Handler  { return handleRelation(svc, Service.Unmute) }
+func handleBlock(svc Service) http.Handler   { return handleRelation(svc, Service.Block) }
+func handleUnblock(svc Service) http.Handler { return handleRelation(svc, Service.Unblock) }
+
+func handleRelation(svc Service, change relation) http.Handler {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
+		me, id, err := actingUserAndID(r)
+		if err != nil {
+			return err
+		}
+		if err := change(svc, r.Context(), me, id); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	})
+}
+
+func handleMutes(svc Service) http.Handler  { return handleMyList(svc, Service.Mutes) }
+func handleBlocks(svc Service) http.Handler { return handleMyList(svc, Service.Blocks) }
+
+// handleMyList pages one of the actor's own user lists, like the
+// followers list.
+func handleMyList(svc Service, list userLister) http.Handler {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
+		me, err := actingUser(r)
+		if err != nil {
+			return err
+		}
+		return writeUserPage(w, r, svc, list, me)
+	})
+}
+
+// hiddenFor is what the request's viewer does not see (nothing for the
+// admin).
+func hiddenFor(ctx context.Context, svc Service) (feed.Hidden, error) {
+	return svc.Hidden(ctx, viewerFrom(ctx))
+}
+
+// notBlocked returns ENOTFOUND, as for a user who does not exist, when a
+// block stands between the viewer and user.
+func notBlocked(ctx context.Context, svc Service, user int64) error {
+	h, err := hiddenFor(ctx, svc)
+	if err != nil {
+		return err
+	}
+	if h.Blocked(user) {
+		return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
+	}
+	return nil
+}
+
+// withoutBlocked returns posts without those whose author is blocked
+// either way by the viewer.
+func withoutBlocked(h feed.Hidden, posts []feed.Post) []feed.Post {
+	if h.Empty() {
+		return posts
+	}
+	kept := make([]feed.Post, 0, len(posts))
+	for _, p := range posts {
+		if !h.Blocked(p.AuthorID) {
+			kept = append(kept, p)
+		}
+	}
+	return kept
+}
