@@ -77,6 +77,13 @@ type Service interface {
 	// RevokeTokens refuses every token of user minted before the call;
 	// ENOTFOUND if the user does not exist.
 	RevokeTokens(ctx context.Context, user int64) error
+	// DeleteUser deletes a user: at once for every read, then their data
+	// in the background; a repeat while the purge runs answers the same.
+	// ENOTFOUND if the user does not exist.
+	DeleteUser(ctx context.Context, user int64) (feed.Purge, error)
+	// Purge returns the state of a user's last deletion; ENOTFOUND if
+	// none was asked.
+	Purge(ctx context.Context, user int64) (feed.Purge, error)
 	// Ready returns nil when every backend answers.
 	Ready(ctx context.Context) error
 }

@@ -57,6 +57,9 @@ type Store interface {
 	SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error)
 	TokenGeneration(ctx context.Context, user int64) (int64, error)
 	RevokeTokens(ctx context.Context, user int64) error
+	DeleteUser(ctx context.Context, user int64) (feed.Purge, bool, error)
+	Purge(ctx context.Context, user int64) (feed.Purge, error)
+	DeletedUsers(ctx context.Context, since time.Time) ([]int64, error)
 	Ping(ctx context.Context) error
 }
 
@@ -206,7 +209,11 @@ type Service struct {
 	// (tokens.go), loaded once per user at a time.
 	standings     *lru.Cache[int64, tokenStanding]
 	standingLoads singleflight.Group
-	now           func() time.Time // the clock of gates, floor and standings; tests set it
+	// gone is the process's copy of the deleted users, whose posts no
+	// read shows (purge.go).
+	gone      atomic.Pointer[goneAuthors]
+	goneLoads singleflight.Group
+	now       func() time.Time // the clock of gates, floor and standings; tests set it
 }
 
 // Option configures a Service.
