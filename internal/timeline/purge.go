@@ -98,8 +98,14 @@ func (s *Service) goneSet(ctx context.Context, sql bool) map[int64]struct{} {
 		start := s.now()
 		ids, err := s.store.DeletedUsers(ctx, start.Add(-goneKeep))
 		if err != nil {
+			// Asked again after goneRefresh, not by every read meanwhile.
 			s.logger.Warn("could not read the deleted users; hiding those known", "err", err)
-			return cur, nil
+			kept := &goneAuthors{read: start}
+			if cur != nil {
+				kept.ids = cur.ids
+			}
+			s.gone.Store(kept)
+			return kept, nil
 		}
 		next := &goneAuthors{ids: make(map[int64]struct{}, len(ids)), read: start}
 		for _, id := range ids {
