@@ -149,10 +149,11 @@ func (s *Store) ClaimPurge(ctx context.Context, owner string, lease time.Duratio
 // to whom they follow (and those users' follower counts), the edges from
 // their followers (and those users' following counts), their likes (and
 // the liked posts' counts), their posts (and their stats), their
-// idempotency keys; and when none is left, the user row, marking the
-// purge finished. Each batch's counts move by exactly the rows it deleted
-// in the same transaction, so a batch interrupted anywhere leaves nothing
-// half done, and running the purge again from any point is exact.
+// idempotency keys; and when none is left, their read marker and the user
+// row, marking the purge finished. Each batch's counts move by exactly the
+// rows it deleted, in the same transaction, so a batch interrupted
+// anywhere leaves nothing half done, and running the purge again from any
+// point is exact.
 //
 // It renews owner's lease in the same transaction, and applies nothing
 // (ErrLeaseLost) if owner no longer holds it.
@@ -181,6 +182,9 @@ func (s *Store) PurgeBatch(ctx context.Context, user int64, owner string, lease 
 			if did, err := step(ctx, tx, user, &r); did || err != nil {
 				return err
 			}
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM markers WHERE user_id = ?", user); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM users WHERE id = ? AND deleted_at IS NOT NULL", user); err != nil {
 			return err

@@ -63,6 +63,9 @@ func purgeFixture(t *testing.T, s *Store) (posts []int64, liked []int64) {
 		evs = append(evs, like(4, p.ID, 3000+i, true))
 	}
 	mustApply(t, s, evs...)
+	if _, err := s.SetMarker(ctx, 1, posts[0], time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	return posts, liked
 }
 
@@ -180,6 +183,7 @@ func testPurgeSteps(t *testing.T, e *env) {
 		"SELECT COUNT(*) FROM likes WHERE user_id = 1",
 		"SELECT COUNT(*) FROM posts WHERE author_id = 1",
 		"SELECT COUNT(*) FROM idempotency WHERE author_id = 1",
+		"SELECT COUNT(*) FROM markers WHERE user_id = 1",
 		"SELECT COUNT(*) FROM users WHERE id = 1",
 	} {
 		if n := countRows(t, s, q); n != 0 {
