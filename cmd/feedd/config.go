@@ -56,6 +56,7 @@ type config struct {
 	inboxGroups    int
 	fanoutSQLReads int
 	fanoutRetryFor time.Duration
+	purgeLease     time.Duration
 	logFormat      string
 
 	// The defences (docs/operations.md, "Defences").
@@ -175,6 +176,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	num(&c.workers, "workers", 8, "concurrent batch-task handlers per work process")
 	num(&c.fanoutSQLReads, "fanout-sql-reads", fanout.DefaultSQLReads, "follower reads of the fan-out running at once per work process: they share the SQL primary with the API's writes")
 	dur(&c.fanoutRetryFor, "fanout-retry-for", fanout.DefaultRetryFor, "a fan-out step that fails (Redis or SQL unreachable) is retried this long while its message is held, before the broker's redeliveries count")
+	dur(&c.purgeLease, "purge-lease", timeline.DefaultPurgeLease, "a work process owns a user's purge this long after its last batch: if it dies, another resumes the purge after this")
 	num(&c.relayWorkers, "relay-workers", relay.DefaultWorkers, "concurrent outbox relay loops per work process")
 	num(&c.activeDays, "active-days", int(tl.InboxTTL/(24*time.Hour)), "an inbox unread for this many days expires and is rebuilt when its reader returns")
 	dur(&c.refresh, "refresh-interval", tl.RefreshInterval, "at most one smart refresh of a reader's first page per interval")
@@ -285,7 +287,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	for _, v := range []struct {
 		name string
 		d    time.Duration
-	}{{"like-count-ttl", c.likeCountTTL}, {"fanout-retry-for", c.fanoutRetryFor}} {
+	}{{"like-count-ttl", c.likeCountTTL}, {"fanout-retry-for", c.fanoutRetryFor}, {"purge-lease", c.purgeLease}} {
 		if v.d < 0 {
 			return c, fmt.Errorf("%s must not be negative, got %s", v.name, v.d)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/feedd/feedd/internal/rabbit"
 	"github.com/feedd/feedd/internal/rediscache"
 	"github.com/feedd/feedd/internal/sqlstore"
+	"github.com/feedd/feedd/internal/timeline"
 )
 
 // authorListMax is how many post ids a pulled author's list keeps: under
@@ -35,7 +36,10 @@ type deps struct {
 	// SQLite it is store: the file has one writer anyway, and readers
 	// never wait for it.
 	workStore *sqlstore.Store
-	cache     feed.Cache
+	// purges is what the purger claims and runs purges on: workStore
+	// when nil (tests put a fault in front of it).
+	purges timeline.PurgeStore
+	cache  feed.Cache
 	// likes is the like counters and recent sets: the same backend as
 	// cache.
 	likes feed.LikeCache

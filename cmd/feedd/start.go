@@ -168,6 +168,16 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		work.Go(func() { _ = rel.Run(workCtx) })
 		purge := timeline.NewKeyPurge(logger, d.workStore, cfg.idempotencyTTL, d.reg)
 		work.Go(func() { purge.Run(workCtx) })
+		var counters timeline.LikeCounters
+		if lc, ok := d.likes.(timeline.LikeCounters); ok {
+			counters = lc
+		}
+		purges := d.purges
+		if purges == nil {
+			purges = d.workStore
+		}
+		purger := timeline.NewPurger(logger, timeline.PurgerConfig{Lease: cfg.purgeLease}, purges, d.cache, d.authorLists, counters)
+		work.Go(func() { purger.Run(workCtx) })
 		work.Go(func() {
 			if err := d.broker.Consume(workCtx, feed.QueuePosts, feed.ConsumeOptions{Concurrency: 4}, disp.Handle); err != nil {
 				errs <- fmt.Errorf("dispatcher: %w", err)

@@ -7,16 +7,17 @@ import (
 
 // Error codes. The HTTP layer maps each to one status in one table.
 const (
-	EINVALID      = "invalid"      // bad input: 400
-	EUNAUTHORIZED = "unauthorized" // missing or bad credentials: 401
-	EFORBIDDEN    = "forbidden"    // authenticated but not allowed: 403
-	EBLOCKED      = "blocked"      // a block between the two users forbids it: 403
-	ENOTFOUND     = "not_found"    // unknown or deleted entity: 404
-	ECONFLICT     = "conflict"     // already exists: 409
-	ETOOLARGE     = "too_large"    // body over the limit: 413
-	ERATELIMIT    = "rate_limited" // 429
-	EUNAVAILABLE  = "unavailable"  // a backend is down or shedding load: 503
-	EINTERNAL     = "internal"     // anything else: 500, detail only in the log
+	EINVALID      = "invalid"            // bad input: 400
+	EUNAUTHORIZED = "unauthorized"       // missing or bad credentials: 401
+	EFORBIDDEN    = "forbidden"          // authenticated but not allowed: 403
+	EBLOCKED      = "blocked"            // a block between the two users forbids it: 403
+	ENOTFOUND     = "not_found"          // unknown or deleted entity: 404
+	ECONFLICT     = "conflict"           // already exists: 409
+	EDELETING     = "user_being_deleted" // the user's purge is not done yet: 409
+	ETOOLARGE     = "too_large"          // body over the limit: 413
+	ERATELIMIT    = "rate_limited"       // 429
+	EUNAVAILABLE  = "unavailable"        // a backend is down or shedding load: 503
+	EINTERNAL     = "internal"           // anything else: 500, detail only in the log
 
 	// An idempotency key sent again with a different request: 422.
 	EKEYREUSED = "idempotency_key_reused"

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/feedd/feedd/internal/feed"
@@ -14,6 +15,7 @@ var statusByCode = map[string]int{
 	feed.EBLOCKED:      http.StatusForbidden,
 	feed.ENOTFOUND:     http.StatusNotFound,
 	feed.ECONFLICT:     http.StatusConflict,
+	feed.EDELETING:     http.StatusConflict,
 	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	codeRequestTimeout: http.StatusRequestTimeout,
 	feed.ERATELIMIT:    http.StatusTooManyRequests,
@@ -37,6 +39,8 @@ type errorJSON struct {
 type errorDetailJSON struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Purge is set on the 404 of a deleted user (purgeError).
+	Purge *purgeStateJSON `json:"purge,omitempty"`
 }
 
 // handler is an API handler that returns its error instead of answering
@@ -60,6 +64,12 @@ func respondError(w http.ResponseWriter, err error) {
 	status, ok := statusByCode[code]
 	if !ok || code == feed.EINTERNAL {
 		code, status, msg = feed.EINTERNAL, http.StatusInternalServerError, "internal error"
+	}
+	var pe purgeError
+	if errors.As(err, &pe) && status == http.StatusNotFound {
+		encode(w, status, errorJSON{Error: errorDetailJSON{Code: code, Message: msg,
+			Purge: &purgeStateJSON{Status: pe.status, Job: pe.job}}})
+		return
 	}
 	writeError(w, status, code, msg)
 }

@@ -49,6 +49,7 @@ type fakeService struct {
 	feedNext int64             // set: Feed stops short there, as a filtered page does
 	mutes    map[[2]int64]bool // (user, target)
 	blocks   map[[2]int64]bool // (blocker, blocked)
+	purges   map[int64]feed.Purge
 }
 
 func newFakeService(now time.Time) *fakeService {
@@ -554,6 +555,40 @@ func (f *fakeService) generation(method string, user int64) (int64, error) {
 		return 0, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
 	}
 	return f.gens[user], nil
+}
+
+func (f *fakeService) DeleteUser(ctx context.Context, user int64) (feed.Purge, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("DeleteUser", user); err != nil {
+		return feed.Purge{}, err
+	}
+	if p, ok := f.purges[user]; ok && !p.Done() {
+		return p, nil
+	}
+	if _, ok := f.users[user]; !ok {
+		return feed.Purge{}, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
+	}
+	delete(f.users, user)
+	if f.purges == nil {
+		f.purges = map[int64]feed.Purge{}
+	}
+	p := feed.Purge{User: user, RequestedAt: f.now}
+	f.purges[user] = p
+	return p, nil
+}
+
+func (f *fakeService) Purge(ctx context.Context, user int64) (feed.Purge, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Purge", user); err != nil {
+		return feed.Purge{}, err
+	}
+	p, ok := f.purges[user]
+	if !ok {
+		return feed.Purge{}, feed.Errorf(feed.ENOTFOUND, "no deletion of user %d was asked", user)
+	}
+	return p, nil
 }
 
 func (f *fakeService) RevokeTokens(ctx context.Context, user int64) error {

@@ -89,6 +89,13 @@ type Service interface {
 	Blocks(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error)
 	// Hidden returns what viewer (0: the admin) does not see.
 	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
+	// DeleteUser deletes a user: at once for every read, then their data
+	// in the background; a repeat while the purge runs answers the same.
+	// ENOTFOUND if the user does not exist.
+	DeleteUser(ctx context.Context, user int64) (feed.Purge, error)
+	// Purge returns the state of a user's last deletion; ENOTFOUND if
+	// none was asked.
+	Purge(ctx context.Context, user int64) (feed.Purge, error)
 	// Ready returns nil when every backend answers.
 	Ready(ctx context.Context) error
 }

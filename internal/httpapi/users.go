@@ -134,7 +134,7 @@ func handleUserGet(svc Service) http.Handler {
 		}
 		u, err := svc.User(r.Context(), id)
 		if err != nil {
-			return err
+			return userError(r, svc, id, err)
 		}
 		encode(w, http.StatusOK, toUserJSON(u))
 		return nil

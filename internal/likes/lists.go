@@ -94,7 +94,9 @@ func (s *Service) PostLikers(ctx context.Context, post, version, user int64, n i
 	for i, id := range users {
 		u, ok := found[id]
 		if !ok {
-			u = feed.User{ID: id} // users are never deleted; keep the position
+			// A deleted user whose likes the purge has not reached yet:
+			// keep the position, show nothing of them.
+			u = feed.User{ID: id}
 		}
 		out = append(out, feed.Liker{User: u, Version: versions[i]})
 	}

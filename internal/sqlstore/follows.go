@@ -95,7 +95,7 @@ func removeEdge(ctx context.Context, tx *sql.Tx, follower, followee int64) (bool
 // pair queue behind each other instead of deadlocking between the follows
 // row and the counters.
 func (s *Store) lockUsers(ctx context.Context, tx *sql.Tx, a, b int64) (map[int64]bool, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT id FROM users WHERE id IN (?, ?)"+s.d.forUpdate, a, b)
+	rows, err := tx.QueryContext(ctx, "SELECT id FROM users WHERE id IN (?, ?) AND deleted_at IS NULL"+s.d.forUpdate, a, b)
 	if err != nil {
 		return nil, err
 	}

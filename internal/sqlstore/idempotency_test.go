@@ -385,7 +385,7 @@ func testIdempotencyMigration(t *testing.T, e *env) {
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatalf("Migrate to 0006: %v", err)
 	}
-	mustUsers(t, s, 1)
+	bulkUsers(t, s, []int64{1}) // CreateUser needs a later schema
 	mustPost(t, s, 1, 1)
 	mustPost(t, s, 2, 1)
 	recent := millis(time.Now().Add(-time.Hour))

@@ -30,11 +30,15 @@ func (s *Store) CreateUser(ctx context.Context, u feed.User) (feed.User, error) 
 	}
 	u.CreatedAt = fromMillis(millis(u.CreatedAt))
 	u.FollowerCount, u.FollowingCount = 0, 0
+	// A user deleted before under this id left its token generation in
+	// user_purges: the new user starts there, so that no token of the old
+	// one works for them.
 	_, err := s.db.ExecContext(ctx,
-		"INSERT INTO users (id, name, follower_count, following_count, created_at) VALUES (?, ?, 0, 0, ?)",
-		u.ID, u.Name, millis(u.CreatedAt))
+		`INSERT INTO users (id, name, follower_count, following_count, created_at, token_generation)
+		 SELECT ?, ?, 0, 0, ?, COALESCE((SELECT token_generation FROM user_purges WHERE user_id = ?), 0)`,
+		u.ID, u.Name, millis(u.CreatedAt), u.ID)
 	if s.d.duplicate(err) {
-		err = feed.Errorf(feed.ECONFLICT, "user %d already exists", u.ID)
+		err = s.whyTaken(ctx, u.ID)
 	}
 	if err != nil {
 		return feed.User{}, fmt.Errorf("sqlstore: create user %d: %w", u.ID, err)
@@ -59,7 +63,7 @@ func scanUser(r scanner) (feed.User, error) {
 
 // User returns one user, or ENOTFOUND.
 func (s *Store) User(ctx context.Context, id int64) (feed.User, error) {
-	u, err := scanUser(s.rdb.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE id = ?", id))
+	u, err := scanUser(s.rdb.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE id = ? AND deleted_at IS NULL", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = feed.Errorf(feed.ENOTFOUND, "user %d does not exist", id)
 	}
@@ -76,7 +80,7 @@ func (s *Store) Users(ctx context.Context, ids []int64) (map[int64]feed.User, er
 	for _, chunk := range chunks(ids) {
 		err := func() error {
 			rows, err := s.replica.QueryContext(ctx,
-				"SELECT "+userColumns+" FROM users WHERE id IN ("+placeholders(len(chunk))+")", chunk...)
+				"SELECT "+userColumns+" FROM users WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL", chunk...)
 			if err != nil {
 				return err
 			}
@@ -103,7 +107,7 @@ func (s *Store) Users(ctx context.Context, ids []int64) (map[int64]feed.User, er
 // check just after one must see it.
 func (s *Store) TokenGeneration(ctx context.Context, user int64) (int64, error) {
 	var gen int64
-	err := s.rdb.QueryRowContext(ctx, "SELECT token_generation FROM users WHERE id = ?", user).Scan(&gen)
+	err := s.rdb.QueryRowContext(ctx, "SELECT token_generation FROM users WHERE id = ? AND deleted_at IS NULL", user).Scan(&gen)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
 	}
@@ -116,7 +120,7 @@ func (s *Store) TokenGeneration(ctx context.Context, user int64) (int64, error) 
 // RevokeTokens moves user to the next token generation, which refuses
 // every token minted before; ENOTFOUND for an unknown user.
 func (s *Store) RevokeTokens(ctx context.Context, user int64) error {
-	res, err := s.db.ExecContext(ctx, "UPDATE users SET token_generation = token_generation + 1 WHERE id = ?", user)
+	res, err := s.db.ExecContext(ctx, "UPDATE users SET token_generation = token_generation + 1 WHERE id = ? AND deleted_at IS NULL", user)
 	if err == nil {
 		var n int64
 		if n, err = res.RowsAffected(); err == nil && n == 0 {
@@ -127,4 +131,14 @@ func (s *Store) RevokeTokens(ctx context.Context, user int64) error {
 		return fmt.Errorf("sqlstore: revoke tokens of %d: %w", user, err)
 	}
 	return nil
+}
+
+// whyTaken says why id cannot be created: EDELETING while the user of the
+// id is being purged, ECONFLICT when it exists.
+func (s *Store) whyTaken(ctx context.Context, id int64) error {
+	var deleted sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, "SELECT deleted_at FROM users WHERE id = ?", id).Scan(&deleted); err == nil && deleted.Valid {
+		return feed.Errorf(feed.EDELETING, "user %d is being deleted; the id is free again once the purge is done", id)
+	}
+	return feed.Errorf(feed.ECONFLICT, "user %d already exists", id)
 }

@@ -90,6 +90,27 @@ func (g guardedStore) RevokeTokens(ctx context.Context, user int64) error {
 	return err
 }
 
+// DeleteUser returns three values, so it is written out.
+func (g guardedStore) DeleteUser(ctx context.Context, user int64) (feed.Purge, bool, error) {
+	type res struct {
+		p       feed.Purge
+		started bool
+	}
+	r, err := guarded(ctx, g.b, func(ctx context.Context) (res, error) {
+		p, started, err := g.store.DeleteUser(ctx, user)
+		return res{p, started}, err
+	})
+	return r.p, r.started, err
+}
+
+func (g guardedStore) Purge(ctx context.Context, user int64) (feed.Purge, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) (feed.Purge, error) { return g.store.Purge(ctx, user) })
+}
+
+func (g guardedStore) DeletedUsers(ctx context.Context, since time.Time) ([]int64, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.DeletedUsers(ctx, since) })
+}
+
 func (g guardedStore) User(ctx context.Context, id int64) (feed.User, error) {
 	return guarded(ctx, g.b, func(ctx context.Context) (feed.User, error) { return g.store.User(ctx, id) })
 }

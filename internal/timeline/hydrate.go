@@ -66,14 +66,18 @@ func (s *Service) hydrate(ctx context.Context, ids []int64, sql bool) ([]feed.Po
 			}
 		}
 	}
+	// A deleted user's posts are dead from the deletion on, whichever
+	// copy of them a cache still holds (purge.go).
+	gone := s.goneSet(ctx, sql)
 	live := make([]feed.Post, 0, len(ids))
 	var dead []int64
 	for _, id := range ids {
 		p, ok := found[id]
+		_, authorGone := gone[p.AuthorID]
 		switch {
 		case !ok && !sql:
 			// Not known to the cache: maybe live, maybe not.
-		case !ok || p.Deleted:
+		case !ok || p.Deleted || authorGone:
 			dead = append(dead, id)
 		default:
 			live = append(live, p)

@@ -64,6 +64,9 @@ type Store interface {
 	Mutes(ctx context.Context, user, after int64, n int) ([]int64, error)
 	Blocks(ctx context.Context, user, after int64, n int) ([]int64, error)
 	Hidden(ctx context.Context, user int64) (feed.Hidden, error)
+	DeleteUser(ctx context.Context, user int64) (feed.Purge, bool, error)
+	Purge(ctx context.Context, user int64) (feed.Purge, error)
+	DeletedUsers(ctx context.Context, since time.Time) ([]int64, error)
 	Ping(ctx context.Context) error
 }
 
@@ -220,7 +223,11 @@ type Service struct {
 	// hidden is the process's copy of readers' mute and block sets.
 	hidden        *lru.Cache[int64, feed.Hidden]
 	standingLoads singleflight.Group
-	now           func() time.Time // the clock of gates, floor and standings; tests set it
+	// gone is the process's copy of the deleted users, whose posts no
+	// read shows (purge.go).
+	gone      atomic.Pointer[goneAuthors]
+	goneLoads singleflight.Group
+	now       func() time.Time // the clock of gates, floor and standings; tests set it
 }
 
 // Option configures a Service.

@@ -1,0 +1,263 @@
+package timeline
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Account deletion happens in two steps. DeleteUser marks the user deleted
+// in SQL, in one statement with the job's row: from that commit on, every
+// read of users skips them (their page and lists answer 404, their tokens
+// are refused once the token caches learn of it, within TokenCheckTTL),
+// and every process hides their posts within goneRefresh (the reads'
+// hydrate drops posts whose author is in the process's set of deleted
+// users, which it reads from SQL at most that old). Hiding at read time,
+// rather than marking each post, costs the deletion one statement whatever
+// the user's post count, and reaches every copy of a post at once: the
+// inboxes, the author lists, the post cache, the processes' hot posts.
+//
+// Then a Purger on a work process removes the user's data in batches
+// (sqlstore.PurgeBatch) and makes the caches forget it.
+const (
+	// goneRefresh is how old a process's set of deleted users may be.
+	goneRefresh = 500 * time.Millisecond
+	// goneKeep is how long after its purge finished a user stays in the
+	// set: their posts are gone from SQL, but a cache whose tombstone
+	// write failed may still hold one until its TTL (the post cache's is
+	// an hour by default).
+	goneKeep = 24 * time.Hour
+)
+
+// goneAuthors is a process's copy of the deleted users.
+type goneAuthors struct {
+	ids  map[int64]struct{}
+	read time.Time
+}
+
+// DeleteUser deletes user: at once for the API, then in the background
+// for their data. It returns the purge, also when one already runs.
+// ENOTFOUND for an unknown user.
+func (s *Service) DeleteUser(ctx context.Context, user int64) (feed.Purge, error) {
+	p, started, err := s.store.DeleteUser(ctx, user)
+	if err != nil {
+		return feed.Purge{}, err
+	}
+	if started {
+		s.logger.Info("user deleted; purge queued", "user", user)
+	}
+	s.markGone(user)
+	if err := s.tokensChanged(ctx, user); err != nil {
+		s.logger.Warn("deleted user's token standing not published; other processes refuse their tokens once their copies expire", "user", user, "err", err)
+	}
+	return p, nil
+}
+
+// Purge returns the state of user's last deletion; ENOTFOUND if none.
+func (s *Service) Purge(ctx context.Context, user int64) (feed.Purge, error) {
+	return s.store.Purge(ctx, user)
+}
+
+// markGone adds user to this process's set at once.
+func (s *Service) markGone(user int64) {
+	for {
+		old := s.gone.Load()
+		next := &goneAuthors{ids: map[int64]struct{}{user: {}}}
+		if old != nil {
+			next.read = old.read
+			for id := range old.ids {
+				next.ids[id] = struct{}{}
+			}
+		}
+		if s.gone.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// goneSet returns the deleted users, read from SQL if the process's copy
+// is older than goneRefresh and sql is set. When SQL fails, the last copy
+// serves: a deletion is an SQL write, so none was made since it stopped
+// answering.
+func (s *Service) goneSet(ctx context.Context, sql bool) map[int64]struct{} {
+	cur := s.gone.Load()
+	if !sql || (cur != nil && s.now().Sub(cur.read) < goneRefresh) {
+		if cur == nil {
+			return nil
+		}
+		return cur.ids
+	}
+	v, _, _ := s.goneLoads.Do("", func() (any, error) {
+		ctx, cancel := detached(ctx)
+		defer cancel()
+		start := s.now()
+		ids, err := s.store.DeletedUsers(ctx, start.Add(-goneKeep))
+		if err != nil {
+			// Asked again after goneRefresh, not by every read meanwhile.
+			s.logger.Warn("could not read the deleted users; hiding those known", "err", err)
+			kept := &goneAuthors{read: start}
+			if cur != nil {
+				kept.ids = cur.ids
+			}
+			s.gone.Store(kept)
+			return kept, nil
+		}
+		next := &goneAuthors{ids: make(map[int64]struct{}, len(ids)), read: start}
+		for _, id := range ids {
+			next.ids[id] = struct{}{}
+		}
+		s.gone.Store(next)
+		return next, nil
+	})
+	if g, _ := v.(*goneAuthors); g != nil {
+		return g.ids
+	}
+	return nil
+}
+
+// PurgeStore is what a Purger needs of SQL (sqlstore.Store).
+type PurgeStore interface {
+	ClaimPurge(ctx context.Context, owner string, lease time.Duration) (int64, bool, error)
+	PurgeBatch(ctx context.Context, user int64, owner string, lease time.Duration) (feed.PurgeBatch, error)
+}
+
+// LikeCounters drops cached like counters and recent sets (the caches'
+// DropLikes); their next read loads them from SQL.
+type LikeCounters interface {
+	DropLikes(ctx context.Context, user, post int64) error
+}
+
+// PurgerConfig tunes a Purger; zero values take the defaults.
+type PurgerConfig struct {
+	// Lease is how long a worker owns a purge without renewing it (each
+	// batch renews it): the time another worker waits before resuming
+	// the purge of a worker that died.
+	Lease time.Duration
+	// Poll is how often an idle worker looks for a purge to run.
+	Poll time.Duration
+	// PostTTL is the post cache's lifetime, for the tombstones of the
+	// deleted posts.
+	PostTTL time.Duration
+}
+
+// DefaultPurgeLease is PurgerConfig.Lease's default (FEEDD_PURGE_LEASE).
+const DefaultPurgeLease = 15 * time.Second
+
+// Purger runs the purges of deleted users, on the work role: it claims one
+// at a time, runs its batches, and after each makes the caches forget what
+// the batch deleted. Several purgers (in several processes) share the
+// queue; one that dies leaves its purge to another once its lease ends.
+type Purger struct {
+	cfg         PurgerConfig
+	store       PurgeStore
+	cache       feed.Cache
+	authorLists feed.Inboxes
+	likes       LikeCounters
+	logger      *slog.Logger
+	owner       string
+	batches     atomic.Int64
+}
+
+// NewPurger returns a Purger. authorLists and likes may be nil.
+func NewPurger(logger *slog.Logger, cfg PurgerConfig, store PurgeStore, cache feed.Cache, authorLists feed.Inboxes, likes LikeCounters) *Purger {
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultPurgeLease
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.PostTTL <= 0 {
+		cfg.PostTTL = DefaultConfig().PostTTL
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return &Purger{cfg: cfg, store: store, cache: cache, authorLists: authorLists, likes: likes,
+		logger: logger.With("component", "purger"), owner: hex.EncodeToString(b[:])}
+}
+
+// Run runs purges until ctx is done.
+func (p *Purger) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		user, ok, err := p.store.ClaimPurge(ctx, p.owner, p.cfg.Lease)
+		if err != nil && ctx.Err() == nil {
+			p.logger.Warn("could not claim a purge; retrying", "err", err)
+		}
+		if err != nil || !ok {
+			select {
+			case <-ctx.Done():
+			case <-time.After(p.cfg.Poll):
+			}
+			continue
+		}
+		p.purge(ctx, user)
+	}
+}
+
+// purge runs user's batches until the purge is done, the lease is lost
+// or ctx ends; a failed batch leaves the purge to a later claim.
+func (p *Purger) purge(ctx context.Context, user int64) {
+	start := time.Now()
+	p.logger.Info("purge started", "user", user)
+	for ctx.Err() == nil {
+		b, err := p.store.PurgeBatch(ctx, user, p.owner, p.cfg.Lease)
+		if err != nil {
+			if ctx.Err() == nil {
+				p.logger.Warn("purge batch failed; the purge resumes after its lease", "user", user, "err", err)
+			}
+			return
+		}
+		p.batches.Add(1)
+		p.forget(ctx, user, b)
+		if b.Done {
+			p.logger.Info("purge done", "user", user, "took", time.Since(start))
+			return
+		}
+	}
+}
+
+// forget makes the caches forget what a batch deleted. A failure is
+// logged and left to the caches' TTLs: the posts stay hidden by the
+// deleted-users set meanwhile (goneKeep), a counter is off until it
+// expires.
+func (p *Purger) forget(ctx context.Context, user int64, b feed.PurgeBatch) {
+	if len(b.Posts) > 0 {
+		dead := make([]feed.Post, len(b.Posts))
+		for i, id := range b.Posts {
+			dead[i] = feed.Post{ID: id, AuthorID: user, Deleted: true}
+		}
+		if err := p.cache.CachePosts(ctx, dead, p.cfg.PostTTL); err != nil {
+			p.logger.Warn("purge: deleted posts not tombstoned in the post cache", "user", user, "err", err)
+		}
+	}
+	if p.likes != nil {
+		for _, post := range b.Counted {
+			if err := p.likes.DropLikes(ctx, 0, post); err != nil {
+				p.logger.Warn("purge: like counter not dropped; it is off by one until it expires", "post", post, "err", err)
+				break
+			}
+		}
+	}
+	if !b.Done {
+		return
+	}
+	if err := p.cache.DropInbox(ctx, user); err != nil {
+		p.logger.Warn("purge: inbox not dropped; it expires", "user", user, "err", err)
+	}
+	if p.authorLists != nil {
+		if err := p.authorLists.DropInbox(ctx, user); err != nil {
+			p.logger.Warn("purge: author list not dropped; it expires", "user", user, "err", err)
+		}
+	}
+	if p.likes != nil {
+		if err := p.likes.DropLikes(ctx, user, 0); err != nil {
+			p.logger.Warn("purge: recent likes not dropped; they expire", "user", user, "err", err)
+		}
+	}
+	// The token standing needs nothing: it says "no such user" since the
+	// deletion, and a user created again with the id overwrites it.
+}
