@@ -177,7 +177,7 @@ func (s *Store) PurgeBatch(ctx context.Context, user int64, owner string, lease 
 			return err
 		}
 		for _, step := range []func(context.Context, *sql.Tx, int64, *feed.PurgeBatch) (bool, error){
-			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgePosts, s.purgeIdempotency,
+			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgePosts, s.purgeIdempotency, s.purgeRelations,
 		} {
 			if did, err := step(ctx, tx, user, &r); did || err != nil {
 				return err
@@ -332,4 +332,43 @@ func (s *Store) purgeIdempotency(ctx context.Context, tx *sql.Tx, user int64, _ 
 	_, err = tx.ExecContext(ctx, "DELETE FROM idempotency WHERE author_id = ? AND idem_key IN ("+placeholders(len(keys))+")",
 		append([]any{user}, keys...)...)
 	return true, err
+}
+
+// purgeRelations deletes up to a batch of the user's mutes and blocks, in
+// either direction: a mute or block of the user by someone else goes too,
+// since it names a user who no longer exists (and a user created later
+// with the id must not inherit it).
+func (s *Store) purgeRelations(ctx context.Context, tx *sql.Tx, user int64, _ *feed.PurgeBatch) (bool, error) {
+	for _, q := range []struct{ table, mine, other string }{
+		{"mutes", "user_id", "target_id"}, {"mutes", "target_id", "user_id"},
+		{"blocks", "blocker_id", "blocked_id"}, {"blocks", "blocked_id", "blocker_id"},
+	} {
+		rows, err := tx.QueryContext(ctx, "SELECT "+q.other+" FROM "+q.table+" WHERE "+q.mine+" = ? LIMIT ?"+s.d.forUpdate,
+			user, PurgeBatchRows)
+		if err != nil {
+			return false, err
+		}
+		var others []any
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return false, err
+			}
+			others = append(others, id)
+		}
+		if err := rows.Close(); err != nil {
+			return false, err
+		}
+		if err := rows.Err(); err != nil {
+			return false, err
+		}
+		if len(others) == 0 {
+			continue
+		}
+		_, err = tx.ExecContext(ctx, "DELETE FROM "+q.table+" WHERE "+q.mine+" = ? AND "+q.other+" IN ("+placeholders(len(others))+")",
+			append([]any{user}, others...)...)
+		return true, err
+	}
+	return false, nil
 }

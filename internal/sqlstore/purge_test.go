@@ -18,6 +18,7 @@ func TestPurge(t *testing.T) {
 			e := &env{backend: b.name, newDB: b.setup(t)}
 			t.Run("Steps", func(t *testing.T) { testPurgeSteps(t, e) })
 			t.Run("Recreate", func(t *testing.T) { testPurgeRecreate(t, e) })
+			t.Run("Relations", func(t *testing.T) { testPurgeRelations(t, e) })
 		})
 	}
 }
@@ -243,6 +244,40 @@ func testPurgeRecreate(t *testing.T, e *env) {
 	}
 	if gen, err := s.TokenGeneration(ctx, 1); err != nil || gen != 4 {
 		t.Fatalf("TokenGeneration of the third user: got %d, %v; want 4", gen, err)
+	}
+}
+
+// testPurgeRelations: the purge removes the user's mutes and blocks in
+// both directions, and nobody else's.
+func testPurgeRelations(t *testing.T, e *env) {
+	ctx := t.Context()
+	s := e.store(t)
+	mustUsers(t, s, 1, 2, 3, 4)
+	for _, f := range []func(context.Context, int64, int64) (bool, error){s.Mute, s.Block} {
+		for _, pair := range [][2]int64{{1, 2}, {3, 1}, {3, 4}} {
+			if _, err := f(ctx, pair[0], pair[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, _, err := s.DeleteUser(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	purgeAll(t, s)
+	for _, q := range []string{
+		"SELECT COUNT(*) FROM mutes WHERE user_id = 1 OR target_id = 1",
+		"SELECT COUNT(*) FROM blocks WHERE blocker_id = 1 OR blocked_id = 1",
+	} {
+		var n int
+		if err := s.DB().QueryRowContext(ctx, q).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%s: got %d, %v; want 0", q, n, err)
+		}
+	}
+	if m, err := s.Mutes(ctx, 3, 0, 10); err != nil || len(m) != 1 || m[0] != 4 {
+		t.Fatalf("Mutes of user 3: got %v, %v; want [4]", m, err)
+	}
+	if b, err := s.Blocks(ctx, 3, 0, 10); err != nil || len(b) != 1 || b[0] != 4 {
+		t.Fatalf("Blocks of user 3: got %v, %v; want [4]", b, err)
 	}
 }
 

@@ -253,6 +253,14 @@ func (p *Purger) forget(ctx context.Context, user int64, b feed.PurgeBatch) {
 			p.logger.Warn("purge: author list not dropped; it expires", "user", user, "err", err)
 		}
 	}
+	// The user's own mute and block set: a user created later with the id
+	// starts with none.
+	if v, ok, err := p.cache.Get(ctx, hiddenKey(user)); err == nil && ok {
+		_, err = p.cache.CompareAndDelete(ctx, hiddenKey(user), v)
+		if err != nil {
+			p.logger.Warn("purge: mute and block set not dropped; it expires", "user", user, "err", err)
+		}
+	}
 	if p.likes != nil {
 		if err := p.likes.DropLikes(ctx, user, 0); err != nil {
 			p.logger.Warn("purge: recent likes not dropped; they expire", "user", user, "err", err)
