@@ -31,6 +31,10 @@ func classOf(rt route) limit.Class {
 	switch {
 	case rt.access == admin || rt.access == ops || rt.access == anyone:
 		return ""
+	case rt.path == streamPath:
+		// A stream lasts hours: it would hold a request slot all along.
+		// The hub bounds streams per user and per process instead.
+		return ""
 	case rt.method == http.MethodGet || rt.method == http.MethodHead:
 		return limit.Read
 	}

@@ -14,7 +14,7 @@ import (
 // Handler makers only capture their arguments, so the table can be built
 // with nil services. Each route's class for rate limits and load shedding
 // follows from its method and access (classOf, in defence.go).
-func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func(context.Context) []feed.Check, metrics http.Handler) []route {
+func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func(context.Context) []feed.Check, metrics http.Handler, lv *Live) []route {
 	return []route{
 		{"POST", "/v1/users", admin, handleUserCreate(svc)},
 		{"POST", "/v1/users/{id}/tokens", admin, handleTokenCreate(tok, svc)},
@@ -23,13 +23,15 @@ func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func
 		{"GET", "/v1/users/{id}/followers", reader, handleFollowers(svc)},
 		{"GET", "/v1/users/{id}/following", reader, handleFollowing(svc)},
 		{"GET", "/v1/users/{id}/posts", reader, handleAuthorPosts(svc, lk)},
-		{"PUT", "/v1/me/following/{id}", actor, handleFollow(svc)},
-		{"DELETE", "/v1/me/following/{id}", actor, handleUnfollow(svc)},
+		{"PUT", "/v1/me/following/{id}", actor, announcing(lv, 'f', handleFollow(svc))},
+		{"DELETE", "/v1/me/following/{id}", actor, announcing(lv, 'f', handleUnfollow(svc))},
 		{"GET", "/v1/me/feed", actor, handleFeed(svc, lk)},
+		{"GET", streamPath, actorOrTicket, handleStream(svc, lk, lv)},
+		{"POST", "/v1/me/feed/stream-tickets", actor, handleStreamTicket(tok, svc, lv)},
 		{"POST", "/v1/posts", actor, handlePostCreate(svc)},
 		{"GET", "/v1/posts/{id}", reader, handlePostGet(svc, lk)},
 		{"PATCH", "/v1/posts/{id}", actor, handlePostEdit(svc, lk)},
-		{"DELETE", "/v1/posts/{id}", actor, handlePostDelete(svc)},
+		{"DELETE", "/v1/posts/{id}", actor, announcing(lv, 'd', handlePostDelete(svc))},
 		{"PUT", "/v1/posts/{id}/like", actor, handleLike(lk, true)},
 		{"DELETE", "/v1/posts/{id}/like", actor, handleLike(lk, false)},
 		{"GET", "/v1/posts/{id}/likes", reader, handlePostLikers(lk)},

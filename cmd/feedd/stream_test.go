@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// sseEvent is one event of a stream, or one comment (comment set).
+type sseEvent struct {
+	event, id, data, retry, comment string
+}
+
+// sseStream is an open GET /v1/me/feed/stream.
+type sseStream struct {
+	t      *testing.T
+	res    *http.Response
+	cancel context.CancelFunc
+	events chan sseEvent
+	pings  int
+}
+
+// openStream opens a stream and waits for it to listen (its ": open").
+func (in *instance) openStream(path, token string, hdr ...string) *sseStream {
+	in.t.Helper()
+	s, res := in.tryStream(path, token, hdr...)
+	if s == nil {
+		in.t.Fatalf("GET %s: status %d; want 200", path, res.StatusCode)
+	}
+	return s
+}
+
+// tryStream opens a stream; on a status other than 200 it returns nil and
+// the response (its body read and closed).
+func (in *instance) tryStream(path, token string, hdr ...string) (*sseStream, *http.Response) {
+	t := in.t
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", in.url+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	if res.StatusCode != 200 {
+		defer cancel()
+		defer res.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&body)
+		return nil, res
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("stream Content-Type = %q; want text/event-stream", ct)
+	}
+	s := &sseStream{t: t, res: res, cancel: cancel, events: make(chan sseEvent, 1000)}
+	t.Cleanup(s.close)
+	go s.read()
+	if ev := s.next(5 * time.Second); ev.comment != "open" {
+		t.Fatalf("first line of the stream = %+v; want the comment open", ev)
+	}
+	return s, res
+}
+
+func (s *sseStream) close() {
+	s.cancel()
+	s.res.Body.Close()
+}
+
+// read parses the stream per the SSE format until it ends.
+func (s *sseStream) read() {
+	defer close(s.events)
+	sc := bufio.NewScanner(s.res.Body)
+	var ev sseEvent
+	has := false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if has {
+				s.events <- ev
+			}
+			ev, has = sseEvent{}, false
+		case strings.HasPrefix(line, ":"):
+			s.events <- sseEvent{comment: strings.TrimSpace(line[1:])}
+		default:
+			name, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			has = true
+			switch name {
+			case "event":
+				ev.event = value
+			case "id":
+				ev.id = value
+			case "data":
+				ev.data += value
+			case "retry":
+				ev.retry = value
+			}
+		}
+	}
+}
+
+// next returns the next event or comment within d.
+func (s *sseStream) next(d time.Duration) sseEvent {
+	s.t.Helper()
+	select {
+	case ev, ok := <-s.events:
+		if !ok {
+			s.t.Fatalf("the stream ended; want an event")
+		}
+		return ev
+	case <-time.After(d):
+		s.t.Fatalf("no event within %s", d)
+	}
+	return sseEvent{}
+}
+
+// event returns the next event, skipping pings.
+func (s *sseStream) event(d time.Duration) sseEvent {
+	s.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ev := s.next(time.Until(deadline))
+		if ev.comment == "ping" {
+			s.pings++
+			continue
+		}
+		return ev
+	}
+}
+
+// expectPost waits for post id's event.
+func (s *sseStream) expectPost(id string) sseEvent {
+	s.t.Helper()
+	ev := s.event(10 * time.Second)
+	if ev.event != "post" || ev.id != id {
+		s.t.Fatalf("stream event = %+v; want post %s", ev, id)
+	}
+	return ev
+}
+
+// feedItem returns post id as reader's feed page shows it, in bytes.
+func (in *instance) feedItem(token, id string) string {
+	in.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var page struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		r := in.must(200, "GET", "/v1/me/feed?limit=100", token, nil)
+		if err := json.Unmarshal(r.raw, &page); err != nil {
+			in.t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			var p struct{ ID string }
+			_ = json.Unmarshal(it, &p)
+			if p.ID == id {
+				return string(it)
+			}
+		}
+		if time.Now().After(deadline) {
+			in.t.Fatalf("post %s never reached the feed", id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestStreamDelivers: a stream carries its reader's followees' new posts,
+// pushed and pulled, and the reader's own, each once and as the feed page
+// shows it; deletes of posts it sent; follows and unfollows made while it
+// is open; and pings.
+func TestStreamDelivers(t *testing.T) {
+	forEachStack(t, func(t *testing.T, env map[string]string) {
+		in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", "hybrid", "FEEDD_PULL_THRESHOLD", "5",
+			"FEEDD_STREAM_HEARTBEAT", "300ms")
+		star, starTok := in.user("star")
+		friend, friendTok := in.user("friend")
+		other, otherTok := in.user("other")
+		_, readerTok := in.user("reader")
+		starID, _ := feed.ParseID(star)
+		bulkFollowers(t, in, starID, 6)
+		in.follow(readerTok, star)
+		in.follow(readerTok, friend)
+		if got := in.must(200, "GET", "/v1/users/"+star, readerTok, nil).str("delivery_mode"); got != "pull" {
+			t.Fatalf("star delivery_mode = %q; want pull", got)
+		}
+		s := in.openStream("/v1/me/feed/stream", readerTok)
+
+		pushed := in.post(friendTok, "pushed")
+		ev := s.expectPost(pushed)
+		if want := in.feedItem(readerTok, pushed); ev.data != want {
+			t.Errorf("stream data of a pushed post:\n%s\nwant the feed page's item:\n%s", ev.data, want)
+		}
+		pulled := in.post(starTok, "pulled")
+		ev = s.expectPost(pulled)
+		if want := in.feedItem(readerTok, pulled); ev.data != want {
+			t.Errorf("stream data of a pulled post:\n%s\nwant the feed page's item:\n%s", ev.data, want)
+		}
+		own := in.post(readerTok, "mine")
+		s.expectPost(own)
+
+		// Not followed: nothing; its delete: nothing either.
+		stranger := in.post(otherTok, "not followed")
+		in.must(204, "DELETE", "/v1/posts/"+stranger, otherTok, nil)
+		in.must(204, "DELETE", "/v1/posts/"+pushed, friendTok, nil)
+		if ev := s.event(10 * time.Second); ev.event != "delete" || ev.data != `{"id":"`+pushed+`"}` {
+			t.Fatalf("after deleting a sent post: event %+v; want its delete", ev)
+		}
+
+		// Follow and unfollow while open take effect within a second.
+		in.follow(readerTok, other)
+		time.Sleep(time.Second)
+		followed := in.post(otherTok, "now followed")
+		s.expectPost(followed)
+		in.must(204, "DELETE", "/v1/me/following/"+friend, readerTok, nil)
+		time.Sleep(time.Second)
+		in.post(friendTok, "unfollowed")
+		last := in.post(otherTok, "still followed")
+		s.expectPost(last) // and not the unfollowed author's
+		if s.pings == 0 {
+			t.Errorf("no ping in %s of a stream with a 300ms heartbeat", "several seconds")
+		}
+	})
+}
+
+// TestStreamResumeAndLimits: Last-Event-ID replays the missed posts oldest
+// first, or says reset past 100; streams are bounded per user (429) and
+// per process (503); a ticket opens one stream once; shutdown ends streams
+// with a retry hint.
+func TestStreamResumeAndLimits(t *testing.T) {
+	forEachStack(t, func(t *testing.T, env map[string]string) {
+		in := startFeedd(t, env, nil, "FEEDD_STREAM_MAX_PER_USER", "2", "FEEDD_STREAM_MAX", "3")
+		author, authorTok := in.user("author")
+		_, readerTok := in.user("reader")
+		in.follow(readerTok, author)
+		x1 := in.post(authorTok, "x1")
+		x2 := in.post(authorTok, "x2")
+		x3 := in.post(authorTok, "x3")
+		in.feedItem(readerTok, x3)
+
+		s := in.openStream("/v1/me/feed/stream", readerTok, "Last-Event-ID", x1)
+		s.expectPost(x2)
+		s.expectPost(x3)
+		x4 := in.post(authorTok, "x4")
+		s.expectPost(x4)
+
+		// The per-user bound, then the process's.
+		s2 := in.openStream("/v1/me/feed/stream", readerTok)
+		if _, res := in.tryStream("/v1/me/feed/stream", readerTok); res.StatusCode != 429 {
+			t.Fatalf("third stream of one user: status %d; want 429", res.StatusCode)
+		}
+		_, otherTok := in.user("other")
+		os := in.openStream("/v1/me/feed/stream", otherTok)
+		_, thirdTok := in.user("third")
+		_, res := in.tryStream("/v1/me/feed/stream", thirdTok)
+		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
+			t.Fatalf("a stream past the process's bound: status %d, Retry-After %q; want 503 with one", res.StatusCode, res.Header.Get("Retry-After"))
+		}
+		s2.close()
+		os.close()
+		eventually(t, func() bool {
+			s, _ := in.tryStream("/v1/me/feed/stream", thirdTok)
+			if s != nil {
+				s.close()
+			}
+			return s != nil
+		})
+
+		// Tickets: single use. (The streams closed above leave the
+		// server's count when it notices: until then, 503.)
+		var tk resp
+		eventually(t, func() bool {
+			tk = in.must(201, "POST", "/v1/me/feed/stream-tickets", readerTok, nil)
+			if tk.str("ticket") == "" || tk.str("expires_at") == "" {
+				t.Fatalf("ticket answer %s; want ticket and expires_at", tk.raw)
+			}
+			ts, res := in.tryStream("/v1/me/feed/stream?ticket="+tk.str("ticket"), "")
+			if ts == nil && res.StatusCode != 503 {
+				t.Fatalf("a fresh ticket: status %d; want 200", res.StatusCode)
+			}
+			if ts != nil {
+				ts.close()
+			}
+			return ts != nil
+		})
+		if _, res := in.tryStream("/v1/me/feed/stream?ticket="+tk.str("ticket"), ""); res.StatusCode != 401 {
+			t.Fatalf("a ticket used twice: status %d; want 401", res.StatusCode)
+		}
+		if _, res := in.tryStream("/v1/me/feed/stream", readerTok, "Last-Event-ID", "nope"); res.StatusCode != 400 {
+			t.Fatalf("a malformed Last-Event-ID: status %d; want 400", res.StatusCode)
+		}
+
+		// Past 100 missed posts: reset.
+		var newest string
+		for i := range 101 {
+			newest = in.post(authorTok, "bulk "+strconv.Itoa(i))
+		}
+		s.close()
+		in.feedItem(readerTok, newest)
+		eventually(t, func() bool {
+			r, _ := in.tryStream("/v1/me/feed/stream", readerTok, "Last-Event-ID", x4)
+			if r == nil {
+				return false
+			}
+			s = r
+			return true
+		})
+		if ev := s.event(10 * time.Second); ev.event != "reset" || ev.id != newest {
+			t.Fatalf("resume past 101 missed posts: %+v; want reset with id %s", ev, newest)
+		}
+
+		// Shutdown ends the stream with a retry hint.
+		go in.stop()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ev := s.next(time.Until(deadline))
+			if ev.retry != "" {
+				break
+			}
+		}
+	})
+}
+
+// eventually polls cond for up to 5 s.
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
