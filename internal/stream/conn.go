@@ -72,6 +72,11 @@ func (s *Stream) end(why Kind) {
 func (s *Stream) Next(ctx context.Context) Event {
 	for {
 		select {
+		case <-s.gone: // first: what is buffered is moot once dropped
+			return Event{Kind: s.why}
+		default:
+		}
+		select {
 		case <-ctx.Done():
 			return Event{Kind: Ended}
 		case <-s.gone:
