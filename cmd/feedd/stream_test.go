@@ -236,6 +236,26 @@ func TestStreamDelivers(t *testing.T) {
 	})
 }
 
+// TestStreamModes: the stream carries posts on the push and the pull
+// model alike (hybrid, both at once, is TestStreamDelivers).
+func TestStreamModes(t *testing.T) {
+	forEachStack(t, func(t *testing.T, env map[string]string) {
+		for _, mode := range []string{"push", "pull"} {
+			t.Run(mode, func(t *testing.T) {
+				in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", mode)
+				author, authorTok := in.user("author")
+				_, readerTok := in.user("reader")
+				in.follow(readerTok, author)
+				s := in.openStream("/v1/me/feed/stream", readerTok)
+				p := in.post(authorTok, mode)
+				if ev := s.expectPost(p); ev.data != in.feedItem(readerTok, p) {
+					t.Errorf("stream data %s; want the feed page's item", ev.data)
+				}
+			})
+		}
+	})
+}
+
 // TestStreamResumeAndLimits: Last-Event-ID replays the missed posts oldest
 // first, or says reset past 100; streams are bounded per user (429) and
 // per process (503); a ticket opens one stream once; shutdown ends streams
@@ -343,4 +363,64 @@ func eventually(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestStreamAcrossProcesses: with Redis and RabbitMQ, posts, deletes,
+// follows and tickets made on one serve process reach a stream on
+// another, through the fan-out of a work process; a stream resumes
+// across a restart of its process (on the embedded default, of the one
+// process) missing nothing.
+func TestStreamAcrossProcesses(t *testing.T) {
+	forEachStack(t, func(t *testing.T, env map[string]string) {
+		var api, streams *instance
+		restart := func() *instance { return startFeedd(t, env, nil) }
+		if env["FEEDD_REDIS_URL"] == "" {
+			api = startFeedd(t, env, nil)
+			streams = api
+		} else {
+			api = startRole(t, "serve", env, nil)
+			startRole(t, "work", env, nil)
+			streams = startRole(t, "serve", env, nil)
+			restart = func() *instance { return startRole(t, "serve", env, nil) }
+		}
+		author, authorTok := api.user("author")
+		other, otherTok := api.user("other")
+		_, readerTok := api.user("reader")
+		api.follow(readerTok, author)
+
+		tk := api.must(201, "POST", "/v1/me/feed/stream-tickets", readerTok, nil)
+		s := streams.openStream("/v1/me/feed/stream?ticket="+tk.str("ticket"), "")
+		p1 := api.post(authorTok, "one")
+		s.expectPost(p1)
+		api.must(204, "DELETE", "/v1/posts/"+p1, authorTok, nil)
+		if ev := s.event(10 * time.Second); ev.event != "delete" || ev.data != `{"id":"`+p1+`"}` {
+			t.Fatalf("a delete on another process: %+v; want the delete of %s", ev, p1)
+		}
+		api.follow(readerTok, other)
+		time.Sleep(time.Second)
+		p2 := api.post(otherTok, "two")
+		s.expectPost(p2)
+
+		// The stream's process goes away: a retry hint, then a resume on
+		// the restarted one gets what was posted meanwhile.
+		go streams.stop()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			if ev := s.next(time.Until(deadline)); ev.retry != "" {
+				break
+			}
+		}
+		streams.stop()
+		streams = restart()
+		if env["FEEDD_REDIS_URL"] == "" {
+			api = streams
+		}
+		p3 := api.post(authorTok, "three")
+		p4 := api.post(otherTok, "four")
+		api.feedItem(readerTok, p4)
+		s = streams.openStream("/v1/me/feed/stream", readerTok, "Last-Event-ID", p2)
+		s.expectPost(p3)
+		s.expectPost(p4)
+		p5 := api.post(authorTok, "five")
+		s.expectPost(p5)
+	})
 }
