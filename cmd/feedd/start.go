@@ -102,6 +102,9 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			MaxPerUser: cfg.streamMaxPerUser, Max: cfg.streamMax, Heartbeat: cfg.streamHeartbeat,
 		}, d.notifier, followees(d.store))
 		work.Go(func() { hub.Run(workCtx) })
+		d.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "feedd_streams_open", Help: "Live streams (GET /v1/me/feed/stream) open on this process.",
+		}, func() float64 { return float64(hub.Len()) }))
 		handler = httpapi.NewServer(logger, httpapi.Config{
 			AdminToken: d.adminToken, JWTSecret: d.jwtSecret,
 			BodyTimeout: cfg.bodyTimeout,
