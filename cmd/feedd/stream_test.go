@@ -1,30 +1,21 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/testenv"
 )
-
-// sseEvent is one event of a stream, or one comment (comment set).
-type sseEvent struct {
-	event, id, data, retry, comment string
-}
 
 // sseStream is an open GET /v1/me/feed/stream.
 type sseStream struct {
-	t      *testing.T
-	res    *http.Response
-	cancel context.CancelFunc
-	events chan sseEvent
-	pings  int
+	*testenv.SSE
+	t     *testing.T
+	pings int
 }
 
 // openStream opens a stream and waits for it to listen (its ": open").
@@ -38,103 +29,30 @@ func (in *instance) openStream(path, token string, hdr ...string) *sseStream {
 }
 
 // tryStream opens a stream; on a status other than 200 it returns nil and
-// the response (its body read and closed).
+// the response.
 func (in *instance) tryStream(path, token string, hdr ...string) (*sseStream, *http.Response) {
-	t := in.t
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", in.url+path, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	if res.StatusCode != 200 {
-		defer cancel()
-		defer res.Body.Close()
-		var body map[string]any
-		_ = json.NewDecoder(res.Body).Decode(&body)
+	in.t.Helper()
+	sse, res := testenv.OpenSSE(in.t, in.url+path, token, hdr...)
+	if sse == nil {
 		return nil, res
 	}
 	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("stream Content-Type = %q; want text/event-stream", ct)
+		in.t.Fatalf("stream Content-Type = %q; want text/event-stream", ct)
 	}
-	s := &sseStream{t: t, res: res, cancel: cancel, events: make(chan sseEvent, 1000)}
-	t.Cleanup(s.close)
-	go s.read()
-	if ev := s.next(5 * time.Second); ev.comment != "open" {
-		t.Fatalf("first line of the stream = %+v; want the comment open", ev)
+	s := &sseStream{SSE: sse, t: in.t}
+	if ev := s.Next(5 * time.Second); ev.Comment != "open" {
+		in.t.Fatalf("first block of the stream = %q; want the comment open", ev.Raw)
 	}
 	return s, res
 }
 
-func (s *sseStream) close() {
-	s.cancel()
-	s.res.Body.Close()
-}
-
-// read parses the stream per the SSE format until it ends.
-func (s *sseStream) read() {
-	defer close(s.events)
-	sc := bufio.NewScanner(s.res.Body)
-	var ev sseEvent
-	has := false
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if has {
-				s.events <- ev
-			}
-			ev, has = sseEvent{}, false
-		case strings.HasPrefix(line, ":"):
-			s.events <- sseEvent{comment: strings.TrimSpace(line[1:])}
-		default:
-			name, value, _ := strings.Cut(line, ":")
-			value = strings.TrimPrefix(value, " ")
-			has = true
-			switch name {
-			case "event":
-				ev.event = value
-			case "id":
-				ev.id = value
-			case "data":
-				ev.data += value
-			case "retry":
-				ev.retry = value
-			}
-		}
-	}
-}
-
-// next returns the next event or comment within d.
-func (s *sseStream) next(d time.Duration) sseEvent {
-	s.t.Helper()
-	select {
-	case ev, ok := <-s.events:
-		if !ok {
-			s.t.Fatalf("the stream ended; want an event")
-		}
-		return ev
-	case <-time.After(d):
-		s.t.Fatalf("no event within %s", d)
-	}
-	return sseEvent{}
-}
-
 // event returns the next event, skipping pings.
-func (s *sseStream) event(d time.Duration) sseEvent {
+func (s *sseStream) event(d time.Duration) testenv.SSEEvent {
 	s.t.Helper()
 	deadline := time.Now().Add(d)
 	for {
-		ev := s.next(time.Until(deadline))
-		if ev.comment == "ping" {
+		ev := s.Next(time.Until(deadline))
+		if ev.Comment == "ping" {
 			s.pings++
 			continue
 		}
@@ -143,11 +61,11 @@ func (s *sseStream) event(d time.Duration) sseEvent {
 }
 
 // expectPost waits for post id's event.
-func (s *sseStream) expectPost(id string) sseEvent {
+func (s *sseStream) expectPost(id string) testenv.SSEEvent {
 	s.t.Helper()
 	ev := s.event(10 * time.Second)
-	if ev.event != "post" || ev.id != id {
-		s.t.Fatalf("stream event = %+v; want post %s", ev, id)
+	if ev.Event != "post" || ev.ID != id {
+		s.t.Fatalf("stream event %q; want post %s", ev.Raw, id)
 	}
 	return ev
 }
@@ -201,13 +119,13 @@ func TestStreamDelivers(t *testing.T) {
 
 		pushed := in.post(friendTok, "pushed")
 		ev := s.expectPost(pushed)
-		if want := in.feedItem(readerTok, pushed); ev.data != want {
-			t.Errorf("stream data of a pushed post:\n%s\nwant the feed page's item:\n%s", ev.data, want)
+		if want := in.feedItem(readerTok, pushed); ev.Data != want {
+			t.Errorf("stream data of a pushed post:\n%s\nwant the feed page's item:\n%s", ev.Data, want)
 		}
 		pulled := in.post(starTok, "pulled")
 		ev = s.expectPost(pulled)
-		if want := in.feedItem(readerTok, pulled); ev.data != want {
-			t.Errorf("stream data of a pulled post:\n%s\nwant the feed page's item:\n%s", ev.data, want)
+		if want := in.feedItem(readerTok, pulled); ev.Data != want {
+			t.Errorf("stream data of a pulled post:\n%s\nwant the feed page's item:\n%s", ev.Data, want)
 		}
 		own := in.post(readerTok, "mine")
 		s.expectPost(own)
@@ -216,7 +134,7 @@ func TestStreamDelivers(t *testing.T) {
 		stranger := in.post(otherTok, "not followed")
 		in.must(204, "DELETE", "/v1/posts/"+stranger, otherTok, nil)
 		in.must(204, "DELETE", "/v1/posts/"+pushed, friendTok, nil)
-		if ev := s.event(10 * time.Second); ev.event != "delete" || ev.data != `{"id":"`+pushed+`"}` {
+		if ev := s.event(10 * time.Second); ev.Event != "delete" || ev.Data != `{"id":"`+pushed+`"}` {
 			t.Fatalf("after deleting a sent post: event %+v; want its delete", ev)
 		}
 
@@ -248,8 +166,8 @@ func TestStreamModes(t *testing.T) {
 				in.follow(readerTok, author)
 				s := in.openStream("/v1/me/feed/stream", readerTok)
 				p := in.post(authorTok, mode)
-				if ev := s.expectPost(p); ev.data != in.feedItem(readerTok, p) {
-					t.Errorf("stream data %s; want the feed page's item", ev.data)
+				if ev := s.expectPost(p); ev.Data != in.feedItem(readerTok, p) {
+					t.Errorf("stream data %s; want the feed page's item", ev.Data)
 				}
 			})
 		}
@@ -289,12 +207,12 @@ func TestStreamResumeAndLimits(t *testing.T) {
 		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
 			t.Fatalf("a stream past the process's bound: status %d, Retry-After %q; want 503 with one", res.StatusCode, res.Header.Get("Retry-After"))
 		}
-		s2.close()
-		os.close()
+		s2.Close()
+		os.Close()
 		eventually(t, func() bool {
 			s, _ := in.tryStream("/v1/me/feed/stream", thirdTok)
 			if s != nil {
-				s.close()
+				s.Close()
 			}
 			return s != nil
 		})
@@ -312,7 +230,7 @@ func TestStreamResumeAndLimits(t *testing.T) {
 				t.Fatalf("a fresh ticket: status %d; want 200", res.StatusCode)
 			}
 			if ts != nil {
-				ts.close()
+				ts.Close()
 			}
 			return ts != nil
 		})
@@ -328,7 +246,7 @@ func TestStreamResumeAndLimits(t *testing.T) {
 		for i := range 101 {
 			newest = in.post(authorTok, "bulk "+strconv.Itoa(i))
 		}
-		s.close()
+		s.Close()
 		in.feedItem(readerTok, newest)
 		eventually(t, func() bool {
 			r, _ := in.tryStream("/v1/me/feed/stream", readerTok, "Last-Event-ID", x4)
@@ -338,7 +256,7 @@ func TestStreamResumeAndLimits(t *testing.T) {
 			s = r
 			return true
 		})
-		if ev := s.event(10 * time.Second); ev.event != "reset" || ev.id != newest {
+		if ev := s.event(10 * time.Second); ev.Event != "reset" || ev.ID != newest {
 			t.Fatalf("resume past 101 missed posts: %+v; want reset with id %s", ev, newest)
 		}
 
@@ -346,8 +264,8 @@ func TestStreamResumeAndLimits(t *testing.T) {
 		go in.stop()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			ev := s.next(time.Until(deadline))
-			if ev.retry != "" {
+			ev := s.Next(time.Until(deadline))
+			if ev.Retry != "" {
 				break
 			}
 		}
@@ -393,7 +311,7 @@ func TestStreamAcrossProcesses(t *testing.T) {
 		p1 := api.post(authorTok, "one")
 		s.expectPost(p1)
 		api.must(204, "DELETE", "/v1/posts/"+p1, authorTok, nil)
-		if ev := s.event(10 * time.Second); ev.event != "delete" || ev.data != `{"id":"`+p1+`"}` {
+		if ev := s.event(10 * time.Second); ev.Event != "delete" || ev.Data != `{"id":"`+p1+`"}` {
 			t.Fatalf("a delete on another process: %+v; want the delete of %s", ev, p1)
 		}
 		api.follow(readerTok, other)
@@ -405,7 +323,7 @@ func TestStreamAcrossProcesses(t *testing.T) {
 		// the restarted one gets what was posted meanwhile.
 		go streams.stop()
 		for deadline := time.Now().Add(10 * time.Second); ; {
-			if ev := s.next(time.Until(deadline)); ev.retry != "" {
+			if ev := s.Next(time.Until(deadline)); ev.Retry != "" {
 				break
 			}
 		}

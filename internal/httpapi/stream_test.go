@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/inmemcache"
 	"github.com/feedd/feedd/internal/stream"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // streamEnv is a server with a live stream: a real hub and announcer on
@@ -68,49 +68,19 @@ func newStreamEnv(t *testing.T, cfg stream.Config) *streamEnv {
 
 // sse is an open stream read block by block (the text up to a blank line).
 type sse struct {
-	t      *testing.T
-	res    *http.Response
-	blocks chan string
+	*testenv.SSE
+	t *testing.T
 }
 
 // open sends GET /v1/me/feed/stream (query is appended as is) and returns
 // the response; on 200 also the stream, past its ": open".
 func (e *streamEnv) open(token, query string, hdr ...string) (*sse, *http.Response) {
 	e.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	e.t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, "GET", e.url+"/v1/me/feed/stream"+query, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if res.StatusCode != 200 {
-		res.Body.Close()
+	st, res := testenv.OpenSSE(e.t, e.url+"/v1/me/feed/stream"+query, token, hdr...)
+	if st == nil {
 		return nil, res
 	}
-	s := &sse{t: e.t, res: res, blocks: make(chan string, 100)}
-	go func() {
-		defer close(s.blocks)
-		br := bufio.NewReader(res.Body)
-		var b strings.Builder
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			b.WriteString(line)
-			if line == "\n" {
-				s.blocks <- b.String()
-				b.Reset()
-			}
-		}
-	}()
+	s := &sse{SSE: st, t: e.t}
 	if got := s.next(); got != ": open\n\n" {
 		e.t.Fatalf("first block %q; want \": open\\n\\n\"", got)
 	}
@@ -119,16 +89,7 @@ func (e *streamEnv) open(token, query string, hdr ...string) (*sse, *http.Respon
 
 func (s *sse) next() string {
 	s.t.Helper()
-	select {
-	case b, ok := <-s.blocks:
-		if !ok {
-			s.t.Fatal("the stream ended")
-		}
-		return b
-	case <-time.After(5 * time.Second):
-		s.t.Fatal("no event within 5s")
-	}
-	return ""
+	return s.Next(5 * time.Second).Raw
 }
 
 // event returns the next block that is not a ping.
@@ -315,7 +276,7 @@ func TestStreamShutdown(t *testing.T) {
 	if got := s.event(); !strings.HasPrefix(got, "retry: ") {
 		t.Fatalf("on shutdown: %q; want a retry hint", got)
 	}
-	if _, ok := <-s.blocks; ok {
+	if !s.Ended(5 * time.Second) {
 		t.Fatal("the stream goes on after its retry hint")
 	}
 	if _, res := e.open(userToken(t, carol), ""); res.StatusCode != 503 {
