@@ -26,11 +26,20 @@ func TestNotifier(t *testing.T, newNotifier func(t *testing.T) feed.Notifier) {
 		n := newNotifier(t)
 		s := subscribe(t, n, 1, 2)
 		waitSubscribed(t, n, s, 1)
+		waitSubscribed(t, n, s, 2)
 		notify(t, n, 3, "three") // not listened to
 		notify(t, n, 2, "two")
 		notify(t, n, 1, "one")
-		expect(t, s, feed.Notification{Author: 2, Msg: []byte("two")})
-		expect(t, s, feed.Notification{Author: 1, Msg: []byte("one")})
+		// Order holds within a channel only: on a Cluster, channels of
+		// different shards arrive on different connections.
+		got := map[string]int64{}
+		for range 2 {
+			m := receive(t, s)
+			got[string(m.Msg)] = m.Author
+		}
+		if got["one"] != 1 || got["two"] != 2 || len(got) != 2 {
+			t.Fatalf("received %v; want one from 1 and two from 2", got)
+		}
 		expectNone(t, s)
 	})
 
@@ -89,10 +98,10 @@ func TestNotifier(t *testing.T, newNotifier func(t *testing.T) feed.Notifier) {
 		if err := s.Remove(t.Context(), 1); err != nil {
 			t.Fatalf("Remove: %v", err)
 		}
-		// Ordered on the subscription's connection: once 2's message
-		// arrives, the removal of 1 has taken effect.
-		notify(t, n, 1, "gone")
+		// A server applies the removal a moment after Remove returns;
+		// notifyQuiet is ample for it.
 		time.Sleep(notifyQuiet)
+		notify(t, n, 1, "gone")
 		notify(t, n, 2, "here")
 		expect(t, s, feed.Notification{Author: 2, Msg: []byte("here")})
 		expectNone(t, s)
