@@ -178,6 +178,15 @@ func (h *Hub) listen(ctx context.Context, s *Stream, authors map[int64]struct{})
 	}
 	if len(add) > 0 {
 		if err := h.sub.Add(context.WithoutCancel(ctx), add...); err != nil {
+			// Forget what is not listened to, so that the next change
+			// (or the next stream) subscribes to it again. No one else
+			// can have joined these channels: subMu is held.
+			h.mu.Lock()
+			for _, a := range add {
+				delete(h.byAuthor, a)
+				delete(s.authors, a)
+			}
+			h.mu.Unlock()
 			h.logger.Warn("stream: subscribe", "authors", len(add), "err", err)
 			return feed.Errorf(feed.EUNAVAILABLE, "the live stream cannot listen for posts now; retry shortly")
 		}

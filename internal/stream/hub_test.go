@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -18,6 +19,7 @@ type countingNotifier struct {
 	*inmemcache.Cache
 	mu        sync.Mutex
 	listening map[int64]int // author -> subscriptions listening
+	failAdd   bool          // the next Add fails, as a Redis that is down
 }
 
 func (n *countingNotifier) Subscribe() feed.Subscription {
@@ -31,6 +33,11 @@ type countingSub struct {
 
 func (s *countingSub) Add(ctx context.Context, authors ...int64) error {
 	s.n.mu.Lock()
+	if s.n.failAdd {
+		s.n.failAdd = false
+		s.n.mu.Unlock()
+		return errors.New("subscribe: connection refused")
+	}
 	for _, a := range authors {
 		s.n.listening[a]++
 	}
@@ -180,5 +187,41 @@ func TestShutdownEndsStreams(t *testing.T) {
 	}
 	if _, err := h.Open(t.Context(), 2); feed.ErrorCode(err) != feed.EUNAVAILABLE {
 		t.Fatalf("Open after Shutdown: %v; want EUNAVAILABLE", err)
+	}
+}
+
+func TestFailedSubscribeIsForgotten(t *testing.T) {
+	h := newTestHub(t, Config{})
+	h.follow(1, 10)
+	s := h.open(t, 1)
+	setFail := func() {
+		h.n.mu.Lock()
+		h.n.failAdd = true
+		h.n.mu.Unlock()
+	}
+	// A follow whose subscription fails, then another change: the second
+	// refresh subscribes to both.
+	refresh := func() {
+		t.Helper()
+		if err := h.ann.FollowsChanged(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		s.Next(ctx) // applies the refresh, then times out
+	}
+	h.follow(1, 10, 20)
+	setFail()
+	refresh()
+	h.follow(1, 10, 20, 30)
+	refresh()
+	if got, want := h.n.channels(), []int64{1, 10, 20, 30}; !slices.Equal(got, want) {
+		t.Fatalf("channels after a failed and a good refresh: %v; want %v", got, want)
+	}
+	if err := h.ann.PostCreated(t.Context(), 20, 7); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, s); ev != (Event{Kind: Post, ID: 7}) {
+		t.Fatalf("event %+v; want post 7", ev)
 	}
 }
