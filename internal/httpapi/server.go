@@ -157,7 +157,11 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prome
 
 	mux := http.NewServeMux()
 	for _, rt := range routes(tok, svc, lk, cfg.Switches, ready, metrics, cfg.Live) {
-		mux.Handle(rt.pattern(), tok.require(rt.access, guard(cfg, dm, classOf(rt), rt.handler)))
+		h := guard(cfg, dm, classOf(rt), rt.handler)
+		if rt.path == streamPath {
+			h = guardStream(cfg, dm, rt.handler)
+		}
+		mux.Handle(rt.pattern(), tok.require(rt.access, h))
 	}
 	return middleware(logger, newRequestMetrics(logger, reg), cfg.MaxBodyBytes, cfg.BodyTimeout, mux)
 }

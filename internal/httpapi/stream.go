@@ -29,7 +29,7 @@ type Live struct {
 }
 
 const (
-	// streamPath is the stream's route; classOf leaves it out of the
+	// streamPath is the stream's route; guardStream leaves it out of the
 	// in-flight bounds, which a stream would hold for hours: the hub
 	// bounds streams per user and per process instead.
 	streamPath = "/v1/me/feed/stream"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/inmemcache"
+	"github.com/feedd/feedd/internal/limit"
 	"github.com/feedd/feedd/internal/stream"
 	"github.com/feedd/feedd/internal/testenv"
 )
@@ -31,6 +32,12 @@ type streamEnv struct {
 }
 
 func newStreamEnv(t *testing.T, cfg stream.Config) *streamEnv {
+	t.Helper()
+	return newStreamEnvWith(t, cfg, nil)
+}
+
+// newStreamEnvWith is newStreamEnv with the API's Config adjusted by tweak.
+func newStreamEnvWith(t *testing.T, cfg stream.Config, tweak func(*Config)) *streamEnv {
 	t.Helper()
 	svc := newFakeService(testNow)
 	svc.seedUser(alice, "alice")
@@ -55,12 +62,16 @@ func newStreamEnv(t *testing.T, cfg stream.Config) *streamEnv {
 	now := &atomic.Int64{}
 	now.Store(testNow.UnixNano())
 	ann := stream.NewAnnouncer(cache)
-	srv := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), Config{
+	apiCfg := Config{
 		AdminToken: testAdmin,
 		JWTSecret:  []byte(testSecret),
 		Now:        func() time.Time { return time.Unix(0, now.Load()) },
 		Live:       &Live{Hub: hub, Announce: ann, Tickets: cache},
-	}, svc, svc, nil, nil))
+	}
+	if tweak != nil {
+		tweak(&apiCfg)
+	}
+	srv := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), apiCfg, svc, svc, nil, nil))
 	t.Cleanup(srv.Close)
 	t.Cleanup(hub.Shutdown) // before srv.Close, which waits for the streams
 	return &streamEnv{t: t, url: srv.URL, svc: svc, hub: hub, ann: ann, now: now}
@@ -281,5 +292,32 @@ func TestStreamShutdown(t *testing.T) {
 	}
 	if _, res := e.open(userToken(t, carol), ""); res.StatusCode != 503 {
 		t.Fatalf("a stream after shutdown: %d; want 503", res.StatusCode)
+	}
+}
+
+// TestStreamHoldsNoRequestSlot: an open stream holds neither its user's
+// in-flight slot nor one of the reads', which it would hold for hours;
+// opening one spends a read of the user's token bucket.
+func TestStreamHoldsNoRequestSlot(t *testing.T) {
+	e := newStreamEnvWith(t, stream.Config{}, func(c *Config) {
+		c.UserSlots = limit.NewUserSlots(1)
+		c.Shed = limit.NewShedder(map[limit.Class]int{limit.Read: 1, limit.Write: 1}, time.Millisecond)
+		c.Rates = limit.NewRates(limit.Config{PerUser: map[limit.Class]limit.Rule{limit.Read: {Rate: 0.001, Burst: 3}}})
+	})
+	e.open(userToken(t, bob), "")
+	e.open(userToken(t, carol), "")
+	req, _ := http.NewRequest("GET", e.url+"/v1/me/feed", nil)
+	req.Header.Set("Authorization", "Bearer "+userToken(t, bob))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("a feed read beside two open streams, with one slot per user and one for reads: %d; want 200", res.StatusCode)
+	}
+	e.open(userToken(t, bob), "") // bob's third read
+	if _, res := e.open(userToken(t, bob), ""); res.StatusCode != 429 {
+		t.Fatalf("a stream opened past the user's read bucket: %d; want 429", res.StatusCode)
 	}
 }
