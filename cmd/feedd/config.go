@@ -17,6 +17,7 @@ import (
 	"github.com/feedd/feedd/internal/limit"
 	"github.com/feedd/feedd/internal/rediscache"
 	"github.com/feedd/feedd/internal/relay"
+	"github.com/feedd/feedd/internal/stream"
 	"github.com/feedd/feedd/internal/timeline"
 )
 
@@ -85,6 +86,11 @@ type config struct {
 	hotPostTTL      time.Duration
 	idempotencyTTL  time.Duration
 	unreadCap       int
+
+	// The live stream.
+	streamMaxPerUser int
+	streamMax        int
+	streamHeartbeat  time.Duration
 
 	// Likes (docs/likes.md).
 	likeBatch    int
@@ -188,6 +194,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	num(&c.likeBatch, "like-batch", likes.DefaultMaxBatch, "like events written to SQL in one batch at most")
 	dur(&c.likeLinger, "like-linger", likes.DefaultLinger, "with RabbitMQ, how long a batch of like events waits to fill before it is written")
 	dur(&c.likeCountTTL, "like-count-ttl", likes.DefaultLocalCountTTL, "how long a process keeps a like count in memory before asking Redis again: how late other processes' likes may show in its counts (0: not at all)")
+	num(&c.streamMaxPerUser, "stream-max-per-user", stream.DefaultMaxPerUser, "live streams (GET /v1/me/feed/stream) one user may have open per process; beyond it 429")
+	num(&c.streamMax, "stream-max", stream.DefaultMax, "live streams one process keeps open; beyond it 503 with Retry-After")
+	dur(&c.streamHeartbeat, "stream-heartbeat", stream.DefaultHeartbeat, "a live stream sends a comment (: ping) at least this often, so proxies keep it and clients notice a dead one")
 	boolean(&c.autoMigrate, "auto-migrate", true, "apply SQL migrations at start (they are idempotent)")
 	str(&c.pprofAddr, "pprof-addr", "", "if set, serve Go's profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; keep it private")
 	str(&c.metricsAddr, "metrics-addr", "", "if set, serve /metrics on this address, e.g. 127.0.0.1:9090, and not on the API's (which then answers it 404); the profiles join it when -pprof-addr is the same address")
@@ -279,7 +288,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"rate-users", c.rateUsers}, {"max-inflight-reads", c.maxReads}, {"max-inflight-writes", c.maxWrites},
 		{"breaker-failures", c.breakerFailures}, {"cache-breaker-failures", c.cacheFailures}, {"sql-read-conns", c.sqlReadConns}, {"sql-write-conns", c.sqlWriteConns},
 		{"sql-work-conns", c.sqlWorkConns}, {"relay-max-pending", c.relayMaxPending}, {"tasks-max-pending", c.tasksMaxPending},
-		{"like-batch", c.likeBatch}, {"refresh-max-posts", c.refreshMax}, {"unread-cap", c.unreadCap}} {
+		{"like-batch", c.likeBatch}, {"refresh-max-posts", c.refreshMax}, {"unread-cap", c.unreadCap},
+		{"stream-max-per-user", c.streamMaxPerUser}, {"stream-max", c.streamMax}} {
 		if v.n <= 0 {
 			return c, fmt.Errorf("%s must be positive, got %d", v.name, v.n)
 		}
@@ -298,6 +308,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if c.userMaxInflight < 0 {
 		return c, fmt.Errorf("user-max-inflight must not be negative (0: no bound), got %d", c.userMaxInflight)
+	}
+	if c.streamHeartbeat <= 0 {
+		return c, fmt.Errorf("stream-heartbeat must be positive, got %s", c.streamHeartbeat)
 	}
 	if c.bodyTimeout <= 0 {
 		return c, fmt.Errorf("body-timeout must be positive, got %s", c.bodyTimeout)

@@ -50,9 +50,12 @@ type deps struct {
 	// backend (nil when they share the inbox cache's Redis client).
 	closeAuthorLists func() error
 	broker           feed.Broker
-	reg              *prometheus.Registry
-	adminToken       string
-	jwtSecret        []byte
+	// notifier carries the live stream's per-author messages: the same
+	// backend as cache.
+	notifier   feed.Notifier
+	reg        *prometheus.Registry
+	adminToken string
+	jwtSecret  []byte
 	// now is the clock of the id generator (time.Now when nil); tests set
 	// it to make many posts share a millisecond.
 	now func() time.Time
@@ -205,7 +208,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		addCacheBreaker(client, cfg, d.reg, logger)
 		redisCounter = rediscache.CountCommands(client)
 		rc := rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax, InboxGroups: cfg.inboxGroups})
-		d.cache, d.likes = rc, rc
+		d.cache, d.likes, d.notifier = rc, rc, rc
 		if err := d.cache.Ping(ctx); err != nil {
 			return nil, fmt.Errorf("redis: %w", err)
 		}
@@ -217,7 +220,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		}
 	} else {
 		mc := inmemcache.New(inmemcache.Options{InboxMax: cfg.inboxMax})
-		d.cache, d.likes = mc, mc
+		d.cache, d.likes, d.notifier = mc, mc, mc
 		if cfg.fanoutMode == feed.ModeHybrid {
 			lists := inmemcache.New(inmemcache.Options{InboxMax: authorListMax})
 			d.authorLists, d.closeAuthorLists = lists, lists.Close

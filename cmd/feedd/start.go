@@ -25,6 +25,8 @@ import (
 	"github.com/feedd/feedd/internal/likes"
 	"github.com/feedd/feedd/internal/limit"
 	"github.com/feedd/feedd/internal/relay"
+	"github.com/feedd/feedd/internal/sqlstore"
+	"github.com/feedd/feedd/internal/stream"
 	"github.com/feedd/feedd/internal/timeline"
 )
 
@@ -63,6 +65,8 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	defer stopWork()
 	var work sync.WaitGroup
 
+	announcer := stream.NewAnnouncer(d.notifier)
+	var hub *stream.Hub
 	var handler http.Handler
 	if serveAPI {
 		// The switches live in the cache, shared by every process, and
@@ -95,6 +99,13 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			IdempotencyTTL:  cfg.idempotencyTTL,
 			UnreadCap:       cfg.unreadCap,
 		}, d.store, d.cache, d.authorLists, feed.NewIDGen(d.now), d.reg, opts...)
+		hub = stream.New(logger, stream.Config{
+			MaxPerUser: cfg.streamMaxPerUser, Max: cfg.streamMax, Heartbeat: cfg.streamHeartbeat,
+		}, d.notifier, followees(d.store))
+		work.Go(func() { hub.Run(workCtx) })
+		d.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "feedd_streams_open", Help: "Live streams (GET /v1/me/feed/stream) open on this process.",
+		}, func() float64 { return float64(hub.Len()) }))
 		handler = httpapi.NewServer(logger, httpapi.Config{
 			AdminToken: d.adminToken, JWTSecret: d.jwtSecret,
 			BodyTimeout: cfg.bodyTimeout,
@@ -106,6 +117,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			UserSlots: limit.NewUserSlots(cfg.userMaxInflight),
 			Shed:      limit.NewShedder(map[limit.Class]int{limit.Read: cfg.maxReads, limit.Write: cfg.maxWrites}, cfg.shedWait),
 			Switches:  switches,
+			Live:      &httpapi.Live{Hub: hub, Announce: announcer, Tickets: d.cache},
 		}, svc, newLikes(cfg, d, logger, svc, switches), d.reg, apiMetrics)
 	} else {
 		handler = httpapi.NewOps(logger, workReady, apiMetrics)
@@ -164,6 +176,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			DirectFanout: cfg.directFanout, BatchSize: cfg.batchSize, Policy: policy,
 			MaxPendingTasks: cfg.tasksMaxPending, SQLReads: cfg.fanoutSQLReads,
 			RetryFor: cfg.fanoutRetryFor, Done: workCtx.Done(),
+			Announce: announcer.PostCreated,
 		}, d.workStore, d.cache, d.authorLists, d.broker, d.reg)
 		work.Go(func() { _ = rel.Run(workCtx) })
 		purge := timeline.NewKeyPurge(logger, d.workStore, cfg.idempotencyTTL, d.reg)
@@ -214,6 +227,13 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	case runErr = <-errs:
 		logger.Error("a component failed; shutting down", "err", runErr)
 	}
+	if hub != nil {
+		// The HTTP server's Shutdown waits for requests in progress, and a
+		// stream never ends by itself: end them first, each with a retry
+		// hint, so that their clients reconnect to another process.
+		logger.Info("shutting down: ending live streams", "streams", hub.Len())
+		hub.Shutdown()
+	}
 	logger.Info("shutting down: draining requests")
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
@@ -223,6 +243,9 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	logger.Info("shutting down: draining consumers and relay")
 	stopWork()
 	work.Wait()
+	if hub != nil {
+		_ = hub.Close()
+	}
 	logger.Info("shutting down: metrics and profiles")
 	for _, p := range private {
 		p.shutdown(shutCtx)
@@ -332,4 +355,24 @@ func orEmbedded(real bool, name string) string {
 		return name
 	}
 	return "embedded"
+}
+
+// followees reads whom a reader follows, for the live stream's hub.
+func followees(store *sqlstore.Store) stream.Followees {
+	const page = 1000
+	return func(ctx context.Context, reader int64) ([]int64, error) {
+		var all []int64
+		var after int64
+		for {
+			ids, err := store.Following(ctx, reader, after, page)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, ids...)
+			if len(ids) < page {
+				return all, nil
+			}
+			after = ids[len(ids)-1]
+		}
+	}
 }

@@ -120,6 +120,12 @@ func (d *Dispatcher) Handle(ctx context.Context, del feed.Delivery) error {
 	}
 	ctx = feed.WithRequestID(ctx, ev.RequestID)
 	d.logger.DebugContext(ctx, "dispatching post", "post", ev.PostID, "author", ev.AuthorID, "attempt", del.Attempt)
+	if d.cfg.Announce != nil {
+		// First: the streams need no inbox, and readers wait on this.
+		if err := d.cfg.Announce(ctx, ev.AuthorID, ev.PostID); err != nil {
+			d.logger.WarnContext(ctx, "could not announce the post to the live streams", "post", ev.PostID, "err", err)
+		}
+	}
 	return hold(d.cfg, d.logger, d.metrics.retries.WithLabelValues(feed.QueuePosts), func() error { return d.dispatch(ctx, ev) })
 }
 

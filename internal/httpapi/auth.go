@@ -26,6 +26,9 @@ const (
 	admin                // the admin token only
 	reader               // the admin token or any user token: reads that need no "me"
 	actor                // a user token only: the route acts as the token's user
+	// actorOrTicket is actor, or a stream ticket in ?ticket= for a client
+	// that cannot send headers (EventSource).
+	actorOrTicket
 )
 
 // principal is who a request's token names.
@@ -90,6 +93,8 @@ type tokens struct {
 	// exists and which token generation is current: what a signature
 	// cannot say.
 	users standings
+	// tickets holds stream tickets (nil: none can be redeemed).
+	tickets feed.KV
 }
 
 // verifiedToken is what a valid user token says.
@@ -141,7 +146,13 @@ func (t *tokens) require(a access, h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := t.authenticate(r)
+		var p principal
+		var err error
+		if ticket := r.URL.Query().Get("ticket"); a == actorOrTicket && ticket != "" && r.Header.Get("Authorization") == "" {
+			p, err = t.redeem(r.Context(), ticket)
+		} else {
+			p, err = t.authenticate(r)
+		}
 		if err != nil {
 			if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="feedd"`)
@@ -153,7 +164,7 @@ func (t *tokens) require(a access, h http.Handler) http.Handler {
 		case a == admin && !p.admin:
 			respondError(w, feed.Errorf(feed.EFORBIDDEN, "this route needs the admin token"))
 			return
-		case a == actor && p.admin:
+		case (a == actor || a == actorOrTicket) && p.admin:
 			respondError(w, feed.Errorf(feed.EFORBIDDEN, "this route acts as a user: call it with a user token, not the admin token"))
 			return
 		}

@@ -147,6 +147,27 @@ func guard(cfg Config, m *defenceMetrics, class limit.Class, next http.Handler) 
 	})
 }
 
+// guardStream is guard for the live stream: a stream lasts hours, and
+// would hold a user's in-flight slot and a slot of its class all along,
+// so it takes neither (the hub bounds streams per user and per process).
+// Opening one still spends a read of the user's token bucket, so a client
+// reconnecting in a loop is slowed down like any other reader.
+func guardStream(cfg Config, m *defenceMetrics, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var user int64
+		if p, ok := r.Context().Value(principalKey{}).(principal); ok {
+			user = p.user
+		}
+		if v := cfg.Rates.Allow(limit.Read, user); !v.OK {
+			m.rateLimited.WithLabelValues(string(limit.Read), v.Scope).Inc()
+			retryAfter(w, v.RetryAfter)
+			writeError(w, http.StatusTooManyRequests, feed.ERATELIMIT, "too many stream connections from you; slow down")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // readBodyFirst reads the whole body (bounded in size and time by the
 // middleware) before the route takes a slot of the Shedder, so that a
 // client sending its headers and then trickling its body holds no slot

@@ -14,7 +14,7 @@ import (
 // Handler makers only capture their arguments, so the table can be built
 // with nil services. Each route's class for rate limits and load shedding
 // follows from its method and access (classOf, in defence.go).
-func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func(context.Context) []feed.Check, metrics http.Handler) []route {
+func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func(context.Context) []feed.Check, metrics http.Handler, lv *Live) []route {
 	return []route{
 		{"POST", "/v1/users", admin, handleUserCreate(svc)},
 		{"POST", "/v1/users/{id}/tokens", admin, handleTokenCreate(tok, svc)},
@@ -25,21 +25,23 @@ func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func
 		{"GET", "/v1/users/{id}/following", reader, handleFollowing(svc)},
 		{"GET", "/v1/users/{id}/posts", reader, handleAuthorPosts(svc, lk)},
 		{"DELETE", "/v1/me", actor, handleMeDelete(svc)},
-		{"PUT", "/v1/me/following/{id}", actor, handleFollow(svc)},
-		{"DELETE", "/v1/me/following/{id}", actor, handleUnfollow(svc)},
+		{"PUT", "/v1/me/following/{id}", actor, announcing(lv, 'f', handleFollow(svc))},
+		{"DELETE", "/v1/me/following/{id}", actor, announcing(lv, 'f', handleUnfollow(svc))},
 		{"GET", "/v1/me/feed", actor, handleFeed(svc, lk)},
+		{"GET", streamPath, actorOrTicket, handleStream(svc, lk, lv)},
+		{"POST", "/v1/me/feed/stream-tickets", actor, handleStreamTicket(tok, svc, lv)},
 		{"GET", "/v1/me/markers/home", actor, handleMarkerGet(svc)},
 		{"PUT", "/v1/me/markers/home", actor, handleMarkerPut(svc)},
 		{"PUT", "/v1/me/mutes/{id}", actor, handleMute(svc)},
 		{"DELETE", "/v1/me/mutes/{id}", actor, handleUnmute(svc)},
 		{"GET", "/v1/me/mutes", actor, handleMutes(svc)},
-		{"PUT", "/v1/me/blocks/{id}", actor, handleBlock(svc)},
+		{"PUT", "/v1/me/blocks/{id}", actor, announcing(lv, 'f', handleBlock(svc))},
 		{"DELETE", "/v1/me/blocks/{id}", actor, handleUnblock(svc)},
 		{"GET", "/v1/me/blocks", actor, handleBlocks(svc)},
 		{"POST", "/v1/posts", actor, handlePostCreate(svc)},
 		{"GET", "/v1/posts/{id}", reader, handlePostGet(svc, lk)},
 		{"PATCH", "/v1/posts/{id}", actor, handlePostEdit(svc, lk)},
-		{"DELETE", "/v1/posts/{id}", actor, handlePostDelete(svc)},
+		{"DELETE", "/v1/posts/{id}", actor, announcing(lv, 'd', handlePostDelete(svc))},
 		{"PUT", "/v1/posts/{id}/like", actor, handleLike(svc, lk, true)},
 		{"DELETE", "/v1/posts/{id}/like", actor, handleLike(svc, lk, false)},
 		{"GET", "/v1/posts/{id}/likes", reader, handlePostLikers(svc, lk)},

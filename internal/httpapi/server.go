@@ -134,6 +134,9 @@ type Config struct {
 	UserSlots *limit.UserSlots
 	Shed      *limit.Shedder
 	Switches  *degrade.Switches
+
+	// Live is the live stream (nil: it answers 503).
+	Live *Live
 }
 
 const defaultMaxBodyBytes = 1 << 20
@@ -163,6 +166,9 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prome
 	cfg = cfg.withDefaults()
 	logger = orDiscard(logger)
 	tok := newTokens(cfg, svc)
+	if cfg.Live != nil {
+		tok.tickets = cfg.Live.Tickets
+	}
 	// A closure, not the method value svc.Ready, so that building the
 	// table never touches svc.
 	ready := func(ctx context.Context) []feed.Check {
@@ -174,8 +180,12 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prome
 	dm := newDefenceMetrics(logger, reg, cfg.Shed)
 
 	mux := http.NewServeMux()
-	for _, rt := range routes(tok, svc, lk, cfg.Switches, ready, metrics) {
-		mux.Handle(rt.pattern(), tok.require(rt.access, guard(cfg, dm, classOf(rt), rt.handler)))
+	for _, rt := range routes(tok, svc, lk, cfg.Switches, ready, metrics, cfg.Live) {
+		h := guard(cfg, dm, classOf(rt), rt.handler)
+		if rt.path == streamPath {
+			h = guardStream(cfg, dm, rt.handler)
+		}
+		mux.Handle(rt.pattern(), tok.require(rt.access, h))
 	}
 	return middleware(logger, newRequestMetrics(logger, reg), cfg.MaxBodyBytes, cfg.BodyTimeout, mux)
 }
@@ -189,7 +199,7 @@ func NewOps(logger *slog.Logger, ready func(context.Context) []feed.Check, metri
 		ready = func(context.Context) []feed.Check { return nil }
 	}
 	mux := http.NewServeMux()
-	for _, rt := range routes(nil, nil, nil, nil, ready, metrics) {
+	for _, rt := range routes(nil, nil, nil, nil, ready, metrics, nil) {
 		if rt.access == ops {
 			mux.Handle(rt.pattern(), rt.handler)
 		}

@@ -46,6 +46,7 @@ type Cache struct {
 	posts   [shards]postShard
 	kv      [shards]kvShard
 	likes   [shards]likeShard
+	hub     notifyHub
 
 	closed    atomic.Bool
 	closeOnce sync.Once

@@ -130,3 +130,11 @@ func BenchmarkPushToInboxes(b *testing.B) {
 		})
 	}
 }
+
+func TestNotifier(t *testing.T) {
+	feedtest.TestNotifier(t, func(t *testing.T) feed.Notifier {
+		c := New(Options{})
+		t.Cleanup(func() { c.Close() })
+		return c
+	})
+}

@@ -140,6 +140,7 @@ type Cache struct {
 	// Key prefixes, built once.
 	inboxPrefix, postKey, kvKey string
 	likesKey                    string
+	notifyKey                   string
 
 	fill, drain, add, remove, page, bounds *redis.Script
 	compareAndDelete, compareAndExpire     *redis.Script
@@ -165,6 +166,7 @@ func New(client redis.UniversalClient, opts Options) *Cache {
 		postKey:          opts.Prefix + "post:",
 		kvKey:            opts.Prefix + "kv:",
 		likesKey:         opts.Prefix + "likes:",
+		notifyKey:        opts.Prefix + "st:",
 		fill:             redis.NewScript(fillScript),
 		drain:            redis.NewScript(drainScript),
 		add:              redis.NewScript(addScript),

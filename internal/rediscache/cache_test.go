@@ -414,3 +414,15 @@ func TestInboxMissingAKey(t *testing.T) {
 	}
 	mustInbox(nil, false)
 }
+
+func notifierSuite(t *testing.T, newClient func() redis.UniversalClient) {
+	feedtest.TestNotifier(t, func(t *testing.T) feed.Notifier {
+		c := New(newClient(), Options{Prefix: randomPrefix()})
+		t.Cleanup(func() { c.Close() })
+		return c
+	})
+}
+
+func TestNotifier(t *testing.T) { notifierSuite(t, testServer(t)) }
+
+func TestNotifierCluster(t *testing.T) { notifierSuite(t, testCluster(t)) }

@@ -1,0 +1,359 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/inmemcache"
+	"github.com/feedd/feedd/internal/limit"
+	"github.com/feedd/feedd/internal/stream"
+	"github.com/feedd/feedd/internal/testenv"
+)
+
+// streamEnv is a server with a live stream: a real hub and announcer on
+// the in-process notifier, tickets in the in-process cache, a fake
+// Service, and a clock tests can move.
+type streamEnv struct {
+	t   *testing.T
+	url string
+	svc *fakeService
+	hub *stream.Hub
+	ann *stream.Announcer
+	now *atomic.Int64 // unix nanoseconds
+}
+
+func newStreamEnv(t *testing.T, cfg stream.Config) *streamEnv {
+	t.Helper()
+	return newStreamEnvWith(t, cfg, nil)
+}
+
+// newStreamEnvWith is newStreamEnv with the API's Config adjusted by tweak.
+func newStreamEnvWith(t *testing.T, cfg stream.Config, tweak func(*Config)) *streamEnv {
+	t.Helper()
+	svc := newFakeService(testNow)
+	svc.seedUser(alice, "alice")
+	svc.seedUser(bob, "bob")
+	svc.seedUser(carol, "carol")
+	svc.seedFollow(bob, alice)
+	cache := inmemcache.New(inmemcache.Options{})
+	t.Cleanup(func() { cache.Close() })
+	followees := func(ctx context.Context, reader int64) ([]int64, error) {
+		svc.mu.Lock()
+		defer svc.mu.Unlock()
+		var ids []int64
+		for id := range svc.follows[reader] {
+			ids = append(ids, id)
+		}
+		return ids, nil
+	}
+	hub := stream.New(nil, cfg, cache, followees)
+	ctx, cancel := context.WithCancel(context.Background())
+	go hub.Run(ctx)
+	t.Cleanup(cancel)
+	now := &atomic.Int64{}
+	now.Store(testNow.UnixNano())
+	ann := stream.NewAnnouncer(cache)
+	apiCfg := Config{
+		AdminToken: testAdmin,
+		JWTSecret:  []byte(testSecret),
+		Now:        func() time.Time { return time.Unix(0, now.Load()) },
+		Live:       &Live{Hub: hub, Announce: ann, Tickets: cache},
+	}
+	if tweak != nil {
+		tweak(&apiCfg)
+	}
+	srv := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), apiCfg, svc, svc, nil, nil))
+	t.Cleanup(srv.Close)
+	t.Cleanup(hub.Shutdown) // before srv.Close, which waits for the streams
+	return &streamEnv{t: t, url: srv.URL, svc: svc, hub: hub, ann: ann, now: now}
+}
+
+// sse is an open stream read block by block (the text up to a blank line).
+type sse struct {
+	*testenv.SSE
+	t *testing.T
+}
+
+// open sends GET /v1/me/feed/stream (query is appended as is) and returns
+// the response; on 200 also the stream, past its ": open".
+func (e *streamEnv) open(token, query string, hdr ...string) (*sse, *http.Response) {
+	e.t.Helper()
+	st, res := testenv.OpenSSE(e.t, e.url+"/v1/me/feed/stream"+query, token, hdr...)
+	if st == nil {
+		return nil, res
+	}
+	s := &sse{SSE: st, t: e.t}
+	if got := s.next(); got != ": open\n\n" {
+		e.t.Fatalf("first block %q; want \": open\\n\\n\"", got)
+	}
+	return s, res
+}
+
+func (s *sse) next() string {
+	s.t.Helper()
+	return s.Next(5 * time.Second).Raw
+}
+
+// event returns the next block that is not a ping.
+func (s *sse) event() string {
+	s.t.Helper()
+	for {
+		if b := s.next(); b != ": ping\n\n" {
+			return b
+		}
+	}
+}
+
+// feedItem is post id's item in reader's feed page, in bytes.
+func (e *streamEnv) feedItem(reader, id int64) string {
+	e.t.Helper()
+	req, _ := http.NewRequest("GET", e.url+"/v1/me/feed?limit=100", nil)
+	req.Header.Set("Authorization", "Bearer "+userToken(e.t, reader))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var page struct{ Items []json.RawMessage }
+	if err := json.NewDecoder(res.Body).Decode(&page); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, it := range page.Items {
+		var p struct{ ID string }
+		_ = json.Unmarshal(it, &p)
+		if p.ID == feed.FormatID(id) {
+			return string(it)
+		}
+	}
+	e.t.Fatalf("post %d is not in %d's feed", id, reader)
+	return ""
+}
+
+func TestStreamFraming(t *testing.T) {
+	e := newStreamEnv(t, stream.Config{Heartbeat: 50 * time.Millisecond})
+	s, res := e.open(userToken(t, bob), "")
+	for k, want := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache"} {
+		if got := res.Header.Get(k); got != want {
+			t.Errorf("%s = %q; want %q", k, got, want)
+		}
+	}
+	if got := s.next(); got != ": ping\n\n" {
+		t.Fatalf("an idle stream sent %q; want a ping", got)
+	}
+	p := e.svc.seedPost(alice, "hello\nworld")
+	if err := e.ann.PostCreated(t.Context(), alice, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	id := feed.FormatID(p.ID)
+	want := "event: post\nid: " + id + "\ndata: " + e.feedItem(bob, p.ID) + "\n\n"
+	if got := s.event(); got != want {
+		t.Fatalf("post event:\n%q\nwant\n%q", got, want)
+	}
+	// Again (a redelivered post event): not sent twice. A post of someone
+	// bob does not follow, and the delete of a post never sent: nothing.
+	other := e.svc.seedPost(carol, "not followed")
+	for _, f := range []func() error{
+		func() error { return e.ann.PostCreated(t.Context(), alice, p.ID) },
+		func() error { return e.ann.PostCreated(t.Context(), carol, other.ID) },
+		func() error { return e.ann.PostDeleted(t.Context(), carol, other.ID) },
+		func() error { return e.ann.PostDeleted(t.Context(), alice, p.ID) },
+	} {
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := s.event(), "event: delete\ndata: {\"id\":\""+id+"\"}\n\n"; got != want {
+		t.Fatalf("after a repeat, a stranger's post and two deletes: %q; want only %q", got, want)
+	}
+}
+
+func TestStreamResume(t *testing.T) {
+	e := newStreamEnv(t, stream.Config{})
+	var ids []int64
+	for range 3 {
+		ids = append(ids, e.svc.seedPost(alice, "x").ID)
+	}
+	s, _ := e.open(userToken(t, bob), "", "Last-Event-ID", feed.FormatID(ids[0]))
+	for _, id := range ids[1:] {
+		if got := s.event(); !strings.HasPrefix(got, "event: post\nid: "+feed.FormatID(id)+"\n") {
+			t.Fatalf("resumed event %q; want post %d", got, id)
+		}
+	}
+	// Announcements arriving late, of a resumed post and of one the
+	// client had: not sent again.
+	for _, id := range []int64{ids[2], ids[0]} {
+		if err := e.ann.PostCreated(t.Context(), alice, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late := e.svc.seedPost(alice, "late")
+	if err := e.ann.PostCreated(t.Context(), alice, late.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.event(); !strings.HasPrefix(got, "event: post\nid: "+feed.FormatID(late.ID)+"\n") {
+		t.Fatalf("after a resumed post's late announcement: %q; want the next post", got)
+	}
+
+	var newest int64
+	for range 101 {
+		newest = e.svc.seedPost(alice, "more").ID
+	}
+	s, _ = e.open(userToken(t, bob), "", "Last-Event-ID", feed.FormatID(late.ID))
+	if got, want := s.event(), "event: reset\nid: "+feed.FormatID(newest)+"\ndata: {}\n\n"; got != want {
+		t.Fatalf("resume past 101 posts: %q; want %q", got, want)
+	}
+
+	if _, res := e.open(userToken(t, bob), "", "Last-Event-ID", "12x"); res.StatusCode != 400 {
+		t.Fatalf("malformed Last-Event-ID: status %d; want 400", res.StatusCode)
+	}
+}
+
+func TestStreamTickets(t *testing.T) {
+	e := newStreamEnv(t, stream.Config{})
+	mint := func(token string) (int, ticketJSON) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", e.url+"/v1/me/feed/stream-tickets", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var tk ticketJSON
+		if res.StatusCode == 201 {
+			b, _ := io.ReadAll(res.Body)
+			if err := json.Unmarshal(b, &tk); err != nil {
+				t.Fatalf("ticket body %s: %v", b, err)
+			}
+		}
+		return res.StatusCode, tk
+	}
+	status, tk := mint(userToken(t, bob))
+	if status != 201 || tk.Ticket == "" || tk.ExpiresAt != formatTime(testNow.Add(time.Minute)) {
+		t.Fatalf("mint: %d %+v; want 201 with a ticket expiring in 60s", status, tk)
+	}
+	if status, _ := mint(testAdmin); status != 403 {
+		t.Errorf("mint with the admin token: %d; want 403", status)
+	}
+	// With a header, the header counts and the ticket is left unused.
+	if _, res := e.open(userToken(t, carol), "?ticket="+tk.Ticket); res.StatusCode != 200 {
+		t.Fatalf("header and ticket: %d; want 200", res.StatusCode)
+	}
+	if _, res := e.open("", "?ticket="+tk.Ticket); res.StatusCode != 200 {
+		t.Fatalf("a fresh ticket: %d; want 200", res.StatusCode)
+	}
+	if _, res := e.open("", "?ticket="+tk.Ticket); res.StatusCode != 401 {
+		t.Fatalf("a ticket used twice: %d; want 401", res.StatusCode)
+	}
+	if _, res := e.open("", "?ticket=made-up"); res.StatusCode != 401 {
+		t.Fatalf("an unknown ticket: %d; want 401", res.StatusCode)
+	}
+	_, tk = mint(userToken(t, bob))
+	e.now.Add(int64(60 * time.Second))
+	if _, res := e.open("", "?ticket="+tk.Ticket); res.StatusCode != 401 {
+		t.Fatalf("a ticket 60s old: %d; want 401", res.StatusCode)
+	}
+}
+
+func TestStreamLimits(t *testing.T) {
+	e := newStreamEnv(t, stream.Config{MaxPerUser: 1, Max: 2})
+	e.open(userToken(t, bob), "")
+	if _, res := e.open(userToken(t, bob), ""); res.StatusCode != 429 {
+		t.Fatalf("second stream of a user: %d; want 429", res.StatusCode)
+	}
+	e.open(userToken(t, carol), "")
+	_, res := e.open(userToken(t, alice), "")
+	if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("past the process's bound: %d, Retry-After %q; want 503 with one", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	if _, res := e.open(testAdmin, ""); res.StatusCode != 403 {
+		t.Fatalf("the admin token: %d; want 403", res.StatusCode)
+	}
+}
+
+func TestStreamShutdown(t *testing.T) {
+	e := newStreamEnv(t, stream.Config{})
+	s, _ := e.open(userToken(t, bob), "")
+	e.hub.Shutdown()
+	if got := s.event(); !strings.HasPrefix(got, "retry: ") {
+		t.Fatalf("on shutdown: %q; want a retry hint", got)
+	}
+	if !s.Ended(5 * time.Second) {
+		t.Fatal("the stream goes on after its retry hint")
+	}
+	if _, res := e.open(userToken(t, carol), ""); res.StatusCode != 503 {
+		t.Fatalf("a stream after shutdown: %d; want 503", res.StatusCode)
+	}
+}
+
+// TestStreamHoldsNoRequestSlot: an open stream holds neither its user's
+// in-flight slot nor one of the reads', which it would hold for hours;
+// opening one spends a read of the user's token bucket.
+func TestStreamHoldsNoRequestSlot(t *testing.T) {
+	e := newStreamEnvWith(t, stream.Config{}, func(c *Config) {
+		c.UserSlots = limit.NewUserSlots(1)
+		c.Shed = limit.NewShedder(map[limit.Class]int{limit.Read: 1, limit.Write: 1}, time.Millisecond)
+		c.Rates = limit.NewRates(limit.Config{PerUser: map[limit.Class]limit.Rule{limit.Read: {Rate: 0.001, Burst: 3}}})
+	})
+	e.open(userToken(t, bob), "")
+	e.open(userToken(t, carol), "")
+	req, _ := http.NewRequest("GET", e.url+"/v1/me/feed", nil)
+	req.Header.Set("Authorization", "Bearer "+userToken(t, bob))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("a feed read beside two open streams, with one slot per user and one for reads: %d; want 200", res.StatusCode)
+	}
+	e.open(userToken(t, bob), "") // bob's third read
+	if _, res := e.open(userToken(t, bob), ""); res.StatusCode != 429 {
+		t.Fatalf("a stream opened past the user's read bucket: %d; want 429", res.StatusCode)
+	}
+}
+
+// TestStreamHidesMuted: a post of an author the reader muted is not sent,
+// as the feed does not show it; after the unmute the author's posts come
+// again.
+func TestStreamHidesMuted(t *testing.T) {
+	e := newStreamEnv(t, stream.Config{})
+	if err := e.svc.Follow(t.Context(), bob, carol); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Mute(t.Context(), bob, alice); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := e.open(userToken(t, bob), "")
+	// Events are sent in order: carol's post, announced after the muted
+	// one, shows that the muted one was passed over.
+	muted := e.svc.seedPost(alice, "while muted")
+	shown := e.svc.seedPost(carol, "not muted")
+	for _, a := range []struct{ author, post int64 }{{alice, muted.ID}, {carol, shown.ID}} {
+		if err := e.ann.PostCreated(t.Context(), a.author, a.post); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.event(); !strings.HasPrefix(got, "event: post\nid: "+feed.FormatID(shown.ID)+"\n") {
+		t.Fatalf("first event %q; want carol's post (%d), not the muted one (%d)", got, shown.ID, muted.ID)
+	}
+	if err := e.svc.Unmute(t.Context(), bob, alice); err != nil {
+		t.Fatal(err)
+	}
+	back := e.svc.seedPost(alice, "after the unmute")
+	if err := e.ann.PostCreated(t.Context(), alice, back.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.event(); !strings.HasPrefix(got, "event: post\nid: "+feed.FormatID(back.ID)+"\n") {
+		t.Fatalf("event %q; want the post after the unmute (%d)", got, back.ID)
+	}
+}

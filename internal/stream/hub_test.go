@@ -1,0 +1,227 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/inmemcache"
+)
+
+// countingNotifier is the in-process notifier that remembers which
+// channels its subscriptions listen to.
+type countingNotifier struct {
+	*inmemcache.Cache
+	mu        sync.Mutex
+	listening map[int64]int // author -> subscriptions listening
+	failAdd   bool          // the next Add fails, as a Redis that is down
+}
+
+func (n *countingNotifier) Subscribe() feed.Subscription {
+	return &countingSub{Subscription: n.Cache.Subscribe(), n: n}
+}
+
+type countingSub struct {
+	feed.Subscription
+	n *countingNotifier
+}
+
+func (s *countingSub) Add(ctx context.Context, authors ...int64) error {
+	s.n.mu.Lock()
+	if s.n.failAdd {
+		s.n.failAdd = false
+		s.n.mu.Unlock()
+		return errors.New("subscribe: connection refused")
+	}
+	for _, a := range authors {
+		s.n.listening[a]++
+	}
+	s.n.mu.Unlock()
+	return s.Subscription.Add(ctx, authors...)
+}
+
+func (s *countingSub) Remove(ctx context.Context, authors ...int64) error {
+	s.n.mu.Lock()
+	for _, a := range authors {
+		if s.n.listening[a]--; s.n.listening[a] == 0 {
+			delete(s.n.listening, a)
+		}
+	}
+	s.n.mu.Unlock()
+	return s.Subscription.Remove(ctx, authors...)
+}
+
+func (n *countingNotifier) channels() []int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Sorted(maps.Keys(n.listening))
+}
+
+type testHub struct {
+	*Hub
+	n       *countingNotifier
+	ann     *Announcer
+	mu      sync.Mutex
+	follows map[int64][]int64
+}
+
+func newTestHub(t *testing.T, cfg Config) *testHub {
+	c := inmemcache.New(inmemcache.Options{})
+	t.Cleanup(func() { c.Close() })
+	h := &testHub{n: &countingNotifier{Cache: c, listening: map[int64]int{}}, follows: map[int64][]int64{}}
+	h.ann = NewAnnouncer(h.n)
+	h.Hub = New(nil, cfg, h.n, func(ctx context.Context, reader int64) ([]int64, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return slices.Clone(h.follows[reader]), nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go h.Run(ctx)
+	return h
+}
+
+func (h *testHub) follow(reader int64, authors ...int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.follows[reader] = authors
+}
+
+func (h *testHub) open(t *testing.T, reader int64) *Stream {
+	t.Helper()
+	s, err := h.Open(t.Context(), reader)
+	if err != nil {
+		t.Fatalf("Open(%d): %v", reader, err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// next returns s's next event within a second (a Ping when none came).
+func next(t *testing.T, s *Stream) Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	return s.Next(ctx)
+}
+
+func TestChannelsAreReferenceCounted(t *testing.T) {
+	h := newTestHub(t, Config{})
+	h.follow(1, 10, 11)
+	h.follow(2, 11)
+	a := h.open(t, 1)
+	b := h.open(t, 2)
+	if got, want := h.n.channels(), []int64{1, 2, 10, 11}; !slices.Equal(got, want) {
+		t.Fatalf("channels with two streams: %v; want %v, once each", got, want)
+	}
+	a.Close()
+	if got, want := h.n.channels(), []int64{2, 11}; !slices.Equal(got, want) {
+		t.Fatalf("channels after the first stream closed: %v; want %v", got, want)
+	}
+	b.Close()
+	if got := h.n.channels(); len(got) != 0 {
+		t.Fatalf("channels after the last stream closed: %v; want none", got)
+	}
+}
+
+func TestFollowsChangedOnOpenStream(t *testing.T) {
+	h := newTestHub(t, Config{})
+	h.follow(1, 10)
+	s := h.open(t, 1)
+	h.follow(1, 20)
+	if err := h.ann.FollowsChanged(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	// The refresh happens in Next; a post of the new author follows it.
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.Contains(h.n.channels(), 20) {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+		s.Next(ctx)
+		cancel()
+		if time.Now().After(deadline) {
+			t.Fatalf("channels %v after the follow; want 20 among them", h.n.channels())
+		}
+	}
+	if got := h.n.channels(); slices.Contains(got, 10) {
+		t.Fatalf("channels %v after the unfollow; want 10 gone", got)
+	}
+	if err := h.ann.PostCreated(t.Context(), 20, 500); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, s); ev != (Event{Kind: Post, ID: 500}) {
+		t.Fatalf("event %+v; want post 500", ev)
+	}
+}
+
+func TestSlowStreamIsDropped(t *testing.T) {
+	h := newTestHub(t, Config{Buffer: 2})
+	h.follow(2, 1)
+	slow := h.open(t, 1)
+	fast := h.open(t, 2)
+	for id := int64(1); id <= 3; id++ {
+		if err := h.ann.PostCreated(t.Context(), 1, id); err != nil {
+			t.Fatal(err)
+		}
+		if ev := next(t, fast); ev != (Event{Kind: Post, ID: id}) {
+			t.Fatalf("the stream that reads: %+v; want post %d", ev, id)
+		}
+	}
+	// The hub handed the slow stream all three by now (in the order of
+	// the one channel): the third found its buffer full.
+	if ev := next(t, slow); ev.Kind != Dropped {
+		t.Fatalf("a stream that let 3 events pile up in a buffer of 2: %+v; want Dropped", ev)
+	}
+}
+
+func TestShutdownEndsStreams(t *testing.T) {
+	h := newTestHub(t, Config{})
+	s := h.open(t, 1)
+	h.Shutdown()
+	if ev := next(t, s); ev.Kind != Shutdown {
+		t.Fatalf("after Shutdown: %+v; want Shutdown", ev)
+	}
+	if _, err := h.Open(t.Context(), 2); feed.ErrorCode(err) != feed.EUNAVAILABLE {
+		t.Fatalf("Open after Shutdown: %v; want EUNAVAILABLE", err)
+	}
+}
+
+func TestFailedSubscribeIsForgotten(t *testing.T) {
+	h := newTestHub(t, Config{})
+	h.follow(1, 10)
+	s := h.open(t, 1)
+	setFail := func() {
+		h.n.mu.Lock()
+		h.n.failAdd = true
+		h.n.mu.Unlock()
+	}
+	// A follow whose subscription fails, then another change: the second
+	// refresh subscribes to both.
+	refresh := func() {
+		t.Helper()
+		if err := h.ann.FollowsChanged(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		s.Next(ctx) // applies the refresh, then times out
+	}
+	h.follow(1, 10, 20)
+	setFail()
+	refresh()
+	h.follow(1, 10, 20, 30)
+	refresh()
+	if got, want := h.n.channels(), []int64{1, 10, 20, 30}; !slices.Equal(got, want) {
+		t.Fatalf("channels after a failed and a good refresh: %v; want %v", got, want)
+	}
+	if err := h.ann.PostCreated(t.Context(), 20, 7); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, s); ev != (Event{Kind: Post, ID: 7}) {
+		t.Fatalf("event %+v; want post 7", ev)
+	}
+}
