@@ -309,29 +309,8 @@ func (s *Store) purgePosts(ctx context.Context, tx *sql.Tx, user int64, r *feed.
 }
 
 func (s *Store) purgeIdempotency(ctx context.Context, tx *sql.Tx, user int64, _ *feed.PurgeBatch) (bool, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT idem_key FROM idempotency WHERE author_id = ? LIMIT ?"+s.d.forUpdate,
-		user, PurgeBatchRows)
-	if err != nil {
-		return false, err
-	}
-	var keys []any
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			rows.Close()
-			return false, err
-		}
-		keys = append(keys, k)
-	}
-	if err := rows.Close(); err != nil {
-		return false, err
-	}
-	if err := rows.Err(); err != nil || len(keys) == 0 {
-		return false, err
-	}
-	_, err = tx.ExecContext(ctx, "DELETE FROM idempotency WHERE author_id = ? AND idem_key IN ("+placeholders(len(keys))+")",
-		append([]any{user}, keys...)...)
-	return true, err
+	return purgeBatchOf[string](ctx, tx, user, "SELECT idem_key FROM idempotency WHERE author_id = ? LIMIT ?"+s.d.forUpdate,
+		"DELETE FROM idempotency WHERE author_id = ? AND idem_key IN ")
 }
 
 // purgeRelations deletes up to a batch of the user's mutes and blocks, in
@@ -343,32 +322,39 @@ func (s *Store) purgeRelations(ctx context.Context, tx *sql.Tx, user int64, _ *f
 		{"mutes", "user_id", "target_id"}, {"mutes", "target_id", "user_id"},
 		{"blocks", "blocker_id", "blocked_id"}, {"blocks", "blocked_id", "blocker_id"},
 	} {
-		rows, err := tx.QueryContext(ctx, "SELECT "+q.other+" FROM "+q.table+" WHERE "+q.mine+" = ? LIMIT ?"+s.d.forUpdate,
-			user, PurgeBatchRows)
-		if err != nil {
-			return false, err
+		did, err := purgeBatchOf[int64](ctx, tx, user, "SELECT "+q.other+" FROM "+q.table+" WHERE "+q.mine+" = ? LIMIT ?"+s.d.forUpdate,
+			"DELETE FROM "+q.table+" WHERE "+q.mine+" = ? AND "+q.other+" IN ")
+		if did || err != nil {
+			return did, err
 		}
-		var others []any
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return false, err
-			}
-			others = append(others, id)
-		}
-		if err := rows.Close(); err != nil {
-			return false, err
-		}
-		if err := rows.Err(); err != nil {
-			return false, err
-		}
-		if len(others) == 0 {
-			continue
-		}
-		_, err = tx.ExecContext(ctx, "DELETE FROM "+q.table+" WHERE "+q.mine+" = ? AND "+q.other+" IN ("+placeholders(len(others))+")",
-			append([]any{user}, others...)...)
-		return true, err
 	}
 	return false, nil
+}
+
+// purgeBatchOf deletes up to PurgeBatchRows rows of user's: sel (user and
+// the batch size as arguments) lists one column of them, of type T, and
+// del (user, then that column's values) deletes them. It reports whether
+// it found any.
+func purgeBatchOf[T any](ctx context.Context, tx *sql.Tx, user int64, sel, del string) (bool, error) {
+	rows, err := tx.QueryContext(ctx, sel, user, PurgeBatchRows)
+	if err != nil {
+		return false, err
+	}
+	var vals []any
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return false, err
+		}
+		vals = append(vals, v)
+	}
+	if err := rows.Close(); err != nil {
+		return false, err
+	}
+	if err := rows.Err(); err != nil || len(vals) == 0 {
+		return false, err
+	}
+	_, err = tx.ExecContext(ctx, del+"("+placeholders(len(vals))+")", append([]any{user}, vals...)...)
+	return true, err
 }
