@@ -290,30 +290,17 @@ func (c *Cache) FillInbox(ctx context.Context, reader int64, ids []int64, comple
 // AddToInbox adds ids to reader's inbox if it exists, trims it, and marks
 // it incomplete if markIncomplete is set.
 func (c *Cache) AddToInbox(ctx context.Context, reader int64, ids []int64, markIncomplete bool) error {
-	if c.closed.Load() {
-		return errClosed
-	}
-	if err := feed.CheckInboxIDs(ids...); err != nil {
-		return fmt.Errorf("inmemcache: add to inbox %d: %w", reader, err)
-	}
-	now := c.now().UnixNano()
-	s := &c.inboxes[shardOf(reader)]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.live(reader, now)
-	if b == nil {
-		return nil
-	}
-	// A merge by sorting: adds are follow backfills of a few hundred ids,
-	// rare next to pushes.
-	b.ids = append(b.ids, ids...)
-	slices.Sort(b.ids)
-	b.ids = slices.Compact(b.ids)
-	b.trim(c.inboxMax)
-	if markIncomplete {
-		b.complete = false
-	}
-	return nil
+	return c.changeInbox("add to", reader, ids, func(b *inbox) {
+		// A merge by sorting: adds are follow backfills of a few hundred ids,
+		// rare next to pushes.
+		b.ids = append(b.ids, ids...)
+		slices.Sort(b.ids)
+		b.ids = slices.Compact(b.ids)
+		b.trim(c.inboxMax)
+		if markIncomplete {
+			b.complete = false
+		}
+	})
 }
 
 // PushToInboxes adds id to the inbox of each reader whose inbox exists.
@@ -365,24 +352,31 @@ func (b *inbox) trim(max int) {
 
 // RemoveFromInbox removes ids from reader's inbox.
 func (c *Cache) RemoveFromInbox(ctx context.Context, reader int64, ids []int64) error {
+	return c.changeInbox("remove from", reader, ids, func(b *inbox) {
+		for _, id := range ids {
+			if i, found := slices.BinarySearch(b.ids, id); found {
+				b.ids = slices.Delete(b.ids, i, i+1)
+			}
+		}
+	})
+}
+
+// changeInbox checks ids, then runs change on reader's inbox under its
+// shard's lock if the inbox exists (an absent one is left absent: it is
+// rebuilt on read). what names the change in errors.
+func (c *Cache) changeInbox(what string, reader int64, ids []int64, change func(b *inbox)) error {
 	if c.closed.Load() {
 		return errClosed
 	}
 	if err := feed.CheckInboxIDs(ids...); err != nil {
-		return fmt.Errorf("inmemcache: remove from inbox %d: %w", reader, err)
+		return fmt.Errorf("inmemcache: %s inbox %d: %w", what, reader, err)
 	}
 	now := c.now().UnixNano()
 	s := &c.inboxes[shardOf(reader)]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.live(reader, now)
-	if b == nil {
-		return nil
-	}
-	for _, id := range ids {
-		if i, found := slices.BinarySearch(b.ids, id); found {
-			b.ids = slices.Delete(b.ids, i, i+1)
-		}
+	if b := s.live(reader, now); b != nil {
+		change(b)
 	}
 	return nil
 }
