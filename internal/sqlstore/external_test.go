@@ -176,13 +176,7 @@ func testHistoryIDs(t *testing.T, e *env) {
 	mustUsers(t, s, 1, 2, 3)
 	mustFollow(t, s, 3, 1)
 	mustFollow(t, s, 3, 2)
-	at := func(ts time.Time, seq int64) int64 {
-		id, err := feed.IDAt(ts, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
+	at := func(ts time.Time, seq int64) int64 { return mustIDAt(t, ts, seq) }
 	ids := []int64{ // newest first
 		feed.NewIDGen(nil).Next(),
 		at(feed.IDEpoch, 1),
@@ -266,13 +260,7 @@ func testImportPosts(t *testing.T, e *env) {
 	mustUsers(t, s, 1, 2)
 	live := mustPost(t, s, feed.NewIDGen(nil).Next(), 2) // one outbox event
 	at := time.Date(2012, 3, 4, 5, 6, 7, 8e6, time.UTC)
-	id := func(seq int64) int64 {
-		id, err := feed.IDAt(at, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
+	id := func(seq int64) int64 { return mustIDAt(t, at, seq) }
 	post := func(author, id int64, ext string) feed.Post {
 		return feed.Post{ID: id, AuthorID: author, Content: "c " + ext, Data: `{"e":"` + ext + `"}`, CreatedAt: at, ExternalID: ext}
 	}
@@ -318,11 +306,7 @@ func testImportPosts(t *testing.T, e *env) {
 	for i := range many {
 		ts := at.Add(time.Duration(i) * time.Second)
 		ext := fmt.Sprint("m", i)
-		id, err := feed.IDAt(ts, feed.ImportSeq(1, ext, 0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		many[i] = feed.Post{ID: id, AuthorID: 1, Content: "m", CreatedAt: ts, ExternalID: ext}
+		many[i] = feed.Post{ID: mustIDAt(t, ts, feed.ImportSeq(1, ext, 0)), AuthorID: 1, Content: "m", CreatedAt: ts, ExternalID: ext}
 	}
 	for round, want := range []ImportOutcome{Imported, ExternalIDExists} {
 		got, err := s.ImportPosts(ctx, many)
@@ -352,11 +336,7 @@ func testImportPostsRace(t *testing.T, e *env) {
 	at := time.Date(2019, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range posts {
 		ext := fmt.Sprint("r", i)
-		id, err := feed.IDAt(at.Add(time.Duration(i)*time.Millisecond), feed.ImportSeq(1, ext, 0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		posts[i] = feed.Post{ID: id, AuthorID: 1, Content: "r", CreatedAt: at, ExternalID: ext}
+		posts[i] = feed.Post{ID: mustIDAt(t, at.Add(time.Duration(i)*time.Millisecond), feed.ImportSeq(1, ext, 0)), AuthorID: 1, Content: "r", CreatedAt: at, ExternalID: ext}
 	}
 	const n = 4
 	results := make([][]ImportResult, n)
@@ -383,4 +363,14 @@ func testImportPostsRace(t *testing.T, e *env) {
 			t.Fatalf("post %d imported %d times; want once", i, imported)
 		}
 	}
+}
+
+// mustIDAt is feed.IDAt, failing t on an error.
+func mustIDAt(t *testing.T, ts time.Time, seq int64) int64 {
+	t.Helper()
+	id, err := feed.IDAt(ts, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
