@@ -2,6 +2,7 @@ package feed_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -295,5 +296,18 @@ func TestPostCursors(t *testing.T) {
 	// User ids stay positive.
 	if _, err := feed.ParseID("-1"); feed.ErrorCode(err) != feed.EINVALID {
 		t.Errorf("ParseID(-1) err = %v; want invalid", err)
+	}
+}
+
+func TestCheckExternalID(t *testing.T) {
+	for _, ok := range []string{"blog-9913", "x", "with space", strings.Repeat("é", 127) + "x", "🚀"} {
+		if err := feed.CheckExternalID(ok); err != nil {
+			t.Errorf("CheckExternalID(%q) = %v; want nil", ok, err)
+		}
+	}
+	for _, bad := range []string{"", " ", "\u200b", "a\x00b", "tab\there", "\x85", "\xff", strings.Repeat("x", 256), strings.Repeat("é", 128)} {
+		if err := feed.CheckExternalID(bad); feed.ErrorCode(err) != feed.EINVALID {
+			t.Errorf("CheckExternalID(%q) = %v; want invalid", bad, err)
+		}
 	}
 }
