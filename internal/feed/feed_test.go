@@ -212,6 +212,9 @@ func TestIDBounds(t *testing.T) {
 	if id, _ := feed.IDAt(times[2], 0); id != -4096 {
 		t.Errorf("IDAt(2024-12-31T23:59:59.999Z, 0) = %d; want -4096", id)
 	}
+	if id, _ := feed.IDAt(feed.IDEpoch.Add(-500*time.Microsecond), 0); id != -4096 {
+		t.Errorf("IDAt(half a millisecond before the epoch, 0) = %d; want -4096, the last millisecond of 2024", id)
+	}
 	if id, _ := feed.IDAt(times[0], 0); id != feed.MinID {
 		t.Errorf("IDAt(2006-01-01, 0) = %d; want MinID %d", id, int64(feed.MinID))
 	}
