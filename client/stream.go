@@ -154,8 +154,18 @@ func (st *streamState) connect(ctx context.Context, yield func(Event, error) boo
 	if st.hasLast {
 		req.Header.Set("Last-Event-ID", st.last.String())
 	}
+	// A connection that goes silent (a dead peer, a proxy that swallowed
+	// the close), before its answer or after, is cut, and the loop
+	// reconnects.
+	idle := time.AfterFunc(st.opts.IdleTimeout, func() {
+		cancel(fmt.Errorf("client: the live stream sent nothing for %v", st.opts.IdleTimeout))
+	})
+	defer idle.Stop()
 	res, err := st.http.Do(req)
 	if err != nil {
+		if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil {
+			err = cause
+		}
 		return false, false, fmt.Errorf("client: GET /v1/me/feed/stream: %w", err)
 	}
 	defer res.Body.Close()
@@ -164,13 +174,6 @@ func (st *streamState) connect(ctx context.Context, yield func(Event, error) boo
 		_, _ = body.ReadFrom(io.LimitReader(res.Body, 64<<10))
 		return false, false, parseError(http.MethodGet, "/v1/me/feed/stream", res, body.Bytes())
 	}
-	// A connection that goes silent (a dead peer, a proxy that swallowed
-	// the close) is cut, and the loop reconnects.
-	idle := time.AfterFunc(st.opts.IdleTimeout, func() {
-		cancel(fmt.Errorf("client: the live stream sent nothing for %v", st.opts.IdleTimeout))
-	})
-	defer idle.Stop()
-
 	br := bufio.NewReaderSize(res.Body, 16<<10)
 	var (
 		typ, data []byte
