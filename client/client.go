@@ -28,10 +28,12 @@ type Client struct {
 
 // shared is what clients derived with WithToken have in common.
 type shared struct {
-	http   *http.Client
-	retry  RetryPolicy
-	agent  string
-	bodies sync.Pool // *bytes.Buffer: answers are read into recycled buffers
+	http  *http.Client
+	retry RetryPolicy
+	agent string
+	// noAutoKey stops CreatePost from making up idempotency keys.
+	noAutoKey bool
+	bodies    sync.Pool // *bytes.Buffer: answers are read into recycled buffers
 }
 
 // RetryPolicy bounds the retries of calls that are safe to repeat (GET,
@@ -63,6 +65,12 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = 
 
 // WithRetryPolicy replaces DefaultRetryPolicy.
 func WithRetryPolicy(p RetryPolicy) Option { return func(c *Client) { c.retry = p } }
+
+// WithoutAutoIdempotencyKeys stops CreatePost from making up an
+// Idempotency-Key when its params carry none: such creates are then never
+// retried, and the server keeps no key for them (a load generator that
+// measures the bare publish wants that).
+func WithoutAutoIdempotencyKeys() Option { return func(c *Client) { c.noAutoKey = true } }
 
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.agent = ua } }
@@ -109,12 +117,13 @@ func NewIdempotencyKey() string { return crand.Text() }
 // request is one API call.
 type request struct {
 	method, path string
-	query        url.Values
-	body         any     // sent as JSON when not nil
-	idemKey      string  // the Idempotency-Key header; makes a POST retryable
-	want         int     // the success status
-	out          any     // the answer's JSON is decoded into it when not nil
-	raw          *[]byte // the answer's bytes are copied into it when not nil
+	query        string        // the query string, without '?'
+	body         any           // sent as JSON when not nil
+	idemKey      string        // the Idempotency-Key header; makes a POST retryable
+	want         int           // the success status
+	out          any           // the answer's JSON is decoded into it when not nil
+	raw          *[]byte       // the answer's bytes are copied into it when not nil
+	into         *bytes.Buffer // the answer's bytes are read into it instead of a pooled buffer
 	header       map[string]string
 	noRetry      bool
 }
@@ -203,8 +212,8 @@ var errDecode = errors.New("client: decode answer")
 // once sends one attempt of r.
 func (c *Client) once(ctx context.Context, r *request, body []byte) error {
 	u := c.base + r.path
-	if len(r.query) > 0 {
-		u += "?" + r.query.Encode()
+	if r.query != "" {
+		u += "?" + r.query
 	}
 	var rd io.Reader
 	if body != nil {
@@ -229,12 +238,15 @@ func (c *Client) once(ctx context.Context, r *request, body []byte) error {
 		return fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
 	}
 	defer res.Body.Close()
-	buf := c.bodies.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= 1<<20 { // a rare huge answer is left to the GC
-			c.bodies.Put(buf)
-		}
-	}()
+	buf := r.into
+	if buf == nil {
+		buf = c.bodies.Get().(*bytes.Buffer)
+		defer func() {
+			if buf.Cap() <= 1<<20 { // a rare huge answer is left to the GC
+				c.bodies.Put(buf)
+			}
+		}()
+	}
 	buf.Reset()
 	if _, err := buf.ReadFrom(res.Body); err != nil {
 		return fmt.Errorf("client: %s %s: read answer: %w", r.method, r.path, err)
@@ -296,13 +308,18 @@ func pathf(parts ...any) string {
 	return b.String()
 }
 
-func (p PageParams) query() url.Values {
-	q := url.Values{}
-	if p.Cursor != "" {
-		q.Set("cursor", p.Cursor)
-	}
+// query is the page's query string, written out: url.Values would cost
+// a map per page read.
+func (p PageParams) query() string {
+	var q string
 	if p.Limit != 0 {
-		q.Set("limit", strconv.Itoa(p.Limit))
+		q = "limit=" + strconv.Itoa(p.Limit)
+	}
+	if p.Cursor != "" {
+		if q != "" {
+			q += "&"
+		}
+		q += "cursor=" + url.QueryEscape(p.Cursor)
 	}
 	return q
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"iter"
@@ -21,14 +22,15 @@ type CreatePostParams struct {
 	ExternalID string `json:"external_id,omitempty"`
 	// IdempotencyKey makes the create safe to send again: within a day, the
 	// same key and body answer the same post. Empty: CreatePost makes one
-	// up, so that its own retries never post twice.
+	// up (unless WithoutAutoIdempotencyKeys), so that its own retries never
+	// post twice.
 	IdempotencyKey string `json:"-"`
 }
 
 // CreatePost publishes a post as the token's user. POST /v1/posts.
 func (c *Client) CreatePost(ctx context.Context, p CreatePostParams) (Post, error) {
 	key := p.IdempotencyKey
-	if key == "" {
+	if key == "" && !c.noAutoKey {
 		key = NewIdempotencyKey()
 	}
 	var post Post
@@ -96,6 +98,14 @@ func (c *Client) FeedPageInto(ctx context.Context, p PageParams, page *Page[Post
 	return c.call(ctx, request{method: http.MethodGet, path: "/v1/me/feed", query: p.query(), want: http.StatusOK, out: page})
 }
 
+// FeedPageRaw reads a page of the home feed into buf, undecoded: the
+// answer's JSON, exactly as a Page[Post] would decode it. A caller that
+// reuses buf across calls reads pages without allocating for them (a load
+// generator that must cost less than what it measures).
+func (c *Client) FeedPageRaw(ctx context.Context, p PageParams, buf *bytes.Buffer) error {
+	return c.call(ctx, request{method: http.MethodGet, path: "/v1/me/feed", query: p.query(), want: http.StatusOK, into: buf})
+}
+
 // Feed iterates over the token's user's whole home feed, newest first.
 func (c *Client) Feed(ctx context.Context, p PageParams) iter.Seq2[Post, error] {
 	return all[Post](ctx, c, "/v1/me/feed", p)
@@ -150,7 +160,7 @@ func (c *Client) TopPosts(ctx context.Context, window time.Duration, limit int) 
 		q.Set("limit", strconv.Itoa(limit))
 	}
 	var page Page[Post]
-	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/posts/top", query: q, want: http.StatusOK, out: &page})
+	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/posts/top", query: q.Encode(), want: http.StatusOK, out: &page})
 	return page.Items, err
 }
 

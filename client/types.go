@@ -40,12 +40,39 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
 		b = b[1 : len(b)-1]
 	}
-	v, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
+	v, ok := parseDecimal(b)
+	if !ok {
 		return fmt.Errorf("client: id %s is not a decimal integer", b)
 	}
 	*id = ID(v)
 	return nil
+}
+
+// parseDecimal is strconv.ParseInt(string(b), 10, 64) without the string:
+// every post of every page carries two ids, and the conversion allocated
+// for each.
+func parseDecimal(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg || (len(b) > 0 && b[0] == '+') {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	switch {
+	case neg && v <= 1<<63:
+		return int64(-v), true
+	case !neg && v < 1<<63:
+		return int64(v), true
+	}
+	return 0, false
 }
 
 // User is a user as the API shows it.
