@@ -20,7 +20,7 @@ import (
 // server answers a fixed page from memory, so the differences are the
 // client's.
 //
-//	go test -run '^$' -bench BenchmarkFeedRead -benchmem -count 5 ./internal/bench/load/
+//	go test -run '^$' -bench BenchmarkFeedRead -benchmem -count 8 -benchtime 3000x ./internal/bench/load/
 func BenchmarkFeedRead(b *testing.B) {
 	page := fixedPage(20)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
