@@ -177,7 +177,7 @@ func TestAPI(t *testing.T) {
 			if err != nil || ed.Content != "edited" || ed.EditedAt == nil || string(ed.Data) != string(p.Data) {
 				t.Fatalf("EditPost content = %+v, %v; want new content, edited_at, data kept", ed, err)
 			}
-			ed, err = asAlice.EditPost(ctx, p.ID, client.EditPostParams{Data: client.NoData})
+			ed, err = asAlice.EditPost(ctx, p.ID, client.EditPostParams{Data: client.NoData()})
 			if err != nil || ed.Data != nil || ed.Content != "edited" {
 				t.Fatalf("EditPost NoData = %+v, %v; want the data gone", ed, err)
 			}

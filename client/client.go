@@ -49,8 +49,11 @@ type RetryPolicy struct {
 	MaxBackoff  time.Duration
 }
 
-// DefaultRetryPolicy is the policy of a new Client.
-var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 4, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
+// DefaultRetryPolicy is the policy of a new Client: 4 attempts, waits
+// from 100 ms to 5 s.
+func DefaultRetryPolicy() RetryPolicy {
+	return RetryPolicy{MaxAttempts: 4, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
+}
 
 // Option configures New.
 type Option func(*Client)
@@ -63,7 +66,7 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // end every stream.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
 
-// WithRetryPolicy replaces DefaultRetryPolicy.
+// WithRetryPolicy replaces DefaultRetryPolicy().
 func WithRetryPolicy(p RetryPolicy) Option { return func(c *Client) { c.retry = p } }
 
 // WithoutAutoIdempotencyKeys stops CreatePost from making up an
@@ -86,7 +89,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		base: strings.TrimRight(baseURL, "/"),
 		shared: &shared{
 			http:  &http.Client{Timeout: 30 * time.Second},
-			retry: DefaultRetryPolicy,
+			retry: DefaultRetryPolicy(),
 			agent: "feedd-go-client",
 		},
 	}

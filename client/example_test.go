@@ -98,7 +98,7 @@ func ExampleClient_EditPost() {
 		log.Fatal(err)
 	}
 	content := "first"
-	edited, err := asDan.EditPost(ctx, post.ID, client.EditPostParams{Content: &content, Data: client.NoData})
+	edited, err := asDan.EditPost(ctx, post.ID, client.EditPostParams{Content: &content, Data: client.NoData()})
 	if err != nil {
 		log.Fatal(err)
 	}

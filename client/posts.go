@@ -39,13 +39,13 @@ func (c *Client) CreatePost(ctx context.Context, p CreatePostParams) (Post, erro
 }
 
 // NoData, as EditPostParams.Data, removes a post's data.
-var NoData = json.RawMessage("null")
+func NoData() json.RawMessage { return json.RawMessage("null") }
 
 // EditPostParams is an edit of a post: the fields set replace the post's,
 // the others stay. At least one must be set.
 type EditPostParams struct {
 	Content *string `json:"content,omitempty"`
-	// Data replaces the post's data; NoData removes it; nil keeps it.
+	// Data replaces the post's data; NoData() removes it; nil keeps it.
 	Data json.RawMessage `json:"data,omitempty"`
 }
 
