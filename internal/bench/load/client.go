@@ -36,7 +36,7 @@ func newClient(base, admin string, conns int) *client {
 		fclient.WithUserAgent("feedd-bench"))
 	if err != nil {
 		// Every base comes from a child's "listening on" line or the
-		// --url flag, which run checks: a bad one is a bug.
+		// --url flag, which Run checks first: a bad one is a bug.
 		panic(fmt.Sprintf("bench: %v", err))
 	}
 	return &client{api: api, http: hc}
