@@ -63,6 +63,7 @@ func runFeedd(t *testing.T, env map[string]string, overrides ...string) (*instan
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+	in.api = newAPI(t, in.url, in.admin)
 	in.stop = stopper(t, cancel, done)
 	t.Cleanup(in.stop)
 	return in, logs

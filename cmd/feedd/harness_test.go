@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/feedd/feedd/client"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/rediscache"
 	"github.com/feedd/feedd/internal/testenv"
@@ -153,6 +153,10 @@ type instance struct {
 	stop  func()
 	http  *http.Client
 	out   *testenv.SyncBuffer // what it printed, when started by runFeedd
+	// api is package client with the admin token, for the helpers that
+	// map onto it; tests that send bad input on purpose use do. It never
+	// retries, so a test sees every answer as the server gave it.
+	api *client.Client
 }
 
 // startFeedd starts feedd with env (plus overrides), lets tweak adjust the
@@ -213,6 +217,7 @@ func startRole(t *testing.T, role string, env map[string]string, tweak func(*dep
 		}
 	}
 	in.admin = d.adminToken
+	in.api = newAPI(t, in.url, in.admin)
 	in.stop = stopper(t, cancel, done)
 	t.Cleanup(in.stop)
 	return in
@@ -302,23 +307,55 @@ func (in *instance) must(want int, method, path, token string, body any, hdr ...
 	return r
 }
 
+// newAPI returns a client of the feedd at url acting with token, that
+// neither retries nor makes up idempotency keys: the tests see exactly
+// what they send and what the server answers.
+func newAPI(t *testing.T, url, token string) *client.Client {
+	t.Helper()
+	c, err := client.New(url, client.WithToken(token), client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 1}),
+		client.WithoutAutoIdempotencyKeys(), client.WithHTTPClient(&http.Client{Timeout: 30 * time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// as is the instance's client acting with token.
+func (in *instance) as(token string) *client.Client { return in.api.WithToken(token) }
+
 // user creates a user and returns its id and a token for it.
 func (in *instance) user(name string) (string, string) {
 	in.t.Helper()
-	u := in.must(201, "POST", "/v1/users", in.admin, map[string]any{"name": name})
-	id := u.str("id")
-	tok := in.must(201, "POST", "/v1/users/"+id+"/tokens", in.admin, map[string]any{"ttl_seconds": 3600})
-	return id, tok.str("token")
+	ctx := context.Background()
+	u, err := in.api.CreateUser(ctx, client.CreateUserParams{Name: name})
+	if err != nil {
+		in.t.Fatalf("create user %s: %v", name, err)
+	}
+	tok, err := in.api.CreateToken(ctx, u.ID, time.Hour)
+	if err != nil {
+		in.t.Fatalf("token for %s: %v", name, err)
+	}
+	return u.ID.String(), tok.Token
 }
 
 func (in *instance) follow(token, id string) {
 	in.t.Helper()
-	in.must(204, "PUT", "/v1/me/following/"+id, token, nil)
+	uid, err := client.ParseID(id)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	if err := in.as(token).Follow(context.Background(), uid); err != nil {
+		in.t.Fatalf("follow %s: %v", id, err)
+	}
 }
 
 func (in *instance) post(token, content string) string {
 	in.t.Helper()
-	return in.must(201, "POST", "/v1/posts", token, map[string]any{"content": content}).str("id")
+	p, err := in.as(token).CreatePost(context.Background(), client.CreatePostParams{Content: content})
+	if err != nil {
+		in.t.Fatalf("post %q: %v", content, err)
+	}
+	return p.ID.String()
 }
 
 // feedAll pages through a whole home feed with the given page size and
@@ -326,24 +363,26 @@ func (in *instance) post(token, content string) string {
 func (in *instance) feedAll(token string, limit int) []string {
 	in.t.Helper()
 	var ids []string
-	cursor := ""
+	var page client.Page[client.Post]
+	c := in.as(token)
+	params := client.PageParams{Limit: limit}
 	for pages := 0; ; pages++ {
 		if pages > 10000 {
 			in.t.Fatal("feed paging does not end")
 		}
-		r := in.must(200, "GET", fmt.Sprintf("/v1/me/feed?limit=%d&cursor=%s", limit, cursor), token, nil)
-		items := r.items()
-		for _, it := range items {
-			ids = append(ids, it["id"].(string))
+		if err := c.FeedPageInto(context.Background(), params, &page); err != nil {
+			in.t.Fatalf("feed page %d: %v", pages, err)
 		}
-		next, ok := r.body["next_cursor"].(string)
-		if !ok {
+		for _, p := range page.Items {
+			ids = append(ids, p.ID.String())
+		}
+		if page.NextCursor == "" {
 			return ids
 		}
-		if len(items) != limit {
-			in.t.Fatalf("page %d has %d items but a next_cursor; want full pages (%d)", pages, len(items), limit)
+		if len(page.Items) != limit {
+			in.t.Fatalf("page %d has %d items but a next_cursor; want full pages (%d)", pages, len(page.Items), limit)
 		}
-		cursor = next
+		params.Cursor = page.NextCursor
 	}
 }
 

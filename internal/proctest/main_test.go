@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	fclient "github.com/feedd/feedd/client"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/rediscache"
@@ -555,40 +556,59 @@ func (c *client) must(want int, method, path, token string, body any) map[string
 	return m
 }
 
+// as is package client acting with token on this process; it never
+// retries nor makes up idempotency keys, so a test sees every answer as
+// the server gave it.
+func (c *client) as(token string) *fclient.Client {
+	c.t.Helper()
+	api, err := fclient.New(c.base, fclient.WithToken(token), fclient.WithHTTPClient(c.http),
+		fclient.WithRetryPolicy(fclient.RetryPolicy{MaxAttempts: 1}), fclient.WithoutAutoIdempotencyKeys())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return api
+}
+
 // token mints a user token with the admin token.
 func (c *client) token(admin string, user int64) string {
 	c.t.Helper()
-	r := c.must(201, "POST", "/v1/users/"+feed.FormatID(user)+"/tokens", admin, map[string]any{"ttl_seconds": 3600})
-	tok, _ := r["token"].(string)
-	if tok == "" {
-		c.t.Fatalf("token answer %v has no token", r)
+	tok, err := c.as(admin).CreateToken(context.Background(), fclient.ID(user), time.Hour)
+	if err != nil {
+		c.t.Fatalf("token for %d: %v", user, err)
 	}
-	return tok
+	return tok.Token
 }
 
 // newUser creates a user with the admin token and mints a token for it.
 func (c *client) newUser(admin, name string) (int64, string) {
 	c.t.Helper()
-	r := c.must(201, "POST", "/v1/users", admin, map[string]any{"name": name})
-	id := parseID(c.t, r["id"])
-	return id, c.token(admin, id)
+	u, err := c.as(admin).CreateUser(context.Background(), fclient.CreateUserParams{Name: name})
+	if err != nil {
+		c.t.Fatalf("create user %s: %v", name, err)
+	}
+	return int64(u.ID), c.token(admin, int64(u.ID))
 }
 
 // publish posts content as the token's user and returns the post's id.
 func (c *client) publish(token, content string) int64 {
 	c.t.Helper()
-	return parseID(c.t, c.must(201, "POST", "/v1/posts", token, map[string]any{"content": content})["id"])
+	p, err := c.as(token).CreatePost(context.Background(), fclient.CreatePostParams{Content: content})
+	if err != nil {
+		c.t.Fatalf("publish %q: %v", content, err)
+	}
+	return int64(p.ID)
 }
 
 // feed returns the post ids of the first page of the token's home feed.
 func (c *client) feed(token string) []int64 {
 	c.t.Helper()
-	r := c.must(200, "GET", "/v1/me/feed?limit=100", token, nil)
-	items, _ := r["items"].([]any)
-	ids := make([]int64, len(items))
-	for i, it := range items {
-		m, _ := it.(map[string]any)
-		ids[i] = parseID(c.t, m["id"])
+	pg, err := c.as(token).FeedPage(context.Background(), fclient.PageParams{Limit: 100})
+	if err != nil {
+		c.t.Fatalf("feed: %v", err)
+	}
+	ids := make([]int64, len(pg.Items))
+	for i, p := range pg.Items {
+		ids[i] = int64(p.ID)
 	}
 	return ids
 }

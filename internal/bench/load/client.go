@@ -3,27 +3,26 @@ package load
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	fclient "github.com/feedd/feedd/client"
 	"github.com/feedd/feedd/internal/bench/report"
-	"github.com/feedd/feedd/internal/feed"
 )
 
-// client speaks feedd's HTTP API: the few calls bench needs, nothing else.
+// client is bench's side of feedd's HTTP API: package client, with the
+// admin token, a transport sized for the load's concurrency, no retries
+// (a refusal is a figure of the run, not something to hide) and no
+// made-up idempotency keys (the publish measured is the bare one).
 type client struct {
-	base  string
-	admin string
-	http  *http.Client
+	api  *fclient.Client
+	http *http.Client
 }
 
 func newClient(base, admin string, conns int) *client {
@@ -31,74 +30,29 @@ func newClient(base, admin string, conns int) *client {
 	tr.MaxIdleConns = conns * 2
 	tr.MaxIdleConnsPerHost = conns * 2
 	tr.MaxConnsPerHost = 0
-	return &client{
-		base:  strings.TrimRight(base, "/"),
-		admin: admin,
-		http:  &http.Client{Transport: tr, Timeout: 30 * time.Second},
+	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	api, err := fclient.New(base, fclient.WithToken(admin), fclient.WithHTTPClient(hc),
+		fclient.WithRetryPolicy(fclient.RetryPolicy{MaxAttempts: 1}), fclient.WithoutAutoIdempotencyKeys(),
+		fclient.WithUserAgent("feedd-bench"))
+	if err != nil {
+		// Every base comes from a child's "listening on" line or the
+		// --url flag, which Run checks first: a bad one is a bug.
+		panic(fmt.Sprintf("bench: %v", err))
 	}
+	return &client{api: api, http: hc}
 }
 
 func (c *client) close() { c.http.CloseIdleConnections() }
 
-// apiError is a non-2xx answer.
-type apiError struct {
-	method, path string
-	status       int
-	body         string
-}
-
-func (e *apiError) Error() string {
-	return fmt.Sprintf("%s %s: status %d: %s", e.method, e.path, e.status, strings.TrimSpace(e.body))
-}
-
-// do sends a request with an optional JSON body and decodes a JSON answer
-// into out (when not nil); any status but want is an *apiError.
-func (c *client) do(ctx context.Context, method, path, token string, body, out any, want int) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if res.StatusCode != want {
-		return &apiError{method: method, path: path, status: res.StatusCode, body: string(raw[:min(len(raw), 300)])}
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return fmt.Errorf("%s %s: decode: %w", method, path, err)
-		}
-	}
-	return nil
-}
+// as is the client acting with token.
+func (c *client) as(token string) *fclient.Client { return c.api.WithToken(token) }
 
 // ready polls /readyz until it answers 200, or fails after within.
 func (c *client) ready(ctx context.Context, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	var last error
 	for time.Now().Before(deadline) {
-		last = c.do(ctx, "GET", "/readyz", "", nil, nil, http.StatusOK)
-		if last == nil {
+		if _, last = c.api.Ready(ctx); last == nil {
 			return nil
 		}
 		select {
@@ -107,119 +61,92 @@ func (c *client) ready(ctx context.Context, within time.Duration) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("feedd at %s not ready within %v: %w", c.base, within, last)
+	return fmt.Errorf("feedd at %s not ready within %v: %w", c.api.BaseURL(), within, last)
 }
 
-type apiUser struct {
-	ID             string `json:"id"`
-	Name           string `json:"name"`
-	FollowerCount  int64  `json:"follower_count"`
-	FollowingCount int64  `json:"following_count"`
-	DeliveryMode   string `json:"delivery_mode"`
-}
-
-func (c *client) user(ctx context.Context, token, id string) (apiUser, error) {
-	var u apiUser
-	err := c.do(ctx, "GET", "/v1/users/"+id, token, nil, &u, http.StatusOK)
-	return u, err
+func (c *client) user(ctx context.Context, token, id string) (fclient.User, error) {
+	uid, err := fclient.ParseID(id)
+	if err != nil {
+		return fclient.User{}, err
+	}
+	return c.as(token).GetUser(ctx, uid)
 }
 
 // token mints a user token with the admin token.
 func (c *client) token(ctx context.Context, id string, ttl time.Duration) (string, error) {
-	var out struct {
-		Token string `json:"token"`
+	uid, err := fclient.ParseID(id)
+	if err != nil {
+		return "", err
 	}
-	err := c.do(ctx, "POST", "/v1/users/"+id+"/tokens", c.admin, map[string]any{"ttl_seconds": int64(ttl.Seconds())}, &out, http.StatusCreated)
-	return out.Token, err
+	t, err := c.api.CreateToken(ctx, uid, ttl)
+	return t.Token, err
 }
 
 // post publishes and returns the new post's id.
 func (c *client) post(ctx context.Context, token, content string) (int64, error) {
-	var out struct {
-		ID string `json:"id"`
+	p, err := c.as(token).CreatePost(ctx, fclient.CreatePostParams{Content: content})
+	return int64(p.ID), err
+}
+
+func (c *client) follow(ctx context.Context, token, id string) error {
+	uid, err := fclient.ParseID(id)
+	if err != nil {
+		return err
 	}
-	if err := c.do(ctx, "POST", "/v1/posts", token, map[string]string{"content": content}, &out, http.StatusCreated); err != nil {
-		return 0, err
-	}
-	return feed.ParsePostID(out.ID)
+	return c.as(token).Follow(ctx, uid)
 }
 
 func (c *client) deletePost(ctx context.Context, token string, id int64) error {
-	err := c.do(ctx, "DELETE", "/v1/posts/"+feed.FormatID(id), token, nil, nil, http.StatusNoContent)
-	var ae *apiError
-	if errors.As(err, &ae) && ae.status == http.StatusNotFound {
+	err := c.as(token).DeletePost(ctx, fclient.ID(id))
+	if fclient.ErrorCode(err) == fclient.CodeNotFound {
 		return nil
 	}
 	return err
 }
 
-// apiPost is a post of a page, as much of it as bench looks at.
-type apiPost struct {
-	ID        string `json:"id"`
-	AuthorID  string `json:"author_id"`
-	Content   string `json:"content"`
-	CreatedAt string `json:"created_at"`
+// feedPage reads the first page of a home feed, decoded.
+func (c *client) feedPage(ctx context.Context, token string, limit int) ([]fclient.Post, error) {
+	pg, err := c.as(token).FeedPage(ctx, fclient.PageParams{Limit: limit})
+	return pg.Items, err
 }
 
-// feedPage reads the first page of a home feed.
-func (c *client) feedPage(ctx context.Context, token string, limit int) ([]apiPost, error) {
-	var out struct {
-		Items []apiPost `json:"items"`
+// feedRaw reads a first page of 20 into buf without decoding it: the
+// bench client shares the machine with what it measures, so it does as
+// little as it can (BenchmarkFeedRead compares it with a decoded page).
+// It counts the page's items by their "author_id" fields.
+func (c *client) feedRaw(ctx context.Context, token string, buf *bytes.Buffer) (int, error) {
+	if err := c.as(token).FeedPageRaw(ctx, fclient.PageParams{Limit: 20}, buf); err != nil {
+		return 0, err
 	}
-	err := c.do(ctx, "GET", fmt.Sprintf("/v1/me/feed?limit=%d", limit), token, nil, &out, http.StatusOK)
-	return out.Items, err
+	return bytes.Count(buf.Bytes(), []byte(`"author_id"`)), nil
 }
 
 // followers pages through every follower id of user, 100 a request.
 func (c *client) followers(ctx context.Context, token, user string, progress *report.Progress) ([]int64, error) {
+	uid, err := fclient.ParseID(user)
+	if err != nil {
+		return nil, err
+	}
 	var ids []int64
-	cursor := ""
-	for pages := 0; ; pages++ {
-		var out struct {
-			Items      []apiUser `json:"items"`
-			NextCursor *string   `json:"next_cursor"`
-		}
-		path := "/v1/users/" + user + "/followers?limit=100"
-		if cursor != "" {
-			path += "&cursor=" + url.QueryEscape(cursor)
-		}
-		if err := c.do(ctx, "GET", path, token, nil, &out, http.StatusOK); err != nil {
+	for u, err := range c.as(token).Followers(ctx, uid, fclient.PageParams{Limit: 100}) {
+		if err != nil {
 			return nil, err
 		}
-		for _, u := range out.Items {
-			id, err := feed.ParseID(u.ID)
-			if err != nil {
-				return nil, err
-			}
-			ids = append(ids, id)
-		}
+		ids = append(ids, int64(u.ID))
 		if progress != nil {
-			progress.Add(int64(len(out.Items)))
+			progress.Add(1)
 		}
-		if out.NextCursor == nil || len(out.Items) == 0 {
-			return ids, nil
-		}
-		cursor = *out.NextCursor
 	}
+	return ids, nil
 }
 
 // metrics scrapes /metrics.
 func (c *client) metrics(ctx context.Context) (scrape, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/metrics", nil)
+	raw, err := c.api.Metrics(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// Plain text format, which the parser reads.
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	res, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: status %d", res.StatusCode)
-	}
-	return parseMetrics(res.Body)
+	return parseMetrics(bytes.NewReader(raw))
 }
 
 // scrape is one /metrics answer: the value of every counter and gauge

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	fclient "github.com/feedd/feedd/client"
 	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
 )
@@ -46,12 +47,12 @@ func (r *runner) mixed(ctx context.Context, m *modelRun) (*report.MixedResult, e
 		samplesMu                sync.Mutex
 	)
 	fail := func(w *mixedWorker, op string, err error) {
-		var ae *apiError
+		var ae *fclient.Error
 		switch {
-		case errors.As(err, &ae) && ae.status >= 500:
+		case errors.As(err, &ae) && ae.Status >= 500:
 			n5xx.Add(1)
 			w.errs5[op]++
-		case errors.As(err, &ae) && ae.status == http.StatusTooManyRequests:
+		case errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests:
 			n429.Add(1)
 			return
 		default:
@@ -125,7 +126,7 @@ func (r *runner) mixed(ctx context.Context, m *modelRun) (*report.MixedResult, e
 					if v == u {
 						v = (v + 1) % len(users)
 					}
-					err = m.cl.do(loadCtx, "PUT", "/v1/me/following/"+users[v], toks[u], nil, nil, http.StatusNoContent)
+					err = m.cl.follow(loadCtx, toks[u], users[v])
 				case "post":
 					var id int64
 					id, err = m.cl.post(loadCtx, toks[u], "mixed load "+feed.FormatID(int64(rng.Uint32())))
@@ -224,9 +225,7 @@ func (r *runner) mixedRead(ctx context.Context, m *modelRun, token string, seen 
 	}
 	ids := make([]int64, 0, len(posts))
 	for _, p := range posts {
-		if id, err := feed.ParsePostID(p.ID); err == nil {
-			ids = append(ids, id)
-		}
+		ids = append(ids, int64(p.ID))
 	}
 	seen(ids)
 	return nil

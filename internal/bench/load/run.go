@@ -26,6 +26,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	fclient "github.com/feedd/feedd/client"
 	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
@@ -167,6 +168,11 @@ func Run(ctx context.Context, o RunOptions) (*report.Report, error) {
 	for _, s := range o.Scenarios {
 		if !slices.Contains(AllScenarios, s) && s != ScenarioMixed {
 			return nil, fmt.Errorf("bench run: unknown scenario %q: want some of %s", s, strings.Join(AllScenarios, ","))
+		}
+	}
+	if o.URL != "" {
+		if _, err := fclient.New(o.URL); err != nil {
+			return nil, fmt.Errorf("bench run: --url: %w", err)
 		}
 	}
 	if o.URL == "" {

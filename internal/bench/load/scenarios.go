@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	fclient "github.com/feedd/feedd/client"
 	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
@@ -263,7 +262,7 @@ func (r *runner) readCohort(ctx context.Context, m *modelRun, co graph.Cohort) (
 	}
 	// Warm up: one page per reader, unmeasured (it may rebuild an inbox);
 	// the pages seed the baseline.
-	pages := make([][]apiPost, len(toks))
+	pages := make([][]fclient.Post, len(toks))
 	err = forEach(ctx, r.o.Concurrency, len(toks), func(ctx context.Context, i int) error {
 		var err error
 		pages[i], err = m.cl.feedPage(ctx, toks[i], 20)
@@ -333,7 +332,7 @@ func (r *runner) readCohort(ctx context.Context, m *modelRun, co graph.Cohort) (
 // reads them back the way an inbox hit does: InboxPage(reader, 0, 20),
 // then CachedPosts of its ids — two round trips, MULTI{ZSCORE, ZRANGE}
 // and a pipeline of 20 GETs — at the same concurrency.
-func (r *runner) readBaseline(ctx context.Context, res *report.ReadResult, readers []int64, pages [][]apiPost) error {
+func (r *runner) readBaseline(ctx context.Context, res *report.ReadResult, readers []int64, pages [][]fclient.Post) error {
 	prefix := r.o.RunPrefix + "readbase-" + r.tag + ":"
 	c := rediscache.New(r.rdb, rediscache.Options{Prefix: prefix, InboxMax: r.o.InboxMax})
 	defer func() { _, _ = deletePrefix(context.WithoutCancel(ctx), r.rdb, prefix) }()
@@ -341,14 +340,8 @@ func (r *runner) readBaseline(ctx context.Context, res *report.ReadResult, reade
 		posts := make([]feed.Post, 0, len(pg))
 		ids := make([]int64, 0, len(pg))
 		for _, p := range pg {
-			id, err := feed.ParsePostID(p.ID)
-			if err != nil {
-				return err
-			}
-			author, _ := feed.ParseID(p.AuthorID)
-			created, _ := time.Parse(time.RFC3339Nano, p.CreatedAt)
-			posts = append(posts, feed.Post{ID: id, AuthorID: author, Content: p.Content, CreatedAt: created})
-			ids = append(ids, id)
+			posts = append(posts, feed.Post{ID: int64(p.ID), AuthorID: int64(p.AuthorID), Content: p.Content, CreatedAt: p.CreatedAt})
+			ids = append(ids, int64(p.ID))
 		}
 		if err := c.FillInbox(ctx, readers[i], ids, true, time.Hour); err != nil {
 			return err
@@ -375,30 +368,6 @@ func (r *runner) readBaseline(ctx context.Context, res *report.ReadResult, reade
 		res.ReadVsBaseline = res.ReadRPS / res.ReadBaselineRPS
 	}
 	return nil
-}
-
-// feedRaw reads a first page of 20 without decoding it: the bench client
-// shares the machine with what it measures, so it does as little as it
-// can. It counts the page's items by their "author_id" fields.
-func (c *client) feedRaw(ctx context.Context, token string, buf *bytes.Buffer) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/v1/me/feed?limit=20", nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := c.http.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer res.Body.Close()
-	buf.Reset()
-	if _, err := io.Copy(buf, res.Body); err != nil {
-		return 0, err
-	}
-	if res.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET /v1/me/feed: status %d", res.StatusCode)
-	}
-	return bytes.Count(buf.Bytes(), []byte(`"author_id"`)), nil
 }
 
 // memory lets a sample of readers read their feed once (so feedd builds

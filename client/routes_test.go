@@ -1,0 +1,76 @@
+package client_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/feedd/feedd/client"
+	"github.com/feedd/feedd/internal/httpapi"
+)
+
+// methods names the client's method of every route of the API. A route
+// added to the server's table without one fails TestEveryRouteHasAMethod.
+var methods = map[string][]string{
+	"POST /v1/users":                  {"CreateUser"},
+	"POST /v1/users/{id}/tokens":      {"CreateToken"},
+	"DELETE /v1/users/{id}/tokens":    {"RevokeTokens"},
+	"DELETE /v1/users/{id}":           {"DeleteUser"},
+	"GET /v1/users/{id}":              {"GetUser"},
+	"GET /v1/users/{id}/followers":    {"Followers", "FollowersPage"},
+	"GET /v1/users/{id}/following":    {"Following", "FollowingPage"},
+	"GET /v1/users/{id}/posts":        {"UserPosts", "UserPostsPage"},
+	"DELETE /v1/me":                   {"DeleteMe"},
+	"PUT /v1/me/following/{id}":       {"Follow"},
+	"DELETE /v1/me/following/{id}":    {"Unfollow"},
+	"GET /v1/me/feed":                 {"Feed", "FeedPage", "FeedPageInto"},
+	"GET /v1/me/feed/stream":          {"Stream"},
+	"POST /v1/me/feed/stream-tickets": {"CreateStreamTicket"},
+	"GET /v1/me/markers/home":         {"HomeMarker"},
+	"PUT /v1/me/markers/home":         {"SetHomeMarker"},
+	"PUT /v1/me/mutes/{id}":           {"Mute"},
+	"DELETE /v1/me/mutes/{id}":        {"Unmute"},
+	"GET /v1/me/mutes":                {"Mutes", "MutesPage"},
+	"PUT /v1/me/blocks/{id}":          {"Block"},
+	"DELETE /v1/me/blocks/{id}":       {"Unblock"},
+	"GET /v1/me/blocks":               {"Blocks", "BlocksPage"},
+	"POST /v1/posts":                  {"CreatePost"},
+	"GET /v1/posts/{id}":              {"GetPost"},
+	"PATCH /v1/posts/{id}":            {"EditPost"},
+	"DELETE /v1/posts/{id}":           {"DeletePost"},
+	"PUT /v1/posts/{id}/like":         {"Like"},
+	"DELETE /v1/posts/{id}/like":      {"Unlike"},
+	"GET /v1/posts/{id}/likes":        {"Likers", "LikersPage"},
+	"GET /v1/users/{id}/likes":        {"UserLikes", "UserLikesPage"},
+	"GET /v1/posts/top":               {"TopPosts"},
+	"GET /v1/admin/jobs/{id}":         {"Job"},
+	"GET /v1/admin/degradation":       {"Degradation"},
+	"PUT /v1/admin/degradation":       {"SetDegradation"},
+	"GET /v1/openapi.json":            {"OpenAPI"},
+	"GET /healthz":                    {"Health"},
+	"GET /readyz":                     {"Ready"},
+	"GET /metrics":                    {"Metrics"},
+}
+
+func TestEveryRouteHasAMethod(t *testing.T) {
+	typ := reflect.TypeFor[*client.Client]()
+	seen := map[string]bool{}
+	for _, rt := range httpapi.Routes() {
+		key := rt.Method + " " + rt.Path
+		seen[key] = true
+		names, ok := methods[key]
+		if !ok {
+			t.Errorf("route %s has no method in package client (add one, and a row to methods)", key)
+			continue
+		}
+		for _, name := range names {
+			if _, ok := typ.MethodByName(name); !ok {
+				t.Errorf("route %s: *client.Client has no method %s", key, name)
+			}
+		}
+	}
+	for key := range methods {
+		if !seen[key] {
+			t.Errorf("methods names route %s, which the server does not have", key)
+		}
+	}
+}
