@@ -28,6 +28,7 @@ import (
 	"github.com/feedd/feedd/internal/sqlstore"
 	"github.com/feedd/feedd/internal/stream"
 	"github.com/feedd/feedd/internal/timeline"
+	"github.com/feedd/feedd/internal/webapp"
 )
 
 // start runs the configured role until ctx is done, then shuts down in
@@ -106,6 +107,10 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		d.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "feedd_streams_open", Help: "Live streams (GET /v1/me/feed/stream) open on this process.",
 		}, func() float64 { return float64(hub.Len()) }))
+		pages, err := webapp.New()
+		if err != nil {
+			return err
+		}
 		handler = httpapi.NewServer(logger, httpapi.Config{
 			AdminToken: d.adminToken, JWTSecret: d.jwtSecret,
 			BodyTimeout: cfg.bodyTimeout,
@@ -118,6 +123,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			Shed:      limit.NewShedder(map[limit.Class]int{limit.Read: cfg.maxReads, limit.Write: cfg.maxWrites}, cfg.shedWait),
 			Switches:  switches,
 			Live:      &httpapi.Live{Hub: hub, Announce: announcer, Tickets: d.cache},
+			Pages:     pages,
 		}, svc, newLikes(cfg, d, logger, svc, switches), d.reg, apiMetrics)
 	} else {
 		handler = httpapi.NewOps(logger, workReady, apiMetrics)

@@ -10,8 +10,10 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -137,6 +139,18 @@ type Config struct {
 
 	// Live is the live stream (nil: it answers 503).
 	Live *Live
+
+	// Pages are the web pages served beside the API (nil: none): the
+	// paths outside the route table that they claim, and nothing under
+	// /v1/, whose unknown paths keep their JSON 404.
+	Pages Pages
+}
+
+// Pages is a handler of web pages and the ServeMux patterns it answers
+// (GET only: a page is read, never written).
+type Pages interface {
+	http.Handler
+	Patterns() []string
 }
 
 const defaultMaxBodyBytes = 1 << 20
@@ -186,6 +200,14 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prome
 			h = guardStream(cfg, dm, rt.handler)
 		}
 		mux.Handle(rt.pattern(), tok.require(rt.access, h))
+	}
+	if cfg.Pages != nil {
+		for _, p := range cfg.Pages.Patterns() {
+			if _, path, _ := strings.Cut(p, " "); path == "/v1" || strings.HasPrefix(path, "/v1/") {
+				panic(fmt.Sprintf("httpapi: page pattern %q is in the API's namespace", p))
+			}
+			mux.Handle(p, cfg.Pages)
+		}
 	}
 	return middleware(logger, newRequestMetrics(logger, reg), cfg.MaxBodyBytes, cfg.BodyTimeout, mux)
 }
