@@ -181,7 +181,7 @@ function postEl(p) {
 // twice. Returns the list element, a Set of shown ids and stop().
 function pager(load, item, empty, onfirst) {
   const list = el('ol', { class: 'list' });
-  const end = el('p', { class: 'end' }, 'Loading…');
+  const end = el('p', { class: 'end', 'data-state': 'loading' }, 'Loading…');
   const box = el('div', {}, list, end);
   const shown = new Set();
   let cursor = '';
@@ -191,6 +191,8 @@ function pager(load, item, empty, onfirst) {
   const more = async () => {
     if (busy || done) return;
     busy = true;
+    end.dataset.state = 'loading';
+    end.textContent = 'Loading…';
     try {
       const page = await load(cursor);
       for (const it of page.items) {
@@ -200,11 +202,13 @@ function pager(load, item, empty, onfirst) {
       }
       cursor = page.next_cursor;
       done = !cursor;
-      end.textContent = done ? (shown.size === 0 ? empty : 'That is all.') : 'Loading…';
+      end.textContent = done ? (shown.size === 0 ? empty : 'That is all.') : '';
+      end.dataset.state = done ? 'done' : 'more';
       if (first && onfirst) onfirst(page.items);
       first = false;
     } catch (e) {
       end.textContent = describe(e);
+      end.dataset.state = 'error';
       if (e instanceof APIError && e.status === 429) {
         setTimeout(() => { busy = false; more(); }, (e.retryAfter || 1) * 1000);
         return;
