@@ -200,7 +200,7 @@ func TestBrowserApp(t *testing.T) {
 
 	// Alice follows bob from his page (a deep link: the server answers the
 	// app for it).
-	alice.do(chromedp.Navigate(in.url+"/users/"+bobID))
+	alice.do(chromedp.Navigate(in.url + "/users/" + bobID))
 	alice.wait("the follow button", `(b => b && !b.disabled && b.textContent === 'Follow')(document.querySelector('#follow'))`)
 	alice.do(chromedp.Click(chromedp.CSS("#follow")))
 	alice.wait("the unfollow button", `document.querySelector('#follow').textContent === 'Unfollow' && document.querySelector('#followers').textContent === '1'`)
