@@ -29,7 +29,7 @@ type Overview struct {
 	// Outbox, Queues and Degradation are read at the time of the request
 	// from the shared SQL, broker and cache: they are the deployment's,
 	// not any one process's.
-	Outbox      Outbox      `json:"outbox"`
+	Outbox      Backlog     `json:"outbox"`
 	Queues      []Queue     `json:"queues"`
 	Degradation Degradation `json:"degradation"`
 	// Breakers are every process's breakers by name, each at its worst.
@@ -59,8 +59,8 @@ type Fanout struct {
 	InboxWritesPerSecond float64 `json:"inbox_writes_per_second"`
 }
 
-// Outbox is the SQL outbox's events not yet confirmed by the broker.
-type Outbox struct {
+// Backlog is the SQL outbox's events not yet confirmed by the broker.
+type Backlog struct {
 	Unsent           *int64   `json:"unsent"`
 	OldestAgeSeconds *float64 `json:"oldest_age_seconds"`
 }
