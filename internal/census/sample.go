@@ -79,10 +79,10 @@ func (h hist) since(old hist) hist {
 // merge adds o to h if they have the same bounds, and reports whether
 // they had.
 func (h *hist) merge(o hist) bool {
-	if o.Counts == nil {
+	if len(o.Counts) == 0 {
 		return true
 	}
-	if h.Counts == nil {
+	if len(h.Counts) == 0 {
 		h.Bounds = o.Bounds
 		h.Counts = slices.Clone(o.Counts)
 		return true
