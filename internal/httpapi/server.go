@@ -140,6 +140,10 @@ type Config struct {
 	// Live is the live stream (nil: it answers 503).
 	Live *Live
 
+	// Console is the ops console's figures and actions (nil: its routes
+	// answer 404).
+	Console Console
+
 	// Pages are the web pages served beside the API (nil: none): the
 	// paths outside the route table that they claim, and nothing under
 	// /v1/, whose unknown paths keep their JSON 404.
@@ -194,7 +198,7 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prome
 	dm := newDefenceMetrics(logger, reg, cfg.Shed)
 
 	mux := http.NewServeMux()
-	for _, rt := range routes(tok, svc, lk, cfg.Switches, ready, metrics, cfg.Live) {
+	for _, rt := range routes(tok, svc, lk, cfg.Switches, ready, metrics, cfg.Live, cfg.Console) {
 		h := guard(cfg, dm, classOf(rt), rt.handler)
 		if rt.path == streamPath {
 			h = guardStream(cfg, dm, rt.handler)
@@ -221,7 +225,7 @@ func NewOps(logger *slog.Logger, ready func(context.Context) []feed.Check, metri
 		ready = func(context.Context) []feed.Check { return nil }
 	}
 	mux := http.NewServeMux()
-	for _, rt := range routes(nil, nil, nil, nil, ready, metrics, nil) {
+	for _, rt := range routes(nil, nil, nil, nil, ready, metrics, nil, nil) {
 		if rt.access == ops {
 			mux.Handle(rt.pattern(), rt.handler)
 		}

@@ -429,3 +429,21 @@ func notifierSuite(t *testing.T, newClient func() redis.UniversalClient) {
 func TestNotifier(t *testing.T) { notifierSuite(t, testServer(t)) }
 
 func TestNotifierCluster(t *testing.T) { notifierSuite(t, testCluster(t)) }
+
+func beatsSuite(t *testing.T, newClient func() redis.UniversalClient) {
+	admin := newClient()
+	t.Cleanup(func() { admin.Close() })
+	feedtest.TestBeats(t, func(t *testing.T) feedtest.Beats {
+		prefix := randomPrefix()
+		c := New(newClient(), Options{Prefix: prefix})
+		t.Cleanup(func() {
+			c.Close()
+			deleteKeys(t, admin, prefix)
+		})
+		return c
+	})
+}
+
+func TestBeats(t *testing.T) { beatsSuite(t, testServer(t)) }
+
+func TestBeatsCluster(t *testing.T) { beatsSuite(t, testCluster(t)) }
