@@ -361,6 +361,7 @@ func TestBrowserConsole(t *testing.T) {
 	ops.do(chromedp.Navigate(in.url+"/ops"), chromedp.WaitVisible(chromedp.CSS("#admin-token")),
 		chromedp.SetValue(chromedp.CSS("#admin-token"), in.admin), chromedp.Click(chromedp.CSS("#signin button")))
 	ops.wait("the switches", `!!document.querySelector('#switch-L2')`)
+	ops.wait("the figures", `!!document.querySelector('#fig-publish') && document.querySelectorAll('#tables tr').length > 3`)
 
 	degraded := func() bool {
 		r := in.must(200, "GET", "/v1/admin/degradation", in.admin, nil)
@@ -379,6 +380,7 @@ func TestBrowserConsole(t *testing.T) {
 			t.Fatalf("after the console turned L2 %v, GET /v1/admin/degradation says %v", on, got)
 		}
 		if on {
+			js[bool](ops, `window.scrollTo(0, 0), true`)
 			ops.shot("console")
 		}
 	}

@@ -110,15 +110,16 @@ function showConsole() {
   const figures = el('section', { id: 'figures' }, el('p', { class: 'end' }, 'Loading the figures…'));
   const switches = el('section', { class: 'card', id: 'switches' }, el('h2', {}, 'Degradation switches'));
   const users = usersSection();
-  main.replaceChildren(el('h1', {}, 'Deployment'), figures, switches, users);
+  const tables = el('section', { id: 'tables' });
+  main.replaceChildren(el('h1', {}, 'Deployment'), figures, switches, tables, users);
   const tick = async () => {
-    await Promise.all([refreshFigures(figures), refreshSwitches(switches)]);
+    await Promise.all([refreshFigures(figures, tables), refreshSwitches(switches)]);
     if (call) timer = setTimeout(tick, EVERY);
   };
   tick();
 }
 
-async function refreshFigures(box) {
+async function refreshFigures(box, tablesBox) {
   let o;
   try {
     o = await call('GET', '/v1/admin/overview');
@@ -165,9 +166,10 @@ async function refreshFigures(box) {
   const procs = el('table', {}, el('tr', {}, el('th', {}, 'process'), el('th', {}, 'role'), el('th', {}, 'started'), el('th', {}, 'seen'), el('th', {}, 'reads/s')),
     (o.processes || []).map((p) => el('tr', {}, el('td', {}, p.id), el('td', {}, p.role), el('td', {}, timeEl(p.started_at)),
       el('td', {}, timeEl(p.last_seen)), el('td', {}, fmt(p.read && p.read.per_second)))));
-  box.replaceChildren(tiles,
-    (o.problems || []).length ? el('ul', { class: 'card bad', id: 'problems' }, o.problems.map((p) => el('li', {}, p))) : null,
-    el('div', { class: 'grid' },
+  box.replaceChildren(tiles);
+  if ((o.problems || []).length) box.append(el('ul', { class: 'card bad', id: 'problems' }, o.problems.map((p) => el('li', {}, p))));
+  tablesBox.replaceChildren(
+    el('div', { class: 'grid two' },
       el('section', { class: 'card' }, el('div', { class: 'row' }, el('h2', {}, 'Queues'), requeue), queues),
       el('section', { class: 'card' }, el('h2', {}, 'Circuit breakers'), breakers)),
     el('section', { class: 'card' }, el('h2', {}, 'Processes seen (' + (o.processes || []).length + ')'), procs,
