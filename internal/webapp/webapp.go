@@ -151,7 +151,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cache-Control", f.cache)
 	hd.Set("ETag", f.etag)
 	hd.Add("Vary", "Accept-Encoding")
-	if etagMatch(r.Header.Get("If-None-Match"), f.etag) {
+	status := http.StatusOK
+	if id := r.PathValue("id"); id != "" && strings.Trim(id, "0123456789") != "" {
+		// Not an id: the app's page says so, and the status too.
+		status = http.StatusNotFound
+	}
+	if status == http.StatusOK && etagMatch(r.Header.Get("If-None-Match"), f.etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
@@ -161,7 +166,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = f.gz
 	}
 	hd.Set("Content-Length", fmt.Sprint(len(body)))
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(body)
 	}
