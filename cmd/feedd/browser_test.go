@@ -221,7 +221,6 @@ func TestBrowserApp(t *testing.T) {
 	bob.wait("bob's post on his own page", `[...document.querySelectorAll('#view .list .content')].some(p => p.textContent === 'hello from bob')`)
 
 	alice.wait("the pill", `(p => p && !p.hidden && p.textContent === '1 new post')(document.querySelector('#pill'))`)
-	alice.shot("home-pill")
 	alice.do(chromedp.Click(chromedp.CSS("#pill")))
 	alice.wait("bob's post on top", `document.querySelector('#view .list article .content').textContent === 'hello from bob'`)
 	if js[int](alice, `window.notReloaded || 0`) != 1 {
@@ -247,6 +246,7 @@ func TestBrowserApp(t *testing.T) {
 	xss := `<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>`
 	in.post(bobTok, xss)
 	alice.wait("the pill", `(p => p && !p.hidden && p.textContent === '1 new post')(document.querySelector('#pill'))`)
+	alice.shot("home-pill")
 	alice.do(chromedp.Click(chromedp.CSS("#pill")))
 	alice.wait("the markup post on top", `document.querySelector('#view .list article .content').textContent === `+quote(xss))
 	if got := js[string](alice, `String(window.pwned) + ' ' + document.querySelectorAll('#view img, #view script').length`); got != "undefined 0" {
@@ -267,6 +267,9 @@ func TestBrowserApp(t *testing.T) {
 	phone.signIn(in.url, aliceTok)
 	if w := js[int](phone, `document.documentElement.scrollWidth - window.innerWidth`); w > 0 {
 		t.Errorf("at 390 px the page is %d px too wide", w)
+	}
+	if h := js[int](phone, `document.querySelector('#pill').offsetHeight`); h != 0 {
+		t.Errorf("with no new posts the pill is %d px high; want hidden", h)
 	}
 	phone.shot("home-phone")
 
