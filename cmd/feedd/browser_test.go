@@ -244,13 +244,27 @@ func TestBrowserApp(t *testing.T) {
 
 	// Markup in a post is text, and runs nothing.
 	xss := `<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>`
-	in.post(bobTok, xss)
+	xssID := in.post(bobTok, xss)
 	alice.wait("the pill", `(p => p && !p.hidden && p.textContent === '1 new post')(document.querySelector('#pill'))`)
 	alice.shot("home-pill")
 	alice.do(chromedp.Click(chromedp.CSS("#pill")))
 	alice.wait("the markup post on top", `document.querySelector('#view .list article .content').textContent === `+quote(xss))
 	if got := js[string](alice, `String(window.pwned) + ' ' + document.querySelectorAll('#view img, #view script').length`); got != "undefined 0" {
 		t.Fatalf("window.pwned and img/script elements in the feed: %s; want undefined 0", got)
+	}
+
+	// Bob deletes that post from his page; it leaves alice's open home too
+	// (the stream's delete event).
+	bob.do(chromedp.Navigate(in.url + "/users/" + bobID))
+	bob.wait("the post to delete", `!!document.querySelector('#view article[data-id="`+xssID+`"] .delete')`)
+	bob.do(chromedp.Click(chromedp.CSS(`#view article[data-id="` + xssID + `"] .delete`)))
+	bob.wait("the confirmation", `!!document.querySelector('dialog[open] .ok')`)
+	bob.do(chromedp.Click(chromedp.CSS("dialog[open] .ok")))
+	bob.wait("the post gone", `!document.querySelector('#view article[data-id="`+xssID+`"]')`)
+	in.must(404, "GET", "/v1/posts/"+xssID, bobTok, nil)
+	alice.wait("the deleted post gone from alice's home", `!document.querySelector('#view article[data-id="`+xssID+`"]')`)
+	if got := alice.feedIDs(); !slices.Equal(got, []string{postID}) {
+		t.Fatalf("alice's home after the delete: %v; want [%s]", got, postID)
 	}
 
 	// A post's page: its likers; the top page: the most liked.
@@ -409,4 +423,32 @@ func TestBrowserConsole(t *testing.T) {
 	tok := js[string](app, `sessionStorage.getItem('feedd.token')`)
 	in.must(201, "POST", "/v1/posts", tok, map[string]any{"content": "carol was here"})
 	app.shot("app-as-carol")
+}
+
+// The app rides out a restart of feedd: its stream reconnects with a
+// fresh ticket and the last post it saw, and a post published meanwhile
+// arrives once.
+func TestBrowserReconnect(t *testing.T) {
+	b := newBrowser(t)
+	dir := t.TempDir()
+	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": dir}, nil)
+	authorID, authorTok := in.user("author")
+	_, readerTok := in.user("reader")
+	in.follow(readerTok, authorID)
+	first := in.post(authorTok, "before the restart")
+	in.feedEventually(readerTok, 20, []string{first})
+
+	tb := b.tab("reader", 1000, 800)
+	tb.signIn(in.url, readerTok)
+	tb.liveOn()
+	in.stop()
+	tb.wait("the stream to drop", `document.body.dataset.live === 'off'`)
+	again := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": dir}, nil, "FEEDD_ADDR", strings.TrimPrefix(in.url, "http://"))
+	missed := again.post(authorTok, "while the app reconnected")
+	tb.wait("the pill", `(p => p && !p.hidden && p.textContent === '1 new post')(document.querySelector('#pill'))`)
+	tb.do(chromedp.Click(chromedp.CSS("#pill")))
+	tb.wait("the post on top", `document.querySelector('#view .list article').dataset.id === '`+missed+`'`)
+	if got := tb.feedIDs(); !slices.Equal(got, []string{missed, first}) {
+		t.Fatalf("after the reconnect the page shows %v; want [%s %s]", got, missed, first)
+	}
 }

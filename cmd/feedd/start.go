@@ -195,6 +195,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		} else {
 			fmt.Fprintln(stdout, "admin token: the one in FEEDD_ADMIN_TOKEN")
 		}
+		fmt.Fprintf(stdout, "in a browser: the console at %s/ops, the app at %s/\n", url, url)
 	}
 	logger.Info("feedd started", "role", cfg.role, "url", url, "sql", sqlKind(cfg), "cache", orEmbedded(cfg.redis(), "redis"), "queue", orEmbedded(cfg.amqpURL != "", "rabbitmq"), "fanout_mode", cfg.fanoutMode)
 
