@@ -162,7 +162,7 @@ func (tb *tab) signIn(url, token string) {
 	tb.t.Helper()
 	tb.do(chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#token")),
 		chromedp.SetValue(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS("#signin button")))
-	tb.wait("the home feed", `document.querySelector('#compose') && document.querySelector('#view .end').dataset.state !== 'loading'`)
+	tb.wait("the home feed", `document.querySelector('#compose') && document.querySelector('#view .end')?.dataset.state !== 'loading'`)
 }
 
 // feedIDs are the ids of the posts on the page, top to bottom.
@@ -203,7 +203,7 @@ func TestBrowserApp(t *testing.T) {
 	alice.do(chromedp.Navigate(in.url + "/users/" + bobID))
 	alice.wait("the follow button", `(b => b && !b.disabled && b.textContent === 'Follow')(document.querySelector('#follow'))`)
 	alice.do(chromedp.Click(chromedp.CSS("#follow")))
-	alice.wait("the unfollow button", `document.querySelector('#follow').textContent === 'Unfollow' && document.querySelector('#followers').textContent === '1'`)
+	alice.wait("the unfollow button", `document.querySelector('#follow')?.textContent === 'Unfollow' && document.querySelector('#followers')?.textContent === '1'`)
 	if n := in.must(200, "GET", "/v1/users/"+bobID, aliceTok, nil).body["follower_count"]; n != float64(1) {
 		t.Fatalf("bob's follower_count after the click = %v; want 1", n)
 	}
@@ -211,7 +211,7 @@ func TestBrowserApp(t *testing.T) {
 
 	// Alice's home is open and live; bob posts from his own browser.
 	alice.do(chromedp.Click(chromedp.CSS(`nav a[href="/"]`)))
-	alice.wait("the home feed", `document.querySelector('#compose') && document.querySelector('#view .end').dataset.state !== 'loading'`)
+	alice.wait("the home feed", `document.querySelector('#compose') && document.querySelector('#view .end')?.dataset.state !== 'loading'`)
 	alice.liveOn()
 	js[int](alice, `window.notReloaded = 1`)
 
@@ -222,7 +222,7 @@ func TestBrowserApp(t *testing.T) {
 
 	alice.wait("the pill", `(p => p && !p.hidden && p.textContent === '1 new post')(document.querySelector('#pill'))`)
 	alice.do(chromedp.Click(chromedp.CSS("#pill")))
-	alice.wait("bob's post on top", `document.querySelector('#view .list article .content').textContent === 'hello from bob'`)
+	alice.wait("bob's post on top", `document.querySelector('#view .list article .content')?.textContent === 'hello from bob'`)
 	if js[int](alice, `window.notReloaded || 0`) != 1 {
 		t.Fatal("the page reloaded to show the new post")
 	}
@@ -248,7 +248,7 @@ func TestBrowserApp(t *testing.T) {
 	alice.wait("the pill", `(p => p && !p.hidden && p.textContent === '1 new post')(document.querySelector('#pill'))`)
 	alice.shot("home-pill")
 	alice.do(chromedp.Click(chromedp.CSS("#pill")))
-	alice.wait("the markup post on top", `document.querySelector('#view .list article .content').textContent === `+quote(xss))
+	alice.wait("the markup post on top", `document.querySelector('#view .list article .content')?.textContent === `+quote(xss))
 	if got := js[string](alice, `String(window.pwned) + ' ' + document.querySelectorAll('#view img, #view script').length`); got != "undefined 0" {
 		t.Fatalf("window.pwned and img/script elements in the feed: %s; want undefined 0", got)
 	}
@@ -321,7 +321,7 @@ func TestBrowserInfiniteScroll(t *testing.T) {
 		js[bool](tb, `window.scrollTo(0, document.documentElement.scrollHeight), true`)
 		time.Sleep(100 * time.Millisecond)
 	}
-	tb.wait("the end of the feed", `document.querySelector('#view .end').textContent === 'That is all.'`)
+	tb.wait("the end of the feed", `document.querySelector('#view .end')?.textContent === 'That is all.'`)
 	if got := tb.feedIDs(); !slices.Equal(got, want) {
 		t.Fatalf("after scrolling to the end the page shows %d posts %v; want the 100 newest first %v", len(got), got, want)
 	}
@@ -392,7 +392,7 @@ func TestBrowserConsole(t *testing.T) {
 			t.Fatal("the switch changed before the confirmation")
 		}
 		ops.do(chromedp.Click(chromedp.CSS("dialog[open] .ok")))
-		ops.wait("the switch's new state", fmt.Sprintf(`document.querySelector('#switch-L2').getAttribute('aria-pressed') === '%v'`, on))
+		ops.wait("the switch's new state", fmt.Sprintf(`document.querySelector('#switch-L2')?.getAttribute('aria-pressed') === '%v'`, on))
 		if got := degraded(); got != on {
 			t.Fatalf("after the console turned L2 %v, GET /v1/admin/degradation says %v", on, got)
 		}
@@ -415,7 +415,7 @@ func TestBrowserConsole(t *testing.T) {
 		t.Fatal("the console opened no tab")
 	}
 	app := ops.attach("carol's tab", id)
-	app.wait("carol signed in", `!document.querySelector('#nav').hidden && document.querySelector('#me-link').getAttribute('href') === '/users/`+carolID+`'`)
+	app.wait("carol signed in", `!document.querySelector('#nav')?.hidden && document.querySelector('#me-link')?.getAttribute('href') === '/users/`+carolID+`'`)
 	got := js[string](app, `location.href + ' ' + JSON.stringify(Object.keys(sessionStorage).sort())`)
 	if got != in.url+`/ ["feedd.ops.users","feedd.token"]` && got != in.url+`/ ["feedd.token"]` {
 		t.Fatalf("carol's tab: %s; want the app's URL with no token in it, and the user token but not the admin token in storage", got)
@@ -447,8 +447,30 @@ func TestBrowserReconnect(t *testing.T) {
 	missed := again.post(authorTok, "while the app reconnected")
 	tb.wait("the pill", `(p => p && !p.hidden && p.textContent === '1 new post')(document.querySelector('#pill'))`)
 	tb.do(chromedp.Click(chromedp.CSS("#pill")))
-	tb.wait("the post on top", `document.querySelector('#view .list article').dataset.id === '`+missed+`'`)
+	tb.wait("the post on top", `document.querySelector('#view .list article')?.dataset.id === '`+missed+`'`)
 	if got := tb.feedIDs(); !slices.Equal(got, []string{missed, first}) {
 		t.Fatalf("after the reconnect the page shows %v; want [%s %s]", got, missed, first)
 	}
+}
+
+// A rate limit is told in words, with when to try again (from
+// Retry-After), and the unsent post stays in the compose box.
+func TestBrowserRateLimit(t *testing.T) {
+	b := newBrowser(t)
+	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir(), "FEEDD_RATE_USER_WRITE": "0.1:2"}, nil)
+	_, tok := in.user("hasty")
+	tb := b.tab("hasty", 1000, 800)
+	tb.signIn(in.url, tok)
+	tb.liveOn() // its stream ticket was the first write of two
+	for i, text := range []string{"first", "second"} {
+		tb.do(chromedp.SetValue(chromedp.CSS("#compose"), text), chromedp.Click(chromedp.CSS(".compose button")))
+		if i == 0 {
+			tb.wait("the first post", `document.querySelector('#view .list article .content')?.textContent === 'first'`)
+		}
+	}
+	tb.wait("the rate limit in words", `/^Too many requests: slow down and try again in \d+ seconds? \(at .+\)\.$/.test(document.querySelector('#notice')?.textContent)`)
+	if got := js[string](tb, `document.querySelector('#compose').value`); got != "second" {
+		t.Fatalf("after the 429 the compose box holds %q; want the unsent post", got)
+	}
+	tb.shot("rate-limited")
 }
