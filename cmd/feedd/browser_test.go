@@ -177,6 +177,16 @@ func (tb *tab) liveOn() {
 	tb.wait("the live stream", `document.body.dataset.live === 'on'`)
 }
 
+// authorAndReader creates an author and a reader who follows them, and
+// returns their tokens.
+func (in *instance) authorAndReader() (author, reader string) {
+	in.t.Helper()
+	authorID, authorTok := in.user("author")
+	_, readerTok := in.user("reader")
+	in.follow(readerTok, authorID)
+	return authorTok, readerTok
+}
+
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -299,9 +309,7 @@ func TestBrowserApp(t *testing.T) {
 func TestBrowserInfiniteScroll(t *testing.T) {
 	b := newBrowser(t)
 	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir()}, nil)
-	authorID, authorTok := in.user("author")
-	_, readerTok := in.user("reader")
-	in.follow(readerTok, authorID)
+	authorTok, readerTok := in.authorAndReader()
 	var want []string
 	for i := range 100 {
 		want = append(want, in.post(authorTok, fmt.Sprintf("post %d", i)))
@@ -335,9 +343,7 @@ func TestBrowserInfiniteScroll(t *testing.T) {
 func TestBrowserBudget(t *testing.T) {
 	b := newBrowser(t)
 	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir()}, nil)
-	authorID, authorTok := in.user("author")
-	_, readerTok := in.user("reader")
-	in.follow(readerTok, authorID)
+	authorTok, readerTok := in.authorAndReader()
 	for i := range 30 {
 		in.post(authorTok, fmt.Sprintf("post %d %s", i, strings.Repeat("words ", 40)))
 	}
@@ -432,9 +438,7 @@ func TestBrowserReconnect(t *testing.T) {
 	b := newBrowser(t)
 	dir := t.TempDir()
 	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": dir}, nil)
-	authorID, authorTok := in.user("author")
-	_, readerTok := in.user("reader")
-	in.follow(readerTok, authorID)
+	authorTok, readerTok := in.authorAndReader()
 	first := in.post(authorTok, "before the restart")
 	in.feedEventually(readerTok, 20, []string{first})
 

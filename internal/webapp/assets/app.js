@@ -410,14 +410,20 @@ async function isFollowing(id) {
   }
 }
 
-async function userView(id) {
-  let u;
+// fetchOrSay returns what GET path answers, or null once the page says
+// why there is nothing to show.
+async function fetchOrSay(path) {
   try {
-    u = await call('GET', '/v1/users/' + id);
+    return await call('GET', path);
   } catch (e) {
     main.replaceChildren(el('p', { class: 'card empty' }, describe(e)));
     return null;
   }
+}
+
+async function userView(id) {
+  const u = await fetchOrSay('/v1/users/' + id);
+  if (!u) return null;
   const followers = el('span', { class: 'count', id: 'followers' }, String(u.follower_count));
   const following = el('span', { class: 'count', id: 'following' }, String(u.following_count));
   const head = el('section', { class: 'card profile' }, el('h1', {}, u.name),
@@ -464,13 +470,8 @@ async function userView(id) {
 }
 
 async function postView(id) {
-  let p;
-  try {
-    p = await call('GET', '/v1/posts/' + id);
-  } catch (e) {
-    main.replaceChildren(el('p', { class: 'card empty' }, describe(e)));
-    return null;
-  }
+  const p = await fetchOrSay('/v1/posts/' + id);
+  if (!p) return null;
   const likers = pager(posts('/v1/posts/' + id + '/likes'), userItem, 'Nobody likes this post yet.');
   main.replaceChildren(el('div', { class: 'single' }, postEl(p)), el('h2', {}, 'Liked by'), likers.box);
   likers.more();
