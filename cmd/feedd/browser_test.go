@@ -208,9 +208,8 @@ func TestBrowserApp(t *testing.T) {
 	}
 	alice.shot("home-empty")
 
-	// Alice follows bob from his page (a deep link: the server answers the
-	// app for it).
-	alice.do(chromedp.Navigate(in.url + "/users/" + bobID))
+	// Alice opens bob's page by his id, and follows him there.
+	alice.do(chromedp.SetValue(chromedp.CSS("#goto-id"), bobID), chromedp.Click(chromedp.CSS("#goto button")))
 	alice.wait("the follow button", `(b => b && !b.disabled && b.textContent === 'Follow')(document.querySelector('#follow'))`)
 	alice.do(chromedp.Click(chromedp.CSS("#follow")))
 	alice.wait("the unfollow button", `document.querySelector('#follow')?.textContent === 'Unfollow' && document.querySelector('#followers')?.textContent === '1'`)

@@ -291,7 +291,14 @@ function homeView() {
       pill.onclick = () => location.reload();
     },
   });
-  main.replaceChildren(el('h1', { class: 'title' }, 'Home'), form, pill, feed.box);
+  const who = el('input', { id: 'goto-id', placeholder: 'a user id', inputmode: 'numeric', pattern: '[0-9]+', required: true, 'aria-label': 'User id' });
+  const go = el('form', { class: 'form-row goto', id: 'goto' }, who, el('button', { type: 'submit' }, "Open a user's page"));
+  go.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    history.pushState(null, '', '/users/' + who.value.trim());
+    render();
+  });
+  main.replaceChildren(el('h1', { class: 'title' }, 'Home'), form, go, pill, feed.box);
   feed.more();
   return () => { feed.stop(); live.stop(); };
 }
@@ -335,6 +342,10 @@ function liveStream(on) {
     try {
       tk = await call('POST', '/v1/me/feed/stream-tickets');
     } catch (e) {
+      if (e instanceof APIError && e.status === 401) {
+        notice(describe(e), 'error'); // the token is gone: retrying cannot help
+        return;
+      }
       again(e.retryAfter ? e.retryAfter * 1000 : wait);
       return;
     }
