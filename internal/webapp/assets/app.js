@@ -6,7 +6,7 @@ import { client, describe, APIError } from './api.js';
 import { el, timeEl, refreshTimes, confirmDialog, notice } from './ui.js';
 
 const TOKEN = 'feedd.token';
-const ADMIN = 'feedd.admin';
+const ADMIN = 'feedd.admin'; // the console's key: an admin token pasted here goes there
 const PAGE = 20;
 
 let call = null; // the API as the signed-in user
@@ -532,7 +532,7 @@ async function boot() {
   if (handed) {
     // A tab opened by window.open starts with a copy of its opener's
     // sessionStorage: the console's admin token has no business here.
-    sessionStorage.removeItem(ADMIN);
+    sessionStorage.clear();
     window.opener = null;
     sessionStorage.setItem(TOKEN, handed);
   }
