@@ -129,7 +129,8 @@ function likeButton(p) {
   const b = el('button', { type: 'button', class: 'like', 'aria-pressed': String(!!p.liked_by_me), title: 'Like' });
   const show = (count, liked) => {
     b.setAttribute('aria-pressed', String(liked));
-    b.replaceChildren(el('span', { 'aria-hidden': 'true' }, liked ? '♥' : '♡'), ' ', el('span', { class: 'count' }, String(count ?? 0)));
+    // No count when feedd leaves it out (switch L1): a 0 would be wrong.
+    b.replaceChildren(el('span', { 'aria-hidden': 'true' }, liked ? '♥' : '♡'), count === undefined ? null : ' ', count === undefined ? null : el('span', { class: 'count' }, String(count)));
   };
   show(p.like_count, p.liked_by_me);
   b.addEventListener('click', async () => {

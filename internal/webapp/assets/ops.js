@@ -113,7 +113,8 @@ function showConsole() {
   const tables = el('section', { id: 'tables' });
   main.replaceChildren(el('h1', {}, 'Deployment'), figures, switches, tables, users);
   const tick = async () => {
-    await Promise.all([refreshFigures(figures, tables), refreshSwitches(switches)]);
+    // A console in a background tab asks nothing; it catches up when seen.
+    if (!document.hidden) await Promise.all([refreshFigures(figures, tables), refreshSwitches(switches)]);
     if (call) timer = setTimeout(tick, EVERY);
   };
   tick();
