@@ -234,7 +234,13 @@ function posts(path) {
 function homeView() {
   const text = el('textarea', { id: 'compose', name: 'content', maxlength: 5000, rows: 3, placeholder: 'What is new?', required: true });
   const count = el('span', { class: 'hint' }, '0 / 5000');
-  text.addEventListener('input', () => { count.textContent = [...text.value].length + ' / 5000'; });
+  // One Idempotency-Key per draft: a click retried after a lost answer
+  // publishes once; an edited draft is another post and gets a new key.
+  let key = null;
+  text.addEventListener('input', () => {
+    count.textContent = [...text.value].length + ' / 5000';
+    key = null;
+  });
   // The stream resumes after the newest post on the first page, so
   // nothing published between the page and the stream is missed.
   const feed = pager(posts('/v1/me/feed'), postEl, 'Your feed is empty. Follow people from their pages, or find posts on Top.',
@@ -248,8 +254,9 @@ function homeView() {
     const btn = form.querySelector('button');
     btn.disabled = true;
     try {
-      // A retried click after a lost answer publishes once.
-      const p = await call('POST', '/v1/posts', { content }, { 'Idempotency-Key': crypto.randomUUID() });
+      key = key || randomKey();
+      const p = await call('POST', '/v1/posts', { content }, { 'Idempotency-Key': key });
+      key = null;
       text.value = '';
       count.textContent = '0 / 5000';
       prepend(feed, [p]);
@@ -302,6 +309,12 @@ function homeView() {
   main.replaceChildren(el('h1', { class: 'title' }, 'Home'), form, go, pill, feed.box);
   feed.more();
   return () => { feed.stop(); live.stop(); };
+}
+
+// randomKey is 128 random bits in hex. (crypto.randomUUID exists only in
+// secure contexts, and feedd may be served over plain HTTP on a LAN.)
+function randomKey() {
+  return [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 // prepend puts posts (newest first) above the list's first entry without
