@@ -119,14 +119,8 @@ func NewReporter(logger *slog.Logger, cfg Config, board Board, metrics prometheu
 	}
 }
 
-// ID is the process's name among the heartbeats: host:pid.
-func (r *Reporter) ID() string { return fmt.Sprintf("%s:%d", r.cfg.Host, r.cfg.PID) }
-
-// Interval is how often the process reports.
-func (r *Reporter) Interval() time.Duration { return r.cfg.Interval }
-
-// Window is the span of the figures.
-func (r *Reporter) Window() time.Duration { return r.cfg.Window }
+// id is the process's name among the heartbeats: host:pid.
+func (r *Reporter) id() string { return fmt.Sprintf("%s:%d", r.cfg.Host, r.cfg.PID) }
 
 // Run reports at once and then every interval until ctx is done. A
 // failed write is logged once per outage and retried at the next tick:
@@ -199,7 +193,7 @@ func (r *Reporter) take() (beat, error) {
 	}
 	old := r.ring[0]
 	b := beat{
-		ID: r.ID(), Role: r.cfg.Role, Host: r.cfg.Host, PID: r.cfg.PID, Version: r.cfg.Version,
+		ID: r.id(), Role: r.cfg.Role, Host: r.cfg.Host, PID: r.cfg.PID, Version: r.cfg.Version,
 		Started: r.started.UTC(), At: now.UTC(),
 		Window:        time.Duration(s.at - old.at).Seconds(),
 		Publish:       s.publish.since(old.publish),

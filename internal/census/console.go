@@ -69,7 +69,7 @@ var queueNames = [...]string{feed.QueuePosts, feed.QueueTasks, feed.QueueLikes}
 func (c *Console) Overview(ctx context.Context) (Overview, error) {
 	o := Overview{
 		At:               c.self.cfg.Now().UTC(),
-		HeartbeatSeconds: c.self.Interval().Seconds(),
+		HeartbeatSeconds: c.self.cfg.Interval.Seconds(),
 		Queues:           []Queue{},
 		Problems:         []string{},
 	}
