@@ -208,17 +208,17 @@ func (r *Reporter) take() (beat, error) {
 	return b, nil
 }
 
-func (r *Reporter) breakerList(s sample) []Breaker {
-	var out []Breaker
+func (r *Reporter) breakerList(s sample) []BreakerState {
+	var out []BreakerState
 	if s.sqlBreaker != nil {
-		out = append(out, Breaker{Name: "sql", State: breaker.State(*s.sqlBreaker).String()})
+		out = append(out, BreakerState{Name: "sql", State: breaker.State(*s.sqlBreaker).String()})
 	}
 	if r.breakers != nil {
 		for name, st := range r.breakers() {
-			out = append(out, Breaker{Name: name, State: st.String()})
+			out = append(out, BreakerState{Name: name, State: st.String()})
 		}
 	}
-	slices.SortFunc(out, func(a, b Breaker) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b BreakerState) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -240,14 +240,14 @@ type beat struct {
 	Started time.Time `json:"started"`
 	At      time.Time `json:"at"`
 	// Window is the span in seconds the counts cover.
-	Window        float64   `json:"window"`
-	Publish       hist      `json:"publish"`
-	Read          hist      `json:"read"`
-	Lag           hist      `json:"lag"`
-	PublishErrors uint64    `json:"publish_errors"`
-	ReadErrors    uint64    `json:"read_errors"`
-	InboxWrites   float64   `json:"inbox_writes"`
-	Breakers      []Breaker `json:"breakers"`
+	Window        float64        `json:"window"`
+	Publish       hist           `json:"publish"`
+	Read          hist           `json:"read"`
+	Lag           hist           `json:"lag"`
+	PublishErrors uint64         `json:"publish_errors"`
+	ReadErrors    uint64         `json:"read_errors"`
+	InboxWrites   float64        `json:"inbox_writes"`
+	Breakers      []BreakerState `json:"breakers"`
 }
 
 // perSecond is n over the beat's window, 0 for an empty window.

@@ -185,7 +185,7 @@ func (c *Console) sum(o *Overview, beats []beat) {
 		for _, pb := range p.Breakers {
 			all, ok := breakers[pb.Name]
 			if !ok {
-				all = &Breaker{Name: pb.Name, State: pb.State}
+				all = &Breaker{BreakerState: pb}
 				breakers[pb.Name] = all
 			}
 			all.Processes++

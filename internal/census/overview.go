@@ -79,17 +79,22 @@ type Degradation struct {
 	Level    int                     `json:"level"`
 }
 
-// Breaker is one circuit breaker: "sql" (the timeline's), "sql likes"
-// (the likes'), or "redis <host:port>" (one per Redis server).
-type Breaker struct {
+// BreakerState is one circuit breaker of one process: "sql" (the
+// timeline's), "sql likes" (the likes'), or "redis <host:port>" (one per
+// Redis server).
+type BreakerState struct {
 	Name string `json:"name"`
-	// State is closed, half-open or open: in the overview the worst over
-	// the processes that have it.
+	// State is closed, half-open or open.
 	State string `json:"state"`
-	// Open is how many processes hold it open; Processes how many have it.
-	// Both are left out of a process's own list.
-	Open      int `json:"open,omitempty"`
-	Processes int `json:"processes,omitempty"`
+}
+
+// Breaker is one circuit breaker over the deployment: at its worst state
+// over the processes that have it.
+type Breaker struct {
+	BreakerState
+	// Open is how many processes hold it open, Processes how many have it.
+	Open      int `json:"open"`
+	Processes int `json:"processes"`
 }
 
 // Process is one running feedd process as its last heartbeat showed it.
@@ -103,9 +108,9 @@ type Process struct {
 	StartedAt time.Time `json:"started_at"`
 	LastSeen  time.Time `json:"last_seen"`
 	// WindowSeconds is the span its own figures cover.
-	WindowSeconds float64   `json:"window_seconds"`
-	Publish       Traffic   `json:"publish"`
-	Read          Traffic   `json:"read"`
-	Fanout        Fanout    `json:"fanout"`
-	Breakers      []Breaker `json:"breakers"`
+	WindowSeconds float64        `json:"window_seconds"`
+	Publish       Traffic        `json:"publish"`
+	Read          Traffic        `json:"read"`
+	Fanout        Fanout         `json:"fanout"`
+	Breakers      []BreakerState `json:"breakers"`
 }

@@ -44,7 +44,7 @@ func sampleOverview() census.Overview {
 	proc := census.Process{
 		ID: "web-1:42", Role: "serve", Host: "web-1", PID: 42, Version: "v1", StartedAt: at.Add(-time.Hour), LastSeen: at,
 		WindowSeconds: 60, Publish: census.Traffic{PerSecond: 1, P50Ms: ms(2), P99Ms: ms(9)},
-		Breakers: []census.Breaker{{Name: "sql", State: "closed"}},
+		Breakers: []census.BreakerState{{Name: "sql", State: "closed"}},
 	}
 	return census.Overview{
 		At: at, WindowSeconds: 60, HeartbeatSeconds: 2,
@@ -52,7 +52,7 @@ func sampleOverview() census.Overview {
 		Outbox:      census.Backlog{Unsent: n(0), OldestAgeSeconds: ms(0)},
 		Queues:      []census.Queue{{Name: "posts", Depth: n(0), DeadLetters: n(1)}, {Name: "tasks"}, {Name: "likes", Depth: n(2), DeadLetters: n(0)}},
 		Degradation: census.Degradation{Switches: map[degrade.Switch]bool{"L1": false, "L2": true, "L3": false, "L4": false}, Level: 2},
-		Breakers:    []census.Breaker{{Name: "sql", State: "closed", Processes: 1}},
+		Breakers:    []census.Breaker{{BreakerState: census.BreakerState{Name: "sql", State: "closed"}, Processes: 1}},
 		Processes:   []census.Process{proc},
 		Problems:    []string{"queues: the broker did not answer"},
 	}
