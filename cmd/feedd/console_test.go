@@ -104,7 +104,7 @@ func TestOpsConsole(t *testing.T) {
 				return slices.Equal(roles(o), want)
 			})
 			for _, p := range o.Processes {
-				if p.Version == "" || p.StartedAt.IsZero() || time.Since(p.LastSeen) > 5*time.Second || !strings.HasSuffix(p.ID, fmt.Sprintf(":%d", p.PID)) {
+				if p.Version == "" || p.StartedAt.IsZero() || time.Since(p.LastSeen.Time) > 5*time.Second || !strings.HasSuffix(p.ID, fmt.Sprintf(":%d", p.PID)) {
 					t.Errorf("process %+v: want a version, a start, a recent last seen and an id host:pid", p)
 				}
 			}

@@ -188,9 +188,6 @@ func (r *Reporter) take() (beat, error) {
 	for len(r.ring) > 1 && r.ring[1].at <= cut {
 		r.ring = r.ring[1:]
 	}
-	if cap(r.ring) > 4*len(r.ring)+16 {
-		r.ring = slices.Clone(r.ring)
-	}
 	old := r.ring[0]
 	b := beat{
 		ID: r.id(), Role: r.cfg.Role, Host: r.cfg.Host, PID: r.cfg.PID, Version: r.cfg.Version,
@@ -261,7 +258,7 @@ func (b beat) perSecond(n float64) float64 {
 func (b beat) process() Process {
 	return Process{
 		ID: b.ID, Role: b.Role, Host: b.Host, PID: b.PID, Version: b.Version,
-		StartedAt: b.Started, LastSeen: b.At, WindowSeconds: round(b.Window),
+		StartedAt: Time{b.Started}, LastSeen: Time{b.At}, WindowSeconds: round(b.Window),
 		Publish:  traffic(b.perSecond(float64(b.Publish.total())), b.perSecond(float64(b.PublishErrors)), b.Publish),
 		Read:     traffic(b.perSecond(float64(b.Read.total())), b.perSecond(float64(b.ReadErrors)), b.Read),
 		Fanout:   fanout(b.perSecond(b.InboxWrites), b.Lag),

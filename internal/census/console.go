@@ -68,7 +68,7 @@ var queueNames = [...]string{feed.QueuePosts, feed.QueueTasks, feed.QueueLikes}
 // for the log.
 func (c *Console) Overview(ctx context.Context) (Overview, error) {
 	o := Overview{
-		At:               c.self.cfg.Now().UTC(),
+		At:               Time{c.self.cfg.Now().UTC()},
 		HeartbeatSeconds: c.self.cfg.Interval.Seconds(),
 		Queues:           []Queue{},
 		Problems:         []string{},
