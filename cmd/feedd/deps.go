@@ -72,6 +72,9 @@ type deps struct {
 	// now is the clock of the id generator (time.Now when nil); tests set
 	// it to make many posts share a millisecond.
 	now func() time.Time
+	// pid names the process among the heartbeats (os.Getpid when 0);
+	// tests that run several processes in one binary set it.
+	pid int
 	// generated is set when the admin token was generated or read from the
 	// data dir, so it is safe (and useful) to print it.
 	generated bool

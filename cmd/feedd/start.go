@@ -73,7 +73,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	// servers'. It runs once the handler is built (likesBreaker set) and
 	// stops with the workers.
 	var likesBreaker *breaker.Breaker
-	reporter := census.NewReporter(logger, census.Config{Role: cfg.role, Version: version(), Interval: cfg.heartbeat}, d.beats, d.figures,
+	reporter := census.NewReporter(logger, census.Config{Role: cfg.role, Version: version(), PID: d.pid, Interval: cfg.heartbeat}, d.beats, d.figures,
 		func() map[string]breaker.State {
 			m := map[string]breaker.State{}
 			if likesBreaker != nil {

@@ -119,14 +119,8 @@ func NewReporter(logger *slog.Logger, cfg Config, board Board, metrics prometheu
 	}
 }
 
-// ID is the process's name among the heartbeats: host:pid.
-func (r *Reporter) ID() string { return fmt.Sprintf("%s:%d", r.cfg.Host, r.cfg.PID) }
-
-// Interval is how often the process reports.
-func (r *Reporter) Interval() time.Duration { return r.cfg.Interval }
-
-// Window is the span of the figures.
-func (r *Reporter) Window() time.Duration { return r.cfg.Window }
+// id is the process's name among the heartbeats: host:pid.
+func (r *Reporter) id() string { return fmt.Sprintf("%s:%d", r.cfg.Host, r.cfg.PID) }
 
 // Run reports at once and then every interval until ctx is done. A
 // failed write is logged once per outage and retried at the next tick:
@@ -194,12 +188,9 @@ func (r *Reporter) take() (beat, error) {
 	for len(r.ring) > 1 && r.ring[1].at <= cut {
 		r.ring = r.ring[1:]
 	}
-	if cap(r.ring) > 4*len(r.ring)+16 {
-		r.ring = slices.Clone(r.ring)
-	}
 	old := r.ring[0]
 	b := beat{
-		ID: r.ID(), Role: r.cfg.Role, Host: r.cfg.Host, PID: r.cfg.PID, Version: r.cfg.Version,
+		ID: r.id(), Role: r.cfg.Role, Host: r.cfg.Host, PID: r.cfg.PID, Version: r.cfg.Version,
 		Started: r.started.UTC(), At: now.UTC(),
 		Window:        time.Duration(s.at - old.at).Seconds(),
 		Publish:       s.publish.since(old.publish),
@@ -214,17 +205,17 @@ func (r *Reporter) take() (beat, error) {
 	return b, nil
 }
 
-func (r *Reporter) breakerList(s sample) []Breaker {
-	var out []Breaker
+func (r *Reporter) breakerList(s sample) []BreakerState {
+	var out []BreakerState
 	if s.sqlBreaker != nil {
-		out = append(out, Breaker{Name: "sql", State: breaker.State(*s.sqlBreaker).String()})
+		out = append(out, BreakerState{Name: "sql", State: breaker.State(*s.sqlBreaker).String()})
 	}
 	if r.breakers != nil {
 		for name, st := range r.breakers() {
-			out = append(out, Breaker{Name: name, State: st.String()})
+			out = append(out, BreakerState{Name: name, State: st.String()})
 		}
 	}
-	slices.SortFunc(out, func(a, b Breaker) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b BreakerState) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -246,14 +237,14 @@ type beat struct {
 	Started time.Time `json:"started"`
 	At      time.Time `json:"at"`
 	// Window is the span in seconds the counts cover.
-	Window        float64   `json:"window"`
-	Publish       hist      `json:"publish"`
-	Read          hist      `json:"read"`
-	Lag           hist      `json:"lag"`
-	PublishErrors uint64    `json:"publish_errors"`
-	ReadErrors    uint64    `json:"read_errors"`
-	InboxWrites   float64   `json:"inbox_writes"`
-	Breakers      []Breaker `json:"breakers"`
+	Window        float64        `json:"window"`
+	Publish       hist           `json:"publish"`
+	Read          hist           `json:"read"`
+	Lag           hist           `json:"lag"`
+	PublishErrors uint64         `json:"publish_errors"`
+	ReadErrors    uint64         `json:"read_errors"`
+	InboxWrites   float64        `json:"inbox_writes"`
+	Breakers      []BreakerState `json:"breakers"`
 }
 
 // perSecond is n over the beat's window, 0 for an empty window.
@@ -267,7 +258,7 @@ func (b beat) perSecond(n float64) float64 {
 func (b beat) process() Process {
 	return Process{
 		ID: b.ID, Role: b.Role, Host: b.Host, PID: b.PID, Version: b.Version,
-		StartedAt: b.Started, LastSeen: b.At, WindowSeconds: round(b.Window),
+		StartedAt: Time{b.Started}, LastSeen: Time{b.At}, WindowSeconds: round(b.Window),
 		Publish:  traffic(b.perSecond(float64(b.Publish.total())), b.perSecond(float64(b.PublishErrors)), b.Publish),
 		Read:     traffic(b.perSecond(float64(b.Read.total())), b.perSecond(float64(b.ReadErrors)), b.Read),
 		Fanout:   fanout(b.perSecond(b.InboxWrites), b.Lag),

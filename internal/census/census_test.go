@@ -191,8 +191,8 @@ func TestOverviewSumsTheProcesses(t *testing.T) {
 		t.Errorf("degradation = %+v; want L2 on, level 2", o.Degradation)
 	}
 	wantBreakers := []Breaker{
-		{Name: "redis 10.0.0.1:6379", State: "open", Open: 1, Processes: 3},
-		{Name: "sql", State: "half-open", Open: 0, Processes: 3},
+		{BreakerState: BreakerState{Name: "redis 10.0.0.1:6379", State: "open"}, Open: 1, Processes: 3},
+		{BreakerState: BreakerState{Name: "sql", State: "half-open"}, Open: 0, Processes: 3},
 	}
 	if !slices.Equal(o.Breakers, wantBreakers) {
 		t.Errorf("breakers = %+v; want %+v", o.Breakers, wantBreakers)

@@ -68,8 +68,8 @@ var queueNames = [...]string{feed.QueuePosts, feed.QueueTasks, feed.QueueLikes}
 // for the log.
 func (c *Console) Overview(ctx context.Context) (Overview, error) {
 	o := Overview{
-		At:               c.self.cfg.Now().UTC(),
-		HeartbeatSeconds: c.self.Interval().Seconds(),
+		At:               Time{c.self.cfg.Now().UTC()},
+		HeartbeatSeconds: c.self.cfg.Interval.Seconds(),
 		Queues:           []Queue{},
 		Problems:         []string{},
 	}
@@ -185,7 +185,7 @@ func (c *Console) sum(o *Overview, beats []beat) {
 		for _, pb := range p.Breakers {
 			all, ok := breakers[pb.Name]
 			if !ok {
-				all = &Breaker{Name: pb.Name, State: pb.State}
+				all = &Breaker{BreakerState: pb}
 				breakers[pb.Name] = all
 			}
 			all.Processes++

@@ -11,7 +11,7 @@ import (
 // are null, and Problems says which and why in words an operator can act
 // on.
 type Overview struct {
-	At time.Time `json:"at"`
+	At Time `json:"at"`
 	// WindowSeconds is the span the rates and latencies cover: the last
 	// minute, less for a process that started within it.
 	WindowSeconds float64 `json:"window_seconds"`
@@ -79,33 +79,47 @@ type Degradation struct {
 	Level    int                     `json:"level"`
 }
 
-// Breaker is one circuit breaker: "sql" (the timeline's), "sql likes"
-// (the likes'), or "redis <host:port>" (one per Redis server).
-type Breaker struct {
+// BreakerState is one circuit breaker of one process: "sql" (the
+// timeline's), "sql likes" (the likes'), or "redis <host:port>" (one per
+// Redis server).
+type BreakerState struct {
 	Name string `json:"name"`
-	// State is closed, half-open or open: in the overview the worst over
-	// the processes that have it.
+	// State is closed, half-open or open.
 	State string `json:"state"`
-	// Open is how many processes hold it open; Processes how many have it.
-	// Both are left out of a process's own list.
-	Open      int `json:"open,omitempty"`
-	Processes int `json:"processes,omitempty"`
+}
+
+// Breaker is one circuit breaker over the deployment: at its worst state
+// over the processes that have it.
+type Breaker struct {
+	BreakerState
+	// Open is how many processes hold it open, Processes how many have it.
+	Open      int `json:"open"`
+	Processes int `json:"processes"`
 }
 
 // Process is one running feedd process as its last heartbeat showed it.
 type Process struct {
 	// ID is host:pid.
-	ID        string    `json:"id"`
-	Role      string    `json:"role"`
-	Host      string    `json:"host"`
-	PID       int       `json:"pid"`
-	Version   string    `json:"version"`
-	StartedAt time.Time `json:"started_at"`
-	LastSeen  time.Time `json:"last_seen"`
+	ID        string `json:"id"`
+	Role      string `json:"role"`
+	Host      string `json:"host"`
+	PID       int    `json:"pid"`
+	Version   string `json:"version"`
+	StartedAt Time   `json:"started_at"`
+	LastSeen  Time   `json:"last_seen"`
 	// WindowSeconds is the span its own figures cover.
-	WindowSeconds float64   `json:"window_seconds"`
-	Publish       Traffic   `json:"publish"`
-	Read          Traffic   `json:"read"`
-	Fanout        Fanout    `json:"fanout"`
-	Breakers      []Breaker `json:"breakers"`
+	WindowSeconds float64        `json:"window_seconds"`
+	Publish       Traffic        `json:"publish"`
+	Read          Traffic        `json:"read"`
+	Fanout        Fanout         `json:"fanout"`
+	Breakers      []BreakerState `json:"breakers"`
+}
+
+// Time is a time as the API writes every time: RFC 3339 in UTC with
+// exactly three fractional digits.
+type Time struct{ time.Time }
+
+// MarshalJSON writes t as the API does.
+func (t Time) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + t.UTC().Format("2006-01-02T15:04:05.000Z07:00") + `"`), nil
 }

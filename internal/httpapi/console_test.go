@@ -42,17 +42,17 @@ func sampleOverview() census.Overview {
 	n := func(v int64) *int64 { return &v }
 	at := time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC)
 	proc := census.Process{
-		ID: "web-1:42", Role: "serve", Host: "web-1", PID: 42, Version: "v1", StartedAt: at.Add(-time.Hour), LastSeen: at,
+		ID: "web-1:42", Role: "serve", Host: "web-1", PID: 42, Version: "v1", StartedAt: census.Time{Time: at.Add(-time.Hour)}, LastSeen: census.Time{Time: at.Add(-20 * time.Millisecond)},
 		WindowSeconds: 60, Publish: census.Traffic{PerSecond: 1, P50Ms: ms(2), P99Ms: ms(9)},
-		Breakers: []census.Breaker{{Name: "sql", State: "closed"}},
+		Breakers: []census.BreakerState{{Name: "sql", State: "closed"}},
 	}
 	return census.Overview{
-		At: at, WindowSeconds: 60, HeartbeatSeconds: 2,
+		At: census.Time{Time: at}, WindowSeconds: 60, HeartbeatSeconds: 2,
 		Publish: proc.Publish, Fanout: census.Fanout{LagP50Ms: ms(5), LagP99Ms: ms(40), InboxWritesPerSecond: 3},
 		Outbox:      census.Backlog{Unsent: n(0), OldestAgeSeconds: ms(0)},
 		Queues:      []census.Queue{{Name: "posts", Depth: n(0), DeadLetters: n(1)}, {Name: "tasks"}, {Name: "likes", Depth: n(2), DeadLetters: n(0)}},
 		Degradation: census.Degradation{Switches: map[degrade.Switch]bool{"L1": false, "L2": true, "L3": false, "L4": false}, Level: 2},
-		Breakers:    []census.Breaker{{Name: "sql", State: "closed", Processes: 1}},
+		Breakers:    []census.Breaker{{BreakerState: census.BreakerState{Name: "sql", State: "closed"}, Processes: 1}},
 		Processes:   []census.Process{proc},
 		Problems:    []string{"queues: the broker did not answer"},
 	}
@@ -74,8 +74,9 @@ func TestOverview(t *testing.T) {
 	// The answer has exactly the shape the OpenAPI document promises the
 	// console, nulls included.
 	checkSchema(t, "Overview", "#/components/schemas/Overview", got)
-	if got["at"] != "2026-11-24T22:00:00Z" {
-		t.Errorf("at = %v", got["at"])
+	// Times as everywhere in the API: UTC, milliseconds.
+	if got["at"] != "2026-11-24T22:00:00.000Z" || got["processes"].([]any)[0].(map[string]any)["last_seen"] != "2026-11-24T21:59:59.980Z" {
+		t.Errorf("at = %v, last_seen = %v; want 2026-11-24T22:00:00.000Z and 2026-11-24T21:59:59.980Z", got["at"], got["processes"].([]any)[0].(map[string]any)["last_seen"])
 	}
 	tasks := got["queues"].([]any)[1].(map[string]any)
 	if v, ok := tasks["depth"]; !ok || v != nil {
