@@ -416,7 +416,7 @@ function topView() {
 
 function userItem(u) {
   return el('div', { class: 'user' }, el('a', { href: '/users/' + u.id, 'data-link': true }, u.name),
-    el('span', { class: 'hint' }, ' ' + u.follower_count + ' followers'));
+    el('span', { class: 'hint' }, ' ' + u.follower_count + (u.follower_count === 1 ? ' follower' : ' followers')));
 }
 
 // isFollowing pages the signed-in user's following list (ascending ids)
@@ -450,6 +450,7 @@ async function userView(id) {
   const u = await fetchOrSay('/v1/users/' + id);
   if (!u) return null;
   const followers = el('span', { class: 'count', id: 'followers' }, String(u.follower_count));
+  const followersWord = el('span', {}, u.follower_count === 1 ? ' follower' : ' followers');
   const following = el('span', { class: 'count', id: 'following' }, String(u.following_count));
   const head = el('section', { class: 'card profile' }, el('h1', {}, u.name),
     el('p', { class: 'hint' }, 'user ' + u.id + (u.id === me ? ' · you' : '')));
@@ -466,7 +467,7 @@ async function userView(id) {
   };
   tabs.append(
     el('button', { type: 'button', 'data-tab': 'posts', onclick: () => show('posts') }, 'Posts'),
-    el('button', { type: 'button', 'data-tab': 'followers', onclick: () => show('followers') }, followers, ' followers'),
+    el('button', { type: 'button', 'data-tab': 'followers', onclick: () => show('followers') }, followers, followersWord),
     el('button', { type: 'button', 'data-tab': 'following', onclick: () => show('following') }, following, ' following'));
   if (u.id !== me) {
     const btn = el('button', { type: 'button', class: 'primary follow', id: 'follow', disabled: true }, '…');
@@ -481,6 +482,7 @@ async function userView(id) {
         label();
         const fresh = await call('GET', '/v1/users/' + id);
         followers.textContent = String(fresh.follower_count);
+        followersWord.textContent = fresh.follower_count === 1 ? ' follower' : ' followers';
       } catch (e) {
         notice(describe(e), 'error');
       } finally {
