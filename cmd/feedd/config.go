@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/feedd/feedd/internal/census"
 	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/fanout"
 	"github.com/feedd/feedd/internal/feed"
@@ -82,6 +83,7 @@ type config struct {
 	relayMaxPending int
 	tasksMaxPending int
 	switchPoll      time.Duration
+	heartbeat       time.Duration
 	hotPosts        int
 	hotPostTTL      time.Duration
 	idempotencyTTL  time.Duration
@@ -235,6 +237,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	num(&c.relayMaxPending, "relay-max-pending", relay.DefaultMaxPending, "the relay pauses while the posts queue holds more messages than this")
 	num(&c.tasksMaxPending, "tasks-max-pending", fanout.DefaultMaxPendingTasks, "the dispatcher pauses splitting while the tasks queue holds more than this")
 	dur(&c.switchPoll, "switch-poll", degrade.DefaultPoll, "how often a process reads the shared degradation switches")
+	dur(&c.heartbeat, "heartbeat", census.DefaultInterval, "how often a process writes its heartbeat (role, rates, latencies, breakers) to the shared cache for the ops console; one silent for three is no longer listed")
 	num(&c.hotPosts, "hot-posts", 10_000, "post bodies kept in process memory in front of the cache (0: none)")
 	dur(&c.hotPostTTL, "hot-post-ttl", 5*time.Second, "how long a post body stays in process memory")
 	num(&c.unreadCap, "unread-cap", timeline.DefaultUnreadCap, "GET/PUT /v1/me/markers/home count unread posts up to this many (unread_capped beyond it); a count reads at most this many ids")
@@ -311,6 +314,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if c.streamHeartbeat <= 0 {
 		return c, fmt.Errorf("stream-heartbeat must be positive, got %s", c.streamHeartbeat)
+	}
+	if c.heartbeat <= 0 {
+		return c, fmt.Errorf("heartbeat must be positive, got %s", c.heartbeat)
 	}
 	if c.bodyTimeout <= 0 {
 		return c, fmt.Errorf("body-timeout must be positive, got %s", c.bodyTimeout)

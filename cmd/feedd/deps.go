@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/feedd/feedd/internal/breaker"
+	"github.com/feedd/feedd/internal/census"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/inmemcache"
 	"github.com/feedd/feedd/internal/inmemqueue"
@@ -52,13 +53,28 @@ type deps struct {
 	broker           feed.Broker
 	// notifier carries the live stream's per-author messages: the same
 	// backend as cache.
-	notifier   feed.Notifier
-	reg        *prometheus.Registry
+	notifier feed.Notifier
+	// beats keeps the processes' heartbeats (package census): the same
+	// backend as cache.
+	beats census.Board
+	// queues is broker as the ops console reads and mends it.
+	queues census.Queues
+	// cacheBreaker is the Redis servers' breakers (nil on the embedded
+	// cache).
+	cacheBreaker *rediscache.Breaker
+	reg          *prometheus.Registry
+	// figures holds the metrics the heartbeat reads, which are also on
+	// reg (see register): gathering it asks no backend anything, where
+	// gathering reg asks the broker and SQL for their gauges.
+	figures    *prometheus.Registry
 	adminToken string
 	jwtSecret  []byte
 	// now is the clock of the id generator (time.Now when nil); tests set
 	// it to make many posts share a millisecond.
 	now func() time.Time
+	// pid names the process among the heartbeats (os.Getpid when 0);
+	// tests that run several processes in one binary set it.
+	pid int
 	// generated is set when the admin token was generated or read from the
 	// data dir, so it is safe (and useful) to print it.
 	generated bool
@@ -153,7 +169,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 	if cfg.role != "all" && (!cfg.redis() || cfg.amqpURL == "") {
 		return nil, errors.New("the serve and work roles need FEEDD_REDIS_URL and FEEDD_AMQP_URL: the in-process cache and queue live in one process")
 	}
-	d := &deps{reg: prometheus.NewRegistry()}
+	d := &deps{reg: prometheus.NewRegistry(), figures: prometheus.NewRegistry()}
 	defer func() {
 		if err != nil {
 			d.close(logger)
@@ -205,10 +221,10 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		}
 		// The breaker goes first, so that the counter does not count the
 		// commands it refuses.
-		addCacheBreaker(client, cfg, d.reg, logger)
+		d.cacheBreaker = addCacheBreaker(client, cfg, d.reg, logger)
 		redisCounter = rediscache.CountCommands(client)
 		rc := rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax, InboxGroups: cfg.inboxGroups})
-		d.cache, d.likes, d.notifier = rc, rc, rc
+		d.cache, d.likes, d.notifier, d.beats = rc, rc, rc, rc
 		if err := d.cache.Ping(ctx); err != nil {
 			return nil, fmt.Errorf("redis: %w", err)
 		}
@@ -220,7 +236,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		}
 	} else {
 		mc := inmemcache.New(inmemcache.Options{InboxMax: cfg.inboxMax})
-		d.cache, d.likes, d.notifier = mc, mc, mc
+		d.cache, d.likes, d.notifier, d.beats = mc, mc, mc, mc
 		if cfg.fanoutMode == feed.ModeHybrid {
 			lists := inmemcache.New(inmemcache.Options{InboxMax: authorListMax})
 			d.authorLists, d.closeAuthorLists = lists, lists.Close
@@ -232,9 +248,10 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		if err != nil {
 			return nil, fmt.Errorf("rabbitmq: %w", err)
 		}
-		d.broker = b
+		d.broker, d.queues = b, b
 	} else {
-		d.broker = inmemqueue.New()
+		q := inmemqueue.New()
+		d.broker, d.queues = q, q
 	}
 	return d, nil
 }
@@ -245,7 +262,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 // retry) answer without waiting on go-redis's retries. The worst state is
 // the gauge feedd_cache_breaker_state, the open ones are counted by
 // feedd_cache_breaker_open_nodes; opening and closing are logged.
-func addCacheBreaker(client redis.UniversalClient, cfg config, reg prometheus.Registerer, logger *slog.Logger) {
+func addCacheBreaker(client redis.UniversalClient, cfg config, reg prometheus.Registerer, logger *slog.Logger) *rediscache.Breaker {
 	logger = logger.With("component", "cache")
 	b := rediscache.AddBreaker(client, breaker.Config{Failures: cfg.cacheFailures, Cooldown: cfg.cacheCooldown},
 		func(node string, from, to breaker.State) {
@@ -265,6 +282,36 @@ func addCacheBreaker(client redis.UniversalClient, cfg config, reg prometheus.Re
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "feedd_cache_breaker_open_nodes", Help: "Redis servers (Cluster nodes) whose breaker is open: their keys are served from SQL meanwhile.",
 	}, func() float64 { return float64(b.OpenNodes()) }))
+	return b
+}
+
+// register is the Registerer for the metrics the heartbeat reads (the
+// request histogram, the fan-out's, the SQL breaker's gauge): it puts them
+// on reg, for /metrics, and on figures, for the heartbeat.
+func (d *deps) register() prometheus.Registerer { return both{d.reg, d.figures} }
+
+// both registers a collector on two registries; the first one's answer
+// (an AlreadyRegisteredError with its collector) is the caller's.
+type both [2]prometheus.Registerer
+
+func (b both) Register(c prometheus.Collector) error {
+	if err := b[0].Register(c); err != nil {
+		return err
+	}
+	return b[1].Register(c)
+}
+
+func (b both) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := b.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func (b both) Unregister(c prometheus.Collector) bool {
+	b[1].Unregister(c)
+	return b[0].Unregister(c)
 }
 
 func (d *deps) close(logger *slog.Logger) {

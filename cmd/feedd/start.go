@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/feedd/feedd/internal/breaker"
+	"github.com/feedd/feedd/internal/census"
 	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/fanout"
 	"github.com/feedd/feedd/internal/feed"
@@ -28,6 +29,7 @@ import (
 	"github.com/feedd/feedd/internal/sqlstore"
 	"github.com/feedd/feedd/internal/stream"
 	"github.com/feedd/feedd/internal/timeline"
+	"github.com/feedd/feedd/internal/webapp"
 )
 
 // start runs the configured role until ctx is done, then shuts down in
@@ -66,6 +68,24 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	var work sync.WaitGroup
 
 	announcer := stream.NewAnnouncer(d.notifier)
+	// Every process writes a heartbeat for the ops console; its breakers
+	// are the likes' SQL breaker (a serving process's) and the Redis
+	// servers'. It runs once the handler is built (likesBreaker set) and
+	// stops with the workers.
+	var likesBreaker *breaker.Breaker
+	reporter := census.NewReporter(logger, census.Config{Role: cfg.role, Version: version(), PID: d.pid, Interval: cfg.heartbeat}, d.beats, d.figures,
+		func() map[string]breaker.State {
+			m := map[string]breaker.State{}
+			if likesBreaker != nil {
+				m["sql likes"] = likesBreaker.State()
+			}
+			if d.cacheBreaker != nil {
+				for addr, st := range d.cacheBreaker.Nodes() {
+					m["redis "+addr] = st
+				}
+			}
+			return m
+		})
 	var hub *stream.Hub
 	var handler http.Handler
 	if serveAPI {
@@ -98,7 +118,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			AuthorListMax:   authorListMax,
 			IdempotencyTTL:  cfg.idempotencyTTL,
 			UnreadCap:       cfg.unreadCap,
-		}, d.store, d.cache, d.authorLists, feed.NewIDGen(d.now), d.reg, opts...)
+		}, d.store, d.cache, d.authorLists, feed.NewIDGen(d.now), d.register(), opts...)
 		hub = stream.New(logger, stream.Config{
 			MaxPerUser: cfg.streamMaxPerUser, Max: cfg.streamMax, Heartbeat: cfg.streamHeartbeat,
 		}, d.notifier, followees(d.store))
@@ -106,6 +126,11 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		d.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "feedd_streams_open", Help: "Live streams (GET /v1/me/feed/stream) open on this process.",
 		}, func() float64 { return float64(hub.Len()) }))
+		pages, err := webapp.New()
+		if err != nil {
+			return err
+		}
+		likesBreaker = breaker.New(breaker.Config{Failures: cfg.breakerFailures, Timeout: cfg.sqlTimeout, Cooldown: cfg.breakerCooldown})
 		handler = httpapi.NewServer(logger, httpapi.Config{
 			AdminToken: d.adminToken, JWTSecret: d.jwtSecret,
 			BodyTimeout: cfg.bodyTimeout,
@@ -118,10 +143,13 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			Shed:      limit.NewShedder(map[limit.Class]int{limit.Read: cfg.maxReads, limit.Write: cfg.maxWrites}, cfg.shedWait),
 			Switches:  switches,
 			Live:      &httpapi.Live{Hub: hub, Announce: announcer, Tickets: d.cache},
-		}, svc, newLikes(cfg, d, logger, svc, switches), d.reg, apiMetrics)
+			Console:   census.NewConsole(logger, reporter, d.beats, d.store, d.queues, switches),
+			Pages:     pages,
+		}, svc, newLikes(cfg, d, logger, svc, switches, likesBreaker), d.register(), apiMetrics)
 	} else {
 		handler = httpapi.NewOps(logger, workReady, apiMetrics)
 	}
+	work.Go(func() { reporter.Run(workCtx) })
 
 	// The private listeners open first, so that a failure leaves nothing
 	// open, and close last, so that the drain can be watched.
@@ -167,6 +195,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		} else {
 			fmt.Fprintln(stdout, "admin token: the one in FEEDD_ADMIN_TOKEN")
 		}
+		fmt.Fprintf(stdout, "in a browser: the console at %s/ops, the app at %s/\n", url, url)
 	}
 	logger.Info("feedd started", "role", cfg.role, "url", url, "sql", sqlKind(cfg), "cache", orEmbedded(cfg.redis(), "redis"), "queue", orEmbedded(cfg.amqpURL != "", "rabbitmq"), "fanout_mode", cfg.fanoutMode)
 
@@ -177,7 +206,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			MaxPendingTasks: cfg.tasksMaxPending, SQLReads: cfg.fanoutSQLReads,
 			RetryFor: cfg.fanoutRetryFor, Done: workCtx.Done(),
 			Announce: announcer.PostCreated,
-		}, d.workStore, d.cache, d.authorLists, d.broker, d.reg)
+		}, d.workStore, d.cache, d.authorLists, d.broker, d.register())
 		work.Go(func() { _ = rel.Run(workCtx) })
 		purge := timeline.NewKeyPurge(logger, d.workStore, cfg.idempotencyTTL, d.reg)
 		work.Go(func() { purge.Run(workCtx) })
@@ -329,7 +358,7 @@ func count(f func(context.Context, string) (int, error), q string) float64 {
 // answers instead.
 func likesViaBroker(cfg config) bool { return cfg.amqpURL != "" }
 
-func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts, switches *degrade.Switches) *likes.Service {
+func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts, switches *degrade.Switches, b *breaker.Breaker) *likes.Service {
 	var record likes.Recorder
 	if likesViaBroker(cfg) {
 		record = likes.ViaBroker(d.broker, cfg.likeBatch)
@@ -337,9 +366,8 @@ func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts, switc
 		w := likes.NewWriter(logger, likes.WriterConfig{MaxBatch: cfg.likeBatch}, d.store, d.reg)
 		record = w.Submit
 	}
-	// Its own breaker, set like the timeline's: a page's likes never wait
-	// on a SQL that the timeline already answers around.
-	b := breaker.New(breaker.Config{Failures: cfg.breakerFailures, Timeout: cfg.sqlTimeout, Cooldown: cfg.breakerCooldown})
+	// b is its own breaker, set like the timeline's: a page's likes never
+	// wait on a SQL that the timeline already answers around.
 	return likes.New(logger, likes.Config{Breaker: b, LocalCountTTL: cfg.likeCountTTL, Switches: switches}, d.store, d.likes, posts, record, d.reg)
 }
 

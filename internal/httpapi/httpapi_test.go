@@ -1231,7 +1231,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 
 	fromRoutes := map[string]bool{}
-	for _, rt := range routes(nil, nil, nil, nil, nil, nil, nil) {
+	for _, rt := range routes(nil, nil, nil, nil, nil, nil, nil, nil) {
 		fromRoutes[rt.method+" "+rt.path] = true
 	}
 	fromDoc := map[string]bool{}

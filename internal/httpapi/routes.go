@@ -14,7 +14,7 @@ import (
 // Handler makers only capture their arguments, so the table can be built
 // with nil services. Each route's class for rate limits and load shedding
 // follows from its method and access (classOf, in defence.go).
-func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func(context.Context) []feed.Check, metrics http.Handler, lv *Live) []route {
+func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func(context.Context) []feed.Check, metrics http.Handler, lv *Live, con Console) []route {
 	return []route{
 		{"POST", "/v1/users", admin, handleUserCreate(svc)},
 		{"POST", "/v1/users/{id}/tokens", admin, handleTokenCreate(tok, svc)},
@@ -50,6 +50,8 @@ func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func
 		{"GET", "/v1/admin/jobs/{id}", admin, handleJobGet(svc)},
 		{"GET", "/v1/admin/degradation", admin, handleDegradationGet(sw)},
 		{"PUT", "/v1/admin/degradation", admin, handleDegradationPut(sw)},
+		{"GET", "/v1/admin/overview", admin, handleOverview(con)},
+		{"POST", "/v1/admin/dead-letters/requeue", admin, handleRequeue(con)},
 		{"GET", "/v1/openapi.json", anyone, handleOpenAPI()},
 		{"GET", "/healthz", ops, handleHealth()},
 		{"GET", "/readyz", ops, handleReady(ready)},

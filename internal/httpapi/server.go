@@ -10,8 +10,10 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -137,6 +139,22 @@ type Config struct {
 
 	// Live is the live stream (nil: it answers 503).
 	Live *Live
+
+	// Console is the ops console's figures and actions (nil: its routes
+	// answer 404).
+	Console Console
+
+	// Pages are the web pages served beside the API (nil: none): the
+	// paths outside the route table that they claim, and nothing under
+	// /v1/, whose unknown paths keep their JSON 404.
+	Pages Pages
+}
+
+// Pages is a handler of web pages and the ServeMux patterns it answers
+// (GET only: a page is read, never written).
+type Pages interface {
+	http.Handler
+	Patterns() []string
 }
 
 const defaultMaxBodyBytes = 1 << 20
@@ -180,12 +198,20 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prome
 	dm := newDefenceMetrics(logger, reg, cfg.Shed)
 
 	mux := http.NewServeMux()
-	for _, rt := range routes(tok, svc, lk, cfg.Switches, ready, metrics, cfg.Live) {
+	for _, rt := range routes(tok, svc, lk, cfg.Switches, ready, metrics, cfg.Live, cfg.Console) {
 		h := guard(cfg, dm, classOf(rt), rt.handler)
 		if rt.path == streamPath {
 			h = guardStream(cfg, dm, rt.handler)
 		}
 		mux.Handle(rt.pattern(), tok.require(rt.access, h))
+	}
+	if cfg.Pages != nil {
+		for _, p := range cfg.Pages.Patterns() {
+			if _, path, _ := strings.Cut(p, " "); path == "/v1" || strings.HasPrefix(path, "/v1/") {
+				panic(fmt.Sprintf("httpapi: page pattern %q is in the API's namespace", p))
+			}
+			mux.Handle(p, cfg.Pages)
+		}
 	}
 	return middleware(logger, newRequestMetrics(logger, reg), cfg.MaxBodyBytes, cfg.BodyTimeout, mux)
 }
@@ -199,7 +225,7 @@ func NewOps(logger *slog.Logger, ready func(context.Context) []feed.Check, metri
 		ready = func(context.Context) []feed.Check { return nil }
 	}
 	mux := http.NewServeMux()
-	for _, rt := range routes(nil, nil, nil, nil, ready, metrics, nil) {
+	for _, rt := range routes(nil, nil, nil, nil, ready, metrics, nil, nil) {
 		if rt.access == ops {
 			mux.Handle(rt.pattern(), rt.handler)
 		}

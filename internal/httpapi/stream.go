@@ -177,11 +177,9 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 		if lv == nil || lv.Hub == nil {
 			return feed.Errorf(feed.EUNAVAILABLE, "the live stream is not enabled on this process")
 		}
-		var last int64
-		if v := r.Header.Get("Last-Event-ID"); v != "" {
-			if last, err = feed.ParsePostID(v); err != nil {
-				return feed.Errorf(feed.EINVALID, "Last-Event-ID must be a post id from this stream, got %q", v)
-			}
+		last, err := lastEventID(r)
+		if err != nil {
+			return err
 		}
 		ctx := r.Context()
 		s, err := lv.Hub.Open(ctx, me)
@@ -235,6 +233,27 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 			}
 		}
 	})
+}
+
+// lastEventID is where a resuming client left off: the Last-Event-ID
+// header, or else ?last_event_id=. The query is for browsers: EventSource
+// sends the header itself only when it reconnects to the same URL, and a
+// ticket opens one stream only, so a page that reconnects with a fresh
+// ticket must name the last id in the URL. A post id is no secret. 0: not
+// resuming.
+func lastEventID(r *http.Request) (int64, error) {
+	name, v := "Last-Event-ID", r.Header.Get("Last-Event-ID")
+	if v == "" {
+		name, v = "last_event_id", r.URL.Query().Get("last_event_id")
+	}
+	if v == "" {
+		return 0, nil
+	}
+	id, err := feed.ParsePostID(v)
+	if err != nil {
+		return 0, feed.Errorf(feed.EINVALID, "%s must be a post id from this stream, got %q", name, v)
+	}
+	return id, nil
 }
 
 // resume sends the posts of me's feed newer than last, oldest first, or a

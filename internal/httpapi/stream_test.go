@@ -217,6 +217,47 @@ func TestStreamResume(t *testing.T) {
 	}
 }
 
+// A browser reconnects with a fresh ticket and names its last post in the
+// query (EventSource sends Last-Event-ID only to the URL it first opened);
+// the header, when both come, wins.
+func TestStreamResumeFromQuery(t *testing.T) {
+	e := newStreamEnv(t, stream.Config{})
+	var ids []int64
+	for range 3 {
+		ids = append(ids, e.svc.seedPost(alice, "x").ID)
+	}
+	s, _ := e.open("", "?ticket="+e.ticket(bob)+"&last_event_id="+feed.FormatID(ids[0]))
+	for _, id := range ids[1:] {
+		if got := s.event(); !strings.HasPrefix(got, "event: post\nid: "+feed.FormatID(id)+"\n") {
+			t.Fatalf("resumed event %q; want post %d", got, id)
+		}
+	}
+	s, _ = e.open(userToken(t, bob), "?last_event_id="+feed.FormatID(ids[0]), "Last-Event-ID", feed.FormatID(ids[1]))
+	if got := s.event(); !strings.HasPrefix(got, "event: post\nid: "+feed.FormatID(ids[2])+"\n") {
+		t.Fatalf("with the header and the query: %q; want post %d only (the header's resume)", got, ids[2])
+	}
+	if _, res := e.open(userToken(t, bob), "?last_event_id=12x"); res.StatusCode != 400 {
+		t.Fatalf("malformed last_event_id: status %d; want 400", res.StatusCode)
+	}
+}
+
+// ticket mints a stream ticket for user.
+func (e *streamEnv) ticket(user int64) string {
+	e.t.Helper()
+	req, _ := http.NewRequest("POST", e.url+"/v1/me/feed/stream-tickets", nil)
+	req.Header.Set("Authorization", "Bearer "+userToken(e.t, user))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var tk ticketJSON
+	if err := json.NewDecoder(res.Body).Decode(&tk); err != nil || res.StatusCode != 201 {
+		e.t.Fatalf("mint a ticket: %d %v", res.StatusCode, err)
+	}
+	return tk.Ticket
+}
+
 func TestStreamTickets(t *testing.T) {
 	e := newStreamEnv(t, stream.Config{})
 	mint := func(token string) (int, ticketJSON) {

@@ -17,7 +17,7 @@ type RouteAccess struct {
 // every route bad credentials over the real program and so cannot live
 // here. A test inside the package walks routes itself.
 func Routes() []RouteAccess {
-	rs := routes(nil, nil, nil, nil, nil, nil, nil) // handler makers only capture their arguments
+	rs := routes(nil, nil, nil, nil, nil, nil, nil, nil) // handler makers only capture their arguments
 	out := make([]RouteAccess, len(rs))
 	for i, rt := range rs {
 		out[i] = RouteAccess{Method: rt.method, Path: rt.path, Access: rt.access.String()}

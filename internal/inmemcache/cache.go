@@ -47,6 +47,7 @@ type Cache struct {
 	kv      [shards]kvShard
 	likes   [shards]likeShard
 	hub     notifyHub
+	beats   beats
 
 	closed    atomic.Bool
 	closeOnce sync.Once

@@ -138,3 +138,11 @@ func TestNotifier(t *testing.T) {
 		return c
 	})
 }
+
+func TestBeats(t *testing.T) {
+	feedtest.TestBeats(t, func(t *testing.T) feedtest.Beats {
+		c := New(Options{})
+		t.Cleanup(func() { c.Close() })
+		return c
+	})
+}

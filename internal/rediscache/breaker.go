@@ -144,6 +144,14 @@ func (h *Breaker) OpenNodes() int {
 	return n
 }
 
+// Nodes returns the state of each server's breaker by address, for the
+// ops console; a node not called for a while is left out, as in State.
+func (h *Breaker) Nodes() map[string]breaker.State {
+	out := map[string]breaker.State{}
+	h.active(func(nb *nodeBreaker) { out[nb.addr] = nb.b.State() })
+	return out
+}
+
 // DialHook lets dials through: a dial happens only inside a command (or
 // the pool's upkeep), and the command's error is what is counted.
 func (nb *nodeBreaker) DialHook(next redis.DialHook) redis.DialHook { return next }

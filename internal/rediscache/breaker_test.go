@@ -462,6 +462,17 @@ func TestBreakerPerClusterNode(t *testing.T) {
 		t.Errorf("breakers opened: %v; want only %s", opened, victim)
 	}
 	mu.Unlock()
+	// The console lists each node's breaker: the cut one open, the other
+	// called one closed.
+	nodes := b.Nodes()
+	if nodes[victim] != breaker.Open || len(nodes) < 2 {
+		t.Errorf("Nodes() = %v; want %s open and another one", nodes, victim)
+	}
+	for n, st := range nodes {
+		if n != victim && st != breaker.Closed {
+			t.Errorf("Nodes()[%s] = %v; want closed", n, st)
+		}
+	}
 	start := time.Now()
 	if err := client.Get(ctx, served).Err(); !errors.Is(err, redis.Nil) {
 		t.Fatalf("GET of a key on another master while %s is cut: %v; want redis.Nil (served)", victim, err)

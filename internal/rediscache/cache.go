@@ -17,6 +17,7 @@
 //	post:{<id>}              a cached post, in the compact encoding of post.go
 //	kv:<key>                 a KV key, as the caller named it
 //	likes:…                  like counters and recent sets (likes.go)
+//	beats                    the processes' heartbeats: one hash (beats.go)
 //
 // # Inboxes
 //
@@ -149,6 +150,8 @@ type Cache struct {
 	fill, drain, add, remove, page, bounds *redis.Script
 	compareAndDelete, compareAndExpire     *redis.Script
 	postSet                                *redis.Script
+	beatsKey                               string
+	beatPut, beatList                      *redis.Script
 }
 
 var _ feed.Cache = (*Cache)(nil)
@@ -180,6 +183,9 @@ func New(client redis.UniversalClient, opts Options) *Cache {
 		compareAndDelete: redis.NewScript(compareAndDeleteScript),
 		compareAndExpire: redis.NewScript(compareAndExpireScript),
 		postSet:          redis.NewScript(postSetScript),
+		beatsKey:         opts.Prefix + "beats",
+		beatPut:          redis.NewScript(beatPutScript),
+		beatList:         redis.NewScript(beatListScript),
 	}
 }
 

@@ -444,3 +444,25 @@ func notifierSuite(t *testing.T, newClient func() redis.UniversalClient) {
 func TestNotifier(t *testing.T) { notifierSuite(t, testServer(t)) }
 
 func TestNotifierCluster(t *testing.T) { notifierSuite(t, testCluster(t)) }
+
+// freshCache returns a Cache on a client of its own under a prefix of its
+// own, whose keys admin deletes when the test ends.
+func freshCache(t *testing.T, admin redis.UniversalClient, newClient func() redis.UniversalClient) *Cache {
+	prefix := randomPrefix()
+	c := New(newClient(), Options{Prefix: prefix})
+	t.Cleanup(func() {
+		c.Close()
+		deleteKeys(t, admin, prefix)
+	})
+	return c
+}
+
+func beatsSuite(t *testing.T, newClient func() redis.UniversalClient) {
+	admin := newClient()
+	t.Cleanup(func() { admin.Close() })
+	feedtest.TestBeats(t, func(t *testing.T) feedtest.Beats { return freshCache(t, admin, newClient) })
+}
+
+func TestBeats(t *testing.T) { beatsSuite(t, testServer(t)) }
+
+func TestBeatsCluster(t *testing.T) { beatsSuite(t, testCluster(t)) }

@@ -11,15 +11,7 @@ import (
 func likeSuite(t *testing.T, newClient func() redis.UniversalClient) {
 	admin := newClient()
 	t.Cleanup(func() { admin.Close() })
-	feedtest.TestLikeCache(t, func(t *testing.T) feedtest.LikeCache {
-		prefix := randomPrefix()
-		c := New(newClient(), Options{Prefix: prefix})
-		t.Cleanup(func() {
-			c.Close()
-			deleteKeys(t, admin, prefix)
-		})
-		return c
-	})
+	feedtest.TestLikeCache(t, func(t *testing.T) feedtest.LikeCache { return freshCache(t, admin, newClient) })
 }
 
 func TestLikeCache(t *testing.T) { likeSuite(t, testServer(t)) }

@@ -45,8 +45,8 @@ func luaScript(name string) string {
 }
 
 // The scripts' sources, expanded once. The inbox scripts are in
-// inbox.go's and pending.go's calls, the others in post.go's, kv.go's and
-// likes.go's.
+// inbox.go's and pending.go's calls, the others in post.go's, kv.go's,
+// likes.go's and beats.go's.
 var (
 	fillScript   = luaScript("inbox_fill.lua")
 	addScript    = luaScript("inbox_add.lua")
@@ -64,4 +64,7 @@ var (
 	revertLikeScript = luaScript("likes_revert.lua")
 	fillLikesScript  = luaScript("likes_fill.lua")
 	addCountScript   = luaScript("likes_add_count.lua")
+
+	beatPutScript  = luaScript("beat_put.lua")
+	beatListScript = luaScript("beat_list.lua")
 )

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -69,6 +70,28 @@ func (s *Store) RelayOutbox(ctx context.Context, n int, publish func(ctx context
 		return 0, fmt.Errorf("sqlstore: relay outbox: %w", err)
 	}
 	return relayed, nil
+}
+
+// OutboxOldest returns how many events wait to be relayed and when the
+// oldest of them was written (the zero time when none waits): how far
+// behind the relay runs, for the ops console.
+func (s *Store) OutboxOldest(ctx context.Context) (int64, time.Time, error) {
+	n, err := s.OutboxBacklog(ctx)
+	if err != nil || n == 0 {
+		return n, time.Time{}, err
+	}
+	// The lowest unsent id is the oldest event: ids grow with time, and
+	// the outbox_sent index (sent_at, id) finds it without a scan.
+	var created int64
+	err = s.rdb.QueryRowContext(ctx, "SELECT created_at FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT 1").Scan(&created)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// Relayed between the two queries.
+		return 0, time.Time{}, nil
+	case err != nil:
+		return 0, time.Time{}, fmt.Errorf("sqlstore: oldest outbox event: %w", err)
+	}
+	return n, fromMillis(created), nil
 }
 
 // purgeChunk bounds the rows one purge statement deletes, so that no

@@ -1273,9 +1273,24 @@ func testRelay(t *testing.T, e *env) {
 	if n, err := s.RelayOutbox(ctx, 10, count); err != nil || n != 0 || calls != 0 {
 		t.Fatalf("RelayOutbox of an empty outbox: got %d, %v, %d publish calls; want 0, nil, 0", n, err, calls)
 	}
+	wantOldest := func(what string, wantN int64, from, to time.Time) {
+		t.Helper()
+		n, oldest, err := s.OutboxOldest(ctx)
+		if err != nil || n != wantN || (n == 0) != oldest.IsZero() ||
+			(n > 0 && (oldest.Before(from.Truncate(time.Millisecond)) || oldest.After(to))) {
+			t.Fatalf("OutboxOldest %s: got %d, %v, %v; want %d written between %v and %v", what, n, oldest, err, wantN, from, to)
+		}
+	}
+	wantOldest("of an empty outbox", 0, time.Time{}, time.Time{})
+	before := time.Now()
 	for id := int64(1); id <= 3; id++ {
 		mustPost(t, s, id, 1)
+		if id == 1 {
+			time.Sleep(5 * time.Millisecond) // the first is the oldest by a margin
+		}
 	}
+	first := time.Now()
+	wantOldest("of three posts", 3, before, first)
 
 	errBroker := errors.New("broker down")
 	n, err := s.RelayOutbox(ctx, 10, func(context.Context, []feed.OutboxEvent) error { return errBroker })
@@ -1297,12 +1312,14 @@ func testRelay(t *testing.T, e *env) {
 	if got, err := s.OutboxBacklog(ctx); err != nil || got != 1 {
 		t.Fatalf("OutboxBacklog: got %d, %v; want 1", got, err)
 	}
+	wantOldest("with the third left", 1, before.Add(5*time.Millisecond), first)
 	if n, err := s.RelayOutbox(ctx, 2, collect); err != nil || n != 1 {
 		t.Fatalf("RelayOutbox(2) again: got %d, %v; want 1", n, err)
 	}
 	if n, err := s.RelayOutbox(ctx, 2, collect); err != nil || n != 0 {
 		t.Fatalf("RelayOutbox of a drained outbox: got %d, %v; want 0", n, err)
 	}
+	wantOldest("of a drained outbox", 0, time.Time{}, time.Time{})
 	var postIDs []int64
 	for i, ob := range published {
 		ev, err := feed.DecodeEvent(ob.Payload)
