@@ -79,7 +79,7 @@ func TestOpsConsole(t *testing.T) {
 		beat := []string{"FEEDD_HEARTBEAT", "100ms", "FEEDD_FANOUT_MODE", "push", "FEEDD_REFRESH_INTERVAL", "1h"}
 
 		var writer, reader, worker *instance // publishes go to one, reads to the other
-		var want []string            // "role pid" of the processes
+		var want []string                    // "role pid" of the processes
 		if _, ok := env["FEEDD_MYSQL_DSN"]; !ok {
 			writer = startFeedd(t, env, breakPosts(101), beat...)
 			reader = writer
