@@ -78,14 +78,14 @@ func TestOpsConsole(t *testing.T) {
 		// reaches the feed only through its fan-out.
 		beat := []string{"FEEDD_HEARTBEAT", "100ms", "FEEDD_FANOUT_MODE", "push", "FEEDD_REFRESH_INTERVAL", "1h"}
 
-		var writer, reader *instance // publishes go to one, reads to the other
-		var want []string            // "role pid" of the processes
+		var writer, reader, worker *instance // publishes go to one, reads to the other
+		var want []string                    // "role pid" of the processes
 		if _, ok := env["FEEDD_MYSQL_DSN"]; !ok {
 			writer = startFeedd(t, env, breakPosts(101), beat...)
 			reader = writer
 			want = []string{"all 101"}
 		} else {
-			startRole(t, "work", env, breakPosts(103), beat...)
+			worker = startRole(t, "work", env, breakPosts(103), beat...)
 			writer = startRole(t, "serve", env, withPID(101), beat...)
 			reader = startRole(t, "serve", env, withPID(102), beat...)
 			want = []string{"serve 101", "serve 102", "work 103"}
@@ -196,5 +196,13 @@ func TestOpsConsole(t *testing.T) {
 		writer.must(403, "POST", "/v1/admin/dead-letters/requeue", readerTok, nil)
 		writer.must(401, "POST", "/v1/admin/dead-letters/requeue", "", nil)
 		writer.must(400, "POST", "/v1/admin/dead-letters/requeue", writer.admin, `{"queue":"outbox"}`)
+
+		// A process that stops leaves the list.
+		if worker != nil {
+			worker.stop()
+			testenv.Eventually(t, 5*time.Second, "the stopped work process gone from the overview", func() bool {
+				return slices.Equal(roles(reader.overview()), []string{"serve 101", "serve 102"})
+			})
+		}
 	})
 }

@@ -35,6 +35,8 @@ type Board interface {
 	// Beat stores body as name's heartbeat until ttl from now, replacing
 	// name's last one.
 	Beat(ctx context.Context, name string, body []byte, ttl time.Duration) error
+	// Forget deletes name's heartbeat, if any.
+	Forget(ctx context.Context, name string) error
 	// Beats returns the heartbeats whose ttl has not run out, by name.
 	Beats(ctx context.Context) (map[string][]byte, error)
 }
@@ -122,10 +124,11 @@ func NewReporter(logger *slog.Logger, cfg Config, board Board, metrics prometheu
 // id is the process's name among the heartbeats: host:pid.
 func (r *Reporter) id() string { return fmt.Sprintf("%s:%d", r.cfg.Host, r.cfg.PID) }
 
-// Run reports at once and then every interval until ctx is done. A
-// failed write is logged once per outage and retried at the next tick:
-// the console then shows the process as gone, which is the truth as far
-// as the cache can tell.
+// Run reports at once and then every interval until ctx is done, then
+// deletes the heartbeat, so that the console stops listing the process at
+// once. A failed write is logged once per outage and retried at the next
+// tick: the console then shows the process as gone, which is the truth as
+// far as the cache can tell.
 func (r *Reporter) Run(ctx context.Context) {
 	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
@@ -142,6 +145,11 @@ func (r *Reporter) Run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Interval)
+			defer cancel()
+			if err := r.board.Forget(fctx, r.id()); err != nil {
+				r.logger.Debug("census: heartbeat not deleted; it runs out by itself", "err", err)
+			}
 			return
 		case <-t.C:
 		}

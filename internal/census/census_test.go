@@ -274,3 +274,36 @@ func TestOverviewWithoutBackends(t *testing.T) {
 		t.Errorf("Requeue with the broker down = %v; want its error", err)
 	}
 }
+
+// TestRunBeatsAndForgets: Run writes a heartbeat at once and deletes it
+// when it stops, well before its ttl would have.
+func TestRunBeatsAndForgets(t *testing.T) {
+	board := inmemcache.New(inmemcache.Options{})
+	t.Cleanup(func() { board.Close() })
+	r := NewReporter(nil, Config{Role: "work", Host: "h", PID: 7, Interval: time.Hour}, board, prometheus.NewRegistry(), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		beats, err := board.Beats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := beats["h:7"]; ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no heartbeat of h:7 after 5 s: %v", beats)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if beats, err := board.Beats(context.Background()); err != nil || len(beats) != 0 {
+		t.Errorf("heartbeats after Run stopped = %v, %v; want none", beats, err)
+	}
+}

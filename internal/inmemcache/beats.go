@@ -35,6 +35,17 @@ func (c *Cache) Beat(ctx context.Context, name string, body []byte, ttl time.Dur
 	return nil
 }
 
+// Forget deletes name's heartbeat.
+func (c *Cache) Forget(ctx context.Context, name string) error {
+	if c.closed.Load() {
+		return fmt.Errorf("inmemcache: forget beat %q: %w", name, errClosed)
+	}
+	c.beats.mu.Lock()
+	defer c.beats.mu.Unlock()
+	delete(c.beats.m, name)
+	return nil
+}
+
 // Beats returns the heartbeats whose ttl has not run out, by name, and
 // deletes the others.
 func (c *Cache) Beats(ctx context.Context) (map[string][]byte, error) {

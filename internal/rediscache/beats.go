@@ -20,6 +20,15 @@ func (c *Cache) Beat(ctx context.Context, name string, body []byte, ttl time.Dur
 	return nil
 }
 
+// Forget deletes name's heartbeat: a process that stops says so rather
+// than waiting for its ttl.
+func (c *Cache) Forget(ctx context.Context, name string) error {
+	if err := c.client.HDel(ctx, c.beatsKey, name).Err(); err != nil {
+		return fmt.Errorf("rediscache: forget beat %q: %w", name, err)
+	}
+	return nil
+}
+
 // Beats returns the heartbeats whose ttl has not run out, by name, and
 // deletes the others.
 func (c *Cache) Beats(ctx context.Context) (map[string][]byte, error) {

@@ -13,6 +13,8 @@ type Beats interface {
 	// Beat stores body as name's heartbeat until ttl from now, replacing
 	// name's last one.
 	Beat(ctx context.Context, name string, body []byte, ttl time.Duration) error
+	// Forget deletes name's heartbeat, if any.
+	Forget(ctx context.Context, name string) error
 	// Beats returns the heartbeats whose ttl has not run out, by name.
 	Beats(ctx context.Context) (map[string][]byte, error)
 }
@@ -77,6 +79,21 @@ func TestBeats(t *testing.T, newBeats func(t *testing.T) Beats) {
 		// Beating again brings a name back.
 		beat(t, b, "dead", "x2", longTTL)
 		want(t, list(t, b), map[string]string{"alive": "y", "renewed": "z2", "dead": "x2"})
+	})
+
+	t.Run("a forgotten beat is gone at once, the others stay", func(t *testing.T) {
+		b := newBeats(t)
+		beat(t, b, "stopping", "x", longTTL)
+		beat(t, b, "staying", "y", longTTL)
+		for range 2 { // forgetting twice, or what is not there, is no error
+			if err := b.Forget(ctx, "stopping"); err != nil {
+				t.Fatalf("Forget: %v", err)
+			}
+		}
+		if err := b.Forget(ctx, "never beat"); err != nil {
+			t.Fatalf("Forget of an unknown name: %v", err)
+		}
+		want(t, list(t, b), map[string]string{"staying": "y"})
 	})
 
 	t.Run("all gone once every beat ran out", func(t *testing.T) {
