@@ -259,6 +259,51 @@ func (f *fakeService) Unfollow(ctx context.Context, follower, followee int64) er
 	return nil
 }
 
+// FollowBatch plays the pairs in order on the fake's edges, as the store
+// does in one transaction.
+func (f *fakeService) FollowBatch(ctx context.Context, follow, unfollow []feed.Edge) ([]string, []string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("FollowBatch", len(follow), len(unfollow)); err != nil {
+		return nil, nil, err
+	}
+	if err := feed.CheckFollowBatch(follow, unfollow); err != nil {
+		return nil, nil, err
+	}
+	known := func(e feed.Edge) bool {
+		_, a := f.users[e.Follower]
+		_, b := f.users[e.Followee]
+		return a && b
+	}
+	followed := make([]string, len(follow))
+	for i, e := range follow {
+		switch {
+		case !known(e):
+			followed[i] = feed.EdgeUnknownUser
+		case f.blocks[[2]int64{e.Follower, e.Followee}] || f.blocks[[2]int64{e.Followee, e.Follower}]:
+			followed[i] = feed.EdgeBlocked
+		case f.follows[e.Follower][e.Followee]:
+			followed[i] = feed.EdgeExists
+		default:
+			followed[i] = feed.EdgeCreated
+			f.followLocked(e.Follower, e.Followee)
+		}
+	}
+	unfollowed := make([]string, len(unfollow))
+	for i, e := range unfollow {
+		switch {
+		case !known(e):
+			unfollowed[i] = feed.EdgeUnknownUser
+		case f.follows[e.Follower][e.Followee]:
+			unfollowed[i] = feed.EdgeRemoved
+			delete(f.follows[e.Follower], e.Followee)
+		default:
+			unfollowed[i] = feed.EdgeAbsent
+		}
+	}
+	return followed, unfollowed, nil
+}
+
 // fakeKey is an idempotency key's record.
 type fakeKey struct {
 	post        int64

@@ -48,6 +48,7 @@ func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func
 		{"GET", "/v1/users/{id}/likes", reader, handleUserLikes(svc, lk)},
 		{"GET", "/v1/posts/top", reader, handleTopPosts(svc, lk)},
 		{"GET", "/v1/admin/jobs/{id}", admin, handleJobGet(svc)},
+		{"POST", "/v1/admin/follows/batch", admin, handleFollowBatch(svc, lv)},
 		{"GET", "/v1/admin/degradation", admin, handleDegradationGet(sw)},
 		{"PUT", "/v1/admin/degradation", admin, handleDegradationPut(sw)},
 		{"GET", "/v1/openapi.json", anyone, handleOpenAPI()},

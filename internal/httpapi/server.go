@@ -41,6 +41,11 @@ type Service interface {
 	Follow(ctx context.Context, follower, followee int64) error
 	// Unfollow is idempotent.
 	Unfollow(ctx context.Context, follower, followee int64) error
+	// FollowBatch makes the follows, then the unfollows, each in order,
+	// and returns each pair's outcome (feed.EdgeCreated and the rest) in
+	// the same order; EINVALID or EBATCHTOOLARGE for a batch that fails
+	// feed.CheckFollowBatch, and then nothing changes.
+	FollowBatch(ctx context.Context, follow, unfollow []feed.Edge) (followed, unfollowed []string, err error)
 	// Publish creates a post. With a non-empty idem.Key (and the
 	// request's fingerprint) a repeat from the same author returns the
 	// post the first call created; EKEYREUSED when its fingerprint

@@ -38,6 +38,7 @@ type Store interface {
 	Users(ctx context.Context, ids []int64) (map[int64]feed.User, error)
 	Follow(ctx context.Context, follower, followee int64) (bool, error)
 	Unfollow(ctx context.Context, follower, followee int64) (bool, error)
+	FollowBatch(ctx context.Context, follow, unfollow []feed.Edge) ([]string, []string, error)
 	Followers(ctx context.Context, user, after int64, n int) ([]int64, error)
 	Following(ctx context.Context, user, after int64, n int) ([]int64, error)
 	CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (feed.Post, bool, error)
