@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -302,6 +304,28 @@ func (f *fakeService) FollowBatch(ctx context.Context, follow, unfollow []feed.E
 		}
 	}
 	return followed, unfollowed, nil
+}
+
+// Export writes the fake's user and their follows in export's format, for
+// the handler's tests; package export has its own.
+func (f *fakeService) Export(ctx context.Context, user int64, w io.Writer) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Export", user); err != nil {
+		return err
+	}
+	u, ok := f.users[user]
+	if !ok {
+		return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
+	}
+	fmt.Fprintf(w, "{\"kind\":\"user\",\"id\":\"%d\",\"name\":%q}\n", u.ID, u.Name)
+	for _, followee := range slices.Sorted(maps.Keys(f.follows[user])) {
+		fmt.Fprintf(w, "{\"kind\":\"follow\",\"follower_id\":\"%d\",\"followee_id\":\"%d\"}\n", user, followee)
+	}
+	if err := f.fail["Export/after"]; err != nil {
+		return err
+	}
+	return nil
 }
 
 // fakeKey is an idempotency key's record.

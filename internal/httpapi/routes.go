@@ -24,6 +24,7 @@ func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func
 		{"GET", "/v1/users/{id}/followers", reader, handleFollowers(svc)},
 		{"GET", "/v1/users/{id}/following", reader, handleFollowing(svc)},
 		{"GET", "/v1/users/{id}/posts", reader, handleAuthorPosts(svc, lk)},
+		{"GET", "/v1/users/{id}/export", reader, handleUserExport(svc)},
 		{"DELETE", "/v1/me", actor, handleMeDelete(svc)},
 		{"PUT", "/v1/me/following/{id}", actor, announcing(lv, 'f', handleFollow(svc))},
 		{"DELETE", "/v1/me/following/{id}", actor, announcing(lv, 'f', handleUnfollow(svc))},

@@ -10,6 +10,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -92,6 +93,11 @@ type Service interface {
 	// Mutes and Blocks page user's mutes and blocks as Followers does.
 	Mutes(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error)
 	Blocks(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error)
+	// Export writes everything feedd holds about user to w as JSON Lines
+	// (package export); ENOTFOUND for an unknown or deleted user before
+	// anything is written. An error after that leaves w with a partial
+	// document.
+	Export(ctx context.Context, user int64, w io.Writer) error
 	// Hidden returns what viewer (0: the admin) does not see.
 	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
 	// DeleteUser deletes a user: at once for every read, then their data

@@ -225,6 +225,10 @@ func (g guardedStore) Blocks(ctx context.Context, user, after int64, n int) ([]i
 	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.Blocks(ctx, user, after, n) })
 }
 
+func (g guardedStore) LikedPosts(ctx context.Context, user, after int64, n int) ([]feed.Post, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) ([]feed.Post, error) { return g.store.LikedPosts(ctx, user, after, n) })
+}
+
 func (g guardedStore) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
 	return guarded(ctx, g.b, func(ctx context.Context) (feed.Hidden, error) { return g.store.Hidden(ctx, user) })
 }

@@ -64,6 +64,7 @@ type Store interface {
 	Unblock(ctx context.Context, blocker, blocked int64) (bool, error)
 	Mutes(ctx context.Context, user, after int64, n int) ([]int64, error)
 	Blocks(ctx context.Context, user, after int64, n int) ([]int64, error)
+	LikedPosts(ctx context.Context, user, after int64, n int) ([]feed.Post, error)
 	Hidden(ctx context.Context, user int64) (feed.Hidden, error)
 	DeleteUser(ctx context.Context, user int64) (feed.Purge, bool, error)
 	Purge(ctx context.Context, user int64) (feed.Purge, error)
