@@ -116,11 +116,16 @@ type (
 // still answer with an error. An error later leaves w with a partial
 // document, which the caller must not pass off as whole.
 func Write(ctx context.Context, src Source, user int64, w io.Writer) error {
+	return write(ctx, src, user, w, pageSize)
+}
+
+// write is Write reading page rows at a time.
+func write(ctx context.Context, src Source, user int64, w io.Writer, page int) error {
 	u, err := src.User(ctx, user)
 	if err != nil {
 		return fmt.Errorf("export: user %d: %w", user, err)
 	}
-	e := &encoder{w: w}
+	e := &encoder{w: w, page: page}
 	if err := e.run(ctx, src, u); err != nil {
 		return fmt.Errorf("export: user %d: %w", user, err)
 	}
@@ -130,9 +135,10 @@ func Write(ctx context.Context, src Source, user int64, w io.Writer) error {
 // encoder writes lines through a buffer it flushes after every page, so
 // the document leaves as it is read.
 type encoder struct {
-	w   io.Writer
-	buf *bufio.Writer
-	enc *json.Encoder
+	w    io.Writer
+	page int // rows per read
+	buf  *bufio.Writer
+	enc  *json.Encoder
 }
 
 func (e *encoder) line(v any) error { return e.enc.Encode(v) }
@@ -181,7 +187,7 @@ func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
 		{"blocks", src.Blocks, func(o string) any { return blockLine{"block", id, o} }},
 	} {
 		for after := int64(0); ; {
-			ids, err := l.list(ctx, u.ID, after, pageSize)
+			ids, err := l.list(ctx, u.ID, after, e.page)
 			if err != nil {
 				return fmt.Errorf("read %s: %w", l.what, err)
 			}
@@ -193,14 +199,14 @@ func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
 			if err := e.flush(); err != nil {
 				return err
 			}
-			if len(ids) < pageSize {
+			if len(ids) < e.page {
 				break
 			}
 			after = ids[len(ids)-1]
 		}
 	}
 	for before := int64(0); ; {
-		posts, err := src.AuthorPosts(ctx, u.ID, before, pageSize)
+		posts, err := src.AuthorPosts(ctx, u.ID, before, e.page)
 		if err != nil {
 			return fmt.Errorf("read posts: %w", err)
 		}
@@ -212,13 +218,13 @@ func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
 		if err := e.flush(); err != nil {
 			return err
 		}
-		if len(posts) < pageSize {
+		if len(posts) < e.page {
 			break
 		}
 		before = posts[len(posts)-1].ID
 	}
 	for after := int64(0); ; {
-		posts, err := src.LikedPosts(ctx, u.ID, after, pageSize)
+		posts, err := src.LikedPosts(ctx, u.ID, after, e.page)
 		if err != nil {
 			return fmt.Errorf("read likes: %w", err)
 		}
@@ -230,7 +236,7 @@ func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
 		if err := e.flush(); err != nil {
 			return err
 		}
-		if len(posts) < pageSize {
+		if len(posts) < e.page {
 			break
 		}
 		after = posts[len(posts)-1].ID
@@ -241,6 +247,9 @@ func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
 // externalID is the id a post goes by in an export: the app's own, or
 // feedd's when the post has none.
 func externalID(p feed.Post) string {
+	if p.ExternalID != "" {
+		return p.ExternalID
+	}
 	return feed.FormatID(p.ID)
 }
 
