@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,13 +25,7 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 	out := fs.String("out", "-", "the file to write; - is standard output. The file is written whole or not at all (it appears once complete), readable by its owner only")
 	// The store settings are the roles' own: same flags, same
 	// environment variables, a flag winning.
-	setting := func(name, def, usage string) *string {
-		env := envName(name, true)
-		if v := getenv(env); v != "" {
-			def = v
-		}
-		return fs.String(name, def, usage+" ("+env+")")
-	}
+	setting := sharedSetting(fs, getenv)
 	dsn := setting("mysql-dsn", "", "MySQL/MariaDB DSN of the deployment; empty: the embedded SQLite database in the data dir")
 	dataDir := setting("data-dir", "./data", "directory of the embedded SQLite database")
 	fs.Usage = func() {
@@ -48,15 +41,8 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	hideSecretDefaults(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("export: unexpected argument %q", fs.Arg(0))}
+	if err := parseCommand(fs, args); err != nil {
+		return err
 	}
 	id, err := feed.ParseID(*user)
 	if err != nil {

@@ -186,62 +186,47 @@ func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
 		{"mutes", src.Mutes, func(o string) any { return muteLine{"mute", id, o} }},
 		{"blocks", src.Blocks, func(o string) any { return blockLine{"block", id, o} }},
 	} {
-		for after := int64(0); ; {
-			ids, err := l.list(ctx, u.ID, after, e.page)
-			if err != nil {
-				return fmt.Errorf("read %s: %w", l.what, err)
-			}
-			for _, other := range ids {
-				if err := e.line(l.line(feed.FormatID(other))); err != nil {
-					return err
-				}
-			}
-			if err := e.flush(); err != nil {
-				return err
-			}
-			if len(ids) < e.page {
-				break
-			}
-			after = ids[len(ids)-1]
+		err := walk(e, l.what, func(after int64) ([]int64, error) { return l.list(ctx, u.ID, after, e.page) },
+			func(other int64) int64 { return other },
+			func(other int64) any { return l.line(feed.FormatID(other)) })
+		if err != nil {
+			return err
 		}
 	}
-	for before := int64(0); ; {
-		posts, err := src.AuthorPosts(ctx, u.ID, before, e.page)
+	postID := func(p feed.Post) int64 { return p.ID }
+	err = walk(e, "posts", func(before int64) ([]feed.Post, error) { return src.AuthorPosts(ctx, u.ID, before, e.page) }, postID,
+		func(p feed.Post) any {
+			return postLine{"post", id, externalID(p), p.Content, formatTime(p.CreatedAt), rawData(p.Data)}
+		})
+	if err != nil {
+		return err
+	}
+	return walk(e, "likes", func(after int64) ([]feed.Post, error) { return src.LikedPosts(ctx, u.ID, after, e.page) }, postID,
+		func(p feed.Post) any { return likeLine{"like", id, feed.FormatID(p.AuthorID), externalID(p)} })
+}
+
+// walk writes a keyset-paged list: read returns the page after cursor (0
+// first), key gives the cursor of the next page from a page's last row,
+// line the row's line. Each page is flushed before the next is read.
+func walk[T any](e *encoder, what string, read func(cursor int64) ([]T, error), key func(T) int64, line func(T) any) error {
+	for cursor := int64(0); ; {
+		rows, err := read(cursor)
 		if err != nil {
-			return fmt.Errorf("read posts: %w", err)
+			return fmt.Errorf("read %s: %w", what, err)
 		}
-		for _, p := range posts {
-			if err := e.line(postLine{"post", id, externalID(p), p.Content, formatTime(p.CreatedAt), rawData(p.Data)}); err != nil {
+		for _, r := range rows {
+			if err := e.line(line(r)); err != nil {
 				return err
 			}
 		}
 		if err := e.flush(); err != nil {
 			return err
 		}
-		if len(posts) < e.page {
-			break
+		if len(rows) < e.page {
+			return nil
 		}
-		before = posts[len(posts)-1].ID
+		cursor = key(rows[len(rows)-1])
 	}
-	for after := int64(0); ; {
-		posts, err := src.LikedPosts(ctx, u.ID, after, e.page)
-		if err != nil {
-			return fmt.Errorf("read likes: %w", err)
-		}
-		for _, p := range posts {
-			if err := e.line(likeLine{"like", id, feed.FormatID(p.AuthorID), externalID(p)}); err != nil {
-				return err
-			}
-		}
-		if err := e.flush(); err != nil {
-			return err
-		}
-		if len(posts) < e.page {
-			break
-		}
-		after = posts[len(posts)-1].ID
-	}
-	return nil
 }
 
 // externalID is the id a post goes by in an export: the app's own, or

@@ -331,19 +331,8 @@ func (s *Store) LikedPosts(ctx context.Context, user, after int64, n int) ([]fee
 	rows, err := s.rdb.QueryContext(ctx, "SELECT "+postColumnsOf("p")+` FROM likes l JOIN posts p ON p.id = l.post_id
 		WHERE l.user_id = ? AND l.post_id > ? AND l.liked = 1 AND p.deleted_at IS NULL
 		ORDER BY l.post_id LIMIT ?`, user, after, n)
+	posts, err := scanPosts(rows, err, n)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: posts %d likes after %d: %w", user, after, err)
-	}
-	defer rows.Close()
-	posts := make([]feed.Post, 0, min(n, 256))
-	for rows.Next() {
-		p, err := scanPost(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlstore: posts %d likes after %d: %w", user, after, err)
-		}
-		posts = append(posts, p)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlstore: posts %d likes after %d: %w", user, after, err)
 	}
 	return posts, nil

@@ -72,22 +72,21 @@ func (s *Service) FollowBatch(ctx context.Context, follow, unfollow []feed.Edge)
 	}
 	// Follows first, then unfollows, the order the batch was made in, so
 	// that a pair followed and unfollowed ends without its posts.
-	for _, e := range backfills {
-		if dropped[e.Follower] {
-			continue
-		}
-		if err := s.backfill(ctx, e.Follower, e.Followee); err != nil {
-			s.cacheFailed("follow batch backfill", err)
-			drop(e.Follower)
-		}
-	}
-	for _, e := range removals {
-		if dropped[e.Follower] {
-			continue
-		}
-		if err := s.removeAuthor(ctx, e.Follower, e.Followee); err != nil {
-			s.cacheFailed("unfollow batch removal", err)
-			drop(e.Follower)
+	for _, step := range []struct {
+		what  string
+		pairs []feed.Edge
+		do    func(ctx context.Context, reader, author int64) error
+	}{{"follow batch backfill", backfills, s.backfill}, {"unfollow batch removal", removals, s.removeAuthor}} {
+		for _, e := range step.pairs {
+			if dropped[e.Follower] {
+				continue
+			}
+			if err := step.do(ctx, e.Follower, e.Followee); err != nil {
+				// The edges are in SQL: a failure costs only freshness,
+				// and the next read rebuilds a dropped inbox complete.
+				s.cacheFailed(step.what, err)
+				drop(e.Follower)
+			}
 		}
 	}
 	return followed, unfollowed, nil
