@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -158,9 +159,11 @@ func (s *Store) writeEdges(ctx context.Context, tx *sql.Tx, added, removed []fee
 		}
 	}
 	if len(removed) > 0 {
-		where, args := pairClause("follower_id", "followee_id", removed)
-		if _, err := tx.ExecContext(ctx, "DELETE FROM follows WHERE "+where, args...); err != nil {
-			return err
+		for _, chunk := range pairChunks(removed) {
+			where, args := pairClause("follower_id", "followee_id", chunk)
+			if _, err := tx.ExecContext(ctx, "DELETE FROM follows WHERE "+where, args...); err != nil {
+				return err
+			}
 		}
 		for _, e := range removed {
 			following[e.Follower]--
@@ -195,33 +198,53 @@ func addToCount(ctx context.Context, tx *sql.Tx, column string, deltas map[int64
 	return nil
 }
 
+// pairChunk bounds the pairs one statement names. MariaDB's range
+// optimizer takes time that grows faster than the OR terms: a SELECT of
+// 1,000 pairs in one statement took 2 s, one of 100 pairs 0.08 s, on the
+// loaded 2-core test machine (10.11, a follows table of 1,000,000 rows).
+// SQLite refuses an expression more than 1,000 deep, which 1,000 ORed
+// terms are.
+const pairChunk = 50
+
+// pairChunks splits pairs, sorted so that a chunk's terms share their
+// first ids, into slices of at most pairChunk.
+func pairChunks(pairs []feed.Edge) [][]feed.Edge {
+	sorted := slices.SortedFunc(slices.Values(pairs), func(x, y feed.Edge) int {
+		return cmp.Or(cmp.Compare(x.Follower, y.Follower), cmp.Compare(x.Followee, y.Followee))
+	})
+	return slices.Collect(slices.Chunk(slices.Compact(sorted), pairChunk))
+}
+
 // pairsIn returns which of pairs are rows of table, whose key is (a, b).
 func pairsIn(ctx context.Context, tx *sql.Tx, table, a, b string, pairs []feed.Edge) (map[feed.Edge]bool, error) {
 	in := map[feed.Edge]bool{}
-	if len(pairs) == 0 {
-		return in, nil
-	}
-	where, args := pairClause(a, b, pairs)
-	rows, err := tx.QueryContext(ctx, "SELECT "+a+", "+b+" FROM "+table+" WHERE "+where, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var e feed.Edge
-		if err := rows.Scan(&e.Follower, &e.Followee); err != nil {
+	for _, chunk := range pairChunks(pairs) {
+		where, args := pairClause(a, b, chunk)
+		rows, err := tx.QueryContext(ctx, "SELECT "+a+", "+b+" FROM "+table+" WHERE "+where, args...)
+		if err != nil {
 			return nil, err
 		}
-		in[e] = true
+		for rows.Next() {
+			var e feed.Edge
+			if err := rows.Scan(&e.Follower, &e.Followee); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			in[e] = true
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
 	}
-	return in, rows.Err()
+	return in, nil
 }
 
 // pairClause matches the rows whose (a, b) is one of pairs: one
-// "a = ? AND b IN (...)" per distinct a, ORed. Both MySQL and SQLite turn
-// it into one primary-key range per pair, where the portable alternative
-// "a IN (...) AND b IN (...)" would read every edge of every a, and row
-// values "(a, b) IN ((?, ?), ...)" are not understood by SQLite.
+// "a = ? AND b IN (...)" per distinct a, ORed, which both MySQL and SQLite
+// read as one primary-key range per pair. The alternatives do worse:
+// "a IN (...) AND b IN (...)" reads every edge of every a, SQLite knows
+// no "(a, b) IN ((?, ?), ...)", and MariaDB turns a long one into a
+// table it joins.
 func pairClause(a, b string, pairs []feed.Edge) (string, []any) {
 	byA := map[int64][]int64{}
 	for _, e := range pairs {
