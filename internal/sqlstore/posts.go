@@ -45,9 +45,9 @@ const keyAttempts = 4
 // A post id that exists already is ECONFLICT: the caller retries with a
 // fresh id. An incomplete idem (idem.Check) is EINVALID.
 func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (feed.Post, bool, error) {
-	if p.ID <= 0 || p.AuthorID <= 0 {
+	if !feed.ValidPostID(p.ID) || p.AuthorID <= 0 {
 		return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d: %w", p.ID,
-			feed.Errorf(feed.EINVALID, "post id %d and author id %d must be positive", p.ID, p.AuthorID))
+			feed.Errorf(feed.EINVALID, "post id %d must be a post id (feed.ValidPostID) and author id %d positive", p.ID, p.AuthorID))
 	}
 	if err := idem.Check(); err != nil {
 		return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d: %w", p.ID, err)
@@ -164,34 +164,9 @@ type ExternalKey struct {
 // deleted ones included, with one query per chunk of keys, from the
 // primary: how an import finds which of a batch it made before.
 func (s *Store) PostIDsByExternalID(ctx context.Context, keys []ExternalKey) (map[ExternalKey]int64, error) {
-	ids := make(map[ExternalKey]int64, len(keys))
-	for len(keys) > 0 {
-		chunk := keys[:min(len(keys), chunkSize/2)]
-		keys = keys[len(chunk):]
-		args := make([]any, 0, 2*len(chunk))
-		for _, k := range chunk {
-			args = append(args, k.AuthorID, k.ExternalID)
-		}
-		err := func() error {
-			rows, err := s.db.QueryContext(ctx, "SELECT author_id, external_id, id FROM posts WHERE (author_id, external_id) IN ("+
-				strings.TrimSuffix(strings.Repeat("(?, ?), ", len(chunk)), ", ")+")", args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var k ExternalKey
-				var id int64
-				if err := rows.Scan(&k.AuthorID, &k.ExternalID, &id); err != nil {
-					return err
-				}
-				ids[k] = id
-			}
-			return rows.Err()
-		}()
-		if err != nil {
-			return nil, fmt.Errorf("sqlstore: post ids by external id (%d keys): %w", len(chunk), err)
-		}
+	ids, err := externalIDsIn(ctx, s.db, keys)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: post ids by external id (%d keys): %w", len(keys), err)
 	}
 	return ids, nil
 }
@@ -539,14 +514,15 @@ func scanPosts(rows *sql.Rows, err error, n int) ([]feed.Post, error) {
 }
 
 // AuthorPostIDs returns up to n ids of author's posts with after < id <
-// before (before 0: no upper bound), newest first, deleted ones left out.
+// before (0: no bound; posts from before 2025 have negative ids), newest
+// first, deleted ones left out.
 func (s *Store) AuthorPostIDs(ctx context.Context, author, after, before int64, n int) ([]int64, error) {
 	if n <= 0 {
 		return []int64{}, nil
 	}
 	ids, err := s.queryIDs(ctx, n, `SELECT id FROM posts
 		WHERE author_id = ? AND id > ? AND id < ? AND deleted_at IS NULL ORDER BY id DESC LIMIT ?`,
-		author, after, upperBound(before), n)
+		author, lowerBound(after), upperBound(before), n)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: post ids of %d in (%d, %d): %w", author, after, before, err)
 	}
@@ -576,7 +552,7 @@ func (s *Store) NewestPostsFloor(ctx context.Context, k int) (int64, error) {
 
 // FeedPostIDs builds reader's home feed from SQL: up to n ids of the
 // non-deleted posts of the authors reader follows, with after < id <
-// before (before 0: no upper bound), newest first. It rebuilds an inbox,
+// before (0: no bound, either side), newest first. It rebuilds an inbox,
 // pages past a trimmed one, and refreshes a first page (a recent after).
 //
 // One query over the indexes; the plans, checked with EXPLAIN (MariaDB
@@ -635,7 +611,7 @@ func (s *Store) feedIDs(ctx context.Context, reader, after, before int64, n int,
 	// The reader's follow is a join condition of the walk and a filter of
 	// the join from follows; either way it binds the first ? of the query.
 	var from string
-	if s.d.recentFirst && before <= 0 && after >= feed.MinIDAt(time.Now().Add(-recentWindow)) {
+	if s.d.recentFirst && before == 0 && after != 0 && after >= feed.MinIDAt(time.Now().Add(-recentWindow)) {
 		from = "posts p STRAIGHT_JOIN follows f ON f.follower_id = ? AND f.followee_id = p.author_id"
 		if b != nil {
 			from += " STRAIGHT_JOIN users u ON u.id = p.author_id"
@@ -654,7 +630,7 @@ func (s *Store) feedIDs(ctx context.Context, reader, after, before int64, n int,
 		inBand = " u.follower_count < ? AND (u.follower_count < ? OR u.pull_mode = 0) AND"
 		args = append(args, b.high, b.low)
 	}
-	args = append(args, after, upperBound(before), n)
+	args = append(args, lowerBound(after), upperBound(before), n)
 	ids, err := s.queryIDsOn(ctx, s.replica, n, "SELECT p.id FROM "+from+inBand+
 		" p.id > ? AND p.id < ? AND p.deleted_at IS NULL ORDER BY p.id DESC LIMIT ?", args...)
 	if err != nil {
@@ -664,10 +640,20 @@ func (s *Store) feedIDs(ctx context.Context, reader, after, before int64, n int,
 }
 
 // upperBound turns an exclusive upper bound where 0 means none into one
-// SQL can compare with.
+// SQL can compare with. Only 0 is none: a post from before 2025 has a
+// negative id, and a page below it has a negative bound.
 func upperBound(before int64) int64 {
-	if before <= 0 {
+	if before == 0 {
 		return math.MaxInt64
 	}
 	return before
+}
+
+// lowerBound is upperBound for an exclusive lower bound: 0 means none,
+// which takes in the negative ids of posts from before 2025.
+func lowerBound(after int64) int64 {
+	if after == 0 {
+		return math.MinInt64
+	}
+	return after
 }
