@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -159,6 +160,29 @@ func TestFollowBatch(t *testing.T) {
 				}
 				in.wantFollowCounts(r2, 0, 1)
 				in.wantFollowCounts(b, 1, 0)
+				// A reader who follows more authors in one batch than are
+				// backfilled one by one gets its inbox rebuilt instead:
+				// the feed is as complete at once.
+				r3, r3Tok := in.user("reader3")
+				in.feedAll(r3Tok, 20)
+				var many [][2]string
+				var manyPosts []string
+				for i := range 25 {
+					id, tok := in.user(fmt.Sprintf("many%d", i))
+					manyPosts = append(manyPosts, in.post(tok, "hello"))
+					many = append(many, [2]string{r3, id})
+				}
+				f, _ = in.batchResults(many, nil)
+				for _, res := range f {
+					if !strings.HasSuffix(res, " created") {
+						t.Fatalf("25 follows: %q", f)
+					}
+				}
+				if got, want := in.feedAll(r3Tok, 10), desc(manyPosts); !slices.Equal(got, want) {
+					t.Fatalf("reader3's feed right after following 25 = %v; want %v", got, want)
+				}
+				in.wantFollowCounts(r3, 0, 25)
+
 				// A user token may not use it.
 				if r := in.do("POST", "/v1/admin/follows/batch", r1Tok, `{"follow":[]}`); r.status != 403 {
 					t.Fatalf("a user token: status %d; want 403", r.status)

@@ -5,8 +5,13 @@ import (
 	"fmt"
 	"net/http"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/feedd/feedd/internal/feed"
 )
+
+// announceWorkers bounds the announcements a follow batch sends at once.
+const announceWorkers = 8
 
 type edgeJSON struct {
 	FollowerID jsonID `json:"follower_id"`
@@ -83,13 +88,17 @@ func handleFollowBatch(svc Service, lv *Live) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), announceTimeout)
 		defer cancel()
+		// One message per reader; a few at once, so that a batch of 1,000
+		// readers is not 1,000 round trips end to end.
+		var g errgroup.Group
+		g.SetLimit(announceWorkers)
 		for reader := range readers {
-			if err := lv.Announce.FollowsChanged(ctx, reader); err != nil {
-				// The changes are made; open streams learn of them late
-				// (a reconnect reads the feed afresh). The log says so.
-				noteError(w, fmt.Errorf("httpapi: announce a follow batch to the live streams: %w", err))
-				break
-			}
+			g.Go(func() error { return lv.Announce.FollowsChanged(ctx, reader) })
+		}
+		if err := g.Wait(); err != nil {
+			// The changes are made; open streams learn of them late (a
+			// reconnect reads the feed afresh). The request log says so.
+			noteError(w, fmt.Errorf("httpapi: announce a follow batch to the live streams: %w", err))
 		}
 		return nil
 	})
