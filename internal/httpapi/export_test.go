@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 func TestUserExport(t *testing.T) {
@@ -64,4 +67,9 @@ func TestUserExport(t *testing.T) {
 	if body != "" && !strings.HasPrefix(body, `{"kind":"user"`) {
 		t.Errorf("the lines before the failure: %q", body)
 	}
+	// The request log has the cause.
+	testenv.Eventually(t, 5*time.Second, "the aborted export's log line", func() bool {
+		logs := e.logs.String()
+		return strings.Contains(logs, "aborted=true") && strings.Contains(logs, "the database went away")
+	})
 }
