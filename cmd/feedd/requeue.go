@@ -23,13 +23,7 @@ func runRequeueDead(ctx context.Context, args []string, getenv func(string) stri
 	limit := fs.Int("max", 0, "move at most this many messages per queue (0: all)")
 	// The broker settings are the roles' own: same flags, same
 	// environment variables, a flag winning.
-	setting := func(name, def, usage string) *string {
-		env := envName(name, true)
-		if v := getenv(env); v != "" {
-			def = v
-		}
-		return fs.String(name, def, usage+" ("+env+")")
-	}
+	setting := sharedSetting(fs, getenv)
 	url := setting("amqp-url", "", "RabbitMQ URL of the deployment, e.g. amqp://guest:guest@127.0.0.1:5672/")
 	prefix := setting("amqp-prefix", defaultAMQPPrefix, "prefix of the deployment's queues")
 	queueType := setting("amqp-queue-type", defaultAMQPQueueType, "quorum or classic, as the deployment's")
@@ -46,15 +40,8 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	hideSecretDefaults(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("requeue-dead: unexpected argument %q", fs.Arg(0))}
+	if err := parseCommand(fs, args); err != nil {
+		return err
 	}
 	var queues []string
 	switch *queue {

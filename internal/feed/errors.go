@@ -23,6 +23,8 @@ const (
 	EKEYREUSED = "idempotency_key_reused"
 	// An idempotency key whose first request has not finished: 409, retry.
 	EKEYINFLIGHT = "idempotency_key_in_flight"
+	// A follow batch of more pairs than MaxFollowBatch: 400.
+	EBATCHTOOLARGE = "batch_too_large"
 	// A post whose external id its author already used: 409, with the
 	// existing post's id (ExternalIDExistsError).
 	EEXTERNALID = "external_id_exists"

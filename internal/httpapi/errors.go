@@ -9,21 +9,22 @@ import (
 
 // statusByCode is the one place a domain error code becomes an HTTP status.
 var statusByCode = map[string]int{
-	feed.EINVALID:      http.StatusBadRequest,
-	feed.EUNAUTHORIZED: http.StatusUnauthorized,
-	feed.EFORBIDDEN:    http.StatusForbidden,
-	feed.EBLOCKED:      http.StatusForbidden,
-	feed.ENOTFOUND:     http.StatusNotFound,
-	feed.ECONFLICT:     http.StatusConflict,
-	feed.EDELETING:     http.StatusConflict,
-	feed.ETOOLARGE:     http.StatusRequestEntityTooLarge,
-	codeRequestTimeout: http.StatusRequestTimeout,
-	feed.ERATELIMIT:    http.StatusTooManyRequests,
-	feed.EUNAVAILABLE:  http.StatusServiceUnavailable,
-	feed.EINTERNAL:     http.StatusInternalServerError,
-	feed.EKEYREUSED:    http.StatusUnprocessableEntity,
-	feed.EKEYINFLIGHT:  http.StatusConflict,
-	feed.EEXTERNALID:   http.StatusConflict,
+	feed.EINVALID:       http.StatusBadRequest,
+	feed.EUNAUTHORIZED:  http.StatusUnauthorized,
+	feed.EFORBIDDEN:     http.StatusForbidden,
+	feed.EBLOCKED:       http.StatusForbidden,
+	feed.ENOTFOUND:      http.StatusNotFound,
+	feed.ECONFLICT:      http.StatusConflict,
+	feed.EDELETING:      http.StatusConflict,
+	feed.ETOOLARGE:      http.StatusRequestEntityTooLarge,
+	codeRequestTimeout:  http.StatusRequestTimeout,
+	feed.ERATELIMIT:     http.StatusTooManyRequests,
+	feed.EUNAVAILABLE:   http.StatusServiceUnavailable,
+	feed.EINTERNAL:      http.StatusInternalServerError,
+	feed.EKEYREUSED:     http.StatusUnprocessableEntity,
+	feed.EKEYINFLIGHT:   http.StatusConflict,
+	feed.EBATCHTOOLARGE: http.StatusBadRequest,
+	feed.EEXTERNALID:    http.StatusConflict,
 }
 
 // The error codes that are no domain codes: only the router can get a

@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -258,6 +260,73 @@ func (f *fakeService) Unfollow(ctx context.Context, follower, followee int64) er
 		return err
 	}
 	delete(f.follows[follower], followee)
+	return nil
+}
+
+// FollowBatch plays the pairs in order on the fake's edges, as the store
+// does in one transaction.
+func (f *fakeService) FollowBatch(ctx context.Context, follow, unfollow []feed.Edge) ([]string, []string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("FollowBatch", len(follow), len(unfollow)); err != nil {
+		return nil, nil, err
+	}
+	if err := feed.CheckFollowBatch(follow, unfollow); err != nil {
+		return nil, nil, err
+	}
+	known := func(e feed.Edge) bool {
+		_, a := f.users[e.Follower]
+		_, b := f.users[e.Followee]
+		return a && b
+	}
+	followed := make([]string, len(follow))
+	for i, e := range follow {
+		switch {
+		case !known(e):
+			followed[i] = feed.EdgeUnknownUser
+		case f.blocks[[2]int64{e.Follower, e.Followee}] || f.blocks[[2]int64{e.Followee, e.Follower}]:
+			followed[i] = feed.EdgeBlocked
+		case f.follows[e.Follower][e.Followee]:
+			followed[i] = feed.EdgeExists
+		default:
+			followed[i] = feed.EdgeCreated
+			f.followLocked(e.Follower, e.Followee)
+		}
+	}
+	unfollowed := make([]string, len(unfollow))
+	for i, e := range unfollow {
+		switch {
+		case !known(e):
+			unfollowed[i] = feed.EdgeUnknownUser
+		case f.follows[e.Follower][e.Followee]:
+			unfollowed[i] = feed.EdgeRemoved
+			delete(f.follows[e.Follower], e.Followee)
+		default:
+			unfollowed[i] = feed.EdgeAbsent
+		}
+	}
+	return followed, unfollowed, nil
+}
+
+// Export writes the fake's user and their follows in export's format, for
+// the handler's tests; package export has its own.
+func (f *fakeService) Export(ctx context.Context, user int64, w io.Writer) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Export", user); err != nil {
+		return err
+	}
+	u, ok := f.users[user]
+	if !ok {
+		return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
+	}
+	fmt.Fprintf(w, "{\"kind\":\"user\",\"id\":\"%d\",\"name\":%q}\n", u.ID, u.Name)
+	for _, followee := range slices.Sorted(maps.Keys(f.follows[user])) {
+		fmt.Fprintf(w, "{\"kind\":\"follow\",\"follower_id\":\"%d\",\"followee_id\":\"%d\"}\n", user, followee)
+	}
+	if err := f.fail["Export/after"]; err != nil {
+		return err
+	}
 	return nil
 }
 

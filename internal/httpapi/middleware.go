@@ -97,37 +97,56 @@ func observe(logger *slog.Logger, m *requestMetrics, maxBody int64, bodyTimeout 
 		w.Header().Set(headerRequestID, reqID)
 		r = r.WithContext(feed.WithRequestID(r.Context(), reqID))
 		sw := &statusWriter{ResponseWriter: w}
+		// A handler that cuts its response off mid-way (an export whose
+		// read failed) panics with http.ErrAbortHandler; the request is
+		// still logged, with its error, on the way out.
+		finished := false
+		defer func() {
+			if !finished {
+				logRequest(logger, m, r, sw, reqID, start, true)
+			}
+		}()
 		next.ServeHTTP(sw, r)
-
-		elapsed := time.Since(start)
-		status := sw.status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		route := routeLabel(r.Pattern)
-		method := methodLabel(r.Method)
-		m.observe(route, method, status, elapsed)
-
-		level := slog.LevelDebug
-		switch {
-		case status >= 500:
-			level = slog.LevelError
-		case status >= 400:
-			level = slog.LevelInfo
-		}
-		attrs := []slog.Attr{
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.String("route", route),
-			slog.Int("status", status),
-			slog.Duration("duration", elapsed),
-			slog.String("request_id", reqID),
-		}
-		if sw.err != nil {
-			attrs = append(attrs, slog.String("error", sw.err.Error()))
-		}
-		logger.LogAttrs(r.Context(), level, "http request", attrs...)
+		finished = true
+		logRequest(logger, m, r, sw, reqID, start, false)
 	})
+}
+
+// logRequest observes a request's latency and writes its log line;
+// aborted says its response was cut off.
+func logRequest(logger *slog.Logger, m *requestMetrics, r *http.Request, sw *statusWriter, reqID string, start time.Time, aborted bool) {
+	elapsed := time.Since(start)
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	route := routeLabel(r.Pattern)
+	method := methodLabel(r.Method)
+	m.observe(route, method, status, elapsed)
+
+	level := slog.LevelDebug
+	switch {
+	case status >= 500:
+		level = slog.LevelError
+	case status >= 400:
+		level = slog.LevelInfo
+	}
+	attrs := []slog.Attr{
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.String("route", route),
+		slog.Int("status", status),
+		slog.Duration("duration", elapsed),
+		slog.String("request_id", reqID),
+	}
+	if sw.err != nil {
+		attrs = append(attrs, slog.String("error", sw.err.Error()))
+	}
+	if aborted {
+		level = slog.LevelError
+		attrs = append(attrs, slog.Bool("aborted", true))
+	}
+	logger.LogAttrs(r.Context(), level, "http request", attrs...)
 }
 
 // routeLabel is the path part of the matched pattern, so labels are bounded

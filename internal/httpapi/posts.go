@@ -9,9 +9,8 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// timeFormat is RFC 3339 in UTC with exactly three fractional digits, so
-// timestamps sort as strings and never lose the millisecond ids carry.
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+// timeFormat is the domain's: RFC 3339, UTC, milliseconds.
+const timeFormat = feed.TimeFormat
 
 // formatTime is t.UTC().Format(timeFormat), written out by hand: every
 // post of every page passes here, and Format reads its layout anew on each

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -43,6 +44,11 @@ type Service interface {
 	Follow(ctx context.Context, follower, followee int64) error
 	// Unfollow is idempotent.
 	Unfollow(ctx context.Context, follower, followee int64) error
+	// FollowBatch makes the follows, then the unfollows, each in order,
+	// and returns each pair's outcome (feed.EdgeCreated and the rest) in
+	// the same order; EINVALID or EBATCHTOOLARGE for a batch that fails
+	// feed.CheckFollowBatch, and then nothing changes.
+	FollowBatch(ctx context.Context, follow, unfollow []feed.Edge) (followed, unfollowed []string, err error)
 	// Publish creates a post. With a non-empty idem.Key (and the
 	// request's fingerprint) a repeat from the same author returns the
 	// post the first call created; EKEYREUSED when its fingerprint
@@ -89,6 +95,11 @@ type Service interface {
 	// Mutes and Blocks page user's mutes and blocks as Followers does.
 	Mutes(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error)
 	Blocks(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error)
+	// Export writes everything feedd holds about user to w as JSON Lines
+	// (package export); ENOTFOUND for an unknown or deleted user before
+	// anything is written. An error after that leaves w with a partial
+	// document.
+	Export(ctx context.Context, user int64, w io.Writer) error
 	// Hidden returns what viewer (0: the admin) does not see.
 	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
 	// DeleteUser deletes a user: at once for every read, then their data

@@ -20,6 +20,7 @@ func TestLikes(t *testing.T) {
 			t.Run("ApplyRandom", func(t *testing.T) { testApplyRandom(t, e) })
 			t.Run("ApplyConcurrent", func(t *testing.T) { testApplyConcurrent(t, e) })
 			t.Run("Reads", func(t *testing.T) { testLikeReads(t, e) })
+			t.Run("LikedPosts", func(t *testing.T) { testLikedPosts(t, e) })
 		})
 	}
 }
@@ -241,5 +242,41 @@ func testLikeReads(t *testing.T, e *env) {
 	ids, _, _ = s.TopLiked(ctx, now.Add(-24*time.Hour), 10)
 	if !slices.Equal(ids, []int64{p3.ID}) {
 		t.Errorf("top after deleting p2 = %v; want p3", ids)
+	}
+}
+
+// testLikedPosts: the export's listing of what a user likes, by post id,
+// live posts only, in keyset pages.
+func testLikedPosts(t *testing.T, e *env) {
+	ctx := t.Context()
+	s := e.store(t)
+	mustUsers(t, s, 1, 2)
+	for id := int64(10); id <= 15; id++ {
+		mustPost(t, s, id, 2)
+	}
+	if err := s.DeletePost(ctx, 13, 2); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, s, like(1, 14, 1, true), like(1, 10, 2, true), like(1, 12, 3, true), like(1, 11, 4, false),
+		like(1, 13, 5, true), like(1, 15, 6, true), like(2, 11, 7, true))
+	var got []int64
+	for after := int64(0); ; {
+		page, err := s.LikedPosts(ctx, 1, after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page {
+			if p.AuthorID != 2 || p.Content == "" {
+				t.Errorf("liked post %+v: want the whole post", p)
+			}
+			got = append(got, p.ID)
+		}
+		if len(page) < 2 {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	if want := []int64{10, 12, 14, 15}; !slices.Equal(got, want) {
+		t.Fatalf("LikedPosts: got %v; want %v (live, liked, by id)", got, want)
 	}
 }

@@ -488,22 +488,29 @@ func (s *Store) AuthorPosts(ctx context.Context, author, before int64, n int) ([
 	rows, err := s.replica.QueryContext(ctx, "SELECT "+postColumns+` FROM posts
 		WHERE author_id = ? AND id < ? AND deleted_at IS NULL ORDER BY id DESC LIMIT ?`,
 		author, upperBound(before), n)
+	posts, err := scanPosts(rows, err, n)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: posts of %d before %d: %w", author, before, err)
+	}
+	return posts, nil
+}
+
+// scanPosts reads the posts of a query that returned rows and err, sized
+// for n, and closes rows.
+func scanPosts(rows *sql.Rows, err error, n int) ([]feed.Post, error) {
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	posts := make([]feed.Post, 0, min(n, 256))
 	for rows.Next() {
 		p, err := scanPost(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlstore: posts of %d before %d: %w", author, before, err)
+			return nil, err
 		}
 		posts = append(posts, p)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlstore: posts of %d before %d: %w", author, before, err)
-	}
-	return posts, nil
+	return posts, rows.Err()
 }
 
 // AuthorPostIDs returns up to n ids of author's posts with after < id <

@@ -152,6 +152,8 @@ var suite = []struct {
 	{"Blocks", testBlocks},
 	{"BlockFollowRace", testBlockFollowRace},
 	{"Bulk", testBulk},
+	{"FollowBatch", testFollowBatch},
+	{"FollowBatchRace", testFollowBatchRace},
 	{"CreatePost", testCreatePost},
 	{"Idempotency", testIdempotency},
 	{"IdempotencyRace", testIdempotencyRace},

@@ -127,6 +127,16 @@ func (g guardedStore) Unfollow(ctx context.Context, follower, followee int64) (b
 	return guarded(ctx, g.b, func(ctx context.Context) (bool, error) { return g.store.Unfollow(ctx, follower, followee) })
 }
 
+// FollowBatch returns three values, so it is written out.
+func (g guardedStore) FollowBatch(ctx context.Context, follow, unfollow []feed.Edge) ([]string, []string, error) {
+	type res struct{ followed, unfollowed []string }
+	r, err := guarded(ctx, g.b, func(ctx context.Context) (res, error) {
+		f, u, err := g.store.FollowBatch(ctx, follow, unfollow)
+		return res{f, u}, err
+	})
+	return r.followed, r.unfollowed, err
+}
+
 func (g guardedStore) Followers(ctx context.Context, user, after int64, n int) ([]int64, error) {
 	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.Followers(ctx, user, after, n) })
 }
@@ -213,6 +223,10 @@ func (g guardedStore) Mutes(ctx context.Context, user, after int64, n int) ([]in
 
 func (g guardedStore) Blocks(ctx context.Context, user, after int64, n int) ([]int64, error) {
 	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.Blocks(ctx, user, after, n) })
+}
+
+func (g guardedStore) LikedPosts(ctx context.Context, user, after int64, n int) ([]feed.Post, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) ([]feed.Post, error) { return g.store.LikedPosts(ctx, user, after, n) })
 }
 
 func (g guardedStore) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {

@@ -1,0 +1,250 @@
+// Package export writes everything feedd holds about one user as one JSON
+// Lines document: what GDPR articles 15 (access) and 20 (portability) ask
+// for. Every line is a JSON object whose "kind" says what it is; the kinds
+// that feedd import reads (user, follow, post, like) are, without "kind",
+// lines of its files, so that one jq filter per kind splits an export into
+// import files:
+//
+//	{"kind":"user","id":"42","name":"alice"}
+//	{"kind":"profile","user_id":"42","created_at":"…","follower_count":1,"following_count":2}
+//	{"kind":"marker","user_id":"42","timeline":"home","last_read_id":"…","updated_at":"…"}
+//	{"kind":"follow","follower_id":"42","followee_id":"7"}   whom the user follows
+//	{"kind":"follow","follower_id":"9","followee_id":"42"}   who follows the user
+//	{"kind":"mute","user_id":"42","target_id":"8"}
+//	{"kind":"block","blocker_id":"42","blocked_id":"5"}
+//	{"kind":"post","author_id":"42","external_id":"blog-9913","content":"…","created_at":"…","data":{…}}
+//	{"kind":"like","user_id":"42","author_id":"7","external_id":"blog-17"}
+//
+// A post without an external id carries its feedd id as external_id, so
+// that likes can name it and an import elsewhere has a key to keep it
+// once. The document is written as it is read, a page at a time, so
+// memory stays flat whatever the user's size; it is not one snapshot (a
+// follow made during an export may or may not be in it).
+package export
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// ContentType is the media type of an export.
+const ContentType = "application/x-ndjson"
+
+// pageSize is how many rows one read of the source returns.
+const pageSize = 500
+
+// Source is what an export reads: the SQL store, directly (feedd export)
+// or behind the timeline's breaker (the API). Lists are keyset pages.
+type Source interface {
+	// User returns the user; ENOTFOUND if unknown or deleted.
+	User(ctx context.Context, id int64) (feed.User, error)
+	Marker(ctx context.Context, user int64) (feed.Marker, error)
+	// Following, Followers, Mutes and Blocks return up to n ids above
+	// after, ascending.
+	Following(ctx context.Context, user, after int64, n int) ([]int64, error)
+	Followers(ctx context.Context, user, after int64, n int) ([]int64, error)
+	Mutes(ctx context.Context, user, after int64, n int) ([]int64, error)
+	Blocks(ctx context.Context, user, after int64, n int) ([]int64, error)
+	// AuthorPosts returns up to n live posts of author below before (0:
+	// from the newest), newest first.
+	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, error)
+	// LikedPosts returns up to n live posts user likes with ids above
+	// after, ascending.
+	LikedPosts(ctx context.Context, user, after int64, n int) ([]feed.Post, error)
+}
+
+// The lines, field for field the import format where there is one.
+type (
+	userLine struct {
+		Kind string `json:"kind"`
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+	profileLine struct {
+		Kind           string `json:"kind"`
+		UserID         string `json:"user_id"`
+		CreatedAt      string `json:"created_at"`
+		FollowerCount  int64  `json:"follower_count"`
+		FollowingCount int64  `json:"following_count"`
+	}
+	markerLine struct {
+		Kind       string `json:"kind"`
+		UserID     string `json:"user_id"`
+		Timeline   string `json:"timeline"`
+		LastReadID string `json:"last_read_id"`
+		UpdatedAt  string `json:"updated_at"`
+	}
+	followLine struct {
+		Kind       string `json:"kind"`
+		FollowerID string `json:"follower_id"`
+		FolloweeID string `json:"followee_id"`
+	}
+	muteLine struct {
+		Kind     string `json:"kind"`
+		UserID   string `json:"user_id"`
+		TargetID string `json:"target_id"`
+	}
+	blockLine struct {
+		Kind      string `json:"kind"`
+		BlockerID string `json:"blocker_id"`
+		BlockedID string `json:"blocked_id"`
+	}
+	postLine struct {
+		Kind       string          `json:"kind"`
+		AuthorID   string          `json:"author_id"`
+		ExternalID string          `json:"external_id"`
+		Content    string          `json:"content"`
+		CreatedAt  string          `json:"created_at"`
+		Data       json.RawMessage `json:"data,omitempty"`
+	}
+	likeLine struct {
+		Kind       string `json:"kind"`
+		UserID     string `json:"user_id"`
+		AuthorID   string `json:"author_id"`
+		ExternalID string `json:"external_id"`
+	}
+)
+
+// Write writes user's export to w. It reads the user first: an unknown or
+// deleted user is ENOTFOUND before anything is written, so a caller can
+// still answer with an error. An error later leaves w with a partial
+// document, which the caller must not pass off as whole.
+func Write(ctx context.Context, src Source, user int64, w io.Writer) error {
+	return write(ctx, src, user, w, pageSize)
+}
+
+// write is Write reading page rows at a time.
+func write(ctx context.Context, src Source, user int64, w io.Writer, page int) error {
+	u, err := src.User(ctx, user)
+	if err != nil {
+		return fmt.Errorf("export: user %d: %w", user, err)
+	}
+	e := &encoder{w: w, page: page}
+	if err := e.run(ctx, src, u); err != nil {
+		return fmt.Errorf("export: user %d: %w", user, err)
+	}
+	return nil
+}
+
+// encoder writes lines through a buffer it flushes after every page, so
+// the document leaves as it is read.
+type encoder struct {
+	w    io.Writer
+	page int // rows per read
+	buf  *bufio.Writer
+	enc  *json.Encoder
+}
+
+func (e *encoder) line(v any) error { return e.enc.Encode(v) }
+
+// flush sends what is buffered on, and through an http.ResponseWriter
+// (or anything else that buffers and can flush) to its client.
+func (e *encoder) flush() error {
+	if err := e.buf.Flush(); err != nil {
+		return err
+	}
+	if f, ok := e.w.(interface{ Flush() }); ok {
+		f.Flush()
+	}
+	return nil
+}
+
+func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
+	e.buf = bufio.NewWriterSize(e.w, 64<<10)
+	e.enc = json.NewEncoder(e.buf)
+	// Content and names go out as stored, not with <, > and & escaped.
+	e.enc.SetEscapeHTML(false)
+	id := feed.FormatID(u.ID)
+	if err := e.line(userLine{"user", id, u.Name}); err != nil {
+		return err
+	}
+	if err := e.line(profileLine{"profile", id, formatTime(u.CreatedAt), u.FollowerCount, u.FollowingCount}); err != nil {
+		return err
+	}
+	m, err := src.Marker(ctx, u.ID)
+	if err != nil {
+		return fmt.Errorf("read marker: %w", err)
+	}
+	if m.LastReadID != 0 {
+		if err := e.line(markerLine{"marker", id, "home", feed.FormatID(m.LastReadID), formatTime(m.UpdatedAt)}); err != nil {
+			return err
+		}
+	}
+	for _, l := range []struct {
+		what string
+		list func(ctx context.Context, user, after int64, n int) ([]int64, error)
+		line func(other string) any
+	}{
+		{"following", src.Following, func(o string) any { return followLine{"follow", id, o} }},
+		{"followers", src.Followers, func(o string) any { return followLine{"follow", o, id} }},
+		{"mutes", src.Mutes, func(o string) any { return muteLine{"mute", id, o} }},
+		{"blocks", src.Blocks, func(o string) any { return blockLine{"block", id, o} }},
+	} {
+		err := walk(e, l.what, func(after int64) ([]int64, error) { return l.list(ctx, u.ID, after, e.page) },
+			func(other int64) int64 { return other },
+			func(other int64) any { return l.line(feed.FormatID(other)) })
+		if err != nil {
+			return err
+		}
+	}
+	postID := func(p feed.Post) int64 { return p.ID }
+	err = walk(e, "posts", func(before int64) ([]feed.Post, error) { return src.AuthorPosts(ctx, u.ID, before, e.page) }, postID,
+		func(p feed.Post) any {
+			return postLine{"post", id, externalID(p), p.Content, formatTime(p.CreatedAt), rawData(p.Data)}
+		})
+	if err != nil {
+		return err
+	}
+	return walk(e, "likes", func(after int64) ([]feed.Post, error) { return src.LikedPosts(ctx, u.ID, after, e.page) }, postID,
+		func(p feed.Post) any { return likeLine{"like", id, feed.FormatID(p.AuthorID), externalID(p)} })
+}
+
+// walk writes a keyset-paged list: read returns the page after cursor (0
+// first), key gives the cursor of the next page from a page's last row,
+// line the row's line. Each page is flushed before the next is read.
+func walk[T any](e *encoder, what string, read func(cursor int64) ([]T, error), key func(T) int64, line func(T) any) error {
+	for cursor := int64(0); ; {
+		rows, err := read(cursor)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", what, err)
+		}
+		for _, r := range rows {
+			if err := e.line(line(r)); err != nil {
+				return err
+			}
+		}
+		if err := e.flush(); err != nil {
+			return err
+		}
+		if len(rows) < e.page {
+			return nil
+		}
+		cursor = key(rows[len(rows)-1])
+	}
+}
+
+// externalID is the id a post goes by in an export: the app's own, or
+// feedd's when the post has none.
+func externalID(p feed.Post) string {
+	if p.ExternalID != "" {
+		return p.ExternalID
+	}
+	return feed.FormatID(p.ID)
+}
+
+// rawData is a post's data as a JSON value, nil (left out) when it has none.
+func rawData(data string) json.RawMessage {
+	if data == "" {
+		return nil
+	}
+	return json.RawMessage(data)
+}
+
+// formatTime writes t as the API does.
+func formatTime(t time.Time) string { return t.UTC().Format(feed.TimeFormat) }
