@@ -138,9 +138,6 @@ func (t *tokens) redeem(ctx context.Context, ticket string) (principal, error) {
 func announcing(lv *Live, what byte, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r)
-		if lv == nil || lv.Announce == nil {
-			return
-		}
 		if sw := findStatusWriter(w); sw == nil || sw.status < 200 || sw.status > 299 {
 			return
 		}
@@ -148,19 +145,28 @@ func announcing(lv *Live, what byte, h http.Handler) http.Handler {
 		if err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), announceTimeout)
-		defer cancel()
-		if what == 'd' {
-			err = lv.Announce.PostDeleted(ctx, me, id)
-		} else {
-			err = lv.Announce.FollowsChanged(ctx, me)
-		}
-		if err != nil {
-			// The change is made; open streams learn of it late (a
-			// reconnect reads the feed afresh). The request log says so.
-			noteError(w, fmt.Errorf("httpapi: announce to the live streams: %w", err))
-		}
+		announce(w, r, lv, func(ctx context.Context, a *stream.Announcer) error {
+			if what == 'd' {
+				return a.PostDeleted(ctx, me, id)
+			}
+			return a.FollowsChanged(ctx, me)
+		})
 	})
+}
+
+// announce tells the streams of a change already made and answered, within
+// announceTimeout, even if the client has gone.
+func announce(w http.ResponseWriter, r *http.Request, lv *Live, tell func(context.Context, *stream.Announcer) error) {
+	if lv == nil || lv.Announce == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), announceTimeout)
+	defer cancel()
+	if err := tell(ctx, lv.Announce); err != nil {
+		// The change is made; open streams learn of it late (a
+		// reconnect reads the feed afresh). The request log says so.
+		noteError(w, fmt.Errorf("httpapi: announce to the live streams: %w", err))
+	}
 }
 
 // handleStream serves the live stream as Server-Sent Events.
@@ -210,8 +216,8 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 			ev := s.Next(ctx)
 			var err error
 			switch ev.Kind {
-			case stream.Post:
-				err = sendPost(ctx, svc, lk, me, ev.ID, sse)
+			case stream.Post, stream.Update:
+				err = sendPost(ctx, svc, lk, me, ev, sse)
 			case stream.Delete:
 				err = sse.send(fmt.Appendf(nil, "event: delete\ndata: {\"id\":\"%d\"}\n\n", ev.ID))
 			case stream.Ping:
@@ -264,11 +270,22 @@ func resume(ctx context.Context, svc Service, lk Likes, me, last int64, s *strea
 	return nil
 }
 
-// sendPost sends post id as me's feed page shows it; a post deleted
-// meanwhile, or by an author me's feed hides (muted, blocked either way),
-// is skipped, as the feed skips it.
-func sendPost(ctx context.Context, svc Service, lk Likes, me, id int64, sse *sseWriter) error {
-	p, err := svc.Post(ctx, id)
+// sendPost sends the post of ev (a Post or an Update) as me's feed page
+// shows it; a post deleted meanwhile, or by an author me's feed hides
+// (muted, blocked either way), is skipped, as the feed skips it.
+//
+// An update has no id: line. A client's Last-Event-ID is the newest post
+// it was sent, from which a resume replays what is newer; an edit of an
+// older post carrying its id would move that back, and the resume would
+// replay posts the client has.
+func sendPost(ctx context.Context, svc Service, lk Likes, me int64, ev stream.Event, sse *sseWriter) error {
+	var p feed.Post
+	var err error
+	if ev.Kind == stream.Update {
+		p, err = svc.PostVersion(ctx, ev.ID, ev.Version)
+	} else {
+		p, err = svc.Post(ctx, ev.ID)
+	}
 	if feed.ErrorCode(err) == feed.ENOTFOUND {
 		return nil
 	}
@@ -287,7 +304,12 @@ func sendPost(ctx context.Context, svc Service, lk Likes, me, id int64, sse *sse
 		return err
 	}
 	for _, it := range page.Items {
-		if err := sse.sendPost(it); err != nil {
+		if ev.Kind == stream.Update {
+			err = sse.sendUpdate(it)
+		} else {
+			err = sse.sendPost(it)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -313,6 +335,17 @@ func (s *sseWriter) send(b []byte) error {
 func (s *sseWriter) sendPost(it postJSON) error {
 	b := append(s.buf[:0], "event: post\nid: "...)
 	b = append(b, it.ID...)
+	return s.sendItem(b, it)
+}
+
+// sendUpdate sends an edited post, without an id: line (sendPost says
+// why).
+func (s *sseWriter) sendUpdate(it postJSON) error {
+	return s.sendItem(append(s.buf[:0], "event: update"...), it)
+}
+
+// sendItem ends the event begun in b with it as its data.
+func (s *sseWriter) sendItem(b []byte, it postJSON) error {
 	b = append(b, "\ndata: "...)
 	b = it.appendJSON(b) // the bytes of a feed page's item
 	b = append(b, "\n\n"...)
