@@ -89,13 +89,20 @@ func handleStreamTicket(tok *tokens, svc Service, lv *Live) http.Handler {
 	})
 }
 
-// redeem consumes a stream ticket and returns the principal it was minted
-// for. A ticket works once: of two requests racing with it, the one whose
-// CompareAndDelete removes it wins.
-func (t *tokens) redeem(ctx context.Context, ticket string) (principal, error) {
-	bad := feed.Errorf(feed.EUNAUTHORIZED, "the stream ticket is not valid: it is unknown, used or expired; get a new one")
+// heldTicket is a stream ticket's cache entry: spending it removes
+// exactly this value.
+type heldTicket struct{ key, value string }
+
+func badTicket() error {
+	return feed.Errorf(feed.EUNAUTHORIZED, "the stream ticket is not valid: it is unknown, used or expired; get a new one")
+}
+
+// checkTicket returns the principal a stream ticket was minted for, with
+// the ticket held for spendTicket: it is spent only once the stream is
+// open, so a stream refused for a limit (429, 503) leaves it usable.
+func (t *tokens) checkTicket(ctx context.Context, ticket string) (principal, error) {
 	if t.tickets == nil || ticket == "" || len(ticket) > 64 {
-		return principal{}, bad
+		return principal{}, badTicket()
 	}
 	key := ticketKey(ticket)
 	value, ok, err := t.tickets.Get(ctx, key)
@@ -103,33 +110,47 @@ func (t *tokens) redeem(ctx context.Context, ticket string) (principal, error) {
 		return principal{}, fmt.Errorf("httpapi: read stream ticket: %w", err)
 	}
 	if !ok {
-		return principal{}, bad
-	}
-	if won, err := t.tickets.CompareAndDelete(ctx, key, value); err != nil {
-		return principal{}, fmt.Errorf("httpapi: consume stream ticket: %w", err)
-	} else if !won {
-		return principal{}, bad
+		return principal{}, badTicket()
 	}
 	parts := strings.Split(value, ":")
 	if len(parts) != 3 {
-		return principal{}, bad
+		return principal{}, badTicket()
 	}
 	user, err1 := strconv.ParseInt(parts[0], 10, 64)
 	gen, err2 := strconv.ParseInt(parts[1], 10, 64)
 	exp, err3 := strconv.ParseInt(parts[2], 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || user <= 0 {
-		return principal{}, bad
+		return principal{}, badTicket()
 	}
 	// The cache's ttl ends it too; the clock check makes expiry exact
 	// whatever the cache's resolution.
 	if !t.now().Before(time.UnixMilli(exp)) {
-		return principal{}, bad
+		return principal{}, badTicket()
 	}
 	// Revoking the user's tokens revokes the tickets they minted.
 	if err := t.stands(ctx, verifiedToken{user: user, gen: gen}); err != nil {
 		return principal{}, err
 	}
-	return principal{user: user}, nil
+	return principal{user: user, ticket: &heldTicket{key: key, value: value}}, nil
+}
+
+// spendTicket uses up the ticket the stream's request came with, if any:
+// a ticket works once. Of two requests racing with one ticket, the one
+// whose CompareAndDelete removes it wins; the other is answered as if the
+// ticket were used.
+func spendTicket(ctx context.Context, tickets feed.KV) error {
+	p, _ := ctx.Value(principalKey{}).(principal)
+	if p.ticket == nil {
+		return nil
+	}
+	won, err := tickets.CompareAndDelete(ctx, p.ticket.key, p.ticket.value)
+	if err != nil {
+		return fmt.Errorf("httpapi: consume stream ticket: %w", err)
+	}
+	if !won {
+		return badTicket()
+	}
+	return nil
 }
 
 // announcing runs h and, when it succeeded, tells the streams: a follow
@@ -191,6 +212,14 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 			return err
 		}
 		defer s.Close()
+		// The ticket, if any, is spent now that the stream is open: a
+		// refused open (429, 503) leaves it for a retry within its minute.
+		if err := spendTicket(ctx, lv.Tickets); err != nil {
+			if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="feedd"`)
+			}
+			return err
+		}
 
 		sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
 		h := w.Header()
