@@ -54,20 +54,7 @@ func newUnreadEnv(t *testing.T, mode feed.FanoutMode) *unreadEnv {
 // feedIDs pages through reader's whole feed.
 func (e *unreadEnv) feedIDs(t *testing.T) []int64 {
 	t.Helper()
-	var ids []int64
-	for before := int64(0); ; {
-		posts, more, err := e.svc.Feed(t.Context(), e.reader, before, 7)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range posts {
-			ids = append(ids, p.ID)
-		}
-		if !more {
-			return ids
-		}
-		before = ids[len(ids)-1]
-	}
+	return feedPages(t, e.svc, e.reader, 7)
 }
 
 func (e *unreadEnv) unread(t *testing.T, after int64, limit int) (int, bool) {

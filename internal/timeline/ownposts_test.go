@@ -90,25 +90,6 @@ func (e *ownEnv) dispatch(t *testing.T, author, id int64) {
 	}
 }
 
-// pages reads reader's whole feed, n posts a page.
-func (e *ownEnv) pages(t *testing.T, reader int64, n int) []int64 {
-	t.Helper()
-	var ids []int64
-	for before := int64(0); ; {
-		posts, more, err := e.svc.Feed(t.Context(), reader, before, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range posts {
-			ids = append(ids, p.ID)
-		}
-		if !more {
-			return ids
-		}
-		before = ids[len(ids)-1]
-	}
-}
-
 // inbox returns what reader's inbox holds, and whether it exists.
 func (e *ownEnv) inbox(t *testing.T, reader int64) ([]int64, bool) {
 	t.Helper()
@@ -122,7 +103,7 @@ func (e *ownEnv) inbox(t *testing.T, reader int64) ([]int64, bool) {
 func (e *ownEnv) wantFeed(t *testing.T, what string, reader int64, want []int64) {
 	t.Helper()
 	for _, n := range []int{1, 4, 100} {
-		if got := e.pages(t, reader, n); !slices.Equal(got, want) {
+		if got := feedPages(t, e.svc, reader, n); !slices.Equal(got, want) {
 			t.Fatalf("%s, %d a page: feed %v; want %v", what, n, got, want)
 		}
 	}
@@ -236,7 +217,7 @@ func TestOwnPostsInFeed(t *testing.T) {
 				t.Fatalf("reader: %+v, %v; want 0 followers, 2 following", u, err)
 			}
 			// Nobody else sees the reader's posts without following it.
-			if got := e.pages(t, e.author, 100); !slices.Equal(got, newestFirst(others)) {
+			if got := feedPages(t, e.svc, e.author, 100); !slices.Equal(got, newestFirst(others)) {
 				t.Fatalf("the author's feed %v; want only its own posts %v", got, newestFirst(others))
 			}
 			// A reader cannot mute or block itself out of its own feed.
