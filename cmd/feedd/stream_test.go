@@ -283,8 +283,8 @@ func eventually(t *testing.T, cond func() bool) {
 	}
 }
 
-// TestStreamAcrossProcesses: with Redis and RabbitMQ, posts, deletes,
-// follows and tickets made on one serve process reach a stream on
+// TestStreamAcrossProcesses: with Redis and RabbitMQ, posts, edits,
+// deletes, follows and tickets made on one serve process reach a stream on
 // another, through the fan-out of a work process; a stream resumes
 // across a restart of its process (on the embedded default, of the one
 // process) missing nothing.
@@ -318,6 +318,12 @@ func TestStreamAcrossProcesses(t *testing.T) {
 		time.Sleep(time.Second)
 		p2 := api.post(otherTok, "two")
 		s.expectPost(p2)
+		// An edit on another process: the stream's process held the post
+		// as it sent it, and sends the edit, not that copy.
+		api.must(200, "PATCH", "/v1/posts/"+p2, otherTok, map[string]any{"content": "two, edited"})
+		if ev := s.event(10 * time.Second); ev.Event != "update" || ev.ID != "" || ev.Data != api.feedItem(readerTok, p2) {
+			t.Fatalf("an edit on another process: %q; want event: update with the edited post, no id", ev.Raw)
+		}
 
 		// The stream's process goes away: a retry hint, then a resume on
 		// the restarted one gets what was posted meanwhile.

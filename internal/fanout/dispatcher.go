@@ -130,7 +130,9 @@ func (d *Dispatcher) Handle(ctx context.Context, del feed.Delivery) error {
 }
 
 // dispatch delivers one post event: into the author's list if it is
-// pulled, else into its followers' inboxes, directly or split into tasks.
+// pulled, else into its followers' inboxes, directly or split into tasks,
+// and into the author's own: an author's home feed shows its own posts (a
+// pulled author's reads merge its own list, as its followers' do).
 func (d *Dispatcher) dispatch(ctx context.Context, ev feed.Event) error {
 	author, err := d.store.User(ctx, ev.AuthorID)
 	if err != nil {
@@ -160,24 +162,29 @@ func (d *Dispatcher) dispatch(ctx context.Context, ev feed.Event) error {
 		d.logger.DebugContext(ctx, "post delivered", "post", ev.PostID, "how", "direct")
 		return nil
 	}
+	if err := d.pusher.push(ctx, []int64{ev.AuthorID}, ev.PostID); err != nil {
+		return fmt.Errorf("dispatcher: push post %d to its author's inbox: %w", ev.PostID, err)
+	}
 	return d.split(ctx, ev)
 }
 
 // direct writes the post into every follower's inbox from here, a page of
-// followers at a time. Redelivery just rewrites the same entries.
+// followers at a time, and into its author's own, with the first page.
+// Redelivery just rewrites the same entries.
 func (d *Dispatcher) direct(ctx context.Context, ev feed.Event) error {
+	self := []int64{ev.AuthorID}
 	var after int64
 	for {
 		ids, err := d.store.Followers(ctx, ev.AuthorID, after, d.cfg.BatchSize)
 		if err != nil {
 			return fmt.Errorf("dispatcher: followers of %d after %d: %w", ev.AuthorID, after, err)
 		}
-		if len(ids) == 0 {
-			return nil
+		if readers := append(self, ids...); len(readers) > 0 {
+			if err := d.pusher.push(ctx, readers, ev.PostID); err != nil {
+				return fmt.Errorf("dispatcher: push post %d: %w", ev.PostID, err)
+			}
 		}
-		if err := d.pusher.push(ctx, ids, ev.PostID); err != nil {
-			return fmt.Errorf("dispatcher: push post %d: %w", ev.PostID, err)
-		}
+		self = nil
 		if len(ids) < d.cfg.BatchSize {
 			return nil
 		}

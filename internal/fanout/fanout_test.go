@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -97,6 +98,13 @@ func (followerStore) FollowersInRange(context.Context, int64, int64, int64) ([]i
 	return []int64{10, 11}, nil
 }
 
+func (followerStore) FollowerRangeEnd(_ context.Context, _, after int64, _ int) (int64, int, error) {
+	if after > 0 {
+		return 0, 0, nil
+	}
+	return 11, 2, nil
+}
+
 // TestHeldRetries checks that a post event or task whose inbox writes fail
 // for a while (a Redis outage longer than the broker's redeliveries) is
 // retried while its message is held, and completes once Redis answers,
@@ -119,8 +127,12 @@ func TestHeldRetries(t *testing.T) {
 			if err := h(t.Context(), feed.Delivery{Body: bodies[name], Attempt: 1}); err != nil {
 				t.Fatalf("Handle = %v; want success after 4 failed pushes", err)
 			}
-			if inboxes.calls != 5 || len(inboxes.pushed) != 2 {
-				t.Fatalf("pushes = %d, readers written %v; want 5 tries and readers 10 and 11", inboxes.calls, inboxes.pushed)
+			// The post event also writes the author's own inbox (1): an
+			// author's home feed shows its own posts. A task writes its
+			// range of followers only.
+			want := map[string][]int64{"event": {1, 10, 11}, "task": {10, 11}}[name]
+			if inboxes.calls != 5 || !slices.Equal(inboxes.pushed, want) {
+				t.Fatalf("pushes = %d, readers written %v; want 5 tries and readers %v", inboxes.calls, inboxes.pushed, want)
 			}
 		})
 		t.Run(name+" gives the message back after RetryFor", func(t *testing.T) {
@@ -228,4 +240,42 @@ func TestSplitTasks(t *testing.T) {
 			after = task.Upto
 		}
 	}
+}
+
+// TestAuthorsOwnInbox checks that a post reaches its author's own inbox on
+// both pushed paths (direct, and split into tasks), so an author's home
+// feed shows its own posts, and that a pulled author's post reaches no
+// inbox: its readers, the author among them, merge its author list.
+func TestAuthorsOwnInbox(t *testing.T) {
+	ev := feed.Event{Kind: feed.EventPostCreated, PostID: 100, AuthorID: 1}.Encode()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want []int64
+	}{
+		{"direct", Config{}, []int64{1, 10, 11}},
+		{"split", Config{DirectFanout: 1, BatchSize: 10}, []int64{1}}, // the tasks write 10 and 11
+		{"pulled", Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePull}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inboxes := &flakyInboxes{}
+			disp, _ := New(slog.New(slog.DiscardHandler), tc.cfg, followerStore{}, lockedInboxes{inboxes: inboxes}, nil, &taskQueue{}, nil)
+			if err := disp.Handle(t.Context(), feed.Delivery{Body: ev, Attempt: 1}); err != nil {
+				t.Fatalf("Handle = %v", err)
+			}
+			if !slices.Equal(inboxes.pushed, tc.want) {
+				t.Fatalf("inboxes written %v; want %v", inboxes.pushed, tc.want)
+			}
+		})
+	}
+}
+
+// lockedInboxes grants every split lock and records inbox writes.
+type lockedInboxes struct {
+	lockCache
+	inboxes *flakyInboxes
+}
+
+func (c lockedInboxes) PushToInboxes(ctx context.Context, readers []int64, post int64) error {
+	return c.inboxes.PushToInboxes(ctx, readers, post)
 }

@@ -35,6 +35,9 @@ const (
 type principal struct {
 	admin bool
 	user  int64 // the token's sub; 0 for the admin
+	// ticket is the stream ticket the request came with, checked but
+	// not spent yet (spendTicket); nil for a token.
+	ticket *heldTicket
 }
 
 type principalKey struct{}
@@ -158,7 +161,7 @@ func (t *tokens) require(a access, h http.Handler) http.Handler {
 		var p principal
 		var err error
 		if ticket := r.URL.Query().Get("ticket"); a == actorOrTicket && ticket != "" && r.Header.Get("Authorization") == "" {
-			p, err = t.redeem(r.Context(), ticket)
+			p, err = t.checkTicket(r.Context(), ticket)
 		} else {
 			p, err = t.authenticate(r)
 		}

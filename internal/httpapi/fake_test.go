@@ -423,6 +423,11 @@ func (f *fakeService) Post(ctx context.Context, id int64) (feed.Post, error) {
 	return p, nil
 }
 
+// PostVersion: the fake holds one copy of each post, the newest.
+func (f *fakeService) PostVersion(ctx context.Context, id, _ int64) (feed.Post, error) {
+	return f.Post(ctx, id)
+}
+
 func (f *fakeService) DeletePost(ctx context.Context, actor, id int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

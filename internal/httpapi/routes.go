@@ -41,7 +41,7 @@ func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func
 		{"GET", "/v1/me/blocks", actor, handleBlocks(svc)},
 		{"POST", "/v1/posts", actor, handlePostCreate(svc)},
 		{"GET", "/v1/posts/{id}", reader, handlePostGet(svc, lk)},
-		{"PATCH", "/v1/posts/{id}", actor, handlePostEdit(svc, lk)},
+		{"PATCH", "/v1/posts/{id}", actor, handlePostEdit(svc, lk, lv)},
 		{"DELETE", "/v1/posts/{id}", actor, announcing(lv, 'd', handlePostDelete(svc))},
 		{"PUT", "/v1/posts/{id}/like", actor, handleLike(svc, lk, true)},
 		{"DELETE", "/v1/posts/{id}/like", actor, handleLike(svc, lk, false)},

@@ -56,6 +56,9 @@ type Service interface {
 	Publish(ctx context.Context, author int64, d feed.Draft, idem feed.Idempotency) (feed.Post, error)
 	// Post returns a post; ENOTFOUND if unknown or deleted.
 	Post(ctx context.Context, id int64) (feed.Post, error)
+	// PostVersion is Post of a copy at feed.Post.Version v or later: an
+	// edit another process made and announced.
+	PostVersion(ctx context.Context, id, v int64) (feed.Post, error)
 	// DeletePost deletes a post as actor; EFORBIDDEN if actor is not its
 	// author, ENOTFOUND if unknown.
 	DeletePost(ctx context.Context, actor, id int64) error

@@ -89,13 +89,20 @@ func handleStreamTicket(tok *tokens, svc Service, lv *Live) http.Handler {
 	})
 }
 
-// redeem consumes a stream ticket and returns the principal it was minted
-// for. A ticket works once: of two requests racing with it, the one whose
-// CompareAndDelete removes it wins.
-func (t *tokens) redeem(ctx context.Context, ticket string) (principal, error) {
-	bad := feed.Errorf(feed.EUNAUTHORIZED, "the stream ticket is not valid: it is unknown, used or expired; get a new one")
+// heldTicket is a stream ticket's cache entry: spending it removes
+// exactly this value.
+type heldTicket struct{ key, value string }
+
+func badTicket() error {
+	return feed.Errorf(feed.EUNAUTHORIZED, "the stream ticket is not valid: it is unknown, used or expired; get a new one")
+}
+
+// checkTicket returns the principal a stream ticket was minted for, with
+// the ticket held for spendTicket: it is spent only once the stream is
+// open, so a stream refused for a limit (429, 503) leaves it usable.
+func (t *tokens) checkTicket(ctx context.Context, ticket string) (principal, error) {
 	if t.tickets == nil || ticket == "" || len(ticket) > 64 {
-		return principal{}, bad
+		return principal{}, badTicket()
 	}
 	key := ticketKey(ticket)
 	value, ok, err := t.tickets.Get(ctx, key)
@@ -103,33 +110,47 @@ func (t *tokens) redeem(ctx context.Context, ticket string) (principal, error) {
 		return principal{}, fmt.Errorf("httpapi: read stream ticket: %w", err)
 	}
 	if !ok {
-		return principal{}, bad
-	}
-	if won, err := t.tickets.CompareAndDelete(ctx, key, value); err != nil {
-		return principal{}, fmt.Errorf("httpapi: consume stream ticket: %w", err)
-	} else if !won {
-		return principal{}, bad
+		return principal{}, badTicket()
 	}
 	parts := strings.Split(value, ":")
 	if len(parts) != 3 {
-		return principal{}, bad
+		return principal{}, badTicket()
 	}
 	user, err1 := strconv.ParseInt(parts[0], 10, 64)
 	gen, err2 := strconv.ParseInt(parts[1], 10, 64)
 	exp, err3 := strconv.ParseInt(parts[2], 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || user <= 0 {
-		return principal{}, bad
+		return principal{}, badTicket()
 	}
 	// The cache's ttl ends it too; the clock check makes expiry exact
 	// whatever the cache's resolution.
 	if !t.now().Before(time.UnixMilli(exp)) {
-		return principal{}, bad
+		return principal{}, badTicket()
 	}
 	// Revoking the user's tokens revokes the tickets they minted.
 	if err := t.stands(ctx, verifiedToken{user: user, gen: gen}); err != nil {
 		return principal{}, err
 	}
-	return principal{user: user}, nil
+	return principal{user: user, ticket: &heldTicket{key: key, value: value}}, nil
+}
+
+// spendTicket uses up the ticket the stream's request came with, if any:
+// a ticket works once. Of two requests racing with one ticket, the one
+// whose CompareAndDelete removes it wins; the other is answered as if the
+// ticket were used.
+func spendTicket(ctx context.Context, tickets feed.KV) error {
+	p, _ := ctx.Value(principalKey{}).(principal)
+	if p.ticket == nil {
+		return nil
+	}
+	won, err := tickets.CompareAndDelete(ctx, p.ticket.key, p.ticket.value)
+	if err != nil {
+		return fmt.Errorf("httpapi: consume stream ticket: %w", err)
+	}
+	if !won {
+		return badTicket()
+	}
+	return nil
 }
 
 // announcing runs h and, when it succeeded, tells the streams: a follow
@@ -138,9 +159,6 @@ func (t *tokens) redeem(ctx context.Context, ticket string) (principal, error) {
 func announcing(lv *Live, what byte, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r)
-		if lv == nil || lv.Announce == nil {
-			return
-		}
 		if sw := findStatusWriter(w); sw == nil || sw.status < 200 || sw.status > 299 {
 			return
 		}
@@ -152,19 +170,28 @@ func announcing(lv *Live, what byte, h http.Handler) http.Handler {
 		if err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), announceTimeout)
-		defer cancel()
-		if what == 'd' {
-			err = lv.Announce.PostDeleted(ctx, me, id)
-		} else {
-			err = lv.Announce.FollowsChanged(ctx, me)
-		}
-		if err != nil {
-			// The change is made; open streams learn of it late (a
-			// reconnect reads the feed afresh). The request log says so.
-			noteError(w, fmt.Errorf("httpapi: announce to the live streams: %w", err))
-		}
+		announce(w, r, lv, func(ctx context.Context, a *stream.Announcer) error {
+			if what == 'd' {
+				return a.PostDeleted(ctx, me, id)
+			}
+			return a.FollowsChanged(ctx, me)
+		})
 	})
+}
+
+// announce tells the streams of a change already made and answered, within
+// announceTimeout, even if the client has gone.
+func announce(w http.ResponseWriter, r *http.Request, lv *Live, tell func(context.Context, *stream.Announcer) error) {
+	if lv == nil || lv.Announce == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), announceTimeout)
+	defer cancel()
+	if err := tell(ctx, lv.Announce); err != nil {
+		// The change is made; open streams learn of it late (a
+		// reconnect reads the feed afresh). The request log says so.
+		noteError(w, fmt.Errorf("httpapi: announce to the live streams: %w", err))
+	}
 }
 
 // handleStream serves the live stream as Server-Sent Events.
@@ -187,6 +214,14 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 			return err
 		}
 		defer s.Close()
+		// The ticket, if any, is spent now that the stream is open: a
+		// refused open (429, 503) leaves it for a retry within its minute.
+		if err := spendTicket(ctx, lv.Tickets); err != nil {
+			if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="feedd"`)
+			}
+			return err
+		}
 
 		sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
 		h := w.Header()
@@ -212,8 +247,8 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 			ev := s.Next(ctx)
 			var err error
 			switch ev.Kind {
-			case stream.Post:
-				err = sendPost(ctx, svc, lk, me, ev.ID, sse)
+			case stream.Post, stream.Update:
+				err = sendPost(ctx, svc, lk, me, ev, sse)
 			case stream.Delete:
 				err = sse.send(fmt.Appendf(nil, "event: delete\ndata: {\"id\":\"%d\"}\n\n", ev.ID))
 			case stream.Ping:
@@ -287,11 +322,22 @@ func resume(ctx context.Context, svc Service, lk Likes, me, last int64, s *strea
 	return nil
 }
 
-// sendPost sends post id as me's feed page shows it; a post deleted
-// meanwhile, or by an author me's feed hides (muted, blocked either way),
-// is skipped, as the feed skips it.
-func sendPost(ctx context.Context, svc Service, lk Likes, me, id int64, sse *sseWriter) error {
-	p, err := svc.Post(ctx, id)
+// sendPost sends the post of ev (a Post or an Update) as me's feed page
+// shows it; a post deleted meanwhile, or by an author me's feed hides
+// (muted, blocked either way), is skipped, as the feed skips it.
+//
+// An update has no id: line. A client's Last-Event-ID is the newest post
+// it was sent, from which a resume replays what is newer; an edit of an
+// older post carrying its id would move that back, and the resume would
+// replay posts the client has.
+func sendPost(ctx context.Context, svc Service, lk Likes, me int64, ev stream.Event, sse *sseWriter) error {
+	var p feed.Post
+	var err error
+	if ev.Kind == stream.Update {
+		p, err = svc.PostVersion(ctx, ev.ID, ev.Version)
+	} else {
+		p, err = svc.Post(ctx, ev.ID)
+	}
 	if feed.ErrorCode(err) == feed.ENOTFOUND {
 		return nil
 	}
@@ -310,7 +356,12 @@ func sendPost(ctx context.Context, svc Service, lk Likes, me, id int64, sse *sse
 		return err
 	}
 	for _, it := range page.Items {
-		if err := sse.sendPost(it); err != nil {
+		if ev.Kind == stream.Update {
+			err = sse.sendUpdate(it)
+		} else {
+			err = sse.sendPost(it)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -336,6 +387,17 @@ func (s *sseWriter) send(b []byte) error {
 func (s *sseWriter) sendPost(it postJSON) error {
 	b := append(s.buf[:0], "event: post\nid: "...)
 	b = append(b, it.ID...)
+	return s.sendItem(b, it)
+}
+
+// sendUpdate sends an edited post, without an id: line (sendPost says
+// why).
+func (s *sseWriter) sendUpdate(it postJSON) error {
+	return s.sendItem(append(s.buf[:0], "event: update"...), it)
+}
+
+// sendItem ends the event begun in b with it as its data.
+func (s *sseWriter) sendItem(b []byte, it postJSON) error {
 	b = append(b, "\ndata: "...)
 	b = it.appendJSON(b) // the bytes of a feed page's item
 	b = append(b, "\n\n"...)

@@ -398,3 +398,114 @@ func TestStreamHidesMuted(t *testing.T) {
 		t.Fatalf("event %q; want the post after the unmute (%d)", got, back.ID)
 	}
 }
+
+// TestStreamTicketKeptWhenRefused: a stream refused for a limit (429 per
+// user, 503 per process) leaves its ticket unspent, so the client's retry
+// within the ticket's minute works; the open that succeeds spends it.
+func TestStreamTicketKeptWhenRefused(t *testing.T) {
+	e := newStreamEnv(t, stream.Config{MaxPerUser: 1, Max: 2})
+	mint := func(user int64) string {
+		t.Helper()
+		req, _ := http.NewRequest("POST", e.url+"/v1/me/feed/stream-tickets", nil)
+		req.Header.Set("Authorization", "Bearer "+userToken(t, user))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var tk ticketJSON
+		if err := json.NewDecoder(res.Body).Decode(&tk); err != nil || res.StatusCode != 201 {
+			t.Fatalf("mint: %d, %v", res.StatusCode, err)
+		}
+		return tk.Ticket
+	}
+	// Open with a ticket once the hub has room: the ticket, refused until
+	// then, is still good.
+	openOnce := func(ticket string, refused int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			s, res := e.open("", "?ticket="+ticket)
+			if s != nil {
+				s.Close()
+				break
+			}
+			if res.StatusCode != refused || time.Now().After(deadline) {
+				t.Fatalf("a ticket of a refused open: status %d; want %d, then 200 once there is room", res.StatusCode, refused)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if _, res := e.open("", "?ticket="+ticket); res.StatusCode != 401 {
+			t.Fatalf("the ticket after its stream opened: %d; want 401, spent", res.StatusCode)
+		}
+	}
+
+	bobs, _ := e.open(userToken(t, bob), "")
+	tk := mint(bob)
+	for range 3 {
+		if _, res := e.open("", "?ticket="+tk); res.StatusCode != 429 {
+			t.Fatalf("bob's second stream: %d; want 429", res.StatusCode)
+		}
+	}
+	bobs.Close()
+	openOnce(tk, 429)
+
+	// The same past the process's bound.
+	e.open(userToken(t, bob), "")
+	carols, _ := e.open(userToken(t, carol), "")
+	tk = mint(alice)
+	if _, res := e.open("", "?ticket="+tk); res.StatusCode != 503 {
+		t.Fatalf("a stream past the process's bound: %d; want 503", res.StatusCode)
+	}
+	carols.Close()
+	openOnce(tk, 503)
+}
+
+// TestStreamUpdate: PATCH of a post a stream sent sends it again as
+// event: update, with no id: line (the client's Last-Event-ID stays the
+// newest post it was sent) and the post as the feed page shows it, with
+// edited_at; an edit of a post the stream never sent sends nothing.
+func TestStreamUpdate(t *testing.T) {
+	e := newStreamEnv(t, stream.Config{})
+	s, _ := e.open(userToken(t, bob), "")
+	p := e.svc.seedPost(alice, "first")
+	unsent := e.svc.seedPost(alice, "never announced")
+	if err := e.ann.PostCreated(t.Context(), alice, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.event(); !strings.HasPrefix(got, "event: post\nid: "+feed.FormatID(p.ID)+"\n") {
+		t.Fatalf("first event %q; want post %d", got, p.ID)
+	}
+	edit := func(as, id int64, content string, want int) {
+		t.Helper()
+		req, _ := http.NewRequest("PATCH", e.url+"/v1/posts/"+feed.FormatID(id), strings.NewReader(`{"content":"`+content+`"}`))
+		req.Header.Set("Authorization", "Bearer "+userToken(t, as))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Fatalf("PATCH post %d as %d: %d; want %d", id, as, res.StatusCode, want)
+		}
+	}
+	edit(alice, unsent.ID, "edited, never sent", 200)
+	edit(alice, p.ID, "edited", 200)
+	item := e.feedItem(bob, p.ID)
+	if !strings.Contains(item, `"edited_at":"`) || !strings.Contains(item, `"content":"edited"`) {
+		t.Fatalf("the feed page's item %s; want the edit with edited_at", item)
+	}
+	if got, want := s.event(), "event: update\ndata: "+item+"\n\n"; got != want {
+		t.Fatalf("after editing a sent post and one never sent: %q; want only %q", got, want)
+	}
+	// A refused edit (not the author's) sends nothing; the delete after
+	// it is the next event.
+	edit(carol, p.ID, "x", 403)
+	if err := e.ann.PostDeleted(t.Context(), alice, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.event(); !strings.HasPrefix(got, "event: delete\n") {
+		t.Fatalf("after a refused edit and a delete: %q; want the delete", got)
+	}
+}

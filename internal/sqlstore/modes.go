@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
@@ -63,12 +64,31 @@ func (s *Store) SetPullMode(ctx context.Context, author int64, pull bool, refan 
 	return changed, nil
 }
 
-// PullFollowees returns the authors reader follows whose posts are pulled:
-// follower_count >= high, or in [low, high) with pull_mode set (the
-// hysteresis band). Two queries: the pulled authors of all, through the
-// follower_count index, then which of them reader follows, by primary key;
-// beyond pullCandidates of them, one join from reader's follows instead.
+// PullFollowees returns the authors of reader's feed whose posts are
+// pulled: follower_count >= high, or in [low, high) with pull_mode set
+// (the hysteresis band). The authors of reader's feed are those it
+// follows and reader itself, so a pulled reader reads its own posts from
+// its author list as its followers do. Ascending. Two queries: the pulled
+// authors of all, through the follower_count index, then which of them
+// reader follows, by primary key; beyond pullCandidates of them, one join
+// from reader's follows instead, and one primary-key read of reader.
 func (s *Store) PullFollowees(ctx context.Context, reader, high, low int64) ([]int64, error) {
+	ids, self, err := s.pullFollowees(ctx, reader, high, low)
+	if err != nil {
+		return nil, err
+	}
+	if self {
+		// No edge leads from a user to itself (Follow refuses one), so
+		// reader is not among ids yet.
+		i, _ := slices.BinarySearch(ids, reader)
+		ids = slices.Insert(ids, i, reader)
+	}
+	return ids, nil
+}
+
+// pullFollowees is PullFollowees' followees, and whether reader itself is
+// pulled.
+func (s *Store) pullFollowees(ctx context.Context, reader, high, low int64) ([]int64, bool, error) {
 	// The pulled authors are few (those near or above the threshold) and
 	// the follower_count index finds them; which of them reader follows
 	// is then a primary-key lookup each. The join from reader's follows
@@ -78,11 +98,11 @@ func (s *Store) PullFollowees(ctx context.Context, reader, high, low int64) ([]i
 		`SELECT id FROM users WHERE follower_count >= ? AND (follower_count >= ? OR pull_mode = 1) LIMIT ?`,
 		low, high, s.pullCandidates+1)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: pulled followees of %d: pulled authors: %w", reader, err)
+		return nil, false, fmt.Errorf("sqlstore: pulled followees of %d: pulled authors: %w", reader, err)
 	}
 	if len(pulled) <= s.pullCandidates {
 		if len(pulled) == 0 {
-			return []int64{}, nil
+			return []int64{}, false, nil
 		}
 		args := make([]any, 0, 1+len(pulled))
 		args = append(args, reader)
@@ -92,18 +112,23 @@ func (s *Store) PullFollowees(ctx context.Context, reader, high, low int64) ([]i
 		ids, err := s.queryIDsOn(ctx, s.replica, len(pulled), `SELECT followee_id FROM follows
 			WHERE follower_id = ? AND followee_id IN (`+placeholders(len(pulled))+`) ORDER BY followee_id`, args...)
 		if err != nil {
-			return nil, fmt.Errorf("sqlstore: pulled followees of %d: %w", reader, err)
+			return nil, false, fmt.Errorf("sqlstore: pulled followees of %d: %w", reader, err)
 		}
-		return ids, nil
+		return ids, slices.Contains(pulled, reader), nil
 	}
 	// Pulled authors beyond one IN list: the join from reader's follows.
 	ids, err := s.queryIDsOn(ctx, s.replica, 64, `SELECT u.id FROM follows f JOIN users u ON u.id = f.followee_id
 		WHERE f.follower_id = ? AND (u.follower_count >= ? OR (u.follower_count >= ? AND u.pull_mode = 1))
 		ORDER BY u.id`, reader, high, low)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: pulled followees of %d: %w", reader, err)
+		return nil, false, fmt.Errorf("sqlstore: pulled followees of %d: %w", reader, err)
 	}
-	return ids, nil
+	self, err := s.queryIDsOn(ctx, s.replica, 1, `SELECT id FROM users
+		WHERE id = ? AND (follower_count >= ? OR (follower_count >= ? AND pull_mode = 1))`, reader, high, low)
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlstore: is %d pulled: %w", reader, err)
+	}
+	return ids, len(self) > 0, nil
 }
 
 // AuthorsPostIDs returns up to n ids of the non-deleted posts of authors

@@ -551,9 +551,10 @@ func (s *Store) NewestPostsFloor(ctx context.Context, k int) (int64, error) {
 }
 
 // FeedPostIDs builds reader's home feed from SQL: up to n ids of the
-// non-deleted posts of the authors reader follows, with after < id <
-// before (0: no bound, either side), newest first. It rebuilds an inbox,
-// pages past a trimmed one, and refreshes a first page (a recent after).
+// non-deleted posts of the authors reader follows and of reader itself,
+// with after < id < before (0: no bound, either side), newest first. It
+// rebuilds an inbox, pages past a trimmed one, and refreshes a first page
+// (a recent after).
 //
 // One query over the indexes; the plans, checked with EXPLAIN (MariaDB
 // 10.11 with 500k posts by 5,000 authors, a reader following 200):
@@ -580,13 +581,17 @@ func (s *Store) NewestPostsFloor(ctx context.Context, k int) (int64, error) {
 //     is pinned (dialect.feedJoin): without ANALYZE statistics SQLite
 //     prefers walking every post newest first and probing follows, which
 //     for a reader of a few quiet authors reads the whole table.
+//
+// The reader's own posts are a second range of the same statement, on
+// posts_author (author_id = reader, the id window), at most n entries,
+// merged with the followees' n by one sort of at most 2n ids.
 func (s *Store) FeedPostIDs(ctx context.Context, reader, after, before int64, n int) ([]int64, error) {
 	return s.feedIDs(ctx, reader, after, before, n, nil)
 }
 
-// PushedFeedPostIDs is FeedPostIDs over the followees whose posts are
-// pushed: it leaves out exactly the authors PullFollowees returns for the
-// same band (follower_count >= high, or in [low, high) with pull_mode
+// PushedFeedPostIDs is FeedPostIDs over the followees (and the reader)
+// whose posts are pushed: it leaves out exactly the authors PullFollowees
+// returns for the same band (follower_count >= high, or in [low, high) with pull_mode
 // set). A hybrid inbox holds only these; the pulled authors' posts are
 // merged from their outboxes at read time. The band is checked in the
 // query, so a rebuild right after an author switched modes sees the
@@ -624,15 +629,33 @@ func (s *Store) feedIDs(ctx context.Context, reader, after, before int64, n int,
 		}
 		from += " " + s.d.feedJoin + " posts p ON p.author_id = f.followee_id WHERE f.follower_id = ? AND"
 	}
-	args := []any{reader}
+	// The reader's own posts are on its feed too: a second range, on
+	// posts_author alone, whose n newest are merged with the followees'
+	// n newest in the same statement. The band, if any, is checked for
+	// the reader as for a followee (a pulled reader's own posts are merged
+	// from its author list, as its followers' are).
+	own := "posts p WHERE"
+	if b != nil {
+		own = "posts p " + s.d.feedJoin + " users u ON u.id = p.author_id WHERE"
+	}
+	own += " p.author_id = ? AND"
 	var inBand string
+	var bandArgs []any
 	if b != nil {
 		inBand = " u.follower_count < ? AND (u.follower_count < ? OR u.pull_mode = 0) AND"
-		args = append(args, b.high, b.low)
+		bandArgs = []any{b.high, b.low}
 	}
-	args = append(args, lowerBound(after), upperBound(before), n)
-	ids, err := s.queryIDsOn(ctx, s.replica, n, "SELECT p.id FROM "+from+inBand+
-		" p.id > ? AND p.id < ? AND p.deleted_at IS NULL ORDER BY p.id DESC LIMIT ?", args...)
+	const window = " p.id > ? AND p.id < ? AND p.deleted_at IS NULL ORDER BY p.id DESC LIMIT ?"
+	args := make([]any, 0, 13)
+	for range 2 {
+		args = append(args, reader)
+		args = append(args, bandArgs...)
+		args = append(args, lowerBound(after), upperBound(before), n)
+	}
+	args = append(args, n)
+	ids, err := s.queryIDsOn(ctx, s.replica, n, "SELECT id FROM (SELECT p.id FROM "+from+inBand+window+
+		") fe UNION ALL SELECT id FROM (SELECT p.id FROM "+own+inBand+window+
+		") ow ORDER BY id DESC LIMIT ?", args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: feed of %d in (%d, %d): %w", reader, after, before, err)
 	}

@@ -1182,6 +1182,37 @@ func testFeedPostIDs(t *testing.T, e *env) {
 		wantIDs(t, "FeedPostIDs of a reader who follows nobody", got, err, nil)
 		got, err = s.FeedPostIDs(ctx, 999, at(20), 0, 100)
 		wantIDs(t, "FeedPostIDs(20, 0) of a reader who follows nobody", got, err, nil)
+
+		// The reader's own posts are on its feed, in id order with its
+		// followees', deleted ones left out; another's feed does not get
+		// them unless it follows the reader.
+		got, err = s.FeedPostIDs(ctx, a, 0, 0, 100)
+		wantIDs(t, "FeedPostIDs of a, who follows nobody: its own posts", got, err, ats(37, 31, 28, 25, 22, 19, 16, 13, 10))
+		mustPost(t, s, at(5), reader)
+		mustPost(t, s, at(41), reader)
+		mustPost(t, s, at(42), lurker)
+		mustPost(t, s, at(43), reader)
+		if err := s.DeletePost(ctx, at(43), reader); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			after, before int64
+			n             int
+			want          []int64
+		}{
+			{0, 0, 100, []int64{41, 37, 31, 28, 25, 22, 19, 16, 13, 10, 5}},
+			{0, 0, 2, []int64{41, 37}},
+			{0, 41, 2, []int64{37, 31}},
+			{30, 0, 100, []int64{41, 37, 31}},
+			{37, 0, 100, []int64{41}},
+			{0, 10, 100, []int64{5}},
+			{41, 0, 100, nil},
+		} {
+			got, err := s.FeedPostIDs(ctx, reader, at(c.after), at(c.before), c.n)
+			wantIDs(t, fmt.Sprintf("FeedPostIDs(%d, %d, %d) with the reader's own posts", c.after, c.before, c.n), got, err, ats(c.want...))
+		}
+		got, err = s.FeedPostIDs(ctx, lurker, 0, 0, 3)
+		wantIDs(t, "FeedPostIDs of lurker: c's posts and its own, none of reader's", got, err, ats(42, 39, 36))
 	})
 }
 
@@ -1243,6 +1274,26 @@ func testPushedFeedPostIDs(t *testing.T, e *env) {
 		wantIDs(t, "PullFollowees of a reader following one pulled author", pulled, err, []int64{b})
 		pulled, err = s.PullFollowees(ctx, a, high, low)
 		wantIDs(t, "PullFollowees of a reader following nobody", pulled, err, nil)
+		// A pulled reader is a pulled author of its own feed: its own
+		// posts are merged from its list, not in its inbox's query.
+		pulled, err = s.PullFollowees(ctx, b, high, low)
+		wantIDs(t, "PullFollowees of pulled b, following nobody", pulled, err, []int64{b})
+		mustFollow(t, s, b, c)
+		pulled, err = s.PullFollowees(ctx, b, high, low)
+		wantIDs(t, "PullFollowees of pulled b, following pulled c", pulled, err, []int64{b, c})
+		s.pullCandidates = 1
+		pulled, err = s.PullFollowees(ctx, b, high, low)
+		wantIDs(t, "PullFollowees of pulled b by the join", pulled, err, []int64{b, c})
+		pulled, err = s.PullFollowees(ctx, x1, high, low)
+		wantIDs(t, "PullFollowees of pushed x1 by the join", pulled, err, []int64{b, c})
+		s.pullCandidates = chunkSize
+		if _, err := s.Unfollow(ctx, b, c); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.PushedFeedPostIDs(ctx, b, high, low, 0, 0, 100)
+		wantIDs(t, "PushedFeedPostIDs of pulled b", got, err, nil)
+		got, err = s.PushedFeedPostIDs(ctx, a, high, low, 0, 0, 100)
+		wantIDs(t, "PushedFeedPostIDs of pushed a: its own posts", got, err, ats(14, 10))
 		for _, tc := range []struct {
 			after, before int64
 			want          []int64
@@ -1258,7 +1309,7 @@ func testPushedFeedPostIDs(t *testing.T, e *env) {
 		if _, err := s.SetPullMode(ctx, c, false, 0); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.PushedFeedPostIDs(ctx, reader, high, low, 0, 0, 100)
+		got, err = s.PushedFeedPostIDs(ctx, reader, high, low, 0, 0, 100)
 		wantIDs(t, "PushedFeedPostIDs after c turned push", got, err, ats(17, 16, 14, 13, 12, 10))
 		got, err = s.PushedFeedPostIDs(ctx, reader, high, low, at(11), 0, 100)
 		wantIDs(t, "PushedFeedPostIDs(11, 0) after c turned push", got, err, ats(17, 16, 14, 13, 12))

@@ -14,6 +14,8 @@ const (
 	Post Kind = iota + 1
 	// Delete is a post the stream sent that was deleted.
 	Delete
+	// Update is a post the stream sent that was edited.
+	Update
 	// Ping is the heartbeat: nothing happened for a while.
 	Ping
 	// Shutdown ends the stream: the process is going away, the client
@@ -28,7 +30,10 @@ const (
 // Event is what Next returns.
 type Event struct {
 	Kind Kind
-	ID   int64 // the post, for Post and Delete
+	ID   int64 // the post, for Post, Delete and Update
+	// Version is the edited post's feed.Post.Version, for Update: the
+	// copy to send is of this version or a later one.
+	Version int64
 }
 
 // sentMemory is how many sent post ids a stream remembers to send each
@@ -67,7 +72,8 @@ func (s *Stream) end(why Kind) {
 }
 
 // Next waits for what to tell the client next: a Post not sent yet, a
-// Delete of a post sent, a Ping, or the end (Shutdown, Dropped, Ended).
+// Delete or an Update of a post sent, a Ping, or the end (Shutdown,
+// Dropped, Ended).
 // A change of whom the reader follows is applied on the way.
 func (s *Stream) Next(ctx context.Context) Event {
 	for {
@@ -99,6 +105,10 @@ func (s *Stream) Next(ctx context.Context) Event {
 					continue
 				}
 				delete(s.sent, ev.ID) // a post is deleted once
+			case Update:
+				if !s.WasSent(ev.ID) {
+					continue
+				}
 			}
 			return ev
 		}

@@ -226,7 +226,7 @@ func (h *Hub) Run(ctx context.Context) {
 }
 
 func (h *Hub) deliver(n feed.Notification) {
-	kind, id, ok := decodeMsg(n.Msg)
+	kind, id, version, ok := decodeMsg(n.Msg)
 	if !ok {
 		h.logger.Warn("stream: ignoring a malformed message", "author", n.Author, "msg", string(n.Msg))
 		return
@@ -244,8 +244,11 @@ func (h *Hub) deliver(n feed.Notification) {
 			}
 		default:
 			ev := Event{Kind: Post, ID: id}
-			if kind == msgDelete {
+			switch kind {
+			case msgDelete:
 				ev.Kind = Delete
+			case msgUpdate:
+				ev.Kind, ev.Version = Update, version
 			}
 			select {
 			case s.events <- ev:

@@ -225,3 +225,44 @@ func TestFailedSubscribeIsForgotten(t *testing.T) {
 		t.Fatalf("event %+v; want post 7", ev)
 	}
 }
+
+// TestUpdateOfSentPost: an edit reaches a stream as Update, with the
+// edit's version, only for a post that stream sent; and the message
+// format round-trips.
+func TestUpdateOfSentPost(t *testing.T) {
+	h := newTestHub(t, Config{})
+	h.follow(1, 10)
+	s := h.open(t, 1)
+	if err := h.ann.PostCreated(t.Context(), 10, 500); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, s); ev != (Event{Kind: Post, ID: 500}) {
+		t.Fatalf("event %+v; want post 500", ev)
+	}
+	// An edit of a post this stream never sent (older, or before it
+	// opened) is not its business; then one of the post it sent.
+	for _, id := range []int64{499, 500} {
+		if err := h.ann.PostEdited(t.Context(), 10, id, 1234); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ev := next(t, s); ev != (Event{Kind: Update, ID: 500, Version: 1234}) {
+		t.Fatalf("event %+v; want update of post 500 at version 1234", ev)
+	}
+	// Edited twice: each edit is told (the client shows the newest).
+	if err := h.ann.PostEdited(t.Context(), 10, 500, 1300); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, s); ev != (Event{Kind: Update, ID: 500, Version: 1300}) {
+		t.Fatalf("event %+v; want update of post 500 at version 1300", ev)
+	}
+
+	for _, bad := range []string{"u 5", "u 5 x", "u x 5", "u 5 -1", "u  5", "x 5"} {
+		if _, _, _, ok := decodeMsg([]byte(bad)); ok {
+			t.Errorf("decodeMsg(%q) accepted", bad)
+		}
+	}
+	if k, id, v, ok := decodeMsg(encodeUpdate(42, 1<<53)); !ok || k != msgUpdate || id != 42 || v != 1<<53 {
+		t.Errorf("decodeMsg(encodeUpdate(42, 2^53)) = %c %d %d %v", k, id, v, ok)
+	}
+}

@@ -21,11 +21,13 @@ import (
 )
 
 // Messages on an author's channel, as text: "p <id>" a new post of the
-// author, "d <id>" one of its posts deleted, "f" the author (as a reader)
-// followed or unfollowed someone.
+// author, "d <id>" one of its posts deleted, "u <id> <version>" one of its
+// posts edited (version: feed.Post.Version of the edit), "f" the author
+// (as a reader) followed or unfollowed someone.
 const (
 	msgPost    = 'p'
 	msgDelete  = 'd'
+	msgUpdate  = 'u'
 	msgFollows = 'f'
 )
 
@@ -36,19 +38,36 @@ func encodeMsg(kind byte, id int64) []byte {
 	return strconv.AppendInt([]byte{kind, ' '}, id, 10)
 }
 
-func decodeMsg(b []byte) (kind byte, id int64, ok bool) {
+func encodeUpdate(id, version int64) []byte {
+	return strconv.AppendInt(append(encodeMsg(msgUpdate, id), ' '), version, 10)
+}
+
+// decodeMsg reads a message; version is set for an update only.
+func decodeMsg(b []byte) (kind byte, id, version int64, ok bool) {
 	if len(b) == 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	kind = b[0]
 	if kind == msgFollows {
-		return kind, 0, len(b) == 1
+		return kind, 0, 0, len(b) == 1
 	}
-	if (kind != msgPost && kind != msgDelete) || len(b) < 3 || b[1] != ' ' {
-		return 0, 0, false
+	if (kind != msgPost && kind != msgDelete && kind != msgUpdate) || len(b) < 3 || b[1] != ' ' {
+		return 0, 0, 0, false
 	}
-	id, err := strconv.ParseInt(string(b[2:]), 10, 64)
-	return kind, id, err == nil && feed.ValidPostID(id) // negative: a post from before 2025
+	rest := string(b[2:])
+	if kind == msgUpdate {
+		var v string
+		var found bool
+		if rest, v, found = strings.Cut(rest, " "); !found {
+			return 0, 0, 0, false
+		}
+		var err error
+		if version, err = strconv.ParseInt(v, 10, 64); err != nil || version < 0 {
+			return 0, 0, 0, false
+		}
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	return kind, id, version, err == nil && feed.ValidPostID(id) // negative: a post from before 2025
 }
 
 // Announcer publishes the events streams listen for. Every call is one
@@ -69,6 +88,13 @@ func (a *Announcer) PostCreated(ctx context.Context, author, id int64) error {
 // PostDeleted announces that author's post id is gone.
 func (a *Announcer) PostDeleted(ctx context.Context, author, id int64) error {
 	return a.notify(ctx, author, encodeMsg(msgDelete, id))
+}
+
+// PostEdited announces that author's post id was edited; version is the
+// edited post's feed.Post.Version, so that a process whose copy of the
+// post is older reads past it.
+func (a *Announcer) PostEdited(ctx context.Context, author, id, version int64) error {
+	return a.notify(ctx, author, encodeUpdate(id, version))
 }
 
 // FollowsChanged tells the streams of reader to read whom it follows again:

@@ -155,7 +155,8 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) ([]feed
 }
 
 // sources returns the streams of reader's feed: the inbox (SQL in pull
-// mode) and, in hybrid mode, the pulled authors it follows. Their SQL
+// mode) and, in hybrid mode, the pulled authors of its feed (those it
+// follows, and the reader itself when it is pulled: pullees). Their SQL
 // reads stop at after (0: none); their cache reads may return ids at or
 // below it, which the caller drops. A pulled author hidden from the reader
 // (muted, or blocked either way) is not merged at all: cheaper than reading

@@ -45,3 +45,23 @@ func sees(t *testing.T, svc *Service, reader, post int64) bool {
 	}
 	return slices.ContainsFunc(posts, func(p feed.Post) bool { return p.ID == post })
 }
+
+// feedPages pages through reader's whole feed through svc, n posts a page,
+// and returns the ids in order.
+func feedPages(t *testing.T, svc *Service, reader int64, n int) []int64 {
+	t.Helper()
+	var ids []int64
+	for before := int64(0); ; {
+		posts, more, err := svc.Feed(t.Context(), reader, before, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range posts {
+			ids = append(ids, p.ID)
+		}
+		if !more {
+			return ids
+		}
+		before = ids[len(ids)-1]
+	}
+}

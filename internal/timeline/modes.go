@@ -97,7 +97,8 @@ func (s *Service) bumpEpoch(ctx context.Context) {
 	s.modes.mu.Unlock()
 }
 
-// pullees returns the pulled authors reader follows, cached: a reader
+// pullees returns the pulled authors of reader's feed (those it follows,
+// and itself when pulled: store.PullFollowees), cached: a reader
 // following 5,000 accounts must not cost a SQL join per page. The cached
 // list is used only within the epoch it was computed in.
 func (s *Service) pullees(ctx context.Context, reader int64) ([]int64, error) {

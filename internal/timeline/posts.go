@@ -71,6 +71,33 @@ func (s *Service) Post(ctx context.Context, id int64) (feed.Post, error) {
 	return posts[0], nil
 }
 
+// PostVersion is Post of a copy at version v (feed.Post.Version) or later:
+// for a live stream told of an edit made on another process, whose hot
+// copy here may predate it. Past that copy it reads the shared cache, which
+// the edit wrote, and then SQL; what it finds replaces the hot copy, so the
+// process's other streams told of the same edit read it from memory.
+func (s *Service) PostVersion(ctx context.Context, id, v int64) (feed.Post, error) {
+	p, err := s.Post(ctx, id)
+	if err != nil || p.Version() >= v {
+		return p, err
+	}
+	cached, err := s.cache.CachedPosts(ctx, []int64{id})
+	if err != nil {
+		s.cacheFailed("read edited post", err)
+	}
+	p, ok := cached[id]
+	if !ok || p.Version() < v {
+		if p, err = s.store.Post(ctx, id); err != nil {
+			return feed.Post{}, fmt.Errorf("timeline: edited post %d: %w", id, err)
+		}
+	}
+	s.keepHot(p)
+	if p.Deleted {
+		return feed.Post{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
+	}
+	return p, nil
+}
+
 // DeletePost soft-deletes a post of actor's. Inboxes are not touched here:
 // a read that meets the post skips it and removes it from that inbox (lazy
 // delete), so a delete costs the same for an author with 10 followers or

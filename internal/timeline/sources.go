@@ -63,8 +63,9 @@ func fetchAll(ctx context.Context, srcs []source, pos int64, want int) ([][]int6
 }
 
 // inboxSource walks one reader's feed downwards: first the inbox, then
-// SQL (FeedPostIDs: every followee) once the inbox runs out and is not
-// complete. In pull mode it is SQL from the start.
+// SQL (FeedPostIDs: every followee, and the reader's own posts) once the
+// inbox runs out and is not complete. In pull mode it is SQL from the
+// start.
 type inboxSource struct {
 	s         *Service
 	reader    int64
