@@ -162,6 +162,7 @@ type modelRun struct {
 	amqpPrefix string            // feedd's RabbitMQ prefix (children only)
 	cache      *rediscache.Cache // feedd's inboxes, through feedd's own layout
 	pid        int               // the API child's process id; 0 with a URL
+	pprof      string            // the API child's profiles (http://host:port), with the stream scenario
 	res        *report.ModelResult
 
 	created      []createdPost
@@ -363,7 +364,19 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 		}
 		logPath := filepath.Join(r.o.LogDir, "feedd-bench-"+name+".log")
 		r.logf("== %s: starting feedd %s (FEEDD_FANOUT_MODE=%s, log %s)", name, role, mode, logPath)
-		ch, err = startChild(ctx, r.o.Exe, []string{role}, env, logPath, r.o.AdminToken)
+		apiEnv := env
+		if slices.Contains(r.o.Scenarios, ScenarioStream) {
+			// The stream scenario asks the API process for a garbage
+			// collection before each memory sample, through its
+			// profiles, on a private port of their own.
+			addr, err := freeLoopbackAddr()
+			if err != nil {
+				return err
+			}
+			apiEnv = append(slices.Clip(env), "FEEDD_PPROF_ADDR="+addr)
+			m.pprof = "http://" + addr
+		}
+		ch, err = startChild(ctx, r.o.Exe, []string{role}, apiEnv, logPath, r.o.AdminToken)
 		if err != nil {
 			return err
 		}

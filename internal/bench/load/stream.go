@@ -30,7 +30,7 @@ const (
 	streamGrace = 10 * time.Second
 	// memorySamples are taken memoryEvery apart; the least is kept, as
 	// the one nearest a garbage collection's end.
-	memorySamples = 8
+	memorySamples = 4
 	memoryEvery   = 250 * time.Millisecond
 )
 
@@ -218,9 +218,11 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	k := float64(res.StreamClients)
 	res.StreamBytesPerClient = float64(after.goBytes-before.goBytes) / k
 	res.StreamRSSBytesPerClient = float64(after.rss-before.rss) / k
+	res.StreamHeapBytesPerClient = float64(after.heap-before.heap) / k
+	res.StreamStackBytesPerClient = float64(after.stacks-before.stacks) / k
 	res.StreamGoroutinesPerClient = (after.goroutines - before.goroutines) / k
-	r.logf("   stream: %.0f B of Go heap and stacks per idle stream (%.0f B resident, %.1f goroutines)",
-		res.StreamBytesPerClient, res.StreamRSSBytesPerClient, res.StreamGoroutinesPerClient)
+	r.logf("   stream: %.0f B of Go heap and stacks per idle stream (heap %.0f B, stacks %.0f B; %.0f B resident; %.1f goroutines)",
+		res.StreamBytesPerClient, res.StreamHeapBytesPerClient, res.StreamStackBytesPerClient, res.StreamRSSBytesPerClient, res.StreamGoroutinesPerClient)
 
 	// The phase with them open; every delivery counts against the sum of
 	// the expected ones, so bench knows when the last has come.
@@ -413,28 +415,39 @@ func (r *runner) publishAsLocked(ctx context.Context, m *modelRun, author, token
 
 // serveMem is the serve process's memory at one moment.
 type serveMem struct {
-	goBytes, rss int64
-	goroutines   float64
+	goBytes, heap, stacks, rss int64
+	goroutines                 float64
 }
 
 // serveMemory reads the API process's /metrics memorySamples times and
-// keeps the least of each figure: a Go program's heap in use swings with
-// its garbage collections, and the least is the nearest to what is live.
+// keeps the least of each figure. With the child's profiles at hand
+// (m.pprof), each sample follows a garbage collection that bench asks
+// for (the heap profile with gc=1): the heap then holds what is live,
+// and each collection shrinks the stacks of goroutines that grew while
+// their stream opened and now wait with little of it used. Without (a
+// --url deployment), the least of the samples is the nearest to what is
+// live that bench can see.
 func (r *runner) serveMemory(ctx context.Context, m *modelRun) (serveMem, error) {
 	var out serveMem
 	for i := range memorySamples {
 		if i > 0 {
 			time.Sleep(memoryEvery)
 		}
+		if m.pprof != "" {
+			if err := m.cl.drain(ctx, m.pprof+"/debug/pprof/heap?gc=1"); err != nil {
+				return out, fmt.Errorf("collect the serve process's garbage: %w", err)
+			}
+		}
 		s, err := m.cl.metrics(ctx)
 		if err != nil {
 			return out, fmt.Errorf("memory of the serve process: %w", err)
 		}
-		g := int64(s.sum("go_memstats_heap_inuse_bytes") + s.sum("go_memstats_stack_inuse_bytes"))
+		heap, stacks := int64(s.sum("go_memstats_heap_inuse_bytes")), int64(s.sum("go_memstats_stack_inuse_bytes"))
+		g := heap + stacks
 		rss := int64(s.sum("process_resident_memory_bytes"))
 		gr := s.sum("go_goroutines")
 		if i == 0 || g < out.goBytes {
-			out.goBytes = g
+			out.goBytes, out.heap, out.stacks = g, heap, stacks
 		}
 		if i == 0 || rss < out.rss {
 			out.rss = rss
@@ -447,6 +460,17 @@ func (r *runner) serveMemory(ctx context.Context, m *modelRun) (serveMem, error)
 		return out, errors.New("memory of the serve process: /metrics has no go_memstats_heap_inuse_bytes")
 	}
 	return out, nil
+}
+
+// freeLoopbackAddr returns a loopback address with a port free a moment
+// ago, for a child's private listener.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("bench: find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // streamClient opens live streams and reads them, as light as it can be:
