@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 )
 
 // StreamAuthorKinds are the two authors of the stream scenario, in the
@@ -106,52 +105,34 @@ func streamTargets(name string, s *StreamResult, add func(name string, v float64
 
 // writeStream prints the stream scenario's figures, one column per model.
 func (rep *Report) writeStream(w io.Writer) error {
-	var names []string
-	for _, n := range rep.ModelOrder {
-		if rep.Models[n].Stream != nil {
-			names = append(names, n)
+	has := func(m *ModelResult) bool { return m.Stream != nil }
+	return rep.sideTable(w, "stream", has, func(row func(string, func(*ModelResult) string)) {
+		stream := func(label string, f func(x *StreamResult) string) {
+			row(label, func(m *ModelResult) string { return f(m.Stream) })
 		}
-	}
-	if len(names) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	line := "stream\t"
-	for _, n := range names {
-		line += n + "\t"
-	}
-	fmt.Fprintln(tw, line)
-	row := func(label string, f func(x *StreamResult) string) {
-		line := "  " + label + "\t"
-		for _, n := range names {
-			line += f(rep.Models[n].Stream) + "\t"
-		}
-		fmt.Fprintln(tw, line)
-	}
-	row("stream_clients (open s, errors)", func(x *StreamResult) string {
-		return fmt.Sprintf("%s (%.1f s, %d)", Count(int64(x.StreamClients)), x.StreamOpenSeconds, x.StreamOpenErrors)
-	})
-	row("delivery p50 / p99 / max ms", func(x *StreamResult) string {
-		return fmt.Sprintf("%.1f / %.1f / %.0f", x.StreamDeliveryP50MS, x.StreamDeliveryP99MS, x.StreamDeliveryMaxMS)
-	})
-	for _, kind := range StreamAuthorKinds {
-		row("  "+kind+" p50 / p99 ms (mode, streams)", func(x *StreamResult) string {
-			a := x.Authors[kind]
-			if a == nil {
-				return "-"
-			}
-			return fmt.Sprintf("%.1f / %.1f (%s, %s)", a.StreamDeliveryP50MS, a.StreamDeliveryP99MS, a.DeliveryMode, Count(int64(a.Streams)))
+		stream("stream_clients (open s, errors)", func(x *StreamResult) string {
+			return fmt.Sprintf("%s (%.1f s, %d)", Count(int64(x.StreamClients)), x.StreamOpenSeconds, x.StreamOpenErrors)
 		})
-	}
-	row("deliveries, missed, duplicates", func(x *StreamResult) string {
-		return fmt.Sprintf("%s, %d, %d", Count(x.StreamDeliveries), x.StreamMissed, x.StreamDuplicates)
+		stream("delivery p50 / p99 / max ms", func(x *StreamResult) string {
+			return fmt.Sprintf("%.1f / %.1f / %.0f", x.StreamDeliveryP50MS, x.StreamDeliveryP99MS, x.StreamDeliveryMaxMS)
+		})
+		for _, kind := range StreamAuthorKinds {
+			stream("  "+kind+" p50 / p99 ms (mode, streams)", func(x *StreamResult) string {
+				a := x.Authors[kind]
+				if a == nil {
+					return "-"
+				}
+				return fmt.Sprintf("%.1f / %.1f (%s, %s)", a.StreamDeliveryP50MS, a.StreamDeliveryP99MS, a.DeliveryMode, Count(int64(a.Streams)))
+			})
+		}
+		stream("deliveries, missed, duplicates", func(x *StreamResult) string {
+			return fmt.Sprintf("%s, %d, %d", Count(x.StreamDeliveries), x.StreamMissed, x.StreamDuplicates)
+		})
+		stream("bytes per idle stream (RSS)", func(x *StreamResult) string {
+			return fmt.Sprintf("%s (%s)", Bytes(int64(x.StreamBytesPerClient)), Bytes(int64(x.StreamRSSBytesPerClient)))
+		})
+		stream("publish p99 ms: streams / none", func(x *StreamResult) string {
+			return fmt.Sprintf("%.2f / %.2f = %.2f", x.StreamPublishP99MS, x.StreamPublishNoStreamsP99MS, x.StreamPublishVsNoStreams)
+		})
 	})
-	row("bytes per idle stream (RSS)", func(x *StreamResult) string {
-		return fmt.Sprintf("%s (%s)", Bytes(int64(x.StreamBytesPerClient)), Bytes(int64(x.StreamRSSBytesPerClient)))
-	})
-	row("publish p99 ms: streams / none", func(x *StreamResult) string {
-		return fmt.Sprintf("%.2f / %.2f = %.2f", x.StreamPublishP99MS, x.StreamPublishNoStreamsP99MS, x.StreamPublishVsNoStreams)
-	})
-	return tw.Flush()
 }
