@@ -237,6 +237,10 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 			}
 		}
 	}
+	// Each phase starts on an idle feedd: the first phase's posts may
+	// still be fanning out (a pushed celebrity's, to every follower), and
+	// the dispatcher announces a post only when it takes up its event.
+	r.quiesce(ctx, m)
 	r.logf("   stream: %d posts with %d streams open", r.o.StreamPosts, res.StreamClients)
 	live, err := lanes()
 	if err != nil {
