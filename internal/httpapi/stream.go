@@ -8,6 +8,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -163,8 +164,18 @@ func announcing(lv *Live, what byte, h http.Handler) http.Handler {
 	})
 }
 
+// rendersPerCPU bounds how many streams of a process read a post for
+// their reader at once, per CPU. Each read holds one of the process's
+// cache connections at a time (the reader's hidden authors, then its like
+// state), and go-redis keeps 10 per CPU: a post to 10,000 open streams
+// would otherwise queue every API request of the process behind 10,000
+// reads for those connections (publishes then took seconds, and failed
+// with 500 past their 10 s budget, in feedd bench's stream scenario).
+const rendersPerCPU = 4
+
 // handleStream serves the live stream as Server-Sent Events.
 func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
+	renders := make(chan struct{}, rendersPerCPU*runtime.GOMAXPROCS(0))
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {
@@ -211,7 +222,7 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 			var err error
 			switch ev.Kind {
 			case stream.Post:
-				err = sendPost(ctx, svc, lk, me, ev.ID, sse)
+				err = sendPost(ctx, svc, lk, me, ev.ID, sse, renders)
 			case stream.Delete:
 				err = sse.send(fmt.Appendf(nil, "event: delete\ndata: {\"id\":\"%d\"}\n\n", ev.ID))
 			case stream.Ping:
@@ -266,32 +277,50 @@ func resume(ctx context.Context, svc Service, lk Likes, me, last int64, s *strea
 
 // sendPost sends post id as me's feed page shows it; a post deleted
 // meanwhile, or by an author me's feed hides (muted, blocked either way),
-// is skipped, as the feed skips it.
-func sendPost(ctx context.Context, svc Service, lk Likes, me, id int64, sse *sseWriter) error {
-	p, err := svc.Post(ctx, id)
-	if feed.ErrorCode(err) == feed.ENOTFOUND {
-		return nil
-	}
+// is skipped, as the feed skips it. It reads the post holding a slot of
+// renders, and writes it to the client after giving the slot back: a slow
+// client holds up no other stream.
+func sendPost(ctx context.Context, svc Service, lk Likes, me, id int64, sse *sseWriter, renders chan struct{}) error {
+	items, err := renderPost(ctx, svc, lk, me, id, renders)
 	if err != nil {
 		return err
 	}
-	hidden, err := svc.Hidden(ctx, me)
-	if err != nil {
-		return err
-	}
-	if hidden.InFeed(p.AuthorID) {
-		return nil
-	}
-	page, err := showPosts(ctx, lk, me, []feed.Post{p}, false, nil)
-	if err != nil {
-		return err
-	}
-	for _, it := range page.Items {
+	for _, it := range items {
 		if err := sse.sendPost(it); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// renderPost reads post id as me's feed page shows it (none when deleted
+// or hidden), within a slot of renders.
+func renderPost(ctx context.Context, svc Service, lk Likes, me, id int64, renders chan struct{}) ([]postJSON, error) {
+	select {
+	case renders <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil // the client is gone: Next ends the stream
+	}
+	defer func() { <-renders }()
+	p, err := svc.Post(ctx, id)
+	if feed.ErrorCode(err) == feed.ENOTFOUND {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	hidden, err := svc.Hidden(ctx, me)
+	if err != nil {
+		return nil, err
+	}
+	if hidden.InFeed(p.AuthorID) {
+		return nil, nil
+	}
+	page, err := showPosts(ctx, lk, me, []feed.Post{p}, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	return page.Items, nil
 }
 
 // sseWriter writes events, each flushed at once and within
