@@ -26,8 +26,9 @@ const (
 	// streamOpeners is how many streams open at once.
 	streamOpeners = 64
 	// streamGrace is how long after the last publish a stream may still
-	// get its event before it counts as missed.
-	streamGrace = 10 * time.Second
+	// get its event before it counts as missed: long enough that a backlog
+	// shows as late events, and only lost ones as missed.
+	streamGrace = 60 * time.Second
 	// memorySamples are taken memoryEvery apart; the least is kept, as
 	// the one nearest a garbage collection's end.
 	memorySamples = 4

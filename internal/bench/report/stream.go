@@ -27,7 +27,7 @@ type StreamResult struct {
 	StreamDeliveryP99MS float64 `json:"stream_delivery_p99_ms"`
 	StreamDeliveryMaxMS float64 `json:"stream_delivery_max_ms"`
 	StreamDeliveries    int64   `json:"stream_deliveries"`
-	// StreamMissed counts expected events that had not come 10 s after
+	// StreamMissed counts expected events that had not come 60 s after
 	// the last publish; StreamDuplicates events of a post a stream had
 	// already been sent.
 	StreamMissed     int64                    `json:"stream_missed"`
