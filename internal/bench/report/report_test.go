@@ -218,14 +218,18 @@ func TestTargets(t *testing.T) {
 
 func TestWriteTable(t *testing.T) {
 	var buf bytes.Buffer
-	if err := sampleReport().WriteTable(&buf); err != nil {
+	rep := sampleReport()
+	rep.Models["hybrid"].Mixed = &MixedResult{Seconds: 40, Concurrency: 32, Users: 2000, Requests: 1000, RPS: 25, P50MS: 1, P99MS: 9,
+		Ops: map[string]*MixedOp{"read": {Requests: 900, P50MS: 1, P99MS: 8}}, LikesAs: "like", RSSStartMB: 50, RSSEndMB: 52, RSSMaxMB: 53}
+	if err := rep.WriteTable(&buf); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"fanout_writes_per_sec", "read following_5000", "redis_bytes_per_entry", "push", "hybrid", "memory_hybrid_vs_push",
 		"paced rps (offered)", "890 (900)", "paced p50 / p99 ms", "1.00 / 3.00", "read_paced_p99_push_following_500_ms",
 		"HTTP floor rps (p99 ms)", "20000 (1.50)", "HTTP floor 1.50 ms at 20000/s",
 		"delivery p50 / p99 / max ms", "20.0 / 80.0 / 90", "80.0 (pull, 50)", "5.00 / 5.00 = 1.00",
-		"stream_delivery_p99_ms[push,celebrity]", "stream_bytes_per_client[hybrid]", "stream_publish_p99_vs_no_streams[pull]"} {
+		"stream_delivery_p99_ms[push,celebrity]", "stream_bytes_per_client[hybrid]", "stream_publish_p99_vs_no_streams[pull]",
+		"mixed load (90% reads, 7% likes, 2% follows, 1% posts)  hybrid", "    read p50 / p99 ms (n)", "1.00 / 8.00 (900)", "rss MiB start / end / max"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}
