@@ -530,7 +530,7 @@ func (c *streamClient) open(ctx context.Context, token string) (*sseConn, error)
 		b := make([]byte, 300)
 		k, _ := res.Body.Read(b)
 		conn.Close()
-		return nil, &apiError{method: "GET", path: "/v1/me/feed/stream", status: res.StatusCode, body: string(b[:k])}
+		return nil, fmt.Errorf("GET /v1/me/feed/stream: status %d: %s", res.StatusCode, strings.TrimSpace(string(b[:k])))
 	}
 	lines := bufio.NewReaderSize(res.Body, 2048)
 	if line, err := lines.ReadSlice('\n'); err != nil || !bytes.HasPrefix(line, []byte(":")) {
