@@ -301,7 +301,7 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	f := newBenchFlags("run", getenv, stderr)
 	f.str(&graphFile, "graph", "bench-graph.json", false, "manifest written by bench graph")
 	f.str(&models, "models", strings.Join(load.AllModels, ","), false, "timeline models to measure, each with its own feedd child")
-	f.str(&scenarios, "scenarios", "fanout,publish,read,memory", false, "scenarios to run (always in the order fanout, read, memory, publish, mixed); mixed, the 90/7/2/1 load, only when named")
+	f.str(&scenarios, "scenarios", "fanout,publish,read,memory", false, "scenarios to run (always in the order fanout, read, memory, stream, publish, mixed); stream, the live streams, and mixed, the 90/7/2/1 load, only when named")
 	f.str(&o.URL, "url", "", false, "measure this running deployment instead of starting feedd per model")
 	f.str(&o.Label, "label", "", false, "name of the --url deployment in the report (default: the one --models value, or target)")
 	f.str(&o.AdminToken, "admin-token", "", true, "admin token: the --url deployment's, or the one bench gives its children (generated when empty)")
@@ -326,6 +326,10 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	f.num(&o.BaselineGoroutines, "baseline-goroutines", workers, false, "goroutines of the raw ZADD baseline (default: FEEDD_WORKERS, as many as feedd's batch workers)")
 	f.num(&o.MemoryReaders, "memory-readers", o.MemoryReaders, false, "sample readers who read once before the memory is measured")
 	f.num(&o.MemoryMaxKeys, "memory-max-keys", o.MemoryMaxKeys, false, "measure at most this many keys (a random sample) and extrapolate")
+	f.num(&o.StreamClients, "stream-clients", o.StreamClients, false, "live streams the stream scenario opens, for followers of the first celebrity and of the most followed ordinary author")
+	f.num(&o.StreamPosts, "stream-posts", o.StreamPosts, false, "posts by those two authors, alternating, in each phase of the stream scenario (with no stream open, then with them open)")
+	f.dur(&o.StreamInterval, "stream-interval", o.StreamInterval, "one post of the stream scenario's two authors every this long")
+	f.dur(&o.StreamFillerInterval, "stream-filler-interval", o.StreamFillerInterval, "meanwhile, one post by the author nobody follows every this long, for the publish latency's samples (0: none)")
 	f.str(&workProcs, "work-procs", "", false, "measure each model once per count in this list (e.g. 1,2,4): a feedd serve child and that many feedd work children instead of one feedd all")
 	f.boolean(&o.Keep, "keep", false, "keep each child's Redis keys and queues after its run")
 	f.str(&o.LogDir, "log-dir", "", false, "where the children's logs go (default: a new temporary directory)")
@@ -349,6 +353,9 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	o.Models, o.Scenarios, o.Command = list(models), list(scenarios), command
 	if o.URL != "" && o.Label == "" && len(o.Models) == 1 {
 		o.Label = o.Models[0]
+	}
+	if o.StreamClients < 1 || o.StreamPosts < 1 || o.StreamInterval <= 0 || o.StreamFillerInterval < 0 {
+		return usageError{errors.New("bench run: --stream-clients, --stream-posts and --stream-interval must be positive")}
 	}
 	if o.Concurrency < 1 || o.Duration <= 0 || o.BaselineDuration <= 0 || o.PublishCount < 0 || o.BaselineGoroutines < 1 || o.MaxRequests < 1 {
 		return usageError{errors.New("bench run: --concurrency, --duration, --baseline-duration, --baseline-goroutines and --max-requests must be positive")}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -194,8 +195,18 @@ func announce(w http.ResponseWriter, r *http.Request, lv *Live, tell func(contex
 	}
 }
 
+// rendersPerCPU bounds how many streams of a process read a post for
+// their reader at once, per CPU. Each read holds one of the process's
+// cache connections at a time (the reader's hidden authors, then its like
+// state), and go-redis keeps 10 per CPU: a post to 10,000 open streams
+// would otherwise queue every API request of the process behind 10,000
+// reads for those connections (publishes then took seconds, and failed
+// with 500 past their 10 s budget, in feedd bench's stream scenario).
+const rendersPerCPU = 4
+
 // handleStream serves the live stream as Server-Sent Events.
 func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
+	renders := make(chan struct{}, rendersPerCPU*runtime.GOMAXPROCS(0))
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {
@@ -248,7 +259,7 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 			var err error
 			switch ev.Kind {
 			case stream.Post, stream.Update:
-				err = sendPost(ctx, svc, lk, me, ev, sse)
+				err = sendPost(ctx, svc, lk, me, ev, sse, renders)
 			case stream.Delete:
 				err = sse.send(fmt.Appendf(nil, "event: delete\ndata: {\"id\":\"%d\"}\n\n", ev.ID))
 			case stream.Ping:
@@ -324,38 +335,20 @@ func resume(ctx context.Context, svc Service, lk Likes, me, last int64, s *strea
 
 // sendPost sends the post of ev (a Post or an Update) as me's feed page
 // shows it; a post deleted meanwhile, or by an author me's feed hides
-// (muted, blocked either way), is skipped, as the feed skips it.
+// (muted, blocked either way), is skipped, as the feed skips it. It reads
+// the post holding a slot of renders, and writes it to the client after
+// giving the slot back: a slow client holds up no other stream.
 //
 // An update has no id: line. A client's Last-Event-ID is the newest post
 // it was sent, from which a resume replays what is newer; an edit of an
 // older post carrying its id would move that back, and the resume would
 // replay posts the client has.
-func sendPost(ctx context.Context, svc Service, lk Likes, me int64, ev stream.Event, sse *sseWriter) error {
-	var p feed.Post
-	var err error
-	if ev.Kind == stream.Update {
-		p, err = svc.PostVersion(ctx, ev.ID, ev.Version)
-	} else {
-		p, err = svc.Post(ctx, ev.ID)
-	}
-	if feed.ErrorCode(err) == feed.ENOTFOUND {
-		return nil
-	}
+func sendPost(ctx context.Context, svc Service, lk Likes, me int64, ev stream.Event, sse *sseWriter, renders chan struct{}) error {
+	items, err := renderPost(ctx, svc, lk, me, ev, renders)
 	if err != nil {
 		return err
 	}
-	hidden, err := svc.Hidden(ctx, me)
-	if err != nil {
-		return err
-	}
-	if hidden.InFeed(p.AuthorID) {
-		return nil
-	}
-	page, err := showPosts(ctx, lk, me, []feed.Post{p}, false, nil)
-	if err != nil {
-		return err
-	}
-	for _, it := range page.Items {
+	for _, it := range items {
 		if ev.Kind == stream.Update {
 			err = sse.sendUpdate(it)
 		} else {
@@ -366,6 +359,44 @@ func sendPost(ctx context.Context, svc Service, lk Likes, me int64, ev stream.Ev
 		}
 	}
 	return nil
+}
+
+// renderPost reads the post of ev as me's feed page shows it (none when
+// deleted or hidden), within a slot of renders. An update is read at least
+// at the edit's version: this process's copy may predate an edit made on
+// another.
+func renderPost(ctx context.Context, svc Service, lk Likes, me int64, ev stream.Event, renders chan struct{}) ([]postJSON, error) {
+	select {
+	case renders <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil // the client is gone: Next ends the stream
+	}
+	defer func() { <-renders }()
+	var p feed.Post
+	var err error
+	if ev.Kind == stream.Update {
+		p, err = svc.PostVersion(ctx, ev.ID, ev.Version)
+	} else {
+		p, err = svc.Post(ctx, ev.ID)
+	}
+	if feed.ErrorCode(err) == feed.ENOTFOUND {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	hidden, err := svc.Hidden(ctx, me)
+	if err != nil {
+		return nil, err
+	}
+	if hidden.InFeed(p.AuthorID) {
+		return nil, nil
+	}
+	page, err := showPosts(ctx, lk, me, []feed.Post{p}, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	return page.Items, nil
 }
 
 // sseWriter writes events, each flushed at once and within

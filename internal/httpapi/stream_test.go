@@ -3,10 +3,12 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -507,5 +509,72 @@ func TestStreamUpdate(t *testing.T) {
 	}
 	if got := s.event(); !strings.HasPrefix(got, "event: delete\n") {
 		t.Fatalf("after a refused edit and a delete: %q; want the delete", got)
+	}
+}
+
+// slowLikes is the fake's likes, each LikeStates taking a moment and
+// counting how many run at once.
+type slowLikes struct {
+	*fakeService
+	in, most atomic.Int64
+}
+
+func (l *slowLikes) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
+	n := l.in.Add(1)
+	defer l.in.Add(-1)
+	for m := l.most.Load(); n > m && !l.most.CompareAndSwap(m, n); m = l.most.Load() {
+	}
+	time.Sleep(5 * time.Millisecond)
+	return l.fakeService.LikeStates(ctx, viewer, posts)
+}
+
+// TestStreamRendersAreBounded: a post to many open streams is read for at
+// most rendersPerCPU × GOMAXPROCS of them at once, so that the process's
+// other requests still find a cache connection, and every stream gets it.
+func TestStreamRendersAreBounded(t *testing.T) {
+	bound := rendersPerCPU * runtime.GOMAXPROCS(0)
+	readers := 3 * bound
+	svc := newFakeService(testNow)
+	svc.seedUser(alice, "alice")
+	for i := range readers {
+		svc.seedUser(int64(100+i), fmt.Sprintf("reader%d", i))
+		svc.seedFollow(int64(100+i), alice)
+	}
+	cache := inmemcache.New(inmemcache.Options{})
+	t.Cleanup(func() { cache.Close() })
+	followees := func(ctx context.Context, reader int64) ([]int64, error) { return []int64{alice}, nil }
+	hub := stream.New(nil, stream.Config{}, cache, followees)
+	ctx, cancel := context.WithCancel(context.Background())
+	go hub.Run(ctx)
+	t.Cleanup(cancel)
+	ann := stream.NewAnnouncer(cache)
+	lk := &slowLikes{fakeService: svc}
+	cfg := Config{AdminToken: testAdmin, JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }, Live: &Live{Hub: hub, Announce: ann, Tickets: cache}}
+	srv := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), cfg, svc, lk, nil, nil))
+	t.Cleanup(srv.Close)
+	t.Cleanup(hub.Shutdown)
+
+	streams := make([]*testenv.SSE, readers)
+	for i := range streams {
+		st, res := testenv.OpenSSE(t, srv.URL+"/v1/me/feed/stream", userToken(t, int64(100+i)))
+		if st == nil {
+			t.Fatalf("reader %d: status %d", i, res.StatusCode)
+		}
+		if got := st.Next(5 * time.Second).Raw; got != ": open\n\n" {
+			t.Fatalf("reader %d: first block %q", i, got)
+		}
+		streams[i] = st
+	}
+	p := svc.seedPost(alice, "to everyone at once")
+	if err := ann.PostCreated(t.Context(), alice, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range streams {
+		if got := st.Next(5 * time.Second).Raw; !strings.HasPrefix(got, "event: post\nid: "+feed.FormatID(p.ID)+"\n") {
+			t.Fatalf("reader %d got %q; want the post", i, got)
+		}
+	}
+	if most := lk.most.Load(); most > int64(bound) || most < 2 {
+		t.Errorf("%d streams read the post at once; want between 2 and the bound %d", most, bound)
 	}
 }

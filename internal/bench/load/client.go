@@ -149,6 +149,26 @@ func (c *client) metrics(ctx context.Context) (scrape, error) {
 	return parseMetrics(bytes.NewReader(raw))
 }
 
+// drain GETs a URL and reads its answer to the end, for its side effect.
+func (c *client) drain(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return err
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if _, err := io.Copy(io.Discard, res.Body); err != nil {
+		return err
+	}
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: status %d", url, res.StatusCode)
+	}
+	return nil
+}
+
 // scrape is one /metrics answer: the value of every counter and gauge
 // sample by name and labels, histograms as _count, _sum and _bucket
 // samples the way the text format writes them.

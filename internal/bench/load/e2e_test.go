@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,10 +104,14 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 
 	jsonOut, htmlOut := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.html")
+	const streams = 60
 	out = feeddCmd(t, ctx, exe, env, "bench", "run", "--graph", graph, "--run-prefix", runPrefix,
+		"--scenarios", "fanout,publish,read,memory,stream",
 		"--duration", "1s", "--baseline-duration", "500ms", "--concurrency", "4", "--publish-count", "20",
-		"--memory-readers", "100", "--log-dir", dir, "--json", jsonOut, "--html", htmlOut)
-	for _, want := range []string{"fanout_writes_per_sec", "read following_500", "redis_bytes_per_entry", "memory_hybrid_vs_push", "paced rps (offered)"} {
+		"--memory-readers", "100", "--stream-clients", fmt.Sprint(streams), "--stream-posts", "6", "--stream-interval", "200ms",
+		"--log-dir", dir, "--json", jsonOut, "--html", htmlOut)
+	for _, want := range []string{"fanout_writes_per_sec", "read following_500", "redis_bytes_per_entry", "memory_hybrid_vs_push", "paced rps (offered)",
+		"delivery p50 / p99 / max ms", "stream_delivery_p99_ms[hybrid,celebrity]", "stream_bytes_per_client[push]", "stream_publish_p99_vs_no_streams[pull]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("bench run's table lacks %q", want)
 		}
@@ -194,6 +199,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		if v := num(pre+"memory.redis_bytes_total", nil); v <= 0 {
 			t.Errorf("%s redis_bytes_total = %v; want > 0", model, v)
 		}
+		checkStream(t, tree, model, streams)
 		if errs, _ := reporttest.Lookup(tree, pre+"errors", nil); errs != nil && len(errs.([]any)) > 0 {
 			t.Errorf("%s errors: %v", model, errs)
 		}
@@ -257,5 +263,68 @@ func TestBenchEndToEnd(t *testing.T) {
 	if len(left) > 0 {
 		t.Errorf("%d keys left under %s, e.g. %s", len(left), runPrefix, left[0])
 		_ = unlinkKeys(ctx, rdb, left)
+	}
+}
+
+// checkStream checks one model's stream scenario: every stream opened,
+// got every post of the authors its reader follows once and in time, and
+// the memory and publish figures are there. The celebrity is pulled but
+// by push; the ordinary author pushed but by pull.
+func checkStream(t *testing.T, tree map[string]any, model string, streams int) {
+	t.Helper()
+	pre := "models." + model + ".stream."
+	get := func(path string) any {
+		t.Helper()
+		v, ok := reporttest.Lookup(tree, pre+path, nil)
+		if !ok {
+			t.Errorf("%s%s missing", pre, path)
+		}
+		return v
+	}
+	num := func(path string) float64 { f, _ := get(path).(float64); return f }
+	if n := num("stream_clients"); n != float64(streams) {
+		t.Errorf("%sstream_clients = %v; want %d", pre, n, streams)
+	}
+	for _, f := range []string{"stream_open_errors", "stream_missed", "stream_duplicates", "stream_publish_errors"} {
+		if v := num(f); v != 0 {
+			t.Errorf("%s%s = %v; want 0", pre, f, v)
+		}
+	}
+	p50, p99 := num("stream_delivery_p50_ms"), num("stream_delivery_p99_ms")
+	if p50 <= 0 || p99 < p50 || p99 > 10_000 {
+		t.Errorf("%sdelivery p50 %v ms, p99 %v ms; want 0 < p50 <= p99 <= 10 s", pre, p50, p99)
+	}
+	// Each idle stream holds some memory of the serve process, and
+	// surely less than a megabyte.
+	if b := num("stream_bytes_per_client"); b <= 0 || b > 1<<20 {
+		t.Errorf("%sstream_bytes_per_client = %v; want within (0, 1 MiB]", pre, b)
+	}
+	for _, f := range []string{"stream_publish_p99_ms", "stream_publish_no_streams_p99_ms", "stream_publish_vs_no_streams"} {
+		if v := num(f); v <= 0 {
+			t.Errorf("%s%s = %v; want > 0", pre, f, v)
+		}
+	}
+	if n := num("stream_publish_samples"); n < 6 {
+		t.Errorf("%sstream_publish_samples = %v; want at least the 6 posts", pre, n)
+	}
+	mode := map[string]string{"push": "push", "pull": "pull", "hybrid": "pull"}[model]
+	ordMode := map[string]string{"push": "push", "pull": "pull", "hybrid": "push"}[model]
+	var deliveries float64
+	for kind, want := range map[string]string{"celebrity": mode, "ordinary": ordMode} {
+		a := "authors." + kind + "."
+		if m := get(a + "delivery_mode"); m != want {
+			t.Errorf("%s%sdelivery_mode = %v; want %s", pre, a, m, want)
+		}
+		n, posts, got := num(a+"streams"), num(a+"posts"), num(a+"stream_deliveries")
+		if n <= 0 || posts != 3 || got != n*posts {
+			t.Errorf("%s%s: %v streams, %v posts, %v deliveries; want every post on each stream that follows the author, 3 posts", pre, a, n, posts, got)
+		}
+		if v := num(a + "stream_delivery_p99_ms"); v <= 0 {
+			t.Errorf("%s%sstream_delivery_p99_ms = %v; want > 0", pre, a, v)
+		}
+		deliveries += got
+	}
+	if total := num("stream_deliveries"); total != deliveries {
+		t.Errorf("%sstream_deliveries = %v; want the authors' sum %v", pre, total, deliveries)
 	}
 }

@@ -31,21 +31,27 @@ import (
 	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/rediscache"
+	"github.com/feedd/feedd/internal/stream"
 )
 
-// Scenario names, in the order a model runs them. Memory comes before
-// publish because publish leaves the celebrity's extra fan-outs running;
-// fanout drops the inboxes it materialized before read and memory, so
-// that memory measures what feedd's own reads built.
+// Scenario names, in the order a model runs them. Memory and stream come
+// before publish because publish leaves the celebrity's extra fan-outs
+// running; fanout drops the inboxes it materialized before read and
+// memory, so that memory measures what feedd's own reads built.
 const (
 	ScenarioFanout  = "fanout"
 	ScenarioRead    = "read"
 	ScenarioMemory  = "memory"
+	ScenarioStream  = "stream"
 	ScenarioPublish = "publish"
 )
 
-// AllScenarios in run order.
+// AllScenarios in run order: the default run. Stream (ten thousand
+// connections) and mixed (minutes of load) run only when named.
 var AllScenarios = []string{ScenarioFanout, ScenarioRead, ScenarioMemory, ScenarioPublish}
+
+// runOrder is the order of every scenario but mixed, which runs last.
+var runOrder = []string{ScenarioFanout, ScenarioRead, ScenarioMemory, ScenarioStream, ScenarioPublish}
 
 // AllModels are the timeline models feedd runs.
 var AllModels = []string{string(feed.ModePush), string(feed.ModePull), string(feed.ModeHybrid)}
@@ -89,6 +95,13 @@ type RunOptions struct {
 	BaselineGoroutines int
 	MemoryReaders      int
 	MemoryMaxKeys      int
+	// The stream scenario: StreamClients open streams; StreamPosts posts
+	// per phase, one every StreamInterval, and a zero-follower author's
+	// post every StreamFillerInterval (0: none).
+	StreamClients        int
+	StreamPosts          int
+	StreamInterval       time.Duration
+	StreamFillerInterval time.Duration
 	// ReadPacedFraction sets the rate of each cohort's paced read run: this
 	// share of the cohort's Redis read baseline's requests/s (0: no paced
 	// run).
@@ -114,6 +127,7 @@ func DefaultRunOptions() RunOptions {
 		Scenarios: AllScenarios, Concurrency: 32, Duration: 10 * time.Second, BaselineDuration: 5 * time.Second,
 		ReadPacedFraction: 0.3, ReadFloor: true, MaxRequests: 10_000_000, PublishCount: 2000, FanoutTimeout: 10 * time.Minute,
 		VerifySample: 1000, BaselineGoroutines: 8, MemoryReaders: 1000, MemoryMaxKeys: 200_000,
+		StreamClients: 10_000, StreamPosts: 20, StreamInterval: time.Second, StreamFillerInterval: 20 * time.Millisecond,
 		Progress: io.Discard,
 	}
 }
@@ -148,6 +162,8 @@ type modelRun struct {
 	prefix     string            // feedd's Redis prefix
 	amqpPrefix string            // feedd's RabbitMQ prefix (children only)
 	cache      *rediscache.Cache // feedd's inboxes, through feedd's own layout
+	pid        int               // the API child's process id; 0 with a URL
+	pprof      string            // the API child's profiles (http://host:port), with the stream scenario
 	res        *report.ModelResult
 
 	created      []createdPost
@@ -166,8 +182,14 @@ func Run(ctx context.Context, o RunOptions) (*report.Report, error) {
 		return nil, errors.New("bench run: no graph manifest")
 	}
 	for _, s := range o.Scenarios {
-		if !slices.Contains(AllScenarios, s) && s != ScenarioMixed {
-			return nil, fmt.Errorf("bench run: unknown scenario %q: want some of %s", s, strings.Join(AllScenarios, ","))
+		if !slices.Contains(runOrder, s) && s != ScenarioMixed {
+			return nil, fmt.Errorf("bench run: unknown scenario %q: want some of %s", s, strings.Join(append(slices.Clone(runOrder), ScenarioMixed), ","))
+		}
+	}
+	if slices.Contains(o.Scenarios, ScenarioStream) {
+		// Each stream is a file in bench and in the serve process.
+		if err := raiseOpenFiles(uint64(o.StreamClients) + 1024); err != nil {
+			return nil, fmt.Errorf("bench run: %d streams: %w", o.StreamClients, err)
 		}
 	}
 	if o.URL != "" {
@@ -327,7 +349,11 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 		// limits are off unless the caller's own environment sets them
 		// (which comes later and wins). Its readers read as fast as they
 		// can, a few users each with many requests in flight.
-		env := append([]string{"FEEDD_RATE_USER_WRITE=0", "FEEDD_RATE_USER_READ=0", "FEEDD_USER_MAX_INFLIGHT=0"}, r.o.Env...)
+		env := []string{"FEEDD_RATE_USER_WRITE=0", "FEEDD_RATE_USER_READ=0", "FEEDD_USER_MAX_INFLIGHT=0"}
+		if slices.Contains(r.o.Scenarios, ScenarioStream) && r.o.StreamClients+100 > stream.DefaultMax {
+			env = append(env, fmt.Sprintf("FEEDD_STREAM_MAX=%d", r.o.StreamClients+100))
+		}
+		env = append(env, r.o.Env...)
 		env = append(env,
 			"FEEDD_FANOUT_MODE="+mode,
 			"FEEDD_REDIS_PREFIX="+m.prefix,
@@ -344,11 +370,23 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 		}
 		logPath := filepath.Join(r.o.LogDir, "feedd-bench-"+name+".log")
 		r.logf("== %s: starting feedd %s (FEEDD_FANOUT_MODE=%s, log %s)", name, role, mode, logPath)
-		ch, err = startChild(ctx, r.o.Exe, []string{role}, env, logPath, r.o.AdminToken)
+		apiEnv := env
+		if slices.Contains(r.o.Scenarios, ScenarioStream) {
+			// The stream scenario asks the API process for a garbage
+			// collection before each memory sample, through its
+			// profiles, on a private port of their own.
+			addr, err := freeLoopbackAddr()
+			if err != nil {
+				return err
+			}
+			apiEnv = append(slices.Clip(env), "FEEDD_PPROF_ADDR="+addr)
+			m.pprof = "http://" + addr
+		}
+		ch, err = startChild(ctx, r.o.Exe, []string{role}, apiEnv, logPath, r.o.AdminToken)
 		if err != nil {
 			return err
 		}
-		m.url = ch.url
+		m.url, m.pid = ch.url, ch.cmd.Process.Pid
 		for i := range work {
 			logPath := filepath.Join(r.o.LogDir, fmt.Sprintf("feedd-bench-%s-work%d.log", name, i+1))
 			r.logf("== %s: starting feedd work %d of %d (log %s)", name, i+1, work, logPath)
@@ -382,7 +420,7 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 		workers = nil
 	}()
 
-	for _, sc := range AllScenarios {
+	for _, sc := range runOrder {
 		if !slices.Contains(r.o.Scenarios, sc) {
 			continue
 		}
@@ -397,6 +435,8 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 			res.Read, err = r.read(ctx, m)
 		case ScenarioMemory:
 			res.Memory, err = r.memory(ctx, m)
+		case ScenarioStream:
+			res.Stream, err = r.stream(ctx, m)
 		case ScenarioPublish:
 			res.Publish, err = r.publish(ctx, m)
 		}

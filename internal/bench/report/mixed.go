@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -56,9 +57,48 @@ type MixedOp struct {
 
 // writeMixed prints the mixed load's figures, one column per model.
 func (rep *Report) writeMixed(w io.Writer) error {
+	title := "mixed load (90% reads, 7% likes, 2% follows, 1% posts)"
+	has := func(m *ModelResult) bool { return m.Mixed != nil }
+	return rep.sideTable(w, title, has, func(row func(string, func(*ModelResult) string)) {
+		mixed := func(label string, f func(x *MixedResult) string) {
+			row(label, func(m *ModelResult) string { return f(m.Mixed) })
+		}
+		mixed("seconds, clients, users", func(x *MixedResult) string {
+			return fmt.Sprintf("%.0f s, %d, %d", x.Seconds, x.Concurrency, x.Users)
+		})
+		mixed("requests/s", func(x *MixedResult) string { return fmt.Sprintf("%.0f (%d)", x.RPS, x.Requests) })
+		mixed("p50 / p99 / max ms", func(x *MixedResult) string {
+			return fmt.Sprintf("%.2f / %.2f / %.1f", x.P50MS, x.P99MS, x.MaxMS)
+		})
+		for _, op := range MixedOps {
+			mixed("  "+op.Name+" p50 / p99 ms (n)", func(x *MixedResult) string {
+				o := x.Ops[op.Name]
+				if o == nil {
+					return "-"
+				}
+				return fmt.Sprintf("%.2f / %.2f (%d)", o.P50MS, o.P99MS, o.Requests)
+			})
+		}
+		mixed("5xx / 429 / other errors", func(x *MixedResult) string {
+			return fmt.Sprintf("%d / %d / %d", x.Status5xx, x.Status429, x.OtherErrors)
+		})
+		mixed("likes served as", func(x *MixedResult) string { return x.LikesAs })
+		mixed("rss MiB start / end / max", func(x *MixedResult) string {
+			return fmt.Sprintf("%.0f / %.0f / %.0f", x.RSSStartMB, x.RSSEndMB, x.RSSMaxMB)
+		})
+		mixed("rss growth q2→q4 MiB (flat)", func(x *MixedResult) string {
+			return fmt.Sprintf("%+.1f (%v)", x.RSSGrowthMB, x.RSSFlat)
+		})
+	})
+}
+
+// sideTable prints a table after a blank line: title over one column per
+// model that has the figures (has), then the rows rows adds, each a label
+// and a cell per such model. With no such model it prints nothing.
+func (rep *Report) sideTable(w io.Writer, title string, has func(m *ModelResult) bool, rows func(row func(label string, cell func(m *ModelResult) string))) error {
 	var names []string
 	for _, n := range rep.ModelOrder {
-		if rep.Models[n].Mixed != nil {
+		if has(rep.Models[n]) {
 			names = append(names, n)
 		}
 	}
@@ -67,43 +107,13 @@ func (rep *Report) writeMixed(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	line := "mixed load (90% reads, 7% likes, 2% follows, 1% posts)\t"
-	for _, n := range names {
-		line += n + "\t"
-	}
-	fmt.Fprintln(tw, line)
-	row := func(label string, f func(x *MixedResult) string) {
+	fmt.Fprintln(tw, title+"\t"+strings.Join(names, "\t")+"\t")
+	rows(func(label string, cell func(m *ModelResult) string) {
 		line := "  " + label + "\t"
 		for _, n := range names {
-			line += f(rep.Models[n].Mixed) + "\t"
+			line += cell(rep.Models[n]) + "\t"
 		}
 		fmt.Fprintln(tw, line)
-	}
-	row("seconds, clients, users", func(x *MixedResult) string {
-		return fmt.Sprintf("%.0f s, %d, %d", x.Seconds, x.Concurrency, x.Users)
-	})
-	row("requests/s", func(x *MixedResult) string { return fmt.Sprintf("%.0f (%d)", x.RPS, x.Requests) })
-	row("p50 / p99 / max ms", func(x *MixedResult) string {
-		return fmt.Sprintf("%.2f / %.2f / %.1f", x.P50MS, x.P99MS, x.MaxMS)
-	})
-	for _, op := range MixedOps {
-		row("  "+op.Name+" p50 / p99 ms (n)", func(x *MixedResult) string {
-			o := x.Ops[op.Name]
-			if o == nil {
-				return "-"
-			}
-			return fmt.Sprintf("%.2f / %.2f (%d)", o.P50MS, o.P99MS, o.Requests)
-		})
-	}
-	row("5xx / 429 / other errors", func(x *MixedResult) string {
-		return fmt.Sprintf("%d / %d / %d", x.Status5xx, x.Status429, x.OtherErrors)
-	})
-	row("likes served as", func(x *MixedResult) string { return x.LikesAs })
-	row("rss MiB start / end / max", func(x *MixedResult) string {
-		return fmt.Sprintf("%.0f / %.0f / %.0f", x.RSSStartMB, x.RSSEndMB, x.RSSMaxMB)
-	})
-	row("rss growth q2→q4 MiB (flat)", func(x *MixedResult) string {
-		return fmt.Sprintf("%+.1f (%v)", x.RSSGrowthMB, x.RSSFlat)
 	})
 	return tw.Flush()
 }

@@ -76,6 +76,7 @@ type ModelResult struct {
 	Read       map[string]*ReadResult `json:"read,omitempty"`
 	Memory     *MemoryResult          `json:"memory,omitempty"`
 	Mixed      *MixedResult           `json:"mixed,omitempty"`
+	Stream     *StreamResult          `json:"stream,omitempty"`
 	Errors     []string               `json:"errors"`
 }
 
@@ -261,6 +262,9 @@ func (r *Report) ComputeTargets() {
 				add("publish_p99_celebrity_vs_zero["+name+"]", c.PublishP99MS/z.PublishP99MS, c.Samples > 0, "<= 1.2", atMost(1.2),
 					fmt.Sprintf("%.2f ms vs %.2f ms", c.PublishP99MS, z.PublishP99MS))
 			}
+		}
+		if m.Stream != nil {
+			streamTargets(name, m.Stream, add)
 		}
 		if m.Memory != nil && m.Memory.RedisEntries > 0 {
 			add("redis_bytes_per_entry["+name+"]", m.Memory.RedisBytesPerEntry, true, "<= 40", atMost(40),
@@ -551,6 +555,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, v, t.Goal, met, t.Detail)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := r.writeStream(w); err != nil {
 		return err
 	}
 	if err := r.writeMixed(w); err != nil {

@@ -65,6 +65,19 @@ func sampleReport() *Report {
 			ByType:      map[string]*TypeMemory{"string": {Keys: 5000, Bytes: 1000000}},
 			ByNamespace: map[string]*TypeMemory{"inbox:": {Keys: 1000, Bytes: 400000}},
 		}
+		author := func(mode string) *StreamAuthor {
+			return &StreamAuthor{AuthorID: "3", Followers: 1500, DeliveryMode: mode, Streams: 50, Posts: 10, StreamDeliveries: 500,
+				StreamDeliveryP50MS: 20 * f, StreamDeliveryP99MS: 80 * f, StreamDeliveryMaxMS: 90 * f}
+		}
+		m.Stream = &StreamResult{
+			StreamClients: 60, StreamOpenSeconds: 0.1, StreamDeliveryP50MS: 20 * f, StreamDeliveryP99MS: 80 * f, StreamDeliveryMaxMS: 90 * f,
+			StreamDeliveries: 1000, Authors: map[string]*StreamAuthor{"celebrity": author("pull"), "ordinary": author("push")},
+			StreamBytesPerClient: 20000 * f, StreamRSSBytesPerClient: 21000, StreamHeapBytesPerClient: 12000, StreamStackBytesPerClient: 8000 * f,
+			StreamGoroutinesPerClient: 2, GoBytesBefore: 1e7, GoBytesAfter: 1e7 + 60*20000*int64(f), RSSBytesBefore: 2e7, RSSBytesAfter: 2e7 + 60*21000,
+			StreamPublishP50MS: 2, StreamPublishP99MS: 5 * f, StreamPublishSamples: 1000, StreamPublishNoStreamsP50MS: 2, StreamPublishNoStreamsP99MS: 5,
+			StreamPublishNoStreamsN: 1000, StreamPublishVsNoStreams: f, PostsPerPhase: 20, IntervalMS: 1000, FillerIntervalMS: 20,
+			DeliveryHistogram: bins, PublishHistogram: bins,
+		}
 		rep.Models[name] = m
 	}
 	rep.ComputeTargets()
@@ -100,6 +113,7 @@ func TestReportFieldsDocumented(t *testing.T) {
 		"fanout_writes_per_sec", "fanout_baseline_writes_per_sec", "fanout_seconds",
 		"publish_p50_ms", "publish_p99_ms", "read_rps", "read_p50_ms", "read_p99_ms",
 		"read_baseline_rps", "redis_bytes_per_entry",
+		"stream_clients", "stream_delivery_p50_ms", "stream_delivery_p99_ms", "stream_bytes_per_client", "stream_publish_p99_ms",
 	} {
 		found := false
 		for _, p := range paths {
@@ -204,14 +218,49 @@ func TestTargets(t *testing.T) {
 
 func TestWriteTable(t *testing.T) {
 	var buf bytes.Buffer
-	if err := sampleReport().WriteTable(&buf); err != nil {
+	rep := sampleReport()
+	rep.Models["hybrid"].Mixed = &MixedResult{Seconds: 40, Concurrency: 32, Users: 2000, Requests: 1000, RPS: 25, P50MS: 1, P99MS: 9,
+		Ops: map[string]*MixedOp{"read": {Requests: 900, P50MS: 1, P99MS: 8}}, LikesAs: "like", RSSStartMB: 50, RSSEndMB: 52, RSSMaxMB: 53}
+	if err := rep.WriteTable(&buf); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"fanout_writes_per_sec", "read following_5000", "redis_bytes_per_entry", "push", "hybrid", "memory_hybrid_vs_push",
 		"paced rps (offered)", "890 (900)", "paced p50 / p99 ms", "1.00 / 3.00", "read_paced_p99_push_following_500_ms",
-		"HTTP floor rps (p99 ms)", "20000 (1.50)", "HTTP floor 1.50 ms at 20000/s"} {
+		"HTTP floor rps (p99 ms)", "20000 (1.50)", "HTTP floor 1.50 ms at 20000/s",
+		"delivery p50 / p99 / max ms", "20.0 / 80.0 / 90", "80.0 (pull, 50)", "5.00 / 5.00 = 1.00",
+		"stream_delivery_p99_ms[push,celebrity]", "stream_bytes_per_client[hybrid]", "stream_publish_p99_vs_no_streams[pull]",
+		"mixed load (90% reads, 7% likes, 2% follows, 1% posts)  hybrid", "    read p50 / p99 ms (n)", "1.00 / 8.00 (900)", "rss MiB start / end / max"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// TestStreamTargets: each author's delivery p99, the bytes per idle
+// stream and the publish ratio are judged against their goals, and a
+// missed event fails the delivery target whatever the p99.
+func TestStreamTargets(t *testing.T) {
+	rep := sampleReport()
+	rep.Models["pull"].Stream.Authors["ordinary"].StreamMissed = 3
+	rep.ComputeTargets()
+	met := map[string]bool{}
+	for _, tg := range rep.Targets {
+		if tg.Met != nil {
+			met[tg.Name] = *tg.Met
+		}
+	}
+	for name, want := range map[string]bool{
+		"stream_delivery_p99_ms[push,celebrity]":   true,  // 80 ms
+		"stream_delivery_p99_ms[pull,ordinary]":    false, // 160 ms, but 3 missed
+		"stream_delivery_p99_ms[pull,celebrity]":   true,
+		"stream_bytes_per_client[push]":            true,  // 20,000 B
+		"stream_bytes_per_client[pull]":            false, // 40,000 B
+		"stream_publish_p99_vs_no_streams[push]":   true,  // 1.0
+		"stream_publish_p99_vs_no_streams[hybrid]": false, // 3.0
+	} {
+		got, ok := met[name]
+		if !ok || got != want {
+			t.Errorf("target %s: met %v (measured %v); want %v", name, got, ok, want)
 		}
 	}
 }

@@ -1,0 +1,613 @@
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/feedd/feedd/internal/bench/graph"
+	"github.com/feedd/feedd/internal/bench/report"
+	"github.com/feedd/feedd/internal/feed"
+)
+
+const (
+	// streamOpeners is how many streams open at once.
+	streamOpeners = 64
+	// streamGrace is how long after the last publish a stream may still
+	// get its event before it counts as missed: long enough that a backlog
+	// shows as late events, and only lost ones as missed.
+	streamGrace = 60 * time.Second
+	// memorySamples are taken memoryEvery apart; the least is kept, as
+	// the one nearest a garbage collection's end.
+	memorySamples = 4
+	memoryEvery   = 250 * time.Millisecond
+)
+
+// stream opens StreamClients live streams for followers of the first
+// celebrity and of the most followed ordinary author, and measures:
+//
+//   - publish latency of a phase of posts with no stream open;
+//   - the serve process's memory per idle stream, before and after
+//     opening them;
+//   - the same phase of posts with the streams open: the publish latency
+//     again, and each stream's delivery of each post of the two authors,
+//     from the publish's answer to the stream's whole `event: post`.
+//
+// A phase publishes StreamPosts posts by the two authors, alternating,
+// one every StreamInterval (open loop), while the author nobody follows
+// publishes one every StreamFillerInterval: those give the publish
+// latency enough samples for a p99 without asking ten thousand streams
+// to take a celebrity's post several times a second.
+func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult, error) {
+	man := r.o.Manifest
+	n := r.o.StreamClients
+	if n <= 0 {
+		return nil, errors.New("--stream-clients must be positive")
+	}
+	u, err := url.Parse(m.url)
+	if err != nil || u.Scheme != "http" {
+		return nil, fmt.Errorf("the stream client speaks plain HTTP; %q is not an http:// URL", m.url)
+	}
+	if m.pid > 0 {
+		if lim, ok := openFileLimit(m.pid); ok && lim < uint64(n)+512 {
+			return nil, fmt.Errorf("the serve process may open %d files, too few for %d streams: raise the hard limit (ulimit -Hn)", lim, n)
+		}
+	}
+
+	// The authors, and whose streams hear each.
+	type author struct {
+		kind      string
+		a         graph.Author
+		token     string
+		res       *report.StreamAuthor
+		followers []int64 // sorted
+	}
+	var authors []*author
+	if len(man.Celebrities) > 0 {
+		authors = append(authors, &author{kind: "celebrity", a: man.Celebrities[0]})
+	}
+	authors = append(authors, &author{kind: "ordinary", a: man.TopOrdinaryAuthor})
+	res := &report.StreamResult{Authors: map[string]*report.StreamAuthor{}, PostsPerPhase: r.o.StreamPosts,
+		IntervalMS: ms(r.o.StreamInterval), FillerIntervalMS: ms(r.o.StreamFillerInterval)}
+	for _, a := range authors {
+		if a.token, err = r.token(ctx, m, a.a.ID); err != nil {
+			return nil, err
+		}
+		info, err := m.cl.user(ctx, a.token, a.a.ID)
+		if err != nil {
+			return nil, err
+		}
+		a.res = &report.StreamAuthor{AuthorID: a.a.ID, Followers: int(info.FollowerCount), DeliveryMode: cmpOr(info.DeliveryMode, "push")}
+		res.Authors[a.kind] = a.res
+		f, err := r.followersOf(ctx, m, a.token, a.a.ID, a.res.Followers)
+		if err != nil {
+			return nil, err
+		}
+		a.followers = slices.Sorted(slices.Values(f))
+	}
+	// The readers: a random sample of the ordinary author's followers
+	// (up to half the streams when there is a celebrity), then of the
+	// celebrity's.
+	ord := authors[len(authors)-1]
+	limit := n
+	if len(authors) > 1 {
+		limit = n / 2
+	}
+	readers := sampleOf(ord.followers, min(limit, len(ord.followers)))
+	if len(authors) > 1 && len(readers) < n {
+		chosen := make(map[int64]bool, len(readers))
+		for _, id := range readers {
+			chosen[id] = true
+		}
+		for _, id := range sampleOf(authors[0].followers, n) {
+			if len(readers) == n {
+				break
+			}
+			if !chosen[id] {
+				readers = append(readers, id)
+			}
+		}
+	}
+	if len(readers) < n {
+		r.note(fmt.Sprintf("%s: stream: the two authors have %d followers in all; %d streams open, not %d", m.name, len(readers), len(readers), n))
+	}
+	if len(readers) == 0 {
+		return nil, errors.New("the authors have no followers to open streams for")
+	}
+	// follows[i][k]: reader i follows author k.
+	follows := make([][]bool, len(readers))
+	for i, id := range readers {
+		follows[i] = make([]bool, len(authors))
+		for k, a := range authors {
+			if _, ok := slices.BinarySearch(a.followers, id); ok {
+				follows[i][k] = true
+				a.res.Streams++
+			}
+		}
+	}
+	ids := make([]string, len(readers))
+	for i, id := range readers {
+		ids[i] = feed.FormatID(id)
+	}
+	bar := report.NewProgress(r.o.Progress, "stream: reader tokens", 0)
+	toks, err := r.tokensFor(ctx, m, ids)
+	bar.Done()
+	if err != nil {
+		return nil, err
+	}
+	zero, err := r.token(ctx, m, man.ZeroFollowerAuthor.ID)
+	if err != nil {
+		return nil, err
+	}
+	a0, a0Tok := "", ""
+	if len(authors) > 1 {
+		a0, a0Tok = authors[0].a.ID, authors[0].token
+	}
+	// Every time of the scenario is measured from one origin: the
+	// publishes' answers and the streams' events compare on it.
+	sc := &streamClient{host: u.Host, origin: time.Now()}
+	defer sc.closeAll()
+	lanes := func() (*streamPhase, error) {
+		ph := &streamPhase{}
+		err := r.streamPhase(ctx, m, ph, sc.origin, a0, a0Tok, ord.a.ID, ord.token, man.ZeroFollowerAuthor.ID, zero)
+		return ph, err
+	}
+
+	// The phase with no stream open.
+	r.logf("   stream: %d posts with no stream open", r.o.StreamPosts)
+	r.quiesce(ctx, m)
+	base, err := lanes()
+	if err != nil {
+		return nil, err
+	}
+	res.StreamPublishNoStreamsN = int(base.publish.Count())
+	res.StreamPublishNoStreamsP50MS, res.StreamPublishNoStreamsP99MS = ms(base.publish.Quantile(0.50)), ms(base.publish.Quantile(0.99))
+
+	// Open them.
+	before, err := r.serveMemory(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	bar = report.NewProgress(r.o.Progress, "stream: open", int64(len(readers)))
+	start := time.Now()
+	var openErrs atomic.Int64
+	var firstErr error
+	var errOnce sync.Once
+	conns := make([]*sseConn, len(readers))
+	_ = forEach(ctx, streamOpeners, len(readers), func(ctx context.Context, i int) error {
+		c, err := sc.open(ctx, toks[i])
+		if err != nil {
+			openErrs.Add(1)
+			errOnce.Do(func() { firstErr = err })
+			return nil
+		}
+		conns[i] = c
+		bar.Add(1)
+		return nil
+	})
+	bar.Done()
+	res.StreamOpenSeconds = time.Since(start).Seconds()
+	res.StreamOpenErrors = int(openErrs.Load())
+	res.StreamClients = len(readers) - res.StreamOpenErrors
+	if firstErr != nil {
+		r.logf("!! stream: %d of %d streams failed to open, e.g. %v", res.StreamOpenErrors, len(readers), firstErr)
+	}
+	r.logf("   stream: %d streams open in %.1f s", res.StreamClients, res.StreamOpenSeconds)
+	if res.StreamClients == 0 {
+		return res, fmt.Errorf("no stream opened: %w", firstErr)
+	}
+	// Idle a moment (each stream's open has settled), then measure.
+	time.Sleep(time.Second)
+	after, err := r.serveMemory(ctx, m)
+	if err != nil {
+		return res, err
+	}
+	res.GoBytesBefore, res.GoBytesAfter = before.goBytes, after.goBytes
+	res.RSSBytesBefore, res.RSSBytesAfter = before.rss, after.rss
+	k := float64(res.StreamClients)
+	res.StreamBytesPerClient = float64(after.goBytes-before.goBytes) / k
+	res.StreamRSSBytesPerClient = float64(after.rss-before.rss) / k
+	res.StreamHeapBytesPerClient = float64(after.heap-before.heap) / k
+	res.StreamStackBytesPerClient = float64(after.stacks-before.stacks) / k
+	res.StreamGoroutinesPerClient = (after.goroutines - before.goroutines) / k
+	r.logf("   stream: %.0f B of Go heap and stacks per idle stream (heap %.0f B, stacks %.0f B; %.0f B resident; %.1f goroutines)",
+		res.StreamBytesPerClient, res.StreamHeapBytesPerClient, res.StreamStackBytesPerClient, res.StreamRSSBytesPerClient, res.StreamGoroutinesPerClient)
+
+	// The phase with them open; every delivery counts against the sum of
+	// the expected ones, so bench knows when the last has come.
+	expect := make([]int, len(authors))
+	for i, c := range conns {
+		if c == nil {
+			continue
+		}
+		for k := range authors {
+			if follows[i][k] {
+				expect[k]++
+			}
+		}
+	}
+	// Each phase starts on an idle feedd: the first phase's posts may
+	// still be fanning out (a pushed celebrity's, to every follower), and
+	// the dispatcher announces a post only when it takes up its event.
+	r.quiesce(ctx, m)
+	r.logf("   stream: %d posts with %d streams open", r.o.StreamPosts, res.StreamClients)
+	live, err := lanes()
+	if err != nil {
+		return res, err
+	}
+	var want int64
+	for _, p := range live.posts {
+		want += int64(expect[p.author])
+	}
+	for deadline := time.Now().Add(streamGrace); sc.events.Load() < want && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	sc.closeAll()
+	res.StreamPublishSamples = int(live.publish.Count())
+	res.StreamPublishErrors = base.errors + live.errors
+	res.StreamPublishP50MS, res.StreamPublishP99MS = ms(live.publish.Quantile(0.50)), ms(live.publish.Quantile(0.99))
+	if res.StreamPublishNoStreamsP99MS > 0 {
+		res.StreamPublishVsNoStreams = res.StreamPublishP99MS / res.StreamPublishNoStreamsP99MS
+	}
+	res.PublishHistogram = live.publish.Bins(10)
+
+	// Each expected (post, stream) pair: its delay, or missed.
+	postOf := make(map[int64]int, len(live.posts))
+	for j, p := range live.posts {
+		postOf[p.id] = j
+	}
+	all := &report.Histogram{}
+	per := make([]*report.Histogram, len(authors))
+	for k := range per {
+		per[k] = &report.Histogram{}
+	}
+	got := make([]int64, len(authors))
+	seen := make([]bool, len(live.posts))
+	for i, c := range conns {
+		if c == nil {
+			continue
+		}
+		clear(seen)
+		for _, ev := range c.events {
+			j, ok := postOf[ev.id]
+			if !ok {
+				continue
+			}
+			if seen[j] {
+				res.StreamDuplicates++
+				continue
+			}
+			seen[j] = true
+			p := live.posts[j]
+			if !follows[i][p.author] {
+				continue
+			}
+			d := ev.at - p.answered
+			all.Record(d)
+			per[p.author].Record(d)
+			got[p.author]++
+		}
+	}
+	for k, a := range authors {
+		for _, p := range live.posts {
+			if p.author == k {
+				a.res.Posts++
+			}
+		}
+		a.res.StreamDeliveries = got[k]
+		a.res.StreamMissed = int64(expect[k]*a.res.Posts) - got[k]
+		a.res.StreamDeliveryP50MS, a.res.StreamDeliveryP99MS = ms(per[k].Quantile(0.50)), ms(per[k].Quantile(0.99))
+		a.res.StreamDeliveryMaxMS = ms(per[k].Max())
+		res.StreamDeliveries += a.res.StreamDeliveries
+		res.StreamMissed += a.res.StreamMissed
+		r.logf("   stream: %s (%s, %d streams): delivery p50 %.1f ms p99 %.1f ms, %d missed",
+			a.kind, a.res.DeliveryMode, a.res.Streams, a.res.StreamDeliveryP50MS, a.res.StreamDeliveryP99MS, a.res.StreamMissed)
+	}
+	res.StreamDeliveryP50MS, res.StreamDeliveryP99MS, res.StreamDeliveryMaxMS = ms(all.Quantile(0.50)), ms(all.Quantile(0.99)), ms(all.Max())
+	res.DeliveryHistogram = all.Bins(10)
+	r.logf("   stream: publish p99 %.2f ms with %d streams, %.2f ms with none (%.2f×)",
+		res.StreamPublishP99MS, res.StreamClients, res.StreamPublishNoStreamsP99MS, res.StreamPublishVsNoStreams)
+
+	var errs []error
+	if res.StreamOpenErrors > 0 {
+		errs = append(errs, fmt.Errorf("%d of %d streams failed to open, e.g. %w", res.StreamOpenErrors, len(readers), firstErr))
+	}
+	if res.StreamMissed > 0 {
+		errs = append(errs, fmt.Errorf("%d expected events had not come %v after the last publish", res.StreamMissed, streamGrace))
+	}
+	if res.StreamDuplicates > 0 {
+		errs = append(errs, fmt.Errorf("%d events repeated a post the stream had been sent", res.StreamDuplicates))
+	}
+	if res.StreamPublishErrors > 0 {
+		errs = append(errs, fmt.Errorf("%d publishes failed", res.StreamPublishErrors))
+	}
+	return res, errors.Join(errs...)
+}
+
+// streamPhase is one phase's publishes.
+type streamPhase struct {
+	mu      sync.Mutex
+	publish report.Histogram
+	errors  int
+	posts   []streamPost // the two authors' posts
+}
+
+type streamPost struct {
+	id       int64
+	author   int           // index: 0 the celebrity (when there is one), last the ordinary author
+	answered time.Duration // since streamClient.origin
+}
+
+// streamPhase publishes StreamPosts posts alternating between the first
+// author (a) and the second (b) — or only b when a is empty — one every
+// StreamInterval, while the zero-follower author publishes one every
+// StreamFillerInterval, and records every publish's latency, and when
+// each of a's and b's posts was answered, since origin.
+func (r *runner) streamPhase(ctx context.Context, m *modelRun, ph *streamPhase, origin time.Time, a, aTok, b, bTok, zero, zeroTok string) error {
+	start := time.Now()
+	end := start.Add(time.Duration(r.o.StreamPosts) * r.o.StreamInterval)
+	record := func(author string, tok string, content string) (int64, time.Time, bool) {
+		id, took, err := r.publishAsLocked(ctx, m, author, tok, content)
+		at := time.Now()
+		ph.mu.Lock()
+		defer ph.mu.Unlock()
+		if err != nil {
+			ph.errors++
+			return 0, at, false
+		}
+		ph.publish.Record(took)
+		return id, at, true
+	}
+	var wg sync.WaitGroup
+	if r.o.StreamFillerInterval > 0 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				due := start.Add(time.Duration(i) * r.o.StreamFillerInterval)
+				if !due.Before(end) || ctx.Err() != nil {
+					return
+				}
+				time.Sleep(time.Until(due))
+				record(zero, zeroTok, fmt.Sprintf("bench stream filler %s %s %d", m.name, r.tag, i))
+			}
+		})
+	}
+	bar := report.NewProgress(r.o.Progress, "stream: posts", int64(r.o.StreamPosts))
+	for i := 0; i < r.o.StreamPosts && ctx.Err() == nil; i++ {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * r.o.StreamInterval)))
+		author, tok, k := b, bTok, 1
+		if a == "" {
+			k = 0
+		} else if i%2 == 0 {
+			author, tok, k = a, aTok, 0
+		}
+		id, at, ok := record(author, tok, fmt.Sprintf("bench stream %s %s %d", m.name, r.tag, i))
+		if ok {
+			ph.mu.Lock()
+			ph.posts = append(ph.posts, streamPost{id: id, author: k, answered: at.Sub(origin)})
+			ph.mu.Unlock()
+		}
+		bar.Add(1)
+	}
+	bar.Done()
+	wg.Wait()
+	return ctx.Err()
+}
+
+// publishAsLocked is publishAs for concurrent publishers.
+func (r *runner) publishAsLocked(ctx context.Context, m *modelRun, author, token, content string) (int64, time.Duration, error) {
+	start := time.Now()
+	id, err := m.cl.post(ctx, token, content)
+	took := time.Since(start)
+	if err == nil {
+		r.mu.Lock()
+		m.created = append(m.created, createdPost{id: id, author: author})
+		r.mu.Unlock()
+	}
+	return id, took, err
+}
+
+// serveMem is the serve process's memory at one moment.
+type serveMem struct {
+	goBytes, heap, stacks, rss int64
+	goroutines                 float64
+}
+
+// serveMemory reads the API process's /metrics memorySamples times and
+// keeps the least of each figure. With the child's profiles at hand
+// (m.pprof), each sample follows a garbage collection that bench asks
+// for (the heap profile with gc=1): the heap then holds what is live,
+// and each collection shrinks the stacks of goroutines that grew while
+// their stream opened and now wait with little of it used. Without (a
+// --url deployment), the least of the samples is the nearest to what is
+// live that bench can see.
+func (r *runner) serveMemory(ctx context.Context, m *modelRun) (serveMem, error) {
+	var out serveMem
+	for i := range memorySamples {
+		if i > 0 {
+			time.Sleep(memoryEvery)
+		}
+		if m.pprof != "" {
+			if err := m.cl.drain(ctx, m.pprof+"/debug/pprof/heap?gc=1"); err != nil {
+				return out, fmt.Errorf("collect the serve process's garbage: %w", err)
+			}
+		}
+		s, err := m.cl.metrics(ctx)
+		if err != nil {
+			return out, fmt.Errorf("memory of the serve process: %w", err)
+		}
+		heap, stacks := int64(s.sum("go_memstats_heap_inuse_bytes")), int64(s.sum("go_memstats_stack_inuse_bytes"))
+		g := heap + stacks
+		rss := int64(s.sum("process_resident_memory_bytes"))
+		gr := s.sum("go_goroutines")
+		if i == 0 || g < out.goBytes {
+			out.goBytes, out.heap, out.stacks = g, heap, stacks
+		}
+		if i == 0 || rss < out.rss {
+			out.rss = rss
+		}
+		if i == 0 || gr < out.goroutines {
+			out.goroutines = gr
+		}
+	}
+	if out.goBytes == 0 {
+		return out, errors.New("memory of the serve process: /metrics has no go_memstats_heap_inuse_bytes")
+	}
+	return out, nil
+}
+
+// freeLoopbackAddr returns a loopback address with a port free a moment
+// ago, for a child's private listener.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("bench: find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// streamClient opens live streams and reads them, as light as it can be:
+// ten thousand connections share the machine with the server they
+// measure. Each is one goroutine reading through two small buffers (the
+// response's chunked framing, then the event lines); only an event's
+// "event:" and "id:" lines are looked at, never its JSON.
+type streamClient struct {
+	host   string
+	origin time.Time    // events are timed from it
+	events atomic.Int64 // post events read by every stream
+
+	mu    sync.Mutex
+	conns []*sseConn
+	wg    sync.WaitGroup
+}
+
+// sseConn is one open stream. events is written by its reader goroutine
+// only, and read once that goroutine has ended (closeAll waits for it).
+type sseConn struct {
+	conn   net.Conn
+	events []sseEvent
+}
+
+type sseEvent struct {
+	id int64
+	at time.Duration // since streamClient.origin
+}
+
+// open connects, asks for the stream as token's user and waits for the
+// server's first comment (the hub listens from then on), then reads the
+// stream on a goroutine of its own until closeAll.
+func (c *streamClient) open(ctx context.Context, token string) (*sseConn, error) {
+	d := net.Dialer{Timeout: 10 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", c.host)
+	if err != nil {
+		return nil, err
+	}
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	req := "GET /v1/me/feed/stream HTTP/1.1\r\nHost: " + c.host + "\r\nAuthorization: Bearer " + token + "\r\nAccept: text/event-stream\r\n\r\n"
+	if _, err := conn.Write([]byte(req)); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	br := bufio.NewReaderSize(conn, 1024)
+	res, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("GET /v1/me/feed/stream: %w", err)
+	}
+	if res.StatusCode != http.StatusOK {
+		b := make([]byte, 300)
+		k, _ := res.Body.Read(b)
+		conn.Close()
+		return nil, fmt.Errorf("GET /v1/me/feed/stream: status %d: %s", res.StatusCode, strings.TrimSpace(string(b[:k])))
+	}
+	lines := bufio.NewReaderSize(res.Body, 2048)
+	if line, err := lines.ReadSlice('\n'); err != nil || !bytes.HasPrefix(line, []byte(":")) {
+		conn.Close()
+		return nil, fmt.Errorf("GET /v1/me/feed/stream: no opening comment (%q, %v)", line, err)
+	}
+	_ = conn.SetDeadline(time.Time{})
+	s := &sseConn{conn: conn}
+	c.mu.Lock()
+	c.conns = append(c.conns, s)
+	c.mu.Unlock()
+	c.wg.Go(func() { c.read(s, lines) })
+	return s, nil
+}
+
+// read records every `event: post` with its id and arrival, until the
+// connection ends.
+func (c *streamClient) read(s *sseConn, lines *bufio.Reader) {
+	var post bool
+	var id int64
+	long := false // within a line longer than the buffer (a post's data)
+	for {
+		line, err := lines.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = true
+			continue
+		}
+		if err != nil {
+			return
+		}
+		if long {
+			long = false
+			continue
+		}
+		switch {
+		case len(bytes.TrimSpace(line)) == 0:
+			if post && id > 0 {
+				s.events = append(s.events, sseEvent{id: id, at: time.Since(c.origin)})
+				c.events.Add(1)
+			}
+			post, id = false, 0
+		case bytes.HasPrefix(line, []byte("event: ")):
+			post = bytes.Equal(bytes.TrimSpace(line[len("event: "):]), []byte("post"))
+		case bytes.HasPrefix(line, []byte("id: ")):
+			id, _ = strconv.ParseInt(string(bytes.TrimSpace(line[len("id: "):])), 10, 64)
+		}
+	}
+}
+
+// closeAll closes every stream and waits for their readers to end.
+func (c *streamClient) closeAll() {
+	c.mu.Lock()
+	for _, s := range c.conns {
+		_ = s.conn.Close()
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+// openFileLimit reads the soft limit on open files of process pid from
+// /proc (Linux); ok is false elsewhere.
+func openFileLimit(pid int) (uint64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Max open files"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				if f[0] == "unlimited" {
+					return 1 << 62, true
+				}
+				v, err := strconv.ParseUint(f[0], 10, 64)
+				return v, err == nil
+			}
+		}
+	}
+	return 0, false
+}
