@@ -134,6 +134,19 @@ func TestRetrySafeCallsOnly(t *testing.T) {
 			return err
 		}, false},
 		{"POST of a token", func(c *client.Client) error { _, err := c.CreateToken(ctx, 1, 0); return err }, false},
+		// A follow batch sets each pair to a state: replayed, it ends the same.
+		{"follow batch, a POST replayed safely", func(c *client.Client) error {
+			_, err := c.FollowBatch(ctx, client.FollowBatchParams{Follow: []client.Pair{{FollowerID: 1, FolloweeID: 2}}})
+			return err
+		}, true},
+		{"POST of a requeue", func(c *client.Client) error { _, err := c.RequeueDeadLetters(ctx, ""); return err }, false},
+		{"GET of an export", func(c *client.Client) error {
+			body, err := c.Export(ctx, 1)
+			if err == nil {
+				body.Close()
+			}
+			return err
+		}, true},
 		{"PATCH", func(c *client.Client) error {
 			s := "x"
 			_, err := c.EditPost(ctx, 1, client.EditPostParams{Content: &s})
