@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -261,5 +262,29 @@ func TestErrorDetails(t *testing.T) {
 	}
 	if id, ok := e.ExistingPostID(); !ok || id != -42 {
 		t.Fatalf("ExistingPostID = %d, %v; want -42", id, ok)
+	}
+}
+
+// TestExportCutOff: an export the server cuts off before its final chunk
+// (reading failed part-way) is an error, never a shorter document.
+func TestExportCutOff(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		_, _ = w.Write([]byte(`{"kind":"user","id":"1","name":"a"}` + "\n"))
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+	c := newTestClient(t, h, fast)
+	var kinds []string
+	var last error
+	for line, err := range c.ExportLines(context.Background(), 1) {
+		if err != nil {
+			last = err
+			break
+		}
+		kinds = append(kinds, line.Kind)
+	}
+	if !errors.Is(last, io.ErrUnexpectedEOF) || len(kinds) != 1 || kinds[0] != client.ExportUser {
+		t.Fatalf("lines %v, then %v; want the user line, then io.ErrUnexpectedEOF", kinds, last)
 	}
 }
