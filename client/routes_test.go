@@ -1,10 +1,14 @@
 package client_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"testing"
 
 	"github.com/feedd/feedd/client"
+	"github.com/feedd/feedd/internal/census"
+	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/httpapi"
 )
 
@@ -76,5 +80,31 @@ func TestEveryRouteHasAMethod(t *testing.T) {
 		if !seen[key] {
 			t.Errorf("methods names route %s, which the server does not have", key)
 		}
+	}
+}
+
+// TestOverviewMirrorsTheServer: client.Overview has a field for every
+// field of the server's overview, at every depth, so that a figure added
+// to the console's JSON fails here until the client carries it too.
+func TestOverviewMirrorsTheServer(t *testing.T) {
+	full := census.Overview{
+		Queues:    []census.Queue{{}},
+		Breakers:  []census.Breaker{{}},
+		Processes: []census.Process{{Breakers: []census.BreakerState{{}}}},
+		Problems:  []string{"x"},
+	}
+	full.Degradation.Switches = map[degrade.Switch]bool{"L1": true}
+	b, err := json.Marshal(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var o client.Overview
+	if err := dec.Decode(&o); err != nil {
+		t.Fatalf("the server's overview %s does not decode into client.Overview: %v", b, err)
+	}
+	if len(o.Processes) != 1 || len(o.Processes[0].Breakers) != 1 || !o.Degradation.Switches["L1"] {
+		t.Fatalf("decoded %+v from %s", o, b)
 	}
 }
