@@ -129,6 +129,9 @@ type request struct {
 	into         *bytes.Buffer // the answer's bytes are read into it instead of a pooled buffer
 	header       map[string]string
 	noRetry      bool
+	// idempotent makes a POST without Idempotency-Key retryable: its
+	// replay ends in the same state (FollowBatch).
+	idempotent bool
 }
 
 // retryable reports whether the call may be sent again without risk of
@@ -141,7 +144,7 @@ func (r *request) retryable() bool {
 	case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete:
 		return true
 	case http.MethodPost:
-		return r.idemKey != ""
+		return r.idemKey != "" || r.idempotent
 	}
 	return false
 }
@@ -155,8 +158,14 @@ func (c *Client) call(ctx context.Context, r request) error {
 			return fmt.Errorf("client: %s %s: encode body: %w", r.method, r.path, err)
 		}
 	}
+	return c.attempts(ctx, &r, func() error { return c.once(ctx, &r, body) })
+}
+
+// attempts runs one attempt of r, and more as the policy allows while r is
+// retryable and the answers are worth another.
+func (c *Client) attempts(ctx context.Context, r *request, once func() error) error {
 	for attempt := 1; ; attempt++ {
-		err := c.once(ctx, &r, body)
+		err := once()
 		if err == nil || !r.retryable() || attempt >= c.retry.MaxAttempts {
 			return err
 		}
@@ -214,31 +223,9 @@ var errDecode = errors.New("client: decode answer")
 
 // once sends one attempt of r.
 func (c *Client) once(ctx context.Context, r *request, body []byte) error {
-	u := c.base + r.path
-	if r.query != "" {
-		u += "?" + r.query
-	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, r.method, u, rd)
+	res, err := c.send(ctx, c.http, r, body)
 	if err != nil {
-		return fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
-	}
-	c.header(req.Header)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if r.idemKey != "" {
-		req.Header.Set("Idempotency-Key", r.idemKey)
-	}
-	for k, v := range r.header {
-		req.Header.Set(k, v)
-	}
-	res, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
+		return err
 	}
 	defer res.Body.Close()
 	buf := r.into
@@ -270,6 +257,37 @@ func (c *Client) once(ctx context.Context, r *request, body []byte) error {
 		}
 	}
 	return nil
+}
+
+// send sends one attempt of r through hc and returns the answer unread.
+func (c *Client) send(ctx context.Context, hc *http.Client, r *request, body []byte) (*http.Response, error) {
+	u := c.base + r.path
+	if r.query != "" {
+		u += "?" + r.query
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, u, rd)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
+	}
+	c.header(req.Header)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.idemKey != "" {
+		req.Header.Set("Idempotency-Key", r.idemKey)
+	}
+	for k, v := range r.header {
+		req.Header.Set(k, v)
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
+	}
+	return res, nil
 }
 
 func (c *Client) header(h http.Header) {

@@ -11,6 +11,7 @@ import (
 // The API's error codes, as Error.Code carries them.
 const (
 	CodeInvalid                = "invalid"                   // 400: bad input
+	CodeBatchTooLarge          = "batch_too_large"           // 400: a follow batch of more than 1,000 pairs
 	CodeUnauthorized           = "unauthorized"              // 401: missing, bad or revoked token
 	CodeForbidden              = "forbidden"                 // 403: not allowed
 	CodeBlocked                = "blocked"                   // 403: a block between the two users forbids it

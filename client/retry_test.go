@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -134,6 +135,19 @@ func TestRetrySafeCallsOnly(t *testing.T) {
 			return err
 		}, false},
 		{"POST of a token", func(c *client.Client) error { _, err := c.CreateToken(ctx, 1, 0); return err }, false},
+		// A follow batch sets each pair to a state: replayed, it ends the same.
+		{"follow batch, a POST replayed safely", func(c *client.Client) error {
+			_, err := c.FollowBatch(ctx, client.FollowBatchParams{Follow: []client.Pair{{FollowerID: 1, FolloweeID: 2}}})
+			return err
+		}, true},
+		{"POST of a requeue", func(c *client.Client) error { _, err := c.RequeueDeadLetters(ctx, ""); return err }, false},
+		{"GET of an export", func(c *client.Client) error {
+			body, err := c.Export(ctx, 1)
+			if err == nil {
+				body.Close()
+			}
+			return err
+		}, true},
 		{"PATCH", func(c *client.Client) error {
 			s := "x"
 			_, err := c.EditPost(ctx, 1, client.EditPostParams{Content: &s})
@@ -248,5 +262,29 @@ func TestErrorDetails(t *testing.T) {
 	}
 	if id, ok := e.ExistingPostID(); !ok || id != -42 {
 		t.Fatalf("ExistingPostID = %d, %v; want -42", id, ok)
+	}
+}
+
+// TestExportCutOff: an export the server cuts off before its final chunk
+// (reading failed part-way) is an error, never a shorter document.
+func TestExportCutOff(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		_, _ = w.Write([]byte(`{"kind":"user","id":"1","name":"a"}` + "\n"))
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+	c := newTestClient(t, h, fast)
+	var kinds []string
+	var last error
+	for line, err := range c.ExportLines(context.Background(), 1) {
+		if err != nil {
+			last = err
+			break
+		}
+		kinds = append(kinds, line.Kind)
+	}
+	if !errors.Is(last, io.ErrUnexpectedEOF) || len(kinds) != 1 || kinds[0] != client.ExportUser {
+		t.Fatalf("lines %v, then %v; want the user line, then io.ErrUnexpectedEOF", kinds, last)
 	}
 }
