@@ -388,12 +388,14 @@ func (w *chaosWorld) followCount() int {
 	return n
 }
 
-// wantFeed is a stream user's feed: every post of everyone it follows,
+// wantFeed is a stream user's feed: its own posts and every post of everyone it follows,
 // newest first.
 func (w *chaosWorld) wantFeed(user int64) []int64 {
-	var ids []int64
+	ids := slices.Clone(w.posts[user]) // a home feed holds the reader's own posts too
 	for followee := range w.follows[user] {
-		ids = append(ids, w.posts[followee]...)
+		if followee != user {
+			ids = append(ids, w.posts[followee]...)
+		}
 	}
 	slices.Sort(ids)
 	return reversed(ids)

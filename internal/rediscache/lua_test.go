@@ -17,6 +17,7 @@ func TestLuaFiles(t *testing.T) {
 		"likes_set.lua": setLikedScript, "likes_revert.lua": revertLikeScript,
 		"likes_fill.lua": fillLikesScript, "likes_add_count.lua": addCountScript,
 		"post_set.lua": postSetScript,
+		"beat_put.lua": beatPutScript, "beat_list.lua": beatListScript,
 	}
 	used := map[string]bool{}
 	for name, src := range scripts {
