@@ -1,0 +1,271 @@
+package importer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/sqlstore"
+)
+
+// The lines of each kind, as the files carry them.
+type (
+	userLine struct {
+		ID   id     `json:"id"`
+		Name string `json:"name"`
+	}
+	followLine struct {
+		Follower id `json:"follower_id"`
+		Followee id `json:"followee_id"`
+	}
+	postLine struct {
+		Author     id              `json:"author_id"`
+		ExternalID string          `json:"external_id"`
+		Content    string          `json:"content"`
+		CreatedAt  string          `json:"created_at"`
+		Data       json.RawMessage `json:"data"`
+	}
+	likeLine struct {
+		User       id     `json:"user_id"`
+		Author     id     `json:"author_id"`
+		ExternalID string `json:"external_id"`
+	}
+)
+
+// maxExternalID is the width of posts.external_id.
+const maxExternalID = 255
+
+// oldestPost is the earliest created_at an import takes: ids reach back
+// to it (see feed.IDEpoch), and no app's history is older.
+var oldestPost = time.Date(2006, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// reason turns a domain error into the sentence a bad line is reported
+// with.
+func reason(err error) string {
+	var fe *feed.Error
+	if errors.As(err, &fe) {
+		return fe.Message
+	}
+	return err.Error()
+}
+
+func required(field string, v id) error {
+	if v == 0 {
+		return fmt.Errorf("%s is required", field)
+	}
+	return nil
+}
+
+func (r *run) parseUser(line []byte) (feed.User, error) {
+	var l userLine
+	if err := decode(line, &l); err != nil {
+		return feed.User{}, err
+	}
+	if err := required("id", l.ID); err != nil {
+		return feed.User{}, err
+	}
+	if err := feed.CheckName(l.Name); err != nil {
+		return feed.User{}, errors.New(reason(err))
+	}
+	return feed.User{ID: int64(l.ID), Name: l.Name}, nil
+}
+
+func (r *run) writeUsers(ctx context.Context, src Source, batch []item[feed.User]) error {
+	users := make([]feed.User, len(batch))
+	for i, it := range batch {
+		users[i] = it.row
+	}
+	out, err := r.store.ImportUsers(ctx, users)
+	if err != nil {
+		return fmt.Errorf("importer: %s: %w", src.Name, err)
+	}
+	return outcomes(r, src, batch, out, func(i int, o sqlstore.Outcome) string {
+		return fmt.Sprintf("user %d is being deleted; its id is free again once the purge is done", users[i].ID)
+	})
+}
+
+func (r *run) parseFollow(line []byte) ([2]int64, error) {
+	var l followLine
+	if err := decode(line, &l); err != nil {
+		return [2]int64{}, err
+	}
+	if err := errors.Join(required("follower_id", l.Follower), required("followee_id", l.Followee)); err != nil {
+		return [2]int64{}, errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	if l.Follower == l.Followee {
+		return [2]int64{}, errors.New("a user cannot follow themselves")
+	}
+	return [2]int64{int64(l.Follower), int64(l.Followee)}, nil
+}
+
+func (r *run) writeFollows(ctx context.Context, src Source, batch []item[[2]int64]) error {
+	edges := make([][2]int64, len(batch))
+	for i, it := range batch {
+		edges[i] = it.row
+	}
+	res, err := r.store.ImportFollows(ctx, edges)
+	if err != nil {
+		return fmt.Errorf("importer: %s: %w", src.Name, err)
+	}
+	if len(res.Followers) > 0 {
+		r.followed = true
+		// Each follower's feed now holds the followee's posts: its inbox
+		// goes, and is rebuilt from SQL on its next read.
+		r.dropInboxes(ctx, res.Followers)
+	}
+	return outcomes(r, src, batch, res.Outcomes, func(i int, o sqlstore.Outcome) string {
+		e := edges[i]
+		switch o {
+		case sqlstore.UnknownUser:
+			return fmt.Sprintf("unknown user: %d or %d does not exist", e[0], e[1])
+		case sqlstore.Blocked:
+			return fmt.Sprintf("a block between users %d and %d forbids the follow", e[0], e[1])
+		}
+		return "a user cannot follow themselves"
+	})
+}
+
+// followsDone settles what the follows changed beyond the inboxes: in
+// hybrid mode the authors the import took over the pull threshold are
+// recorded as pulled, and every reader's cached list of pulled followees
+// is made stale, since new follows may name pulled authors.
+func (r *run) followsDone(ctx context.Context) error {
+	if !r.followed {
+		return nil
+	}
+	if r.opts.Policy.Mode == feed.ModeHybrid {
+		_, high := r.opts.Policy.Band()
+		n, err := r.store.MarkPulled(ctx, high)
+		if err != nil {
+			return fmt.Errorf("importer: %w", err)
+		}
+		if n > 0 {
+			r.opts.Logger.Info("authors the import took over the pull threshold are now pulled", "authors", n)
+		}
+	}
+	r.newModesEpoch(ctx)
+	return nil
+}
+
+func (r *run) parsePost(line []byte) (sqlstore.PostRow, error) {
+	var l postLine
+	if err := decode(line, &l); err != nil {
+		return sqlstore.PostRow{}, err
+	}
+	if err := required("author_id", l.Author); err != nil {
+		return sqlstore.PostRow{}, err
+	}
+	if err := checkExternalID(l.ExternalID); err != nil {
+		return sqlstore.PostRow{}, err
+	}
+	if err := feed.CheckContent(l.Content); err != nil {
+		return sqlstore.PostRow{}, errors.New(reason(err))
+	}
+	if l.CreatedAt == "" {
+		return sqlstore.PostRow{}, errors.New("created_at is required")
+	}
+	at, err := time.Parse(time.RFC3339Nano, l.CreatedAt)
+	if err != nil {
+		return sqlstore.PostRow{}, fmt.Errorf("created_at %q is not an RFC 3339 time like 2019-05-01T12:00:00Z", l.CreatedAt)
+	}
+	if at.Before(oldestPost) || at.After(time.Now()) {
+		return sqlstore.PostRow{}, fmt.Errorf("created_at %s is outside 2006-01-01 to now", l.CreatedAt)
+	}
+	row := sqlstore.PostRow{Key: sqlstore.PostKey{Author: int64(l.Author), External: l.ExternalID}, Content: l.Content, CreatedAt: at.UTC()}
+	if len(l.Data) > 0 && string(l.Data) != "null" {
+		if row.Data, err = feed.CheckData(l.Data); err != nil {
+			return sqlstore.PostRow{}, errors.New(reason(err))
+		}
+	}
+	return row, nil
+}
+
+func checkExternalID(s string) error {
+	switch {
+	case s == "":
+		return errors.New("external_id is required")
+	case len(s) > maxExternalID:
+		return fmt.Errorf("external_id is %d bytes; at most %d", len(s), maxExternalID)
+	}
+	return nil
+}
+
+func (r *run) writePosts(ctx context.Context, src Source, batch []item[sqlstore.PostRow]) error {
+	posts := make([]sqlstore.PostRow, len(batch))
+	for i, it := range batch {
+		posts[i] = it.row
+	}
+	res, err := r.store.ImportPosts(ctx, posts)
+	if err != nil {
+		return fmt.Errorf("importer: %s: %w", src.Name, err)
+	}
+	r.authorsPosted(ctx, res.Authors)
+	return outcomes(r, src, batch, res.Outcomes, func(i int, o sqlstore.Outcome) string {
+		return fmt.Sprintf("unknown user: author %d does not exist", posts[i].Key.Author)
+	})
+}
+
+func (r *run) parseLike(line []byte) (likeLine, error) {
+	var l likeLine
+	if err := decode(line, &l); err != nil {
+		return l, err
+	}
+	if err := errors.Join(required("user_id", l.User), required("author_id", l.Author)); err != nil {
+		return l, errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return l, checkExternalID(l.ExternalID)
+}
+
+func (r *run) writeLikes(ctx context.Context, src Source, batch []item[likeLine]) error {
+	keys := make([]sqlstore.PostKey, len(batch))
+	for i, it := range batch {
+		keys[i] = sqlstore.PostKey{Author: int64(it.row.Author), External: it.row.ExternalID}
+	}
+	ids, err := r.store.PostIDs(ctx, keys)
+	if err != nil {
+		return fmt.Errorf("importer: %s: %w", src.Name, err)
+	}
+	// The lines whose post exists go to the store; the others are bad.
+	var likes [][2]int64
+	var at []int
+	out := make([]sqlstore.Outcome, len(batch))
+	for i, it := range batch {
+		post, ok := ids[keys[i]]
+		if !ok {
+			out[i] = sqlstore.UnknownPost
+			continue
+		}
+		likes = append(likes, [2]int64{int64(it.row.User), post})
+		at = append(at, i)
+	}
+	res, err := r.store.ImportLikes(ctx, likes)
+	if err != nil {
+		return fmt.Errorf("importer: %s: %w", src.Name, err)
+	}
+	valid := 0
+	for k, o := range res.Outcomes {
+		out[at[k]] = o
+		if o == sqlstore.Imported {
+			valid++
+		}
+	}
+	// ImportLikes says how many of the valid likes were new, not which:
+	// the totals are exact, and no line needs more.
+	for i, n := 0, valid-res.Liked; i < len(out) && n > 0; i++ {
+		if out[i] == sqlstore.Imported {
+			out[i], n = sqlstore.Unchanged, n-1
+		}
+	}
+	r.likesChanged(ctx, res)
+	return outcomes(r, src, batch, out, func(i int, o sqlstore.Outcome) string {
+		l := batch[i].row
+		if o == sqlstore.UnknownUser {
+			return fmt.Sprintf("unknown user: %d does not exist", l.User)
+		}
+		return fmt.Sprintf("unknown post: author %d has no post %q", l.Author, l.ExternalID)
+	})
+}
