@@ -23,6 +23,9 @@ const (
 	EKEYREUSED = "idempotency_key_reused"
 	// An idempotency key whose first request has not finished: 409, retry.
 	EKEYINFLIGHT = "idempotency_key_in_flight"
+	// A post whose external id its author already used: 409, with the
+	// existing post's id (ExternalIDExistsError).
+	EEXTERNALID = "external_id_exists"
 )
 
 // Error is a domain error: a code for machines and a sentence for people.
@@ -63,4 +66,22 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "internal error"
+}
+
+// ExternalIDExistsError is the EEXTERNALID error: the author already has
+// post PostID with this external id. It carries the id so that a client
+// (or an import run again) can go on with the post it made before, as
+// errors.As finds it through any wrapping.
+type ExternalIDExistsError struct {
+	PostID     int64
+	ExternalID string
+}
+
+func (e *ExternalIDExistsError) Error() string { return e.domain().Error() }
+
+// Unwrap makes ErrorCode and ErrorMessage see the domain error.
+func (e *ExternalIDExistsError) Unwrap() error { return e.domain() }
+
+func (e *ExternalIDExistsError) domain() *Error {
+	return Errorf(EEXTERNALID, "you already have post %d with external id %q", e.PostID, e.ExternalID)
 }

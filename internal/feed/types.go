@@ -51,6 +51,10 @@ type Post struct {
 	// EditedAt is when the post was last edited, to the millisecond; zero
 	// if never. It is also the post's version (Version).
 	EditedAt time.Time
+	// ExternalID is the application's own id for the post (CheckExternalID),
+	// unique per author; "" when it has none. It never changes: it is how a
+	// retry or a re-import finds the post it made before.
+	ExternalID string
 }
 
 // TombstoneVersion is the Version of a deleted post: above any edit's, so
@@ -83,6 +87,10 @@ func (p Post) Supersedes(old Post) bool { return p.Version() >= old.Version() }
 type Draft struct {
 	Content string
 	Data    string
+	// ExternalID is "" or the application's id for the post
+	// (CheckExternalID): a second post of the author's with the same one
+	// is refused (ExternalIDExistsError).
+	ExternalID string
 }
 
 // PostEdit is a change to a post by its author. At least one of Content and

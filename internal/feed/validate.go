@@ -75,6 +75,22 @@ func visible(r rune) bool {
 		unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }
 
+// MaxExternalIDBytes bounds a post's external id, in bytes of UTF-8: what
+// the posts table's external_id column holds (VARBINARY(255) on MySQL).
+const MaxExternalIDBytes = 255
+
+// CheckExternalID returns an EINVALID error saying why id cannot be a
+// post's external id, or nil: 1 to MaxExternalIDBytes bytes of valid
+// UTF-8, no control character, at least one visible character. It is
+// compared byte for byte: "Blog-1", "blog-1" and "blog-1 " are three ids.
+func CheckExternalID(id string) error {
+	if len(id) > MaxExternalIDBytes {
+		return Errorf(EINVALID, "external_id must be at most %d bytes of UTF-8, not %d", MaxExternalIDBytes, len(id))
+	}
+	// checkText's own bound counts characters; the bytes were counted above.
+	return checkText("external_id", id, MaxExternalIDBytes, false)
+}
+
 // MaxIdempotencyKey bounds an idempotency key, in bytes. A key is printable
 // ASCII (as the IETF Idempotency-Key header draft has it), so bytes and
 // characters are the same count; counting bytes means a valid key fits

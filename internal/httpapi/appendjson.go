@@ -60,6 +60,10 @@ func (p postJSON) appendJSON(b []byte) []byte {
 		b = append(b, `,"edited_at":`...)
 		b = appendJSONString(b, p.EditedAt)
 	}
+	if p.ExternalID != "" {
+		b = append(b, `,"external_id":`...)
+		b = appendJSONString(b, p.ExternalID)
+	}
 	if p.LikeCount != nil {
 		b = append(b, `,"like_count":`...)
 		b = strconv.AppendInt(b, *p.LikeCount, 10)

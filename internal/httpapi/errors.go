@@ -23,6 +23,7 @@ var statusByCode = map[string]int{
 	feed.EINTERNAL:     http.StatusInternalServerError,
 	feed.EKEYREUSED:    http.StatusUnprocessableEntity,
 	feed.EKEYINFLIGHT:  http.StatusConflict,
+	feed.EEXTERNALID:   http.StatusConflict,
 }
 
 // The error codes that are no domain codes: only the router can get a
@@ -41,6 +42,9 @@ type errorDetailJSON struct {
 	Message string `json:"message"`
 	// Purge is set on the 404 of a deleted user (purgeError).
 	Purge *purgeStateJSON `json:"purge,omitempty"`
+	// PostID is set on external_id_exists: the id of the author's post
+	// that has the external id already.
+	PostID string `json:"post_id,omitempty"`
 }
 
 // handler is an API handler that returns its error instead of answering
@@ -69,6 +73,11 @@ func respondError(w http.ResponseWriter, err error) {
 	if errors.As(err, &pe) && status == http.StatusNotFound {
 		encode(w, status, errorJSON{Error: errorDetailJSON{Code: code, Message: msg,
 			Purge: &purgeStateJSON{Status: pe.status, Job: pe.job}}})
+		return
+	}
+	var xe *feed.ExternalIDExistsError
+	if errors.As(err, &xe) && code == feed.EEXTERNALID {
+		encode(w, status, errorJSON{Error: errorDetailJSON{Code: code, Message: msg, PostID: feed.FormatID(xe.PostID)}})
 		return
 	}
 	writeError(w, status, code, msg)

@@ -39,6 +39,7 @@ type fakeService struct {
 	posts    map[int64]feed.Post
 	follows  map[int64]map[int64]bool // follower -> followees
 	idem     map[string]fakeKey       // author/key -> its post and fingerprint
+	external map[string]int64         // author/external id -> its post
 	fail     map[string]error         // method -> error it returns
 	panicOn  map[string]bool          // method -> it panics
 	readyErr error
@@ -54,16 +55,17 @@ type fakeService struct {
 
 func newFakeService(now time.Time) *fakeService {
 	return &fakeService{
-		now:     now,
-		nextID:  1000,
-		users:   map[int64]feed.User{},
-		posts:   map[int64]feed.Post{},
-		follows: map[int64]map[int64]bool{},
-		idem:    map[string]fakeKey{},
-		fail:    map[string]error{},
-		panicOn: map[string]bool{},
-		mutes:   map[[2]int64]bool{},
-		blocks:  map[[2]int64]bool{},
+		now:      now,
+		nextID:   1000,
+		users:    map[int64]feed.User{},
+		posts:    map[int64]feed.Post{},
+		follows:  map[int64]map[int64]bool{},
+		idem:     map[string]fakeKey{},
+		external: map[string]int64{},
+		fail:     map[string]error{},
+		panicOn:  map[string]bool{},
+		mutes:    map[[2]int64]bool{},
+		blocks:   map[[2]int64]bool{},
 	}
 }
 
@@ -274,6 +276,9 @@ func (f *fakeService) Publish(ctx context.Context, author int64, d feed.Draft, i
 	if d.Data != "" {
 		args = append(args, d.Data)
 	}
+	if d.ExternalID != "" {
+		args = append(args, "external_id="+d.ExternalID)
+	}
 	if err := f.record("Publish", args...); err != nil {
 		return feed.Post{}, err
 	}
@@ -291,10 +296,17 @@ func (f *fakeService) Publish(ctx context.Context, author int64, d feed.Draft, i
 	if idem.Key != "" && len(idem.Fingerprint) != feed.FingerprintSize {
 		return feed.Post{}, fmt.Errorf("fake: publish with key %q and no fingerprint", idem.Key)
 	}
+	extKey := fmt.Sprintf("%d/%s", author, d.ExternalID)
+	if id, ok := f.external[extKey]; ok && d.ExternalID != "" {
+		return feed.Post{}, fmt.Errorf("fake: publish: %w", &feed.ExternalIDExistsError{PostID: id, ExternalID: d.ExternalID})
+	}
 	p := f.publishLocked(author, d.Content)
-	p.Data = d.Data
+	p.Data, p.ExternalID = d.Data, d.ExternalID
 	f.posts[p.ID] = p
 	f.idem[key] = fakeKey{p.ID, idem.Fingerprint}
+	if d.ExternalID != "" {
+		f.external[extKey] = p.ID
+	}
 	return p, nil
 }
 

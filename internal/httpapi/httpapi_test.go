@@ -233,12 +233,18 @@ func checkPost(t *testing.T, v any) map[string]any {
 	if !ok {
 		t.Fatalf("post = %v; want an object", v)
 	}
-	// data and edited_at are there only when the post has them.
+	// data, edited_at and external_id are there only when the post has them.
 	want := []string{"author_id", "content", "created_at", "id", "like_count", "liked_by_me"}
 	if _, ok := p["data"]; ok {
 		want = append(want, "data")
 		if _, ok := p["data"].(map[string]any); !ok {
 			t.Errorf("post data = %#v; want an object", p["data"])
+		}
+	}
+	if _, ok := p["external_id"]; ok {
+		want = append(want, "external_id")
+		if ext, _ := p["external_id"].(string); ext == "" {
+			t.Errorf("post external_id = %#v; want a non-empty string", p["external_id"])
 		}
 	}
 	if _, ok := p["edited_at"]; ok {

@@ -34,7 +34,11 @@ func TestFingerprint(t *testing.T) {
 			t.Errorf("%s: fingerprint differs from the compact form's", same)
 		}
 	}
-	for _, other := range []string{`{"content":"hé <b> "}`, `{"content":"Hé <b>"}`} {
+	// No external id and external_id null are the request without one.
+	if got := fp(decoded(`{"content":"hé <b>","external_id":null}`)); !bytes.Equal(got, base) {
+		t.Error("external_id null: fingerprint differs from the request without one")
+	}
+	for _, other := range []string{`{"content":"hé <b> "}`, `{"content":"Hé <b>"}`, `{"content":"hé <b>","external_id":"a"}`} {
 		if got := fp(decoded(other)); bytes.Equal(got, base) {
 			t.Errorf("%s: same fingerprint as another content", other)
 		}

@@ -57,6 +57,8 @@ type postJSON struct {
 	CreatedAt string          `json:"created_at"`
 	// EditedAt is absent on a post never edited.
 	EditedAt string `json:"edited_at,omitempty"`
+	// ExternalID is absent on a post created without one.
+	ExternalID string `json:"external_id,omitempty"`
 	// Every post a client sees carries its likes (likes.go), unless
 	// degradation switch L1 dropped that enrichment: then both are absent
 	// rather than a misleading 0 and false.
@@ -77,6 +79,7 @@ func toPostJSON(p feed.Post) postJSON {
 	if !p.EditedAt.IsZero() {
 		j.EditedAt = formatTime(p.EditedAt)
 	}
+	j.ExternalID = p.ExternalID
 	return j
 }
 
@@ -141,29 +144,50 @@ func (d *postData) UnmarshalJSON(b []byte) error {
 type createPostRequest struct {
 	Content string   `json:"content"`
 	Data    postData `json:"data"`
+	// ExternalID is the application's id for the post; null or left out
+	// for none.
+	ExternalID *string `json:"external_id"`
 }
 
-func (req createPostRequest) valid() error { return feed.CheckContent(req.Content) }
+func (req createPostRequest) valid() error {
+	if err := feed.CheckContent(req.Content); err != nil {
+		return err
+	}
+	if req.ExternalID != nil {
+		if *req.ExternalID == "" {
+			return feed.Errorf(feed.EINVALID, "external_id must not be empty: leave it out or send null for none")
+		}
+		return feed.CheckExternalID(*req.ExternalID)
+	}
+	return nil
+}
 
 // draft is the request as the post will store it: its content and its
 // data compacted. It is what identifies a create request, so an
 // idempotency key's fingerprint is taken of it rather than of the body's
 // bytes, which may differ in spacing or key order of the envelope.
 func (req createPostRequest) draft() feed.Draft {
-	return feed.Draft{Content: req.Content, Data: req.Data.json}
+	d := feed.Draft{Content: req.Content, Data: req.Data.json}
+	if req.ExternalID != nil {
+		d.ExternalID = *req.ExternalID
+	}
+	return d
 }
 
 // fingerprint is the idempotency fingerprint of the draft: its content and
 // its data as JSON, made canonical, so data with other spacing, key order
 // or escapes is the same request, and data null is the same as none.
 // postData's fields are unexported, so the request itself would marshal
-// without its data.
+// without its data. A request without an external id has the fingerprint
+// it had before external ids existed, so that keys recorded then still
+// match their repeats.
 func (req createPostRequest) fingerprint() ([]byte, error) {
 	d := req.draft()
 	return fingerprint(struct {
-		Content string          `json:"content"`
-		Data    json.RawMessage `json:"data,omitempty"`
-	}{d.Content, json.RawMessage(d.Data)})
+		Content    string          `json:"content"`
+		Data       json.RawMessage `json:"data,omitempty"`
+		ExternalID string          `json:"external_id,omitempty"`
+	}{d.Content, json.RawMessage(d.Data), d.ExternalID})
 }
 
 func handlePostCreate(svc Service) http.Handler {

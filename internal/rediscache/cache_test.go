@@ -323,16 +323,28 @@ func TestPostEncoding(t *testing.T) {
 		{ID: 5, AuthorID: 6, Content: "", Data: `{}`, EditedAt: edited},
 		{ID: 7, AuthorID: 8, Content: "edited", EditedAt: edited},
 		{ID: 9, AuthorID: 8, Content: strings.Repeat("ü", feed.MaxContentRunes), Data: `{"s":"` + strings.Repeat("x", feed.MaxDataBytes-8) + `"}`, EditedAt: edited},
+		{ID: 10, AuthorID: 8, Content: "imported", ExternalID: "blog-9913"},
+		{ID: -(1 << 50), AuthorID: 8, Content: "", ExternalID: strings.Repeat("é", feed.MaxExternalIDBytes/2), Data: `{"a":1}`, EditedAt: edited},
+		{ID: 11, AuthorID: 8, Deleted: true, ExternalID: "x"},
 	} {
 		b := appendPost(nil, p)
 		got, ok := decodePost(b)
-		if !ok || got.ID != p.ID || got.AuthorID != p.AuthorID || got.Content != p.Content ||
-			got.Deleted != p.Deleted || !got.CreatedAt.Equal(p.CreatedAt) || got.Data != p.Data || !got.EditedAt.Equal(p.EditedAt) {
+		if !ok || got != p && !(got.ID == p.ID && got.AuthorID == p.AuthorID && got.Content == p.Content &&
+			got.Deleted == p.Deleted && got.CreatedAt.Equal(p.CreatedAt) && got.Data == p.Data &&
+			got.EditedAt.Equal(p.EditedAt) && got.ExternalID == p.ExternalID) {
 			t.Errorf("decodePost(appendPost(%.80v)) = %.80v, %v", p, got, ok)
 		}
-		// Posts that need neither data nor an edit stay in format 1, which
-		// the previous version decodes too.
-		if want := byte(postFormat); p.Data == "" && p.EditedAt.IsZero() && b[0] != want {
+		// A post is written in the oldest format that holds it, which the
+		// versions before decode too: 1 for a plain post, 2 with data or
+		// an edit, 3 only with an external id.
+		want := byte(postFormat)
+		switch {
+		case p.ExternalID != "":
+			want = postFormatV3
+		case p.Data != "" || !p.EditedAt.IsZero():
+			want = postFormatV2
+		}
+		if b[0] != want {
 			t.Errorf("appendPost(%.80v) is format %d; want %d", p, b[0], want)
 		}
 	}
@@ -344,9 +356,12 @@ func TestPostEncoding(t *testing.T) {
 	}
 	valid := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "abc"})
 	withData := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "abc", Data: `{"a":1}`, EditedAt: edited})
-	for _, bad := range [][]byte{nil, {postFormat}, {3, 0, 2, 2, 2, 0}, valid[:4],
-		withData[:9],  // the version cut short
-		withData[:18], // the data's length without all of the data
+	withExternal := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "", ExternalID: "ext"})
+	for _, bad := range [][]byte{nil, {postFormat}, {4, 0, 2, 2, 2, 0}, valid[:4],
+		withData[:9],                                // the version cut short
+		withData[:18],                               // the data's length without all of the data
+		withExternal[:len(withExternal)-1],          // the external id cut short
+		{postFormatV3, flagExternal, 2, 2, 2, 0, 0}, // an empty external id
 		{postFormatV2, flagEdited, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0}, // version 0
 	} {
 		if got, ok := decodePost(bad); ok {

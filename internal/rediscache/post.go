@@ -31,16 +31,26 @@ import (
 // without decoding the rest; then format 1's varints; then if flagData a
 // uvarint length and the data's bytes; then the content to the end.
 //
-// A post that needs neither is still written in format 1, so that
-// processes of the version before format 2, during a rolling deploy, keep
-// decoding most posts; this version decodes both.
+// Format 3, a post with an external id: format 2's layout, flagExternal
+// set, and after the data (if any) a uvarint length and the external id's
+// bytes, then the content to the end. A format of its own rather than a
+// new flag in format 2, because a process of the version before it would
+// decode a format-2 record with a flag it does not know and show the
+// external id as the start of the content; an unknown format is a miss.
+//
+// A post that needs none of this is still written in format 1, and one
+// that needs only format 2 in format 2, so that processes of the versions
+// before, during a rolling deploy, keep decoding most posts; this version
+// decodes all three.
 const (
 	postFormat   = 1
 	postFormatV2 = 2
+	postFormatV3 = 3
 
-	flagDeleted = 1 << 0
-	flagEdited  = 1 << 1
-	flagData    = 1 << 2
+	flagDeleted  = 1 << 0
+	flagEdited   = 1 << 1
+	flagData     = 1 << 2
+	flagExternal = 1 << 3
 )
 
 // appendPost appends p's record to b.
@@ -58,7 +68,11 @@ func appendPost(b []byte, p feed.Post) []byte {
 		flags |= flagData
 		format = postFormatV2
 	}
-	b = slices.Grow(b, 2+8+5*binary.MaxVarintLen64+len(p.Data)+len(p.Content))
+	if p.ExternalID != "" {
+		flags |= flagExternal
+		format = postFormatV3
+	}
+	b = slices.Grow(b, 2+8+6*binary.MaxVarintLen64+len(p.Data)+len(p.ExternalID)+len(p.Content))
 	b = append(b, format, flags)
 	if flags&flagEdited != 0 {
 		b = binary.BigEndian.AppendUint64(b, uint64(p.Version()))
@@ -71,6 +85,10 @@ func appendPost(b []byte, p feed.Post) []byte {
 		b = binary.AppendUvarint(b, uint64(len(p.Data)))
 		b = append(b, p.Data...)
 	}
+	if flags&flagExternal != 0 {
+		b = binary.AppendUvarint(b, uint64(len(p.ExternalID)))
+		b = append(b, p.ExternalID...)
+	}
 	return append(b, p.Content...)
 }
 
@@ -78,13 +96,15 @@ func appendPost(b []byte, p feed.Post) []byte {
 // unknown format, which the caller treats as a miss so that a format
 // change during a rolling deploy costs cache hits, not errors.
 func decodePost(b []byte) (p feed.Post, ok bool) {
-	if len(b) < 2 || (b[0] != postFormat && b[0] != postFormatV2) {
+	if len(b) < 2 || (b[0] != postFormat && b[0] != postFormatV2 && b[0] != postFormatV3) {
 		return feed.Post{}, false
 	}
 	format, flags := b[0], b[1]
 	p.Deleted = flags&flagDeleted != 0
 	b = b[2:]
-	if format == postFormatV2 && flags&flagEdited != 0 {
+	// Format 3 is format 2 and more, so v2 is true for both.
+	v2 := format >= postFormatV2
+	if v2 && flags&flagEdited != 0 {
 		if len(b) < 8 {
 			return feed.Post{}, false
 		}
@@ -110,16 +130,29 @@ func decodePost(b []byte) (p feed.Post, ok bool) {
 	}
 	p.CreatedAt = time.Unix(sec, int64(nsec)).UTC()
 	b = b[n+m+k+l:]
-	if format == postFormatV2 && flags&flagData != 0 {
-		size, j := binary.Uvarint(b)
-		if j <= 0 || size == 0 || size > uint64(len(b)-j) {
+	var ok2 bool
+	if v2 && flags&flagData != 0 {
+		if p.Data, b, ok2 = cutSized(b); !ok2 {
 			return feed.Post{}, false
 		}
-		p.Data = string(b[j : j+int(size)])
-		b = b[j+int(size):]
+	}
+	if format == postFormatV3 && flags&flagExternal != 0 {
+		if p.ExternalID, b, ok2 = cutSized(b); !ok2 {
+			return feed.Post{}, false
+		}
 	}
 	p.Content = string(b)
 	return p, true
+}
+
+// cutSized cuts a uvarint length and that many bytes, at least one, off
+// the front of b.
+func cutSized(b []byte) (field string, rest []byte, ok bool) {
+	size, j := binary.Uvarint(b)
+	if j <= 0 || size == 0 || size > uint64(len(b)-j) {
+		return "", nil, false
+	}
+	return string(b[j : j+int(size)]), b[j+int(size):], true
 }
 
 // postKeyOf returns post:{<id>}: each post its own hash tag, so that a

@@ -73,10 +73,10 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempoten
 				}
 			}
 			_, err := tx.ExecContext(ctx,
-				"INSERT INTO posts (id, author_id, content, created_at, deleted_at, data) VALUES (?, ?, ?, ?, NULL, ?)",
-				p.ID, p.AuthorID, p.Content, millis(p.CreatedAt), nullData(p.Data))
+				"INSERT INTO posts (id, author_id, content, created_at, deleted_at, data, external_id) VALUES (?, ?, ?, ?, NULL, ?, ?)",
+				p.ID, p.AuthorID, p.Content, millis(p.CreatedAt), nullData(p.Data), nullData(p.ExternalID))
 			if s.d.duplicate(err) {
-				return feed.Errorf(feed.ECONFLICT, "post id %d is taken", p.ID)
+				return errDuplicatePost
 			}
 			if err != nil {
 				return err
@@ -86,6 +86,9 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempoten
 		})
 		if err == nil {
 			return p, true, nil
+		}
+		if errors.Is(err, errDuplicatePost) {
+			err = s.whichDuplicate(ctx, p)
 		}
 		if !errors.Is(err, errReplay) {
 			return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d by %d: %w", p.ID, p.AuthorID, err)
@@ -110,6 +113,87 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempoten
 			return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d by %d: %w", p.ID, p.AuthorID, errKeyInFlight)
 		}
 	}
+}
+
+// errDuplicatePost ends a CreatePost transaction whose post collided
+// with another: on its id or on its author's external id.
+var errDuplicatePost = errors.New("duplicate post")
+
+// whichDuplicate says which of p's keys another post holds: its external
+// id (feed.ExternalIDExistsError, with the other post's id) or else its
+// id (ECONFLICT, for the caller to retry with a fresh one). It reads
+// after the failed transaction rolled back, from the primary: the other
+// post is committed (an insert waits for a conflicting one in flight), and
+// posts are never removed but by a user's purge.
+func (s *Store) whichDuplicate(ctx context.Context, p feed.Post) error {
+	if p.ExternalID != "" {
+		other, err := s.PostByExternalID(ctx, p.AuthorID, p.ExternalID)
+		switch {
+		case err == nil && other.ID != p.ID:
+			return &feed.ExternalIDExistsError{PostID: other.ID, ExternalID: p.ExternalID}
+		case err != nil && feed.ErrorCode(err) != feed.ENOTFOUND:
+			return err
+		}
+	}
+	return feed.Errorf(feed.ECONFLICT, "post id %d is taken", p.ID)
+}
+
+// PostByExternalID returns author's post with external id ext, a deleted
+// one as a tombstone that keeps its ID and ExternalID (the external id
+// stays taken). None is ENOTFOUND. It reads the primary, so that a caller
+// that just wrote sees its write.
+func (s *Store) PostByExternalID(ctx context.Context, author int64, ext string) (feed.Post, error) {
+	p, err := scanPost(s.db.QueryRowContext(ctx, "SELECT "+postColumns+
+		" FROM posts WHERE author_id = ? AND external_id = ?", author, ext))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = feed.Errorf(feed.ENOTFOUND, "user %d has no post with external id %q", author, ext)
+	}
+	if err != nil {
+		return feed.Post{}, fmt.Errorf("sqlstore: post of %d by external id: %w", author, err)
+	}
+	return p, nil
+}
+
+// ExternalKey is a post's external id with its author: unique among posts.
+type ExternalKey struct {
+	AuthorID   int64
+	ExternalID string
+}
+
+// PostIDsByExternalID returns the ids of the posts among keys that exist,
+// deleted ones included, with one query per chunk of keys, from the
+// primary: how an import finds which of a batch it made before.
+func (s *Store) PostIDsByExternalID(ctx context.Context, keys []ExternalKey) (map[ExternalKey]int64, error) {
+	ids := make(map[ExternalKey]int64, len(keys))
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), chunkSize/2)]
+		keys = keys[len(chunk):]
+		args := make([]any, 0, 2*len(chunk))
+		for _, k := range chunk {
+			args = append(args, k.AuthorID, k.ExternalID)
+		}
+		err := func() error {
+			rows, err := s.db.QueryContext(ctx, "SELECT author_id, external_id, id FROM posts WHERE (author_id, external_id) IN ("+
+				strings.TrimSuffix(strings.Repeat("(?, ?), ", len(chunk)), ", ")+")", args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var k ExternalKey
+				var id int64
+				if err := rows.Scan(&k.AuthorID, &k.ExternalID, &id); err != nil {
+					return err
+				}
+				ids[k] = id
+			}
+			return rows.Err()
+		}()
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: post ids by external id (%d keys): %w", len(chunk), err)
+		}
+	}
+	return ids, nil
 }
 
 var errKeyInFlight = feed.Errorf(feed.EKEYINFLIGHT, "a request with this idempotency key is still being processed; retry shortly")
@@ -249,14 +333,15 @@ func (s *Store) expiredKeys(ctx context.Context, cutoff int64) ([]authorKey, err
 	return keys, rows.Err()
 }
 
-const postColumns = "id, author_id, content, created_at, deleted_at, data, edited_at"
+const postColumns = "id, author_id, content, created_at, deleted_at, data, edited_at, external_id"
 
 func postColumnsOf(alias string) string {
 	return alias + ".id, " + alias + ".author_id, " + alias + ".content, " + alias + ".created_at, " +
-		alias + ".deleted_at, " + alias + ".data, " + alias + ".edited_at"
+		alias + ".deleted_at, " + alias + ".data, " + alias + ".edited_at, " + alias + ".external_id"
 }
 
-// nullData is a post's data as a query argument: NULL for none.
+// nullData is a post's data or external id as a query argument: NULL for
+// none.
 func nullData(data string) any {
 	if data == "" {
 		return nil
@@ -266,20 +351,20 @@ func nullData(data string) any {
 
 // scanPost reads a post. A deleted post comes back as a tombstone, without
 // its content and data, so that no caller can show it by forgetting to
-// look at Deleted.
+// look at Deleted; it keeps its external id, which stays taken.
 func scanPost(r scanner) (feed.Post, error) {
 	var p feed.Post
 	var created int64
 	var deleted, edited sql.NullInt64
-	var data sql.NullString
-	if err := r.Scan(&p.ID, &p.AuthorID, &p.Content, &created, &deleted, &data, &edited); err != nil {
+	var data, ext sql.NullString
+	if err := r.Scan(&p.ID, &p.AuthorID, &p.Content, &created, &deleted, &data, &edited, &ext); err != nil {
 		return feed.Post{}, err
 	}
 	p.CreatedAt = fromMillis(created)
 	if edited.Valid {
 		p.EditedAt = fromMillis(edited.Int64)
 	}
-	p.Data = data.String
+	p.Data, p.ExternalID = data.String, ext.String
 	if deleted.Valid {
 		p.Deleted, p.Content, p.Data = true, "", ""
 	}

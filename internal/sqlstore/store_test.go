@@ -160,6 +160,8 @@ var suite = []struct {
 	{"IdempotencyPurge", testIdempotencyPurge},
 	{"IdempotencyMigration", testIdempotencyMigration},
 	{"DuplicatePostID", testDuplicatePostID},
+	{"ExternalID", testExternalID},
+	{"ExternalIDRace", testExternalIDRace},
 	{"DeletePost", testDeletePost},
 	{"PostData", testPostData},
 	{"EditPost", testEditPost},

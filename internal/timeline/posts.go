@@ -20,6 +20,11 @@ func (s *Service) Publish(ctx context.Context, author int64, d feed.Draft, idem 
 	if err != nil {
 		return feed.Post{}, err
 	}
+	if d.ExternalID != "" {
+		if err := feed.CheckExternalID(d.ExternalID); err != nil {
+			return feed.Post{}, err
+		}
+	}
 	if idem.Key != "" {
 		idem.TTL = s.cfg.IdempotencyTTL
 	}
@@ -31,6 +36,7 @@ func (s *Service) Publish(ctx context.Context, author int64, d feed.Draft, idem 
 		id := s.ids.Next()
 		p, created, err = s.store.CreatePost(ctx, feed.Post{
 			ID: id, AuthorID: author, Content: d.Content, Data: data, CreatedAt: feed.IDTime(id),
+			ExternalID: d.ExternalID,
 		}, idem)
 		// Another process drew the same id in the same millisecond: draw again.
 		if feed.ErrorCode(err) != feed.ECONFLICT {

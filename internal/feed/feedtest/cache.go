@@ -310,10 +310,12 @@ func TestCache(t *testing.T, newCache func(t *testing.T, inboxMax int) feed.Cach
 		ctx := t.Context()
 		c := newCache(t, 100)
 		created := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-		v0 := feed.Post{ID: 101, AuthorID: 7, Content: "original", CreatedAt: created, Data: `{"v":0}`}
-		v1 := feed.Post{ID: 101, AuthorID: 7, Content: "first edit", CreatedAt: created, EditedAt: created.Add(time.Second)}
-		v2 := feed.Post{ID: 101, AuthorID: 7, Content: "second edit", CreatedAt: created, EditedAt: created.Add(time.Second + time.Millisecond), Data: `{"v":2}`}
-		tomb := feed.Post{ID: 101, AuthorID: 7, CreatedAt: created, Deleted: true}
+		// With an external id, which a cache keeps with every version.
+		const ext = "app-101"
+		v0 := feed.Post{ID: 101, AuthorID: 7, Content: "original", CreatedAt: created, Data: `{"v":0}`, ExternalID: ext}
+		v1 := feed.Post{ID: 101, AuthorID: 7, Content: "first edit", CreatedAt: created, EditedAt: created.Add(time.Second), ExternalID: ext}
+		v2 := feed.Post{ID: 101, AuthorID: 7, Content: "second edit", CreatedAt: created, EditedAt: created.Add(time.Second + time.Millisecond), Data: `{"v":2}`, ExternalID: ext}
+		tomb := feed.Post{ID: 101, AuthorID: 7, CreatedAt: created, Deleted: true, ExternalID: ext}
 		cached := func(want feed.Post) {
 			t.Helper()
 			got, err := c.CachedPosts(ctx, []int64{101})
@@ -786,7 +788,7 @@ func checkPost(t *testing.T, got map[int64]feed.Post, want feed.Post) {
 		t.Errorf("post %d missing from CachedPosts", want.ID)
 	case p.ID != want.ID || p.AuthorID != want.AuthorID || p.Content != want.Content ||
 		!p.CreatedAt.Equal(want.CreatedAt) || p.Deleted != want.Deleted ||
-		p.Data != want.Data || !p.EditedAt.Equal(want.EditedAt):
+		p.Data != want.Data || !p.EditedAt.Equal(want.EditedAt) || p.ExternalID != want.ExternalID:
 		t.Errorf("CachedPosts()[%d] = %+v; want %+v", want.ID, shortPost(p), shortPost(want))
 	}
 }

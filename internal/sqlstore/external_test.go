@@ -1,0 +1,167 @@
+package sqlstore
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// createExt creates post id by author with an external id under idem.
+func createExt(t *testing.T, s *Store, id, author int64, ext string, idem feed.Idempotency) (feed.Post, bool, error) {
+	t.Helper()
+	return s.CreatePost(t.Context(), feed.Post{ID: id, AuthorID: author, Content: "post " + ext, CreatedAt: time.Now(), ExternalID: ext}, idem)
+}
+
+// wantExternalExists fails t unless err is EEXTERNALID naming post id.
+func wantExternalExists(t *testing.T, err error, id int64) {
+	t.Helper()
+	wantCode(t, err, feed.EEXTERNALID)
+	var xe *feed.ExternalIDExistsError
+	if !errors.As(err, &xe) || xe.PostID != id {
+		t.Fatalf("error %v: got %+v; want the existing post %d", err, xe, id)
+	}
+}
+
+func testExternalID(t *testing.T, e *env) {
+	ctx := t.Context()
+	s := e.store(t)
+	mustUsers(t, s, 1, 2)
+
+	if _, created, err := createExt(t, s, 10, 1, "blog-1", feed.Idempotency{}); err != nil || !created {
+		t.Fatalf("CreatePost(10, blog-1): got created %v, %v; want true", created, err)
+	}
+	if p, err := s.Post(ctx, 10); err != nil || p.ExternalID != "blog-1" {
+		t.Fatalf("Post(10): got %+v, %v; want external id blog-1", p, err)
+	}
+	if ps, err := s.AuthorPosts(ctx, 1, 0, 10); err != nil || len(ps) != 1 || ps[0].ExternalID != "blog-1" {
+		t.Fatalf("AuthorPosts(1): got %+v, %v; want post 10 with its external id", ps, err)
+	}
+
+	// The same external id again by the same author: refused with the
+	// post that has it, nothing written.
+	_, created, err := createExt(t, s, 11, 1, "blog-1", feed.Idempotency{})
+	wantExternalExists(t, err, 10)
+	if created {
+		t.Fatal("CreatePost with a used external id: got created true")
+	}
+	wantNoPost(t, s, 11)
+	if n, err := s.OutboxBacklog(ctx); err != nil || n != 1 {
+		t.Fatalf("OutboxBacklog: got %d, %v; want 1", n, err)
+	}
+
+	// External ids are per author and compared byte for byte; a post
+	// without one never collides.
+	long := strings.Repeat("é", feed.MaxExternalIDBytes/2) + "x" // 255 bytes
+	for _, c := range []struct {
+		id, author int64
+		ext        string
+	}{{12, 2, "blog-1"}, {13, 1, "Blog-1"}, {14, 1, "blog-1 "}, {15, 1, long}, {16, 1, ""}, {17, 1, ""}} {
+		if _, created, err := createExt(t, s, c.id, c.author, c.ext, feed.Idempotency{}); err != nil || !created {
+			t.Fatalf("CreatePost(%d, author %d, %q): got created %v, %v; want true", c.id, c.author, c.ext, created, err)
+		}
+	}
+	if p, err := s.PostByExternalID(ctx, 1, long); err != nil || p.ID != 15 || p.ExternalID != long {
+		t.Fatalf("PostByExternalID(1, 255 bytes): got %+v, %v; want post 15", p.ID, err)
+	}
+	if p, err := s.PostByExternalID(ctx, 2, "blog-1"); err != nil || p.ID != 12 {
+		t.Fatalf("PostByExternalID(2, blog-1): got %d, %v; want 12", p.ID, err)
+	}
+	_, err = s.PostByExternalID(ctx, 2, "Blog-1")
+	wantCode(t, err, feed.ENOTFOUND)
+
+	// A taken id with a free external id is the id's conflict, for the
+	// caller to retry with a fresh id.
+	_, _, err = createExt(t, s, 10, 1, "fresh", feed.Idempotency{})
+	wantCode(t, err, feed.ECONFLICT)
+	_, err = s.PostByExternalID(ctx, 1, "fresh")
+	wantCode(t, err, feed.ENOTFOUND)
+
+	// With an idempotency key: its repeat is the first post; another key
+	// with the same external id is refused.
+	first, created, err := createExt(t, s, 20, 1, "e-20", idemKey("key-A", "e-20"))
+	if err != nil || !created {
+		t.Fatalf("CreatePost(20, key-A): got created %v, %v; want true", created, err)
+	}
+	again, created, err := createExt(t, s, 21, 1, "e-20", idemKey("key-A", "e-20"))
+	if err != nil || created || again != first {
+		t.Fatalf("CreatePost replay: got %+v, created %v, %v; want %+v, false", again, created, err, first)
+	}
+	_, _, err = createExt(t, s, 22, 1, "e-20", idemKey("key-B", "e-20"))
+	wantExternalExists(t, err, 20)
+	// The refused request's key was not kept: it is free for a new post.
+	if _, created, err := createExt(t, s, 23, 1, "e-23", idemKey("key-B", "e-23")); err != nil || !created {
+		t.Fatalf("CreatePost(23, key-B): got created %v, %v; want true", created, err)
+	}
+
+	// A deleted post keeps its external id taken, and is found by it as
+	// a tombstone.
+	if err := s.DeletePost(ctx, 20, 1); err != nil {
+		t.Fatalf("DeletePost(20): %v", err)
+	}
+	if p, err := s.PostByExternalID(ctx, 1, "e-20"); err != nil || p.ID != 20 || !p.Deleted || p.Content != "" {
+		t.Fatalf("PostByExternalID(1, e-20): got %+v, %v; want the tombstone of 20", p, err)
+	}
+	_, _, err = createExt(t, s, 24, 1, "e-20", feed.Idempotency{})
+	wantExternalExists(t, err, 20)
+
+	got, err := s.PostIDsByExternalID(ctx, []ExternalKey{{1, "blog-1"}, {2, "blog-1"}, {1, "e-20"}, {1, "none"}, {2, "e-20"}, {1, long}})
+	want := map[ExternalKey]int64{{1, "blog-1"}: 10, {2, "blog-1"}: 12, {1, "e-20"}: 20, {1, long}: 15}
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("PostIDsByExternalID: got %v, %v; want %v", got, err, want)
+	}
+	for k, id := range want {
+		if got[k] != id {
+			t.Errorf("PostIDsByExternalID[%v] = %d; want %d", k, got[k], id)
+		}
+	}
+	// More keys than one query takes.
+	keys := make([]ExternalKey, 3*chunkSize)
+	for i := range keys {
+		keys[i] = ExternalKey{1, "none"}
+	}
+	keys[len(keys)-1] = ExternalKey{2, "blog-1"}
+	if got, err := s.PostIDsByExternalID(ctx, keys); err != nil || len(got) != 1 || got[ExternalKey{2, "blog-1"}] != 12 {
+		t.Fatalf("PostIDsByExternalID(%d keys): got %v, %v; want only post 12", len(keys), got, err)
+	}
+}
+
+// testExternalIDRace: eight creates of one external id at once, each with
+// its own post id. One post is made; every other create is told its id.
+func testExternalIDRace(t *testing.T, e *env) {
+	s := e.store(t)
+	mustUsers(t, s, 1)
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	made := make([]bool, n)
+	for i := range n {
+		wg.Go(func() {
+			_, made[i], errs[i] = s.CreatePost(t.Context(), feed.Post{
+				ID: int64(100 + i), AuthorID: 1, Content: "race", CreatedAt: time.Now(), ExternalID: "same",
+			}, feed.Idempotency{})
+		})
+	}
+	wg.Wait()
+	p, err := s.PostByExternalID(t.Context(), 1, "same")
+	if err != nil {
+		t.Fatalf("PostByExternalID: %v", err)
+	}
+	winners := 0
+	for i := range n {
+		if made[i] {
+			winners++
+			if p.ID != int64(100+i) {
+				t.Errorf("create %d made a post, but the external id is post %d's", 100+i, p.ID)
+			}
+			continue
+		}
+		wantExternalExists(t, errs[i], p.ID)
+	}
+	if winners != 1 {
+		t.Fatalf("%d creates made a post; want 1", winners)
+	}
+}
