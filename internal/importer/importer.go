@@ -53,7 +53,7 @@ type Store interface {
 	ImportUsers(ctx context.Context, users []feed.User) ([]sqlstore.Outcome, error)
 	ImportFollows(ctx context.Context, edges [][2]int64) (sqlstore.FollowImport, error)
 	ImportPosts(ctx context.Context, posts []sqlstore.PostRow) (sqlstore.PostImport, error)
-	PostIDs(ctx context.Context, keys []sqlstore.PostKey) (map[sqlstore.PostKey]int64, error)
+	PostIDsByExternalID(ctx context.Context, keys []sqlstore.ExternalKey) (map[sqlstore.ExternalKey]int64, error)
 	ImportLikes(ctx context.Context, likes [][2]int64) (sqlstore.LikeImport, error)
 	Followers(ctx context.Context, user, after int64, n int) ([]int64, error)
 	MarkPulled(ctx context.Context, high int64) (int64, error)
@@ -274,21 +274,28 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 	write func(ctx context.Context, src Source, batch []item[T]) error) error {
 	g, ctx := errgroup.WithContext(ctx)
 	// Two batches in flight: the reader parses the next while the writer
-	// stores one, and memory holds at most three.
-	ch := make(chan []item[T], 2)
+	// stores one, and memory holds at most three. A batch may end with
+	// the strict mode's stop, which the writer returns once it stored
+	// the lines before it: one of those may be bad too, and the first
+	// bad line is the one to stop at.
+	type batchOf struct {
+		items []item[T]
+		stop  *LineError
+	}
+	ch := make(chan batchOf, 2)
 	g.Go(func() error {
 		defer close(ch)
 		lr := newLineReader(src.R)
 		batch := make([]item[T], 0, r.opts.Batch)
 		var lines int64
-		flush := func() error {
+		flush := func(stop *LineError) error {
 			p.Add(lines)
 			lines = 0
-			if len(batch) == 0 {
+			if len(batch) == 0 && stop == nil {
 				return nil
 			}
 			select {
-			case ch <- batch:
+			case ch <- batchOf{items: batch, stop: stop}:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -298,42 +305,50 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 		for {
 			line, err := lr.next()
 			if errors.Is(err, io.EOF) {
-				return flush()
+				return flush(nil)
 			}
 			if err != nil {
 				return fmt.Errorf("importer: read %s: %w", src.Name, err)
 			}
 			lines++
-			if lr.long {
-				r.count(src.Kind, 1, 0, 0)
-				if err := r.bad(src.Kind, src.Name, lr.n, fmt.Sprintf("line longer than %d bytes", maxLine)); err != nil {
-					return err
-				}
-				continue
-			}
-			if len(bytesTrimSpace(line)) == 0 {
+			var reason string
+			var row T
+			switch {
+			case lr.long:
+				reason = fmt.Sprintf("line longer than %d bytes", maxLine)
+			case len(bytesTrimSpace(line)) == 0:
 				continue // blank lines are allowed, and not rows
-			}
-			row, err := parse(line)
-			if err != nil {
-				r.count(src.Kind, 1, 0, 0)
-				if err := r.bad(src.Kind, src.Name, lr.n, err.Error()); err != nil {
-					return err
+			default:
+				if row, err = parse(line); err != nil {
+					reason = err.Error()
 				}
+			}
+			if reason != "" {
+				if r.opts.Strict {
+					return flush(&LineError{File: src.Name, Line: lr.n, Reason: reason})
+				}
+				r.count(src.Kind, 1, 0, 0)
+				_ = r.bad(src.Kind, src.Name, lr.n, reason) // not strict: nil
 				continue
 			}
 			batch = append(batch, item[T]{line: lr.n, row: row})
 			if len(batch) == r.opts.Batch {
-				if err := flush(); err != nil {
+				if err := flush(nil); err != nil {
 					return err
 				}
 			}
 		}
 	})
 	g.Go(func() error {
-		for batch := range ch {
-			if err := write(ctx, src, batch); err != nil {
-				return err
+		for b := range ch {
+			if len(b.items) > 0 {
+				if err := write(ctx, src, b.items); err != nil {
+					return err
+				}
+			}
+			if b.stop != nil {
+				r.count(src.Kind, 1, 0, 0)
+				return r.bad(src.Kind, b.stop.File, b.stop.Line, b.stop.Reason)
 			}
 		}
 		return nil

@@ -36,9 +36,6 @@ type (
 	}
 )
 
-// maxExternalID is the width of posts.external_id.
-const maxExternalID = 255
-
 // oldestPost is the earliest created_at an import takes: ids reach back
 // to it (see feed.IDEpoch), and no app's history is older.
 var oldestPost = time.Date(2006, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -159,8 +156,8 @@ func (r *run) parsePost(line []byte) (sqlstore.PostRow, error) {
 	if err := required("author_id", l.Author); err != nil {
 		return sqlstore.PostRow{}, err
 	}
-	if err := checkExternalID(l.ExternalID); err != nil {
-		return sqlstore.PostRow{}, err
+	if err := feed.CheckExternalID(l.ExternalID); err != nil {
+		return sqlstore.PostRow{}, errors.New(reason(err))
 	}
 	if err := feed.CheckContent(l.Content); err != nil {
 		return sqlstore.PostRow{}, errors.New(reason(err))
@@ -175,23 +172,13 @@ func (r *run) parsePost(line []byte) (sqlstore.PostRow, error) {
 	if at.Before(oldestPost) || at.After(time.Now()) {
 		return sqlstore.PostRow{}, fmt.Errorf("created_at %s is outside 2006-01-01 to now", l.CreatedAt)
 	}
-	row := sqlstore.PostRow{Key: sqlstore.PostKey{Author: int64(l.Author), External: l.ExternalID}, Content: l.Content, CreatedAt: at.UTC()}
+	row := sqlstore.PostRow{Key: sqlstore.ExternalKey{AuthorID: int64(l.Author), ExternalID: l.ExternalID}, Content: l.Content, CreatedAt: at.UTC()}
 	if len(l.Data) > 0 && string(l.Data) != "null" {
 		if row.Data, err = feed.CheckData(l.Data); err != nil {
 			return sqlstore.PostRow{}, errors.New(reason(err))
 		}
 	}
 	return row, nil
-}
-
-func checkExternalID(s string) error {
-	switch {
-	case s == "":
-		return errors.New("external_id is required")
-	case len(s) > maxExternalID:
-		return fmt.Errorf("external_id is %d bytes; at most %d", len(s), maxExternalID)
-	}
-	return nil
 }
 
 func (r *run) writePosts(ctx context.Context, src Source, batch []item[sqlstore.PostRow]) error {
@@ -205,7 +192,7 @@ func (r *run) writePosts(ctx context.Context, src Source, batch []item[sqlstore.
 	}
 	r.authorsPosted(ctx, res.Authors)
 	return outcomes(r, src, batch, res.Outcomes, func(i int, o sqlstore.Outcome) string {
-		return fmt.Sprintf("unknown user: author %d does not exist", posts[i].Key.Author)
+		return fmt.Sprintf("unknown user: author %d does not exist", posts[i].Key.AuthorID)
 	})
 }
 
@@ -217,15 +204,18 @@ func (r *run) parseLike(line []byte) (likeLine, error) {
 	if err := errors.Join(required("user_id", l.User), required("author_id", l.Author)); err != nil {
 		return l, errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	return l, checkExternalID(l.ExternalID)
+	if err := feed.CheckExternalID(l.ExternalID); err != nil {
+		return l, errors.New(reason(err))
+	}
+	return l, nil
 }
 
 func (r *run) writeLikes(ctx context.Context, src Source, batch []item[likeLine]) error {
-	keys := make([]sqlstore.PostKey, len(batch))
+	keys := make([]sqlstore.ExternalKey, len(batch))
 	for i, it := range batch {
-		keys[i] = sqlstore.PostKey{Author: int64(it.row.Author), External: it.row.ExternalID}
+		keys[i] = sqlstore.ExternalKey{AuthorID: int64(it.row.Author), ExternalID: it.row.ExternalID}
 	}
-	ids, err := r.store.PostIDs(ctx, keys)
+	ids, err := r.store.PostIDsByExternalID(ctx, keys)
 	if err != nil {
 		return fmt.Errorf("importer: %s: %w", src.Name, err)
 	}

@@ -72,17 +72,25 @@ func (i *id) UnmarshalJSON(b []byte) error {
 	}
 	v, err := feed.ParseID(s)
 	if err != nil {
-		return fmt.Errorf("%s is not an id (a positive integer)", b)
+		return idError{fmt.Sprintf("%s is not a user id (a positive integer, in a string)", b)}
 	}
 	*i = id(v)
 	return nil
 }
 
+// idError is a value that is not an id; its message is the whole reason.
+type idError struct{ msg string }
+
+func (e idError) Error() string { return e.msg }
+
 // decode parses one line into v, with a reason a person can act on.
 func decode(line []byte, v any) error {
 	if err := json.Unmarshal(line, v); err != nil {
 		var ute *json.UnmarshalTypeError
+		var ide idError
 		switch {
+		case errors.As(err, &ide):
+			return ide
 		case errors.As(err, &ute) && ute.Field != "":
 			return fmt.Errorf("field %q: want %s, got JSON %s", ute.Field, ute.Type, ute.Value)
 		case errors.As(err, &ute):

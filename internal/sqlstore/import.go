@@ -441,16 +441,9 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (LikeImport, 
 	return res, nil
 }
 
-// PostKey is how an app names a post: its author and the app's own id
-// for it, unique per author.
-type PostKey struct {
-	Author   int64
-	External string
-}
-
 // PostRow is an imported post.
 type PostRow struct {
-	Key       PostKey
+	Key       ExternalKey
 	Content   string
 	Data      string // compact JSON (feed.CheckData) or ""
 	CreatedAt time.Time
@@ -498,7 +491,7 @@ func (s *Store) importPosts(ctx context.Context, tx *sql.Tx, posts []PostRow) (P
 	res := PostImport{Outcomes: make([]Outcome, len(posts))}
 	authors := make([]int64, 0, len(posts))
 	for _, p := range posts {
-		authors = append(authors, p.Key.Author)
+		authors = append(authors, p.Key.AuthorID)
 	}
 	slices.Sort(authors)
 	authors = slices.Compact(authors)
@@ -519,13 +512,13 @@ func (s *Store) importPosts(ctx context.Context, tx *sql.Tx, posts []PostRow) (P
 			live[id] = true
 		}
 	}
-	keys := make([]PostKey, 0, len(posts))
+	keys := make([]ExternalKey, 0, len(posts))
 	for _, p := range posts {
-		if live[p.Key.Author] {
+		if live[p.Key.AuthorID] {
 			keys = append(keys, p.Key)
 		}
 	}
-	have, err := s.postIDs(ctx, tx, keys, false)
+	have, err := s.postIDs(ctx, tx, keys)
 	if err != nil {
 		return res, err
 	}
@@ -535,7 +528,7 @@ func (s *Store) importPosts(ctx context.Context, tx *sql.Tx, posts []PostRow) (P
 	ids := make([]int64, len(posts))
 	for i, p := range posts {
 		switch {
-		case !live[p.Key.Author]:
+		case !live[p.Key.AuthorID]:
 			res.Outcomes[i] = UnknownUser
 			continue
 		case have[p.Key] != 0:
@@ -580,10 +573,10 @@ func (s *Store) importPosts(ctx context.Context, tx *sql.Tx, posts []PostRow) (P
 		if p.Data != "" {
 			data = p.Data
 		}
-		args = append(args, ids[i], p.Key.Author, p.Content, millis(p.CreatedAt), data, p.Key.External)
-		if !gotPosts[p.Key.Author] {
-			gotPosts[p.Key.Author] = true
-			res.Authors = append(res.Authors, p.Key.Author)
+		args = append(args, ids[i], p.Key.AuthorID, p.Content, millis(p.CreatedAt), data, p.Key.ExternalID)
+		if !gotPosts[p.Key.AuthorID] {
+			gotPosts[p.Key.AuthorID] = true
+			res.Authors = append(res.Authors, p.Key.AuthorID)
 		}
 	}
 	for start := 0; start < len(args); start += 6 * 500 {
@@ -597,42 +590,27 @@ func (s *Store) importPosts(ctx context.Context, tx *sql.Tx, posts []PostRow) (P
 	return res, nil
 }
 
-// PostIDs returns the ids of the live posts among keys; absent keys are
-// absent.
-func (s *Store) PostIDs(ctx context.Context, keys []PostKey) (map[PostKey]int64, error) {
-	ids, err := s.postIDs(ctx, s.db, keys, true)
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: post ids: %w", err)
-	}
-	return ids, nil
-}
-
-// postIDs reads the ids of keys through the unique (author_id,
-// external_id) index; onlyLive leaves deleted posts out.
-func (s *Store) postIDs(ctx context.Context, q interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}, keys []PostKey, onlyLive bool) (map[PostKey]int64, error) {
-	out := make(map[PostKey]int64, len(keys))
-	live := ""
-	if onlyLive {
-		live = " AND deleted_at IS NULL"
-	}
+// postIDs is PostIDsByExternalID inside an import's transaction (on
+// SQLite the only connection): deleted posts included, since their
+// external ids stay taken.
+func (s *Store) postIDs(ctx context.Context, tx *sql.Tx, keys []ExternalKey) (map[ExternalKey]int64, error) {
+	out := make(map[ExternalKey]int64, len(keys))
 	for start := 0; start < len(keys); start += likePairsPerSelect {
 		chunk := keys[start:min(start+likePairsPerSelect, len(keys))]
 		conds := make([]string, len(chunk))
 		args := make([]any, 0, 2*len(chunk))
 		for i, k := range chunk {
 			conds[i] = "(author_id = ? AND external_id = ?)"
-			args = append(args, k.Author, k.External)
+			args = append(args, k.AuthorID, k.ExternalID)
 		}
-		rows, err := q.QueryContext(ctx, "SELECT author_id, external_id, id FROM posts WHERE ("+strings.Join(conds, " OR ")+")"+live, args...)
+		rows, err := tx.QueryContext(ctx, "SELECT author_id, external_id, id FROM posts WHERE "+strings.Join(conds, " OR "), args...)
 		if err != nil {
 			return nil, fmt.Errorf("read %d keys: %w", len(chunk), err)
 		}
 		for rows.Next() {
-			var k PostKey
+			var k ExternalKey
 			var id int64
-			if err := rows.Scan(&k.Author, &k.External, &id); err != nil {
+			if err := rows.Scan(&k.AuthorID, &k.ExternalID, &id); err != nil {
 				rows.Close()
 				return nil, err
 			}
