@@ -95,6 +95,9 @@ type Options struct {
 	Strict bool
 	// Batch is the rows of one transaction (0: DefaultBatch).
 	Batch int
+	// Writers is how many batches are written at once (0:
+	// DefaultWriters); --strict writes one at a time.
+	Writers int
 	// Policy is the deployment's delivery policy: in hybrid mode an
 	// author that the import takes over the pull threshold is recorded
 	// as pulled.
@@ -111,6 +114,12 @@ type Options struct {
 // commit and the round trips are a small part of its cost, small enough
 // that it holds its locks (the users of a follow batch) briefly.
 const DefaultBatch = 2000
+
+// DefaultWriters is how many transactions a run keeps going: two keep
+// the database busy while the other waits on a round trip or its
+// commit's flush; more only queue on the locks the batches share (a much
+// followed user is in most follow batches).
+const DefaultWriters = 2
 
 // Source is one file to import.
 type Source struct {
@@ -162,6 +171,13 @@ func Run(ctx context.Context, store Store, caches Caches, opts Options, sources 
 	if opts.Batch <= 0 {
 		opts.Batch = DefaultBatch
 	}
+	if opts.Writers <= 0 {
+		opts.Writers = DefaultWriters
+	}
+	if opts.Strict {
+		// Strict stops at the first bad line: the batches go in order.
+		opts.Writers = 1
+	}
 	if opts.Bad == nil {
 		opts.Bad = io.Discard
 	}
@@ -211,7 +227,7 @@ type run struct {
 	mu     sync.Mutex // guards Bad and the counts while a file runs
 	// followed says a follow was imported: the cached lists of pulled
 	// followees are stale.
-	followed  bool
+	followed  atomic.Bool
 	cacheErrs atomic.Int64
 }
 
@@ -273,16 +289,17 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 	parse func(line []byte) (T, error),
 	write func(ctx context.Context, src Source, batch []item[T]) error) error {
 	g, ctx := errgroup.WithContext(ctx)
-	// Two batches in flight: the reader parses the next while the writer
-	// stores one, and memory holds at most three. A batch may end with
-	// the strict mode's stop, which the writer returns once it stored
-	// the lines before it: one of those may be bad too, and the first
-	// bad line is the one to stop at.
+	// Writers batches in flight and as many queued: the reader parses
+	// the next while the writers store theirs, and memory holds a few
+	// batches at most. A batch may end with the strict mode's stop, which
+	// its writer returns once it stored the lines before it: one of those
+	// may be bad too, and the first bad line is the one to stop at (with
+	// several writers, a batch before it may still be in flight).
 	type batchOf struct {
 		items []item[T]
 		stop  *LineError
 	}
-	ch := make(chan batchOf, 2)
+	ch := make(chan batchOf, r.opts.Writers)
 	g.Go(func() error {
 		defer close(ch)
 		lr := newLineReader(src.R)
@@ -339,20 +356,22 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 			}
 		}
 	})
-	g.Go(func() error {
-		for b := range ch {
-			if len(b.items) > 0 {
-				if err := write(ctx, src, b.items); err != nil {
-					return err
+	for range r.opts.Writers {
+		g.Go(func() error {
+			for b := range ch {
+				if len(b.items) > 0 {
+					if err := write(ctx, src, b.items); err != nil {
+						return err
+					}
+				}
+				if b.stop != nil {
+					r.count(src.Kind, 1, 0, 0)
+					return r.bad(src.Kind, b.stop.File, b.stop.Line, b.stop.Reason)
 				}
 			}
-			if b.stop != nil {
-				r.count(src.Kind, 1, 0, 0)
-				return r.bad(src.Kind, b.stop.File, b.stop.Line, b.stop.Reason)
-			}
-		}
-		return nil
-	})
+			return nil
+		})
+	}
 	return g.Wait()
 }
 

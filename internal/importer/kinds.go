@@ -109,7 +109,7 @@ func (r *run) writeFollows(ctx context.Context, src Source, batch []item[[2]int6
 		return fmt.Errorf("importer: %s: %w", src.Name, err)
 	}
 	if len(res.Followers) > 0 {
-		r.followed = true
+		r.followed.Store(true)
 		// Each follower's feed now holds the followee's posts: its inbox
 		// goes, and is rebuilt from SQL on its next read.
 		r.dropInboxes(ctx, res.Followers)
@@ -131,7 +131,7 @@ func (r *run) writeFollows(ctx context.Context, src Source, batch []item[[2]int6
 // recorded as pulled, and every reader's cached list of pulled followees
 // is made stale, since new follows may name pulled authors.
 func (r *run) followsDone(ctx context.Context) error {
-	if !r.followed {
+	if !r.followed.Load() {
 		return nil
 	}
 	if r.opts.Policy.Mode == feed.ModeHybrid {

@@ -39,6 +39,25 @@ const (
 // MySQL's default packet size.
 const importChunk = 2000
 
+// importIDs bounds the ids of one IN list of an import: one statement for
+// a whole batch's users, under SQLite's bound on variables.
+const importIDs = 5000
+
+// idChunks is chunks with importIDs per chunk; ids must be sorted and
+// without repeats.
+func idChunks(ids []int64) [][]any {
+	var out [][]any
+	for start := 0; start < len(ids); start += importIDs {
+		part := ids[start:min(start+importIDs, len(ids))]
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
+		}
+		out = append(out, args)
+	}
+	return out
+}
+
 // ImportUsers stores the users that do not exist yet, with the rules of
 // CreateUser (counts start at zero; an id whose earlier user was purged
 // starts at that user's token generation), and leaves existing ones as
@@ -143,6 +162,9 @@ func closeRows(rows *sql.Rows) error {
 	return rows.Err()
 }
 
+// pair is an edge: follower a, followee b.
+type pair struct{ a, b int64 }
+
 // FollowImport is what ImportFollows did with a batch of edges.
 type FollowImport struct {
 	// Outcomes[i] is what became of edge i.
@@ -187,7 +209,7 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64)
 	slices.Sort(users)
 	users = slices.Compact(users)
 	live := make(map[int64]bool, len(users))
-	for _, chunk := range chunks(users) {
+	for _, chunk := range idChunks(users) {
 		rows, err := tx.QueryContext(ctx, "SELECT id FROM users WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL"+s.d.forUpdate, chunk...)
 		if err != nil {
 			return res, fmt.Errorf("lock users: %w", err)
@@ -200,10 +222,9 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64)
 			live[id] = true
 		}
 	}
-	type pair struct{ a, b int64 }
 	// Blocks are few: every block by a user of the batch, filtered here.
 	blocked := map[pair]bool{}
-	for _, chunk := range chunks(users) {
+	for _, chunk := range idChunks(users) {
 		rows, err := tx.QueryContext(ctx, "SELECT blocker_id, blocked_id FROM blocks WHERE blocker_id IN ("+placeholders(len(chunk))+")", chunk...)
 		if err != nil {
 			return res, fmt.Errorf("read blocks: %w", err)
@@ -236,36 +257,46 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64)
 	}
 	slices.SortFunc(want, func(x, y pair) int { return cmp.Or(cmp.Compare(x.a, y.a), cmp.Compare(x.b, y.b)) })
 	want = slices.Compact(want)
+	// Most batches are all new (a first run) or all there (a re-run):
+	// one insert that keeps existing edges tells which by its count of
+	// affected rows, since the locks held keep everyone else off these
+	// edges. A batch of both kinds is undone to a savepoint and reads
+	// which edges exist first.
+	now := millis(time.Now())
 	have := make(map[pair]bool, len(want))
-	for start := 0; start < len(want); start += likePairsPerSelect {
-		chunk := want[start:min(start+likePairsPerSelect, len(want))]
-		conds := make([]string, len(chunk))
-		args := make([]any, 0, 2*len(chunk))
-		for i, p := range chunk {
-			conds[i] = "(follower_id = ? AND followee_id = ?)"
-			args = append(args, p.a, p.b)
-		}
-		rows, err := tx.QueryContext(ctx, "SELECT follower_id, followee_id FROM follows"+s.d.likesByKey+" WHERE "+strings.Join(conds, " OR "), args...)
-		if err != nil {
-			return res, fmt.Errorf("read edges: %w", err)
-		}
-		for rows.Next() {
-			var p pair
-			if err := rows.Scan(&p.a, &p.b); err != nil {
-				rows.Close()
-				return res, err
-			}
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT import_edges"); err != nil {
+		return res, err
+	}
+	n, err := insertEdges(ctx, tx, want, now, s.d.keepExisting)
+	if err != nil {
+		return res, err
+	}
+	switch {
+	case n == int64(len(want)):
+	case n == 0:
+		for _, p := range want {
 			have[p] = true
 		}
-		if err := closeRows(rows); err != nil {
+	default:
+		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT import_edges"); err != nil {
+			return res, err
+		}
+		if err := s.readEdges(ctx, tx, want, have); err != nil {
+			return res, err
+		}
+		var missing []pair
+		for _, p := range want {
+			if !have[p] {
+				missing = append(missing, p)
+			}
+		}
+		if _, err := insertEdges(ctx, tx, missing, now, ""); err != nil {
 			return res, err
 		}
 	}
 	added := make(map[pair]bool, len(want))
 	following := map[int64]int64{}
 	followers := map[int64]int64{}
-	var args []any
-	now := millis(time.Now())
 	for _, p := range want {
 		if have[p] {
 			continue
@@ -273,14 +304,6 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64)
 		added[p] = true
 		following[p.a]++
 		followers[p.b]++
-		args = append(args, p.a, p.b, now)
-	}
-	for start := 0; start < len(args); start += 3 * importChunk {
-		chunk := args[start:min(start+3*importChunk, len(args))]
-		if _, err := tx.ExecContext(ctx, "INSERT INTO follows (follower_id, followee_id, created_at) VALUES "+
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(chunk)/3), ", "), chunk...); err != nil {
-			return res, fmt.Errorf("insert %d edges: %w", len(chunk)/3, err)
-		}
 	}
 	// Every user whose counts move, in id order (the locks are held
 	// already), in one upsert per chunk whose rows all exist.
@@ -294,7 +317,7 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64)
 		}
 	}
 	slices.Sort(moved)
-	args = args[:0]
+	args := make([]any, 0, 5*len(moved))
 	for _, id := range moved {
 		args = append(args, id, "", followers[id], following[id], now)
 	}
@@ -635,4 +658,57 @@ func queryIDsTx(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]i
 // feed.IDEpoch times 4096, negative before it.
 func idAt(t time.Time) int64 {
 	return (t.UnixMilli() - feed.IDEpoch.UnixMilli()) << 12
+}
+
+// insertEdges inserts edges created at now, with the statement ending
+// onDup, and returns how many rows it added.
+func insertEdges(ctx context.Context, tx *sql.Tx, edges []pair, now int64, onDup string) (int64, error) {
+	var added int64
+	for start := 0; start < len(edges); start += importChunk {
+		chunk := edges[start:min(start+importChunk, len(edges))]
+		args := make([]any, 0, 3*len(chunk))
+		for _, p := range chunk {
+			args = append(args, p.a, p.b, now)
+		}
+		res, err := tx.ExecContext(ctx, "INSERT INTO follows (follower_id, followee_id, created_at) VALUES "+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(chunk)), ", ")+onDup, args...)
+		if err != nil {
+			return 0, fmt.Errorf("insert %d edges: %w", len(chunk), err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, err
+		}
+		added += n
+	}
+	return added, nil
+}
+
+// readEdges adds to have those of edges that exist.
+func (s *Store) readEdges(ctx context.Context, tx *sql.Tx, edges []pair, have map[pair]bool) error {
+	for start := 0; start < len(edges); start += likePairsPerSelect {
+		chunk := edges[start:min(start+likePairsPerSelect, len(edges))]
+		conds := make([]string, len(chunk))
+		args := make([]any, 0, 2*len(chunk))
+		for i, p := range chunk {
+			conds[i] = "(follower_id = ? AND followee_id = ?)"
+			args = append(args, p.a, p.b)
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT follower_id, followee_id FROM follows"+s.d.likesByKey+" WHERE "+strings.Join(conds, " OR "), args...)
+		if err != nil {
+			return fmt.Errorf("read edges: %w", err)
+		}
+		for rows.Next() {
+			var p pair
+			if err := rows.Scan(&p.a, &p.b); err != nil {
+				rows.Close()
+				return err
+			}
+			have[p] = true
+		}
+		if err := closeRows(rows); err != nil {
+			return err
+		}
+	}
+	return nil
 }
