@@ -23,16 +23,17 @@ type InboxPage struct {
 // otherwise (FEEDD_INBOX_MAX): the timeline and both caches default to it.
 const DefaultInboxMax = 1000
 
-// CheckInboxIDs rejects post ids outside 1..MaxID with EINVALID, for every
-// implementation of Inboxes to call on the ids it is given: a larger id
-// loses precision where Redis holds it as a number (a Lua script's
-// float64, a sorted set's score), and 0 is the Redis inbox's "no newest
-// id". The in-process cache refuses them too, so that such a bug shows on
-// the embedded default before it shows in production.
+// CheckInboxIDs rejects ids that are no post ids (ValidPostID: MinID to
+// MaxID, not 0) with EINVALID, for every implementation of Inboxes to call
+// on the ids it is given: a larger id loses precision where Redis holds it
+// as a number (a Lua script's float64, a sorted set's score), and 0 is
+// the Redis inbox's "no newest id". The in-process cache refuses them too,
+// so that such a bug shows on the embedded default before it shows in
+// production.
 func CheckInboxIDs(ids ...int64) error {
 	for _, id := range ids {
-		if id < 1 || id > MaxID {
-			return Errorf(EINVALID, "post id %d is out of range: ids are 1 to 2^53-1", id)
+		if !ValidPostID(id) {
+			return Errorf(EINVALID, "post id %d is out of range: ids are %d to 2^53-1, not 0", id, int64(MinID))
 		}
 	}
 	return nil
@@ -43,8 +44,8 @@ func CheckInboxIDs(ids ...int64) error {
 // Everything in it can be lost at any moment and is rebuilt from SQL.
 //
 // Implementations are safe for concurrent use. Every write is idempotent:
-// adding an id twice leaves one entry. Post ids are 1 to MaxID; a call
-// given another fails with EINVALID (CheckInboxIDs).
+// adding an id twice leaves one entry. Post ids are MinID to MaxID but 0
+// (ValidPostID); a call given another fails with EINVALID (CheckInboxIDs).
 type Inboxes interface {
 	// InboxPage returns up to n ids strictly below before (0: from the
 	// newest), newest first.

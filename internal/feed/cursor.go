@@ -12,7 +12,14 @@ import (
 //
 // Layout: version byte, kind byte, uvarint position; base64url without
 // padding. The kind stops a follower-list cursor from paging a feed.
-const cursorVersion = 1
+// Version 1 holds a position above 0, version 2 the negative id of a post
+// from before 2025 (feed cursors only) as the uvarint of its magnitude:
+// every cursor made before history existed keeps its spelling and its
+// meaning, and each position has exactly one cursor.
+const (
+	cursorVersion    = 1
+	cursorVersionNeg = 2
+)
 
 // Cursor kinds.
 const (
@@ -24,13 +31,18 @@ const (
 func EncodeCursor(kind byte, pos int64) string {
 	buf := make([]byte, 2, 2+binary.MaxVarintLen64)
 	buf[0], buf[1] = cursorVersion, kind
-	buf = binary.AppendUvarint(buf, uint64(pos))
+	mag := uint64(pos)
+	if pos < 0 {
+		buf[0], mag = cursorVersionNeg, -mag
+	}
+	buf = binary.AppendUvarint(buf, mag)
 	return base64.RawURLEncoding.EncodeToString(buf)
 }
 
 // DecodeCursor parses a cursor of the given kind. The empty string is the
 // start (position 0). Anything else that is not a cursor of this kind is
-// an EINVALID error.
+// an EINVALID error: a negative position is a feed cursor's only, at or
+// above MinID.
 func DecodeCursor(kind byte, s string) (int64, error) {
 	if s == "" {
 		return 0, nil
@@ -40,18 +52,27 @@ func DecodeCursor(kind byte, s string) (int64, error) {
 		return 0, bad
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(raw) < 3 || raw[0] != cursorVersion || raw[1] != kind {
+	if err != nil || len(raw) < 3 || raw[1] != kind {
 		return 0, bad
 	}
-	pos, n := binary.Uvarint(raw[2:])
-	if n <= 0 || 2+n != len(raw) || pos == 0 || pos > 1<<63-1 {
+	mag, n := binary.Uvarint(raw[2:])
+	if n <= 0 || 2+n != len(raw) || mag == 0 {
+		return 0, bad
+	}
+	var pos int64
+	switch {
+	case raw[0] == cursorVersion && mag <= 1<<63-1:
+		pos = int64(mag)
+	case raw[0] == cursorVersionNeg && kind == CursorFeed && mag <= -MinID:
+		pos = -int64(mag)
+	default:
 		return 0, bad
 	}
 	// One position, one cursor: base64 with stray trailing bits ("AWa0A0"
 	// for "AWa0Aw", found by FuzzDecodeCursor) or an over-long varint would
 	// otherwise be accepted as another spelling of the same cursor.
-	if EncodeCursor(kind, int64(pos)) != s {
+	if EncodeCursor(kind, pos) != s {
 		return 0, bad
 	}
-	return int64(pos), nil
+	return pos, nil
 }

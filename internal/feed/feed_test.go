@@ -1,6 +1,7 @@
 package feed_test
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -159,5 +160,140 @@ func TestDeliveryPolicyHysteresis(t *testing.T) {
 	}
 	if _, err := feed.ParseFanoutMode("fanout"); err == nil {
 		t.Error("ParseFanoutMode accepted an unknown mode")
+	}
+}
+
+// TestIDBounds: ids keep time order across 2025-01-01, from the first
+// millisecond of 2006 to now, and every id IDGen makes is above history.
+func TestIDBounds(t *testing.T) {
+	if got := feed.IDTime(feed.MinID); !got.Equal(feed.HistoryStart) {
+		t.Fatalf("IDTime(MinID) = %s; want %s", got, feed.HistoryStart)
+	}
+	if float64(feed.MinID) != float64(feed.MinID+1)-1 || -feed.MinID >= 1<<53 {
+		t.Fatalf("MinID %d is not exact as a float64", int64(feed.MinID))
+	}
+	times := []time.Time{
+		feed.HistoryStart,
+		time.Date(2016, 2, 29, 12, 0, 0, 0, time.UTC),
+		time.Date(2024, 12, 31, 23, 59, 59, 999_000_000, time.UTC),
+		feed.IDEpoch,
+		feed.IDEpoch.Add(time.Millisecond),
+		time.Now(),
+	}
+	var prev int64
+	for i, ts := range times {
+		first, err := feed.IDAt(ts, 1) // seq 1: 2025-01-01's seq 0 would be the id 0
+		if err != nil {
+			t.Fatalf("IDAt(%s, 1): %v", ts, err)
+		}
+		last, err := feed.IDAt(ts, feed.MaxSeq)
+		if err != nil {
+			t.Fatalf("IDAt(%s, MaxSeq): %v", ts, err)
+		}
+		if i > 0 && first <= prev {
+			t.Errorf("IDAt(%s) = %d; want above %d, the last id of %s", ts, first, prev, times[i-1])
+		}
+		if got := feed.IDTime(first); !got.Equal(ts.Truncate(time.Millisecond)) {
+			t.Errorf("IDTime(IDAt(%s)) = %s", ts, got)
+		}
+		if got := feed.IDTime(last); !got.Equal(ts.Truncate(time.Millisecond)) {
+			t.Errorf("IDTime(IDAt(%s, MaxSeq)) = %s", ts, got)
+		}
+		if m := feed.MinIDAt(ts); m > first || m+feed.MaxSeq < last {
+			t.Errorf("MinIDAt(%s) = %d; want the first id of that millisecond, at most %d", ts, m, first)
+		}
+		if !feed.ValidPostID(first) || !feed.ValidPostID(last) {
+			t.Errorf("ids %d, %d of %s are not valid post ids", first, last, ts)
+		}
+		prev = last
+	}
+	// The last millisecond of 2024 is ids -4096..-1; 2025's first is 0..4095.
+	if id, _ := feed.IDAt(times[2], 0); id != -4096 {
+		t.Errorf("IDAt(2024-12-31T23:59:59.999Z, 0) = %d; want -4096", id)
+	}
+	if id, _ := feed.IDAt(times[0], 0); id != feed.MinID {
+		t.Errorf("IDAt(2006-01-01, 0) = %d; want MinID %d", id, int64(feed.MinID))
+	}
+	// IDGen's ids, from the first it can make, sort above all history.
+	g := feed.NewIDGen(func() time.Time { return feed.IDEpoch })
+	if id := g.Next(); id < 4096 {
+		t.Errorf("IDGen at the epoch = %d; want at least 4096", id)
+	}
+	for _, c := range []struct {
+		t   time.Time
+		seq int64
+	}{
+		{feed.HistoryStart.Add(-time.Millisecond), 0},
+		{time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC), 5},
+		{feed.IDEpoch, 0}, // the id 0
+		{time.Now(), -1},
+		{time.Now(), feed.MaxSeq + 1},
+		{feed.IDTime(feed.MaxID).Add(time.Millisecond), 0},
+	} {
+		if id, err := feed.IDAt(c.t, c.seq); feed.ErrorCode(err) != feed.EINVALID {
+			t.Errorf("IDAt(%s, %d) = %d, %v; want invalid", c.t, c.seq, id, err)
+		}
+	}
+	if feed.ValidPostID(0) || feed.ValidPostID(feed.MinID-1) || feed.ValidPostID(feed.MaxID+1) {
+		t.Error("ValidPostID accepts 0, MinID-1 or MaxID+1")
+	}
+	if got := feed.MinIDAt(time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC)); got != feed.MinID {
+		t.Errorf("MinIDAt(1990) = %d; want MinID", got)
+	}
+}
+
+// TestImportSeq: deterministic, in range, and different per attempt and
+// per post most of the time.
+func TestImportSeq(t *testing.T) {
+	seen := map[int64]int{}
+	for i := range 1000 {
+		ext := fmt.Sprint("blog-", i)
+		s := feed.ImportSeq(42, ext, 0)
+		if s < 0 || s > feed.MaxSeq || s != feed.ImportSeq(42, ext, 0) {
+			t.Fatalf("ImportSeq(42, %s, 0) = %d; want one stable seq in 0..MaxSeq", ext, s)
+		}
+		seen[s]++
+	}
+	// 1,000 draws from 4,096: about 113 collide by chance.
+	if len(seen) < 800 {
+		t.Errorf("1,000 external ids share %d seqs; want them spread", len(seen))
+	}
+	if feed.ImportSeq(42, "a", 0) == feed.ImportSeq(42, "a", 1) && feed.ImportSeq(42, "a", 1) == feed.ImportSeq(42, "a", 2) {
+		t.Error("ImportSeq gives the same seq on three attempts")
+	}
+}
+
+func TestPostCursors(t *testing.T) {
+	for _, id := range []int64{feed.MinID, -4096, -1, 1, 4096, feed.MaxID} {
+		c := feed.EncodeCursor(feed.CursorFeed, id)
+		if got, err := feed.DecodeCursor(feed.CursorFeed, c); err != nil || got != id {
+			t.Errorf("DecodeCursor(EncodeCursor(%d)) = %d, %v", id, got, err)
+		}
+		if id < 0 {
+			if _, err := feed.DecodeCursor(feed.CursorUsers, feed.EncodeCursor(feed.CursorUsers, id)); feed.ErrorCode(err) != feed.EINVALID {
+				t.Errorf("a users cursor at %d: err %v; want invalid", id, err)
+			}
+		}
+	}
+	// A cursor made before history keeps its spelling.
+	if got := feed.EncodeCursor(feed.CursorFeed, 12345); got != "AWa5YA" {
+		t.Errorf("EncodeCursor(12345) = %q; want the spelling it always had, AWa5YA", got)
+	}
+	if _, err := feed.DecodeCursor(feed.CursorFeed, feed.EncodeCursor(feed.CursorFeed, feed.MinID-1)); feed.ErrorCode(err) != feed.EINVALID {
+		t.Errorf("a cursor below MinID: err %v; want invalid", err)
+	}
+	for _, s := range []string{"-0", "+5", "0", "-2456027136000001", "abc", "", "- 1"} {
+		if _, err := feed.ParsePostID(s); feed.ErrorCode(err) != feed.EINVALID {
+			t.Errorf("ParsePostID(%q) err = %v; want invalid", s, err)
+		}
+	}
+	for s, want := range map[string]int64{"-1": -1, "-2456027136000000": feed.MinID, "42": 42} {
+		if got, err := feed.ParsePostID(s); err != nil || got != want {
+			t.Errorf("ParsePostID(%q) = %d, %v; want %d", s, got, err, want)
+		}
+	}
+	// User ids stay positive.
+	if _, err := feed.ParseID("-1"); feed.ErrorCode(err) != feed.EINVALID {
+		t.Errorf("ParseID(-1) err = %v; want invalid", err)
 	}
 }

@@ -43,8 +43,8 @@ func (e Event) Encode() []byte { return encode(e) }
 // DecodeEvent parses an event. One without a post or an author is
 // malformed; one of an unknown Kind is not, and is left to the consumer.
 func DecodeEvent(b []byte) (Event, error) {
-	return decode(b, "event", "post and author ids must be positive",
-		func(e Event) bool { return e.PostID > 0 && e.AuthorID > 0 })
+	return decode(b, "event", "the post id must be valid and the author id positive",
+		func(e Event) bool { return messagePostID(e.PostID) && e.AuthorID > 0 })
 }
 
 // OutboxEvent is an encoded Event as stored: ID orders the outbox.
@@ -77,8 +77,8 @@ func (t FanoutTask) Encode() []byte { return encode(t) }
 // DecodeFanoutTask parses a task. One without a post, an author or a
 // non-empty range is malformed.
 func DecodeFanoutTask(b []byte) (FanoutTask, error) {
-	return decode(b, "fan-out task", "post and author ids must be positive and the range not empty",
-		func(t FanoutTask) bool { return t.PostID > 0 && t.AuthorID > 0 && t.Upto > t.After })
+	return decode(b, "fan-out task", "the post id must be valid, the author id positive and the range not empty",
+		func(t FanoutTask) bool { return messagePostID(t.PostID) && t.AuthorID > 0 && t.Upto > t.After })
 }
 
 // LikeEvent is one like or unlike as the API accepted it. Version orders
@@ -99,9 +99,14 @@ func (ev LikeEvent) Encode() []byte { return encode(ev) }
 // DecodeLikeEvent parses a like event. One without a user, a post or a
 // version is malformed.
 func DecodeLikeEvent(b []byte) (LikeEvent, error) {
-	return decode(b, "like event", "user, post and version must be positive",
-		func(ev LikeEvent) bool { return ev.User > 0 && ev.Post > 0 && ev.Version > 0 })
+	return decode(b, "like event", "user and version must be positive and the post id valid",
+		func(ev LikeEvent) bool { return ev.User > 0 && messagePostID(ev.Post) && ev.Version > 0 })
 }
+
+// messagePostID is the messages' rule for a post id: not 0, and not below
+// MinID (a post from before 2025 is negative). No upper bound: messages
+// carried larger ids before MinID existed, and still carry them exactly.
+func messagePostID(id int64) bool { return id != 0 && id >= MinID }
 
 // decode unmarshals a message named what and checks it with valid, which
 // rule describes.

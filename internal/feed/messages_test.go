@@ -55,13 +55,14 @@ func TestDecodeMalformed(t *testing.T) {
 		bodies []string
 	}{
 		{"event", func(b []byte) error { _, err := DecodeEvent(b); return err }, []string{
-			`not json`, `{}`, `{"kind":"post.created","post_id":"9"}`, `{"kind":"post.created","post_id":"-1","author_id":"7"}`, `{"post_id":9,"author_id":7}`,
+			`not json`, `{}`, `{"kind":"post.created","post_id":"9"}`, `{"kind":"post.created","post_id":"0","author_id":"7"}`,
+			`{"kind":"post.created","post_id":"-2456027136000001","author_id":"7"}`, `{"post_id":9,"author_id":7}`,
 		}},
 		{"task", func(b []byte) error { _, err := DecodeFanoutTask(b); return err }, []string{
 			`not json`, `{}`, `{"post_id":"9","author_id":"7","after":"5","upto":"5"}`, `{"post_id":"9","after":"0","upto":"5"}`,
 		}},
 		{"like", func(b []byte) error { _, err := DecodeLikeEvent(b); return err }, []string{
-			`not json`, `{}`, `{"u":"1","p":"7","l":true}`, `{"u":"0","p":"7","l":true,"v":"1"}`,
+			`not json`, `{}`, `{"u":"1","p":"7","l":true}`, `{"u":"0","p":"7","l":true,"v":"1"}`, `{"u":"1","p":"0","l":true,"v":"1"}`,
 		}},
 	} {
 		for _, b := range tc.bodies {
@@ -69,6 +70,10 @@ func TestDecodeMalformed(t *testing.T) {
 				t.Errorf("decode %s %s = nil; want an error", tc.name, b)
 			}
 		}
+	}
+	// A post from before 2025 has a negative id: its like is well formed.
+	if ev, err := DecodeLikeEvent([]byte(`{"u":"1","p":"-4096","l":true,"v":"1"}`)); err != nil || ev.Post != -4096 {
+		t.Errorf("the like of a post from 2024 = %+v, %v; want it decoded", ev, err)
 	}
 	// An unknown kind is well formed: the consumer decides what to do.
 	if ev, err := DecodeEvent([]byte(`{"kind":"post.deleted","post_id":"9","author_id":"7"}`)); err != nil || ev.Kind != "post.deleted" {

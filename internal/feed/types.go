@@ -113,12 +113,23 @@ const (
 	MaxDataDepth = 32
 )
 
-// ParseID parses a decimal id as it appears in URLs and JSON. Ids are
-// positive 64-bit integers.
+// ParseID parses a decimal id as it appears in URLs and JSON. User ids,
+// and the ids of everything but posts, are positive 64-bit integers.
 func ParseID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id <= 0 || s[0] == '+' {
 		return 0, Errorf(EINVALID, "%q is not a valid id: ids are positive decimal integers", s)
+	}
+	return id, nil
+}
+
+// ParsePostID parses a post's decimal id: ParseID's rule, and also the
+// negative ids of posts from before 2025, down to MinID (ValidPostID).
+// "-0" and "+5" are no ids, as "0" is not.
+func ParsePostID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id == 0 || s[0] == '+' || id < MinID {
+		return 0, Errorf(EINVALID, "%q is not a valid post id: post ids are decimal integers, not 0, from %d", s, int64(MinID))
 	}
 	return id, nil
 }

@@ -60,12 +60,21 @@ func actingUser(r *http.Request) (int64, error) {
 }
 
 // actingUserAndID is actingUser and the {id} of the path: the two things
-// a route that acts on one object needs first.
+// a route that acts on one user needs first.
 func actingUserAndID(r *http.Request) (me, id int64, err error) {
+	return actingUserAnd(r, pathID)
+}
+
+// actingUserAndPostID is actingUserAndID for a route on a post.
+func actingUserAndPostID(r *http.Request) (me, id int64, err error) {
+	return actingUserAnd(r, pathPostID)
+}
+
+func actingUserAnd(r *http.Request, parse func(*http.Request) (int64, error)) (me, id int64, err error) {
 	if me, err = actingUser(r); err != nil {
 		return 0, 0, err
 	}
-	id, err = pathID(r)
+	id, err = parse(r)
 	return me, id, err
 }
 

@@ -208,24 +208,37 @@ func jsonKind(t reflect.Type) string {
 	}
 }
 
-// jsonID is an id in a request body: a decimal string as responses carry
-// it, or a plain JSON number for clients that have one. null means absent.
+// jsonID is a user's id in a request body: a decimal string as responses
+// carry it, or a plain JSON number for clients that have one. null means
+// absent.
 type jsonID int64
 
 func (id *jsonID) UnmarshalJSON(b []byte) error {
+	v, err := unmarshalID(b, feed.ParseID)
+	*id = jsonID(v)
+	return err
+}
+
+// jsonPostID is jsonID for a post's id, which is negative for a post
+// from before 2025 (feed.ParsePostID).
+type jsonPostID int64
+
+func (id *jsonPostID) UnmarshalJSON(b []byte) error {
+	v, err := unmarshalID(b, feed.ParsePostID)
+	*id = jsonPostID(v)
+	return err
+}
+
+// unmarshalID parses a JSON id with parse; null is 0, absent.
+func unmarshalID(b []byte, parse func(string) (int64, error)) (int64, error) {
 	s := string(b)
 	if s == "null" {
-		return nil
+		return 0, nil
 	}
 	if len(b) > 0 && b[0] == '"' {
 		if err := json.Unmarshal(b, &s); err != nil {
-			return feed.Errorf(feed.EINVALID, "id is not a valid JSON string")
+			return 0, feed.Errorf(feed.EINVALID, "id is not a valid JSON string")
 		}
 	}
-	v, err := feed.ParseID(s)
-	if err != nil {
-		return err
-	}
-	*id = jsonID(v)
-	return nil
+	return parse(s)
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/feedd/feedd/internal/feed"
 )
 
 // TestPostExternalID: a post created with an external id shows it; the
@@ -88,5 +90,37 @@ func TestPostExternalID(t *testing.T) {
 	wantStatus(t, r, http.StatusConflict)
 	if got := r.json(t)["error"].(map[string]any)["post_id"]; got != checkPost(t, first.json(t))["id"] {
 		t.Errorf("409 post_id %v; want the first post's", got)
+	}
+}
+
+// TestHistoryPostIDs: a post id may be negative (a post from before
+// 2025), down to feed.MinID; user ids stay positive.
+func TestHistoryPostIDs(t *testing.T) {
+	e := newEnv(t)
+	alices := userToken(t, alice)
+	for _, c := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/v1/posts/-4096", http.StatusNotFound},
+		{"GET", "/v1/posts/-2456027136000000", http.StatusNotFound},
+		{"PUT", "/v1/posts/-4096/like", http.StatusNotFound},
+		{"GET", "/v1/posts/-2456027136000001", http.StatusBadRequest},
+		{"GET", "/v1/posts/-0", http.StatusBadRequest},
+		{"GET", "/v1/posts/+5", http.StatusBadRequest},
+		{"GET", "/v1/users/-5", http.StatusBadRequest},
+		{"PUT", "/v1/me/following/-5", http.StatusBadRequest},
+	} {
+		r := e.do(req{method: c.method, path: c.path, token: alices})
+		if r.status != c.want {
+			t.Errorf("%s %s: status %d; want %d (body %s)", c.method, c.path, r.status, c.want, r.body)
+		}
+	}
+	e.svc.calls()
+	// The cursor of a page that ends on a post from before 2025 pages on.
+	r := e.do(req{method: "GET", path: "/v1/users/1/posts?cursor=" + feed.EncodeCursor(feed.CursorFeed, -4096), token: alices})
+	wantStatus(t, r, http.StatusOK)
+	if got := e.svc.calls(); len(got) != 1 || !strings.Contains(got[0].String(), "-4096") {
+		t.Errorf("service calls %v; want one author page below -4096", got)
 	}
 }

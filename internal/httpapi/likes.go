@@ -45,7 +45,7 @@ type likeJSON struct {
 
 func handleLike(svc Service, lk Likes, liked bool) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
-		me, id, err := actingUserAndID(r)
+		me, id, err := actingUserAndPostID(r)
 		if err != nil {
 			return err
 		}
@@ -94,7 +94,7 @@ const maxLikerRounds = 4
 
 func handlePostLikers(svc Service, lk Likes) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
-		id, err := pathID(r)
+		id, err := pathPostID(r)
 		if err != nil {
 			return err
 		}

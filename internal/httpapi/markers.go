@@ -24,7 +24,7 @@ func toMarkerJSON(m feed.Marker) markerJSON {
 }
 
 type setMarkerRequest struct {
-	LastReadID jsonID `json:"last_read_id"`
+	LastReadID jsonPostID `json:"last_read_id"`
 }
 
 func (req setMarkerRequest) valid() error {

@@ -44,8 +44,12 @@ func TestMarkers(t *testing.T) {
 	// Not a post: the service says so.
 	wantStatus(t, put(`{"last_read_id":"99999"}`), http.StatusBadRequest)
 	wantCalls(t, e.svc, "SetMarker[2 99999]")
+	// A negative id is a post from before 2025: the service looks it up.
+	wantStatus(t, put(`{"last_read_id":"-3"}`), http.StatusBadRequest)
+	wantCalls(t, e.svc, "SetMarker[2 -3]")
 	for _, body := range []string{
-		``, `{}`, `{"last_read_id":null}`, `{"last_read_id":"0"}`, `{"last_read_id":"-3"}`, `{"last_read_id":"12x"}`,
+		``, `{}`, `{"last_read_id":null}`, `{"last_read_id":"0"}`, `{"last_read_id":"-0"}`,
+		`{"last_read_id":"-2456027136000001"}`, `{"last_read_id":"12x"}`,
 		`{"last_read_id":"1","x":1}`, `[]`, `{"last_read_id":"1"} {}`,
 	} {
 		wantStatus(t, put(body), http.StatusBadRequest)

@@ -15,9 +15,15 @@ const (
 	maxLimit     = 100
 )
 
-// pathID parses the {id} path segment.
+// pathID parses the {id} path segment of a user (or job): a positive id.
 func pathID(r *http.Request) (int64, error) {
 	return feed.ParseID(r.PathValue("id"))
+}
+
+// pathPostID parses the {id} path segment of a post, which is negative
+// for a post from before 2025 (feed.ParsePostID).
+func pathPostID(r *http.Request) (int64, error) {
+	return feed.ParsePostID(r.PathValue("id"))
 }
 
 // query parses the query string strictly: a malformed one (a bad escape

@@ -243,7 +243,7 @@ func (req editPostRequest) edit() feed.PostEdit {
 
 func handlePostEdit(svc Service, lk Likes) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
-		me, id, err := actingUserAndID(r)
+		me, id, err := actingUserAndPostID(r)
 		if err != nil {
 			return err
 		}
@@ -266,7 +266,7 @@ func handlePostEdit(svc Service, lk Likes) http.Handler {
 
 func handlePostGet(svc Service, lk Likes) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
-		id, err := pathID(r)
+		id, err := pathPostID(r)
 		if err != nil {
 			return err
 		}
@@ -291,7 +291,7 @@ func handlePostGet(svc Service, lk Likes) http.Handler {
 
 func handlePostDelete(svc Service) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
-		me, id, err := actingUserAndID(r)
+		me, id, err := actingUserAndPostID(r)
 		if err != nil {
 			return err
 		}

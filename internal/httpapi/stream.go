@@ -144,7 +144,11 @@ func announcing(lv *Live, what byte, h http.Handler) http.Handler {
 		if sw := findStatusWriter(w); sw == nil || sw.status < 200 || sw.status > 299 {
 			return
 		}
-		me, id, err := actingUserAndID(r)
+		parse := actingUserAndID
+		if what == 'd' {
+			parse = actingUserAndPostID
+		}
+		me, id, err := parse(r)
 		if err != nil {
 			return
 		}
@@ -175,7 +179,7 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 		}
 		var last int64
 		if v := r.Header.Get("Last-Event-ID"); v != "" {
-			if last, err = feed.ParseID(v); err != nil {
+			if last, err = feed.ParsePostID(v); err != nil {
 				return feed.Errorf(feed.EINVALID, "Last-Event-ID must be a post id from this stream, got %q", v)
 			}
 		}
@@ -255,7 +259,7 @@ func resume(ctx context.Context, svc Service, lk Likes, me, last int64, s *strea
 	}
 	for i := len(page.Items) - 1; i >= 0; i-- {
 		it := page.Items[i]
-		id, _ := feed.ParseID(it.ID)
+		id, _ := feed.ParsePostID(it.ID)
 		if err := sse.sendPost(it); err != nil {
 			return err
 		}

@@ -253,7 +253,7 @@ func (c *Cache) InboxPage(ctx context.Context, reader, before int64, n int) (fee
 		return feed.InboxPage{}, nil
 	}
 	end := len(b.ids)
-	if before > 0 {
+	if before != 0 { // 0: from the newest; a post from before 2025 is below 0
 		end, _ = slices.BinarySearch(b.ids, before)
 	}
 	n = max(min(n, end), 0)

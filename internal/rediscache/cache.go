@@ -12,8 +12,8 @@
 //
 // Keys, under Options.Prefix:
 //
-//	inbox:{g<n>}:<reader>    an inbox's ring of post ids: one string (lua/ring.lua)
-//	inbox:{g<n>}:<reader>:p  its pending list: ids pushed since the last drain
+//	inbox2:{g<n>}:<reader>    an inbox's ring of post ids: one string (lua/ring.lua)
+//	inbox2:{g<n>}:<reader>:p  its pending list: ids pushed since the last drain
 //	post:{<id>}              a cached post, in the compact encoding of post.go
 //	kv:<key>                 a KV key, as the caller named it
 //	likes:…                  like counters and recent sets (likes.go)
@@ -22,8 +22,8 @@
 //
 // An inbox is two keys of one hash tag. Its ring is one Redis string: a
 // 21-byte header (format, complete or not, ring size, head, count, newest
-// id) and a ring of post ids, 7 big-endian bytes each (ids are below
-// 2^53), newest first from the head. lua/ring.lua defines the layout, the
+// id) and a ring of post ids, 7 big-endian bytes of two's complement each
+// (|id| < 2^53; negative before 2025), newest first from the head. lua/ring.lua defines the layout, the
 // one place that does: every inbox script, FillInbox's included, is built
 // on it (lua.go says how). Its pending list is a Redis list of
 // the ids pushed since it was last drained, in arrival order, ending in a
@@ -83,14 +83,18 @@
 // Replicas and the AOF get the pushes and the scripts' effects: LPUSHX,
 // SETRANGEs of a few bytes, an LTRIM.
 //
-// Upgrading: inboxes moved from inbox:{reader} (a ring alone) and, before
-// that, feed:{reader} (a sorted set) to the grouped keys above, so that no
-// command meets an old layout during a rolling deploy; every reader's
-// first read after it rebuilds the inbox from SQL. The old keys are never
-// read again and expire with their ttl; to free them at once (on each
-// master of a Cluster):
+// Upgrading: inboxes moved from inbox:{g<n>}:<reader> (format 1, whose
+// slots were unsigned and held no id below 0), before that from
+// inbox:{reader} (a ring alone) and feed:{reader} (a sorted set), to the
+// keys above, so that no command meets an old layout during a rolling
+// deploy: a version that reads slots unsigned would take the negative id
+// of a post from before 2025 for one far in the future. Every reader's
+// first read after it rebuilds the inbox from SQL (author lists alike).
+// The old keys are never read again and expire with their ttl; to free
+// them at once (on each master of a Cluster):
 //
-//	redis-cli --scan --pattern 'feedd:inbox:{[0-9]*}' | xargs -r -n 500 redis-cli unlink
+//	redis-cli --scan --pattern 'feedd:inbox:{*' | xargs -r -n 500 redis-cli unlink
+//	redis-cli --scan --pattern 'feedd:ob:inbox:{*' | xargs -r -n 500 redis-cli unlink
 //	redis-cli --scan --pattern 'feedd:feed:{*}' | xargs -r -n 500 redis-cli unlink
 package rediscache
 
@@ -162,7 +166,7 @@ func New(client redis.UniversalClient, opts Options) *Cache {
 		inboxMax:         opts.InboxMax,
 		inboxGroups:      opts.InboxGroups,
 		maxArg:           strconv.Itoa(opts.InboxMax),
-		inboxPrefix:      opts.Prefix + "inbox:",
+		inboxPrefix:      opts.Prefix + "inbox2:", // the layout's version: see "Upgrading"
 		postKey:          opts.Prefix + "post:",
 		kvKey:            opts.Prefix + "kv:",
 		likesKey:         opts.Prefix + "likes:",

@@ -240,10 +240,10 @@ func TestKeysAreClusterSafe(t *testing.T) {
 	c := New(nil, Options{Prefix: "feedd:"})
 	ring, pending := c.inboxKey(42), c.pendingKey(42)
 	for _, tc := range []struct{ key, want string }{
-		{ring, "feedd:inbox:{g34}:42"},
-		{pending, "feedd:inbox:{g34}:42:p"},
-		{c.pendingKeys([]int64{7, 42})[1], "feedd:inbox:{g34}:42:p"},
-		{c.pendingKeys([]int64{7, 42})[0], "feedd:inbox:{g20}:7:p"},
+		{ring, "feedd:inbox2:{g34}:42"},
+		{pending, "feedd:inbox2:{g34}:42:p"},
+		{c.pendingKeys([]int64{7, 42})[1], "feedd:inbox2:{g34}:42:p"},
+		{c.pendingKeys([]int64{7, 42})[0], "feedd:inbox2:{g20}:7:p"},
 		{c.postKeyOf(feed.MaxID), "feedd:post:{9007199254740991}"},
 	} {
 		if tc.key != tc.want {

@@ -19,7 +19,7 @@ import (
 // InboxPage returns up to n ids of reader's inbox strictly below before (0:
 // from the newest), newest first, in one round trip.
 func (c *Cache) InboxPage(ctx context.Context, reader, before int64, n int) (feed.InboxPage, error) {
-	reply, err := c.page.Run(ctx, c.client, c.keys(reader), max(before, 0), max(n, 0), c.maxArg).Text()
+	reply, err := c.page.Run(ctx, c.client, c.keys(reader), before, max(n, 0), c.maxArg).Text()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return feed.InboxPage{}, nil

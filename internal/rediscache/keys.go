@@ -8,7 +8,7 @@ import (
 )
 
 // An inbox is two keys of one hash tag: its ring,
-// inbox:{g<group>}:<reader>, and its pending list, the ring's key and
+// inbox2:{g<group>}:<reader>, and its pending list, the ring's key and
 // ":p". The tag is the reader's group, not the reader, so that the
 // fan-out's occasional drains can take many inboxes of a group in one
 // script call on one slot (drainInboxes).

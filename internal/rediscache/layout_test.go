@@ -5,11 +5,13 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/internal/feed"
 )
 
 // TestRingBytes pins the inbox layout byte for byte (LAYOUT.md, and the
-// package comment): a change to it must rename the keys, or a rolling
-// deploy would read rings of the other layout. It spells the layout out
+// package comment): a change to it must rename the keys (and bump the
+// format byte), or a rolling deploy would read rings of the other layout. It spells the layout out
 // on its own, independently of the code that writes it.
 func TestRingBytes(t *testing.T) {
 	ctx := t.Context()
@@ -20,11 +22,13 @@ func TestRingBytes(t *testing.T) {
 		deleteKeys(t, client, prefix)
 		c.Close()
 	})
-	// ring returns a ring's bytes: the 21-byte header (format 1, state,
+	// ring returns a ring's bytes: the 21-byte header (format 2, state,
 	// cap, head, count, newest id) and cap slots of 7 bytes, slots[i] in
-	// slot i, zeros elsewhere.
+	// slot i, zeros elsewhere. An id is its 7 low bytes of two's
+	// complement: a negative one (a post from before 2025) starts with
+	// 0xff, a positive one has the bytes of format 1's unsigned slots.
 	ring := func(state byte, capacity, head, count uint32, newest int64, slots map[int]int64) string {
-		b := []byte{1, state}
+		b := []byte{2, state}
 		b = binary.BigEndian.AppendUint32(b, capacity)
 		b = binary.BigEndian.AppendUint32(b, head)
 		b = binary.BigEndian.AppendUint32(b, count)
@@ -87,4 +91,37 @@ func TestRingBytes(t *testing.T) {
 		want[i] = int64(45 - i)
 	}
 	check("trimmed fill", 3, ring(1, 40, 0, 40, 45, want), true)
+
+	// History: ids below 0, in order below every id of 2025 on.
+	if err := c.FillInbox(ctx, 4, []int64{4096, -1, -4096, feed.MinID}, true, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	check("fill with history", 4, ring(0, 22, 0, 4, 4096, map[int]int64{0: 4096, 1: -1, 2: -4096, 3: feed.MinID}), true)
+	if got, _ := client.GetRange(ctx, c.inboxKey(4), 21+7, 21+7+6).Result(); got != "\xff\xff\xff\xff\xff\xff\xff" {
+		t.Errorf("slot of id -1 = %x; want seven 0xff bytes", got)
+	}
+	for _, id := range []int64{-2, 5000} {
+		if err := c.PushToInboxes(ctx, []int64{4}, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pg, err := c.InboxPage(ctx, 4, -1, 10) // drains, then pages below -1
+	if err != nil || !slices.Equal(pg.IDs, []int64{-2, -4096, feed.MinID}) {
+		t.Fatalf("InboxPage(4, below -1) = %v, %v; want -2, -4096, MinID", pg.IDs, err)
+	}
+	check("drain with history", 4, ring(0, 22, 21, 6, 5000, map[int]int64{21: 5000, 0: 4096, 1: -1, 2: -2, 3: -4096, 4: feed.MinID}), true)
+
+	// A ring of format 1 (unsigned slots), under this version's keys,
+	// reads as absent: it is rebuilt from SQL.
+	old := []byte(ring(0, 16, 0, 1, 4096, map[int]int64{0: 4096}))
+	old[0] = 1
+	if err := client.Set(ctx, c.inboxKey(5), old, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.RPush(ctx, c.pendingKey(5), "s").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if pg, err := c.InboxPage(ctx, 5, 0, 10); err != nil || pg.Exists {
+		t.Errorf("InboxPage of a format-1 ring = %+v, %v; want absent", pg, err)
+	}
 }

@@ -19,7 +19,8 @@ import (
 //	                  renewed by every read (GETEX) and write
 //	likes:u:{<user>}  the user's recent set: a sorted set of the newest
 //	                  actions, member "<post>" for a like and "-<post>"
-//	                  for an unlike, score the action's version (its time
+//	                  for an unlike (likeMember: a post from before 2025
+//	                  is "n<-post>"), score the action's version (its time
 //	                  in microseconds, strictly increasing per user), and
 //	                  member "w" whose score is the window start W: the set
 //	                  knows every action on posts created after W (plus
@@ -48,6 +49,38 @@ func (c *Cache) likeCountKey(post int64) string {
 	return c.likesKey + "n:{" + strconv.FormatInt(post, 10) + "}"
 }
 
+// likeMember is post's member in a recent set for a like; an unlike's is
+// "-" and the same. A post from before 2025 has a negative id, which is
+// written "n" and its magnitude, so that the "-" of an unlike stays
+// unambiguous: "-5" is the unlike of post 5, as in every set written
+// before such posts existed, and "-n5" that of post -5.
+func likeMember(post int64) string {
+	if post < 0 {
+		return "n" + strconv.FormatUint(-uint64(post), 10)
+	}
+	return strconv.FormatInt(post, 10)
+}
+
+// parseLikeMember reads a member of a recent set; ok is false for "w" and
+// anything else that names no action.
+func parseLikeMember(m string) (post int64, liked, ok bool) {
+	liked = !strings.HasPrefix(m, "-")
+	m = strings.TrimPrefix(m, "-")
+	neg := strings.HasPrefix(m, "n")
+	m = strings.TrimPrefix(m, "n")
+	if m == "" || m[0] < '1' || m[0] > '9' {
+		return 0, false, false
+	}
+	post, err := strconv.ParseInt(m, 10, 64)
+	if err != nil {
+		return 0, false, false
+	}
+	if neg {
+		post = -post
+	}
+	return post, liked, true
+}
+
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func boolArg(b bool) string {
@@ -64,7 +97,7 @@ func (c *Cache) SetLiked(ctx context.Context, user, post int64, postTime time.Ti
 		coldGiven, coldLiked, coldVersion = "1", boolArg(cold.Liked), cold.Version
 	}
 	res, err := setLiked.Run(ctx, c.client, []string{c.likeUserKey(user)},
-		post, boolArg(liked), micros(postTime), feed.LikeClockSkew.Microseconds(), max(window, 1), ms(ttl),
+		likeMember(post), boolArg(liked), micros(postTime), feed.LikeClockSkew.Microseconds(), max(window, 1), ms(ttl),
 		coldGiven, coldLiked, coldVersion).Int64Slice()
 	if err != nil {
 		return feed.LikeChange{}, fmt.Errorf("rediscache: set like of %d on %d: %w", user, post, err)
@@ -83,7 +116,7 @@ func (c *Cache) SetLiked(ctx context.Context, user, post int64, postTime time.Ti
 func (c *Cache) RevertLike(ctx context.Context, user, post int64, ch feed.LikeChange) error {
 	// The change set the opposite of Prev.
 	err := revertLike.Run(ctx, c.client, []string{c.likeUserKey(user)},
-		post, boolArg(!ch.Prev.Liked), ch.Version, boolArg(ch.Prev.Liked), ch.Prev.Version).Err()
+		likeMember(post), boolArg(!ch.Prev.Liked), ch.Version, boolArg(ch.Prev.Liked), ch.Prev.Version).Err()
 	if err != nil {
 		return fmt.Errorf("rediscache: revert like of %d on %d: %w", user, post, err)
 	}
@@ -96,7 +129,7 @@ func (c *Cache) FillUserLikes(ctx context.Context, user int64, recent []feed.Lik
 	args := make([]any, 0, 2+2*len(recent))
 	args = append(args, ms(ttl), w)
 	for _, e := range recent {
-		m := strconv.FormatInt(e.Post, 10)
+		m := likeMember(e.Post)
 		if !e.Liked {
 			m = "-" + m
 		}
@@ -167,10 +200,10 @@ func (c *Cache) LikeStates(ctx context.Context, reader int64, posts []int64, pos
 		members := make([]string, 0, 1+2*len(posts))
 		members = append(members, "w")
 		for _, post := range posts {
-			members = append(members, strconv.FormatInt(post, 10))
+			members = append(members, likeMember(post))
 		}
 		for _, post := range posts {
-			members = append(members, "-"+strconv.FormatInt(post, 10))
+			members = append(members, "-"+likeMember(post))
 		}
 		scores = p.ZMScore(ctx, c.likeUserKey(reader), members...)
 	}
@@ -235,9 +268,8 @@ func (c *Cache) RecentLikes(ctx context.Context, user int64) ([]feed.LikeEntry, 
 			exists = true
 			continue
 		}
-		liked := !strings.HasPrefix(m, "-")
-		post, err := strconv.ParseInt(strings.TrimPrefix(m, "-"), 10, 64)
-		if err != nil {
+		post, liked, ok := parseLikeMember(m)
+		if !ok {
 			continue
 		}
 		out = append(out, feed.LikeEntry{Post: post, Liked: liked, Version: int64(z.Score)})

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -163,5 +165,94 @@ func testExternalIDRace(t *testing.T, e *env) {
 	}
 	if winners != 1 {
 		t.Fatalf("%d creates made a post; want 1", winners)
+	}
+}
+
+// testHistoryIDs: posts from before 2025 have negative ids; every read
+// takes them in, below the posts of 2025 on, and pages across 0 exactly.
+func testHistoryIDs(t *testing.T, e *env) {
+	ctx := t.Context()
+	s := e.store(t)
+	mustUsers(t, s, 1, 2, 3)
+	mustFollow(t, s, 3, 1)
+	mustFollow(t, s, 3, 2)
+	at := func(ts time.Time, seq int64) int64 {
+		id, err := feed.IDAt(ts, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	ids := []int64{ // newest first
+		feed.NewIDGen(nil).Next(),
+		at(feed.IDEpoch, 1),
+		at(time.Date(2024, 12, 31, 23, 59, 59, 999e6, time.UTC), feed.MaxSeq),
+		at(time.Date(2024, 12, 31, 23, 59, 59, 999e6, time.UTC), 0),
+		at(time.Date(2016, 6, 1, 0, 0, 0, 0, time.UTC), 7),
+		feed.MinID,
+	}
+	for i, id := range ids {
+		author := int64(1 + i%2)
+		p, created, err := s.CreatePost(ctx, feed.Post{ID: id, AuthorID: author, Content: "p", CreatedAt: feed.IDTime(id), ExternalID: fmt.Sprint("x", i)}, feed.Idempotency{})
+		if err != nil || !created || !p.CreatedAt.Equal(feed.IDTime(id)) {
+			t.Fatalf("CreatePost(%d): %+v, %v, %v", id, p, created, err)
+		}
+	}
+	for _, bad := range []int64{0, feed.MinID - 1, feed.MaxID + 1} {
+		_, _, err := s.CreatePost(ctx, feed.Post{ID: bad, AuthorID: 1, Content: "p"}, feed.Idempotency{})
+		wantCode(t, err, feed.EINVALID)
+	}
+	of := func(author int64) []int64 {
+		var out []int64
+		for i, id := range ids {
+			if int64(1+i%2) == author {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	check := func(what string, got []int64, err error, want []int64) {
+		t.Helper()
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s = %v, %v; want %v", what, got, err, want)
+		}
+	}
+	got, err := s.FeedPostIDs(ctx, 3, 0, 0, 100)
+	check("FeedPostIDs(all)", got, err, ids)
+	// Paging two at a time, each page below the last id of the one before.
+	var paged []int64
+	for before := int64(0); ; {
+		page, err := s.FeedPostIDs(ctx, 3, 0, before, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paged = append(paged, page...)
+		if len(page) < 2 {
+			break
+		}
+		before = page[len(page)-1]
+	}
+	check("FeedPostIDs paged by 2", paged, nil, ids)
+	got, err = s.FeedPostIDs(ctx, 3, ids[4], ids[1], 100)
+	check("FeedPostIDs(between)", got, err, ids[2:4])
+	got, err = s.PushedFeedPostIDs(ctx, 3, 1000, 1000, 0, ids[2], 100)
+	check("PushedFeedPostIDs(below)", got, err, ids[3:])
+	got, err = s.AuthorPostIDs(ctx, 1, 0, 0, 100)
+	check("AuthorPostIDs(1)", got, err, of(1))
+	got, err = s.AuthorPostIDs(ctx, 2, 0, -1, 100)
+	check("AuthorPostIDs(2, below -1)", got, err, of(2)[1:])
+	got, err = s.AuthorsPostIDs(ctx, []int64{1, 2}, ids[3], 100)
+	check("AuthorsPostIDs(below)", got, err, ids[4:])
+	posts, err := s.AuthorPosts(ctx, 1, ids[1], 100)
+	var pids []int64
+	for _, p := range posts {
+		pids = append(pids, p.ID)
+	}
+	check("AuthorPosts(1, below)", pids, err, of(1)[1:])
+	if k, err := s.NewestPostsFloor(ctx, len(ids)); err != nil || k != feed.MinID {
+		t.Errorf("NewestPostsFloor(%d) = %d, %v; want MinID", len(ids), k, err)
+	}
+	if byExt, err := s.PostIDsByExternalID(ctx, []ExternalKey{{1, "x4"}, {2, "x5"}}); err != nil || byExt[ExternalKey{1, "x4"}] != ids[4] || byExt[ExternalKey{2, "x5"}] != feed.MinID {
+		t.Errorf("PostIDsByExternalID = %v, %v", byExt, err)
 	}
 }

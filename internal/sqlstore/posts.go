@@ -45,9 +45,9 @@ const keyAttempts = 4
 // A post id that exists already is ECONFLICT: the caller retries with a
 // fresh id. An incomplete idem (idem.Check) is EINVALID.
 func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (feed.Post, bool, error) {
-	if p.ID <= 0 || p.AuthorID <= 0 {
+	if !feed.ValidPostID(p.ID) || p.AuthorID <= 0 {
 		return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d: %w", p.ID,
-			feed.Errorf(feed.EINVALID, "post id %d and author id %d must be positive", p.ID, p.AuthorID))
+			feed.Errorf(feed.EINVALID, "post id %d must be a post id (feed.ValidPostID) and author id %d positive", p.ID, p.AuthorID))
 	}
 	if err := idem.Check(); err != nil {
 		return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d: %w", p.ID, err)
@@ -532,14 +532,15 @@ func (s *Store) AuthorPosts(ctx context.Context, author, before int64, n int) ([
 }
 
 // AuthorPostIDs returns up to n ids of author's posts with after < id <
-// before (before 0: no upper bound), newest first, deleted ones left out.
+// before (0: no bound; posts from before 2025 have negative ids), newest
+// first, deleted ones left out.
 func (s *Store) AuthorPostIDs(ctx context.Context, author, after, before int64, n int) ([]int64, error) {
 	if n <= 0 {
 		return []int64{}, nil
 	}
 	ids, err := s.queryIDs(ctx, n, `SELECT id FROM posts
 		WHERE author_id = ? AND id > ? AND id < ? AND deleted_at IS NULL ORDER BY id DESC LIMIT ?`,
-		author, after, upperBound(before), n)
+		author, lowerBound(after), upperBound(before), n)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: post ids of %d in (%d, %d): %w", author, after, before, err)
 	}
@@ -569,7 +570,7 @@ func (s *Store) NewestPostsFloor(ctx context.Context, k int) (int64, error) {
 
 // FeedPostIDs builds reader's home feed from SQL: up to n ids of the
 // non-deleted posts of the authors reader follows, with after < id <
-// before (before 0: no upper bound), newest first. It rebuilds an inbox,
+// before (0: no bound, either side), newest first. It rebuilds an inbox,
 // pages past a trimmed one, and refreshes a first page (a recent after).
 //
 // One query over the indexes; the plans, checked with EXPLAIN (MariaDB
@@ -628,7 +629,7 @@ func (s *Store) feedIDs(ctx context.Context, reader, after, before int64, n int,
 	// The reader's follow is a join condition of the walk and a filter of
 	// the join from follows; either way it binds the first ? of the query.
 	var from string
-	if s.d.recentFirst && before <= 0 && after >= feed.MinIDAt(time.Now().Add(-recentWindow)) {
+	if s.d.recentFirst && before == 0 && after != 0 && after >= feed.MinIDAt(time.Now().Add(-recentWindow)) {
 		from = "posts p STRAIGHT_JOIN follows f ON f.follower_id = ? AND f.followee_id = p.author_id"
 		if b != nil {
 			from += " STRAIGHT_JOIN users u ON u.id = p.author_id"
@@ -647,7 +648,7 @@ func (s *Store) feedIDs(ctx context.Context, reader, after, before int64, n int,
 		inBand = " u.follower_count < ? AND (u.follower_count < ? OR u.pull_mode = 0) AND"
 		args = append(args, b.high, b.low)
 	}
-	args = append(args, after, upperBound(before), n)
+	args = append(args, lowerBound(after), upperBound(before), n)
 	ids, err := s.queryIDsOn(ctx, s.replica, n, "SELECT p.id FROM "+from+inBand+
 		" p.id > ? AND p.id < ? AND p.deleted_at IS NULL ORDER BY p.id DESC LIMIT ?", args...)
 	if err != nil {
@@ -657,10 +658,20 @@ func (s *Store) feedIDs(ctx context.Context, reader, after, before int64, n int,
 }
 
 // upperBound turns an exclusive upper bound where 0 means none into one
-// SQL can compare with.
+// SQL can compare with. Only 0 is none: a post from before 2025 has a
+// negative id, and a page below it has a negative bound.
 func upperBound(before int64) int64 {
-	if before <= 0 {
+	if before == 0 {
 		return math.MaxInt64
 	}
 	return before
+}
+
+// lowerBound is upperBound for an exclusive lower bound: 0 means none,
+// which takes in the negative ids of posts from before 2025.
+func lowerBound(after int64) int64 {
+	if after == 0 {
+		return math.MinInt64
+	}
+	return after
 }

@@ -162,6 +162,7 @@ var suite = []struct {
 	{"DuplicatePostID", testDuplicatePostID},
 	{"ExternalID", testExternalID},
 	{"ExternalIDRace", testExternalIDRace},
+	{"HistoryIDs", testHistoryIDs},
 	{"DeletePost", testDeletePost},
 	{"PostData", testPostData},
 	{"EditPost", testEditPost},

@@ -48,7 +48,7 @@ func decodeMsg(b []byte) (kind byte, id int64, ok bool) {
 		return 0, 0, false
 	}
 	id, err := strconv.ParseInt(string(b[2:]), 10, 64)
-	return kind, id, err == nil && id > 0
+	return kind, id, err == nil && feed.ValidPostID(id) // negative: a post from before 2025
 }
 
 // Announcer publishes the events streams listen for. Every call is one

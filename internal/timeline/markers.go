@@ -34,7 +34,7 @@ func (s *Service) Marker(ctx context.Context, reader int64) (feed.Marker, error)
 // marker is a position in time, and requiring a post keeps it from being
 // set past the newest post.
 func (s *Service) SetMarker(ctx context.Context, reader, lastRead int64) (feed.Marker, error) {
-	if lastRead < 1 || lastRead > feed.MaxID {
+	if !feed.ValidPostID(lastRead) {
 		return feed.Marker{}, feed.Errorf(feed.EINVALID, "last_read_id %d is not a post id", lastRead)
 	}
 	ok, err := s.postExists(ctx, lastRead)
@@ -210,8 +210,12 @@ func (s *Service) Unread(ctx context.Context, reader, after int64, limit int) (n
 	}
 }
 
-// above returns the ids of a newest-first list that are greater than after.
+// above returns the ids of a newest-first list that are greater than after
+// (0: all of them, posts from before 2025 and their negative ids too).
 func above(ids []int64, after int64) []int64 {
+	if after == 0 {
+		return ids
+	}
 	for i, id := range ids {
 		if id <= after {
 			return ids[:i]

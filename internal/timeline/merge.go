@@ -112,7 +112,7 @@ func missing(want, have []int64) []int64 {
 // pageBelow returns up to n of ids (newest first) below pos.
 func pageBelow(ids []int64, pos int64, n int, complete bool) feed.InboxPage {
 	start := 0
-	if pos > 0 {
+	if pos != 0 { // 0: from the newest; a post from before 2025 is below 0
 		start, _ = slices.BinarySearchFunc(ids, pos, func(a, b int64) int {
 			// ids are descending: find the first id < pos.
 			switch {

@@ -215,7 +215,7 @@ func (o authorListSource) next(ctx context.Context, pos int64, want int) ([]int6
 	s := o.s
 	if h, ok := s.head(ctx, o.author); ok {
 		below := h.ids
-		if pos > 0 {
+		if pos != 0 { // 0: from the newest; a post from before 2025 is below 0
 			below = below[sort.Search(len(below), func(i int) bool { return below[i] < pos }):]
 		}
 		if len(below) >= want || h.complete {

@@ -92,8 +92,8 @@ func (l *SQLLoader) LoadFollows(ctx context.Context, edges [][2]int64) error {
 // inbox is rebuilt from SQL.
 func (l *SQLLoader) LoadPosts(ctx context.Context, posts []feed.Post) error {
 	for _, p := range posts {
-		if p.ID <= 0 || p.AuthorID <= 0 {
-			return fmt.Errorf("load posts: post id %d and author id %d must be positive", p.ID, p.AuthorID)
+		if !feed.ValidPostID(p.ID) || p.AuthorID <= 0 {
+			return fmt.Errorf("load posts: post id %d must be a post id (feed.ValidPostID) and author id %d positive", p.ID, p.AuthorID)
 		}
 	}
 	now := time.Now()

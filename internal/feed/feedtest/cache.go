@@ -485,9 +485,14 @@ func TestCache(t *testing.T, newCache func(t *testing.T, inboxMax int) feed.Cach
 		// and one of a single id are all covered.
 		for _, inboxMax := range []int{1, 5, 40, 150} {
 			t.Run(fmt.Sprintf("max=%d", inboxMax), func(t *testing.T) {
-				randomOps(t, newCache(t, inboxMax), inboxMax, 400)
+				randomOps(t, newCache(t, inboxMax), inboxMax, 400, 100)
 			})
 		}
+		// Around 0: the negative ids of posts from before 2025 and the
+		// first ids after, in one inbox.
+		t.Run("max=40 history", func(t *testing.T) {
+			randomOps(t, newCache(t, 40), 40, 400, -65)
+		})
 	})
 
 	t.Run("ids near 2^53-1 stay exact", func(t *testing.T) {
@@ -506,13 +511,40 @@ func TestCache(t *testing.T, newCache func(t *testing.T, inboxMax int) feed.Cach
 		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{m, m - 1, m - 2, m - 3}, Exists: true, Complete: true})
 	})
 
+	t.Run("ids before 2025", func(t *testing.T) {
+		// Negative ids, down to MinID, sort below every id of 2025 on, and
+		// page exactly across 0.
+		const lo = feed.MinID
+		c := newCache(t, 10)
+		fill(t, c, 1, []int64{-1, lo, 4096}, true)
+		push(t, c, []int64{1}, 5000)
+		push(t, c, []int64{1}, -4096) // late: history among history
+		push(t, c, []int64{1}, lo+1)
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{5000, 4096, -1, -4096, lo + 1, lo}, Exists: true, Complete: true})
+		checkPage(t, c, 1, 4096, 2, feed.InboxPage{IDs: []int64{-1, -4096}, Exists: true, Complete: true})
+		checkPage(t, c, 1, -1, 10, feed.InboxPage{IDs: []int64{-4096, lo + 1, lo}, Exists: true, Complete: true})
+		checkPage(t, c, 1, lo, 10, feed.InboxPage{IDs: []int64{}, Exists: true, Complete: true})
+		checkBounds(t, c, 1, 5000, lo, true)
+		remove(t, c, 1, []int64{-1, 5000})
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{4096, -4096, lo + 1, lo}, Exists: true, Complete: true})
+		add(t, c, 1, []int64{-2, -3}, false)
+		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{4096, -2, -3, -4096, lo + 1, lo}, Exists: true, Complete: true})
+
+		// Only history, into an empty inbox, and trimmed to the newest.
+		fill(t, c, 2, nil, true)
+		push(t, c, []int64{2}, -7)
+		add(t, c, 2, []int64{-9, -8, -20, -30, -40, -50, -60, -70, -80, -90, -100}, false)
+		checkInbox(t, c, 2, feed.InboxPage{IDs: []int64{-7, -8, -9, -20, -30, -40, -50, -60, -70, -80}, Exists: true, Complete: false})
+		checkBounds(t, c, 2, -7, -80, true)
+	})
+
 	t.Run("ids out of range are invalid", func(t *testing.T) {
-		// Ids are positive and at most MaxID: a larger one would lose
-		// precision as a float64 score, and the cache may use 0 itself.
+		// Ids are MinID to MaxID: beyond, one would lose precision as a
+		// float64 score, and the cache may use 0 itself.
 		ctx := t.Context()
 		c := newCache(t, 10)
 		fill(t, c, 1, []int64{101}, true)
-		for _, bad := range []int64{0, -1, feed.MaxID + 1} {
+		for _, bad := range []int64{0, feed.MinID - 1, feed.MaxID + 1} {
 			checkInvalid(t, "PushToInboxes", c.PushToInboxes(ctx, []int64{1}, bad))
 			checkInvalid(t, "FillInbox", c.FillInbox(ctx, 2, []int64{101, bad}, true, longTTL))
 			checkInvalid(t, "AddToInbox", c.AddToInbox(ctx, 1, []int64{102, bad}, false))
@@ -571,10 +603,18 @@ func (m *model) page(before int64, n int) feed.InboxPage {
 // randomOps runs steps random operations on c and on a model of each
 // inbox, checking the whole of every inbox after each step, a random page
 // and the bounds.
-func randomOps(t *testing.T, c feed.Cache, inboxMax, steps int) {
+func randomOps(t *testing.T, c feed.Cache, inboxMax, steps int, lo int64) {
 	t.Helper()
 	ctx := t.Context()
-	rng := rand.New(rand.NewPCG(uint64(inboxMax), 7))
+	rng := rand.New(rand.NewPCG(uint64(inboxMax), uint64(7+lo)))
+	// id is the id at offset x from lo; 0 is no id, so it takes 1's place
+	// (1 is then twice as likely: a repeat, which is fine).
+	id := func(x int64) int64 {
+		if lo+x == 0 {
+			return 1
+		}
+		return lo + x
+	}
 	readers := []int64{1, 2, 3}
 	models := map[int64]*model{}
 	// Ids from a range three times the inbox, so that duplicates, late
@@ -583,7 +623,7 @@ func randomOps(t *testing.T, c feed.Cache, inboxMax, steps int) {
 	randomIDs := func(max int) []int64 {
 		ids := make([]int64, rng.IntN(max+1))
 		for i := range ids {
-			ids[i] = 100 + rng.Int64N(span)
+			ids[i] = id(rng.Int64N(span))
 		}
 		return ids
 	}
@@ -596,14 +636,17 @@ func randomOps(t *testing.T, c feed.Cache, inboxMax, steps int) {
 		case x < 55:
 			// Mostly the next new id, as a fan-out delivers them; else a
 			// late or repeated one.
-			id := 100 + rng.Int64N(span)
+			next := id(rng.Int64N(span))
 			if m != nil && len(m.ids) > 0 && x < 35 {
-				id = min(m.ids[len(m.ids)-1]+1+rng.Int64N(3), 100+span+int64(step))
+				next = min(m.ids[len(m.ids)-1]+1+rng.Int64N(3), lo+span+int64(step))
+				if next == 0 {
+					next = 1
+				}
 			}
-			op = fmt.Sprintf("push(%v, %d)", readers, id)
-			must(t, c.PushToInboxes(ctx, readers, id))
+			op = fmt.Sprintf("push(%v, %d)", readers, next)
+			must(t, c.PushToInboxes(ctx, readers, next))
 			for _, mm := range models {
-				mm.insert([]int64{id}, inboxMax)
+				mm.insert([]int64{next}, inboxMax)
 			}
 		case x < 65:
 			ids, mark := randomIDs(2*inboxMax), rng.IntN(4) == 0
@@ -655,7 +698,7 @@ func randomOps(t *testing.T, c feed.Cache, inboxMax, steps int) {
 			} else if want := m.page(0, 10_000); !samePage(got, want) {
 				fail("inbox %d = %s; want %s", r, fmtPage(got), fmtPage(want))
 			}
-			before, n := 100+rng.Int64N(span+int64(step)+1), rng.IntN(6)
+			before, n := lo+rng.Int64N(span+int64(step)+1), rng.IntN(6) // 0 among them: from the newest
 			if m != nil && len(m.ids) > 0 && rng.IntN(2) == 0 {
 				before = m.ids[rng.IntN(len(m.ids))] // a cursor the reader saw
 			}

@@ -254,6 +254,35 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 		}
 	})
 
+	t.Run("posts from before 2025", func(t *testing.T) {
+		// A post from before 2025 has a negative id: its like is not the
+		// unlike of the post with the id's magnitude, nor the reverse.
+		c := newCache(t)
+		old, mirror := int64(-4096*1000), int64(4096*1000)
+		must(t, c.FillUserLikes(t.Context(), 1, []feed.LikeEntry{{Post: -5, Liked: true, Version: 2}, {Post: 5, Liked: false, Version: 3}}, true, longTTL))
+		like := setLiked(t, c, 1, old, postTime, true, nil, window)
+		unlike := setLiked(t, c, 1, mirror, postTime, false, nil, window)
+		if like.Outcome != feed.LikeChanged || unlike.Outcome != feed.LikeUnchanged {
+			t.Fatalf("like of %d = %+v, unlike of %d = %+v; want changed, unchanged", old, like, mirror, unlike)
+		}
+		st := states(t, c, 1, []int64{old, mirror, -5, 5}, postTime)
+		if !st.Liked[old] || st.Liked[mirror] || !st.Liked[-5] || st.Liked[5] || len(st.Cold) != 0 {
+			t.Errorf("states = %+v; want %d and -5 liked, %d and 5 not", st, old, mirror)
+		}
+		got, _, err := c.RecentLikes(t.Context(), 1)
+		want := []feed.LikeEntry{{Post: old, Liked: true, Version: like.Version}, {Post: 5, Liked: false, Version: 3}, {Post: -5, Liked: true, Version: 2}}
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("recent = %+v, %v; want %+v", got, err, want)
+		}
+		must(t, c.RevertLike(t.Context(), 1, old, like))
+		if st := states(t, c, 1, []int64{old}, postTime); st.Liked[old] {
+			t.Errorf("after revert: %+v; want %d unliked", st, old)
+		}
+		if n, _, err := c.AddLikeCount(t.Context(), old, 1, longTTL); err != nil || n != 0 && n != 1 {
+			t.Errorf("AddLikeCount(%d) = %d, %v", old, n, err)
+		}
+	})
+
 	t.Run("fill keeps an existing set", func(t *testing.T) {
 		c := newCache(t)
 		must(t, c.FillUserLikes(t.Context(), 1, nil, true, longTTL))

@@ -6,7 +6,7 @@
 -- last read takes the page along.
 --
 -- KEYS[1] ring, KEYS[2] pending list. ARGV[1] before (0: from the
--- newest); ARGV[2] n; ARGV[3] InboxMax. Returns nil if the inbox is
+-- newest; ids are never 0, and negative below 2025); ARGV[2] n; ARGV[3] InboxMax. Returns nil if the inbox is
 -- absent, else 'c' (complete) or 'i' (incomplete), then the ids, 7 bytes
 -- each (ring.lua's ID), newest first.
 --
@@ -30,7 +30,7 @@ if state == COMPLETE then
   mark = 'c'
 end
 local before, n = tonumber(ARGV[1]), tonumber(ARGV[2])
-if before <= 0 or before > newest then
+if before == 0 or count == 0 or before > newest then
   return mark .. read(0, math.min(count, n))
 end
 local m = math.min(count, 64)

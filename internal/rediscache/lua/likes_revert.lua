@@ -2,7 +2,8 @@
 -- published, if the pair still has that change's version: removes the
 -- change's member and puts back the state it replaced, if there was one.
 --
--- KEYS[1] the user's set. ARGV[1] post; ARGV[2] the change's liked (1/0);
+-- KEYS[1] the user's set. ARGV[1] the post's member (likes.go's
+-- likeMember); ARGV[2] the change's liked (1/0);
 -- ARGV[3] its version; ARGV[4] the previous state's liked (1/0); ARGV[5]
 -- its version, 0 for none. Returns 1 if it reverted,
 -- 0 if the pair has changed since.

@@ -8,7 +8,8 @@
 -- the window, moving w up to the newest version trimmed. A call that
 -- decides renews the set's ttl.
 --
--- KEYS[1] the user's set. ARGV[1] post; ARGV[2] want: 1 like, 0 unlike;
+-- KEYS[1] the user's set. ARGV[1] the post's member (likes.go's
+-- likeMember); ARGV[2] want: 1 like, 0 unlike;
 -- ARGV[3] the post's time in µs; ARGV[4] the clock skew in µs; ARGV[5]
 -- the window; ARGV[6] the ttl in ms; ARGV[7] '1' if a cold state is
 -- given, else '0'; ARGV[8] the cold state's liked (1/0); ARGV[9] its

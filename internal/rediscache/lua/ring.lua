@@ -8,17 +8,21 @@
 -- An inbox is two keys of one hash tag (keys.go names them).
 --
 -- Its ring is one Redis string: a header, then cap fixed-width slots,
--- each a post id as SLOT (7) big-endian bytes (ids are below 2^53).
+-- each a post id as SLOT (7) big-endian bytes of two's complement: |id| <
+-- 2^53, negative for a post from before 2025. struct's 'i7' extends the
+-- sign, so every id is an exact Lua number and ids compare as numbers.
 --
 --   offset  size    field
---   0       1       format: FORMAT; any other value reads as absent
+--   0       1       format: FORMAT; any other value reads as absent.
+--                   Format 1 read slots unsigned; its rings live under
+--                   other keys (keys.go), which this version never reads
 --   1       1       state: COMPLETE or INCOMPLETE
 --   2       4       cap: slots in the ring (big-endian, as every field)
 --   6       4       head: the slot of the newest id
 --   10      4       count: ids held; the i-th newest is in slot
 --                   (head+i) mod cap
---   14      7       the newest id (0 when count is 0), so that a push
---                   reads one range, not two
+--   14      7       the newest id (0 when count is 0, which no id is),
+--                   so that a push reads one range, not two
 --   21      7*cap   the slots
 --
 -- Slots run newest first from head, so a page is one range (two where it
@@ -33,12 +37,12 @@
 -- pushes ids onto it from Go with appendID (ids.go), the one other place
 -- that encodes an id.
 
-local FORMAT = 1
+local FORMAT = 2
 local COMPLETE, INCOMPLETE = 0, 1
 local HEADER = 21 -- bytes before slot 0
 local SLOT = 7 -- bytes a slot
-local FIELDS = '>BBI4I4I4I7' -- the header: format, state, cap, head, count, newest
-local ID = '>I7' -- a slot, or an element of the pending list
+local FIELDS = '>BBI4I4I4i7' -- the header: format, state, cap, head, count, newest
+local ID = '>i7' -- a slot, or an element of the pending list
 local SENTINEL = 's' -- the last element of every pending list
 
 -- The header of the inbox a script is working on, and its ring's key. A

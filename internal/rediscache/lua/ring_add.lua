@@ -11,7 +11,7 @@ local function addIDs(add, max)
   if n == 0 then
     return
   end
-  if at(add, n - 1) > newest and (count + n <= cap or cap >= max) then
+  if (count == 0 or at(add, n - 1) > newest) and (count + n <= cap or cap >= max) then
     if n > cap then
       add, n, state = string.sub(add, 1, SLOT * cap), cap, INCOMPLETE
     end
@@ -61,7 +61,7 @@ local function drain(pk, pending, max)
     ids[i] = struct.unpack(ID, pending[i])
   end
   table.sort(ids, function(a, b) return a > b end)
-  local parts, last = {}, -1
+  local parts, last = {}, nil -- nil: every id is a number, -1 and 0 too
   for _, id in ipairs(ids) do
     if id ~= last then
       parts[#parts + 1] = struct.pack(ID, id)
