@@ -36,10 +36,6 @@ type (
 	}
 )
 
-// oldestPost is the earliest created_at an import takes: ids reach back
-// to it (see feed.IDEpoch), and no app's history is older.
-var oldestPost = time.Date(2006, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // reason turns a domain error into the sentence a bad line is reported
 // with.
 func reason(err error) string {
@@ -169,8 +165,10 @@ func (r *run) parsePost(line []byte) (sqlstore.PostRow, error) {
 	if err != nil {
 		return sqlstore.PostRow{}, fmt.Errorf("created_at %q is not an RFC 3339 time like 2019-05-01T12:00:00Z", l.CreatedAt)
 	}
-	if at.Before(oldestPost) || at.After(time.Now()) {
-		return sqlstore.PostRow{}, fmt.Errorf("created_at %s is outside 2006-01-01 to now", l.CreatedAt)
+	// Not in the future: an imported post would sort above the posts
+	// made after the import.
+	if at.Before(feed.HistoryStart) || at.After(time.Now()) {
+		return sqlstore.PostRow{}, fmt.Errorf("created_at %s is outside %s to now", l.CreatedAt, feed.HistoryStart.Format(time.RFC3339))
 	}
 	row := sqlstore.PostRow{Key: sqlstore.ExternalKey{AuthorID: int64(l.Author), ExternalID: l.ExternalID}, Content: l.Content, CreatedAt: at.UTC()}
 	if len(l.Data) > 0 && string(l.Data) != "null" {

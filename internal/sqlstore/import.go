@@ -486,6 +486,10 @@ type PostImport struct {
 // read and its insert.
 const importRetries = 5
 
+// maxSeqAttempts bounds the sequence numbers ImportPosts tries for one
+// post: far more than a millisecond's 4,096 need, unless it is full.
+const maxSeqAttempts = 1 << 16
+
 // ImportPosts stores the posts whose (author, external id) is new, each
 // with an id from its creation time (feed.IDAt's millisecond, the first
 // sequence number free in it), so that feeds show imported history in
@@ -545,10 +549,12 @@ func (s *Store) importPosts(ctx context.Context, tx *sql.Tx, posts []PostRow) (P
 	if err != nil {
 		return res, err
 	}
-	// Ids: each post's millisecond, at the first sequence number that no
-	// stored post and no other post of the batch holds.
+	// Ids: each post's millisecond with the sequence feed.ImportSeq
+	// gives it (the same in every run and every database), or its next
+	// attempt's while another post holds the id, stored or in the batch.
 	var fresh []int
 	ids := make([]int64, len(posts))
+	attempt := make([]int, len(posts))
 	for i, p := range posts {
 		switch {
 		case !live[p.Key.AuthorID]:
@@ -559,23 +565,31 @@ func (s *Store) importPosts(ctx context.Context, tx *sql.Tx, posts []PostRow) (P
 			continue
 		}
 		have[p.Key] = -1 // the same key again in the batch is unchanged
-		ids[i] = idAt(p.CreatedAt)
 		fresh = append(fresh, i)
 		res.Outcomes[i] = Imported
 	}
 	stored := map[int64]bool{}
 	for {
 		used := make(map[int64]bool, len(fresh))
-		var probe []int64
+		var probe []any
 		for _, i := range fresh {
-			for stored[ids[i]] || used[ids[i]] {
-				ids[i]++
+			p := posts[i]
+			for ; ; attempt[i]++ {
+				if attempt[i] > maxSeqAttempts {
+					return res, fmt.Errorf("no free id in the millisecond of %s for post %q of %d", p.CreatedAt.Format(time.RFC3339Nano), p.Key.ExternalID, p.Key.AuthorID)
+				}
+				id, err := feed.IDAt(p.CreatedAt, feed.ImportSeq(p.Key.AuthorID, p.Key.ExternalID, attempt[i]))
+				if err == nil && !stored[id] && !used[id] {
+					ids[i] = id
+					break
+				}
 			}
 			used[ids[i]] = true
 			probe = append(probe, ids[i])
 		}
 		clashed := false
-		for _, chunk := range chunks(probe) {
+		for start := 0; start < len(probe); start += importIDs {
+			chunk := probe[start:min(start+importIDs, len(probe))]
 			found, err := queryIDsTx(ctx, tx, "SELECT id FROM posts WHERE id IN ("+placeholders(len(chunk))+")", chunk...)
 			if err != nil {
 				return res, fmt.Errorf("read ids: %w", err)
@@ -653,13 +667,6 @@ func queryIDsTx(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]i
 	}
 	return scanIDs(rows, len(args))
 }
-
-// idAt is the first id of t's millisecond: milliseconds since
-// feed.IDEpoch times 4096, negative before it.
-func idAt(t time.Time) int64 {
-	return (t.UnixMilli() - feed.IDEpoch.UnixMilli()) << 12
-}
-
 // insertEdges inserts edges created at now, with the statement ending
 // onDup, and returns how many rows it added.
 func insertEdges(ctx context.Context, tx *sql.Tx, edges []pair, now int64, onDup string) (int64, error) {
