@@ -667,6 +667,7 @@ func queryIDsTx(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]i
 	}
 	return scanIDs(rows, len(args))
 }
+
 // insertEdges inserts edges created at now, with the statement ending
 // onDup, and returns how many rows it added.
 func insertEdges(ctx context.Context, tx *sql.Tx, edges []pair, now int64, onDup string) (int64, error) {
