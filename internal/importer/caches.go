@@ -51,9 +51,8 @@ func (r *run) dropInboxes(ctx context.Context, readers []int64) {
 }
 
 // authorsPosted forgets what the authors' new posts changed: the feeds
-// of their followers and their own (a home feed holds its owner's posts),
-// and the author lists of those that are pulled, which hold their newest
-// posts and say nothing of older ones.
+// of their followers, and the author lists of those that are pulled,
+// which hold their newest posts and say nothing of older ones.
 func (r *run) authorsPosted(ctx context.Context, authors []int64) {
 	if r.caches.AuthorLists != nil {
 		r.each(ctx, authors, r.caches.AuthorLists.DropInbox)
@@ -61,7 +60,6 @@ func (r *run) authorsPosted(ctx context.Context, authors []int64) {
 	if r.caches.Inboxes == nil {
 		return
 	}
-	r.dropInboxes(ctx, authors)
 	// One author at a time, a page of followers at a time: memory stays
 	// bounded however many followers an author has.
 	for _, a := range authors {
