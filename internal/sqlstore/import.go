@@ -363,22 +363,6 @@ func (s *Store) MarkPulled(ctx context.Context, high int64) (int64, error) {
 	return n, nil
 }
 
-// LiveUsers returns which of ids are users that exist and are not being
-// deleted.
-func (s *Store) LiveUsers(ctx context.Context, ids []int64) (map[int64]bool, error) {
-	live := make(map[int64]bool, len(ids))
-	for _, chunk := range chunks(ids) {
-		found, err := s.queryIDs(ctx, len(chunk), "SELECT id FROM users WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL", chunk...)
-		if err != nil {
-			return nil, fmt.Errorf("sqlstore: live users: %w", err)
-		}
-		for _, id := range found {
-			live[id] = true
-		}
-	}
-	return live, nil
-}
-
 // LikeImport is what ImportLikes did with a batch of (user, post) likes.
 type LikeImport struct {
 	// Outcomes[i] is UnknownUser, UnknownPost, or Imported for a valid
@@ -406,12 +390,21 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (LikeImport, 
 	for _, l := range likes {
 		users, posts = append(users, l[0]), append(posts, l[1])
 	}
-	live, err := s.LiveUsers(ctx, users)
-	if err != nil {
-		return res, err
+	slices.Sort(users)
+	slices.Sort(posts)
+	users, posts = slices.Compact(users), slices.Compact(posts)
+	live := make(map[int64]bool, len(users))
+	for _, chunk := range idChunks(users) {
+		found, err := s.queryIDs(ctx, len(chunk), "SELECT id FROM users WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL", chunk...)
+		if err != nil {
+			return res, fmt.Errorf("sqlstore: import likes: read users: %w", err)
+		}
+		for _, id := range found {
+			live[id] = true
+		}
 	}
 	created := make(map[int64]int64, len(posts))
-	for _, chunk := range chunks(posts) {
+	for _, chunk := range idChunks(posts) {
 		rows, err := s.db.QueryContext(ctx, "SELECT id, created_at FROM posts WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL", chunk...)
 		if err != nil {
 			return res, fmt.Errorf("sqlstore: import likes: read posts: %w", err)
@@ -526,7 +519,7 @@ func (s *Store) importPosts(ctx context.Context, tx *sql.Tx, posts []PostRow) (P
 	// deletion (which marks the user under the same lock) cannot slip
 	// between this check and the insert and leave posts its purge missed.
 	live := make(map[int64]bool, len(authors))
-	for _, chunk := range chunks(authors) {
+	for _, chunk := range idChunks(authors) {
 		rows, err := tx.QueryContext(ctx, "SELECT id FROM users WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL"+s.d.forUpdate, chunk...)
 		if err != nil {
 			return res, fmt.Errorf("lock authors: %w", err)
@@ -616,8 +609,8 @@ func (s *Store) importPosts(ctx context.Context, tx *sql.Tx, posts []PostRow) (P
 			res.Authors = append(res.Authors, p.Key.AuthorID)
 		}
 	}
-	for start := 0; start < len(args); start += 6 * 500 {
-		chunk := args[start:min(start+6*500, len(args))]
+	for start := 0; start < len(args); start += 6 * importChunk {
+		chunk := args[start:min(start+6*importChunk, len(args))]
 		if _, err := tx.ExecContext(ctx, "INSERT INTO posts (id, author_id, content, created_at, deleted_at, data, external_id) VALUES "+
 			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, NULL, ?, ?), ", len(chunk)/6), ", "), chunk...); err != nil {
 			return res, err
