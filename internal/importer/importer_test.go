@@ -363,3 +363,39 @@ func TestImportConcurrentFollows(t *testing.T) {
 		}
 	})
 }
+
+// TestImportHybrid: in hybrid mode an author the import takes over the
+// pull threshold is recorded as pulled, as a follow crossing it would,
+// and the readers' cached lists of pulled followees are made stale.
+func TestImportHybrid(t *testing.T) {
+	stores(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := t.Context()
+		cache := inmemcache.New(inmemcache.Options{})
+		t.Cleanup(func() { cache.Close() })
+		caches := importer.Caches{Inboxes: cache, KV: cache, InboxTTL: time.Hour}
+		opts := importer.Options{Policy: feed.DeliveryPolicy{Mode: feed.ModeHybrid, PullThreshold: 3}}
+		epoch := func() string {
+			v, _, err := cache.Get(ctx, "pullmodes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		before := epoch()
+		if _, err := importer.Run(ctx, s, caches, opts, sources(importer.Users, importer.Follows)); !errors.Is(err, importer.ErrSkipped) {
+			t.Fatalf("Run: %v; want ErrSkipped", err)
+		}
+		users, err := s.Users(ctx, []int64{1, 2, 3, 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, pulled := range map[int64]bool{1: false, 2: false, 3: true, 4: false} {
+			if users[id].PullMode != pulled {
+				t.Errorf("user %d (%d followers): pull mode %v; want %v", id, users[id].FollowerCount, users[id].PullMode, pulled)
+			}
+		}
+		if after := epoch(); after == before {
+			t.Errorf("modes epoch %q unchanged by the import; want a new one", after)
+		}
+	})
+}
