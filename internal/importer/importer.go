@@ -299,7 +299,15 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 		items []item[T]
 		stop  *LineError
 	}
-	ch := make(chan batchOf, r.opts.Writers)
+	writers := r.opts.Writers
+	if src.Kind == Likes {
+		// The likes batch writer's locking reads take gap locks on the
+		// pairs absent, and two batches sharing users (most do) then
+		// deadlock on each other's inserts: one was measured to retry a
+		// batch every few seconds. One writer never does.
+		writers = 1
+	}
+	ch := make(chan batchOf, writers)
 	g.Go(func() error {
 		defer close(ch)
 		lr := newLineReader(src.R)
@@ -356,7 +364,7 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 			}
 		}
 	})
-	for range r.opts.Writers {
+	for range writers {
 		g.Go(func() error {
 			for b := range ch {
 				if len(b.items) > 0 {
