@@ -106,8 +106,16 @@ flags:
 	if *batch <= 0 || *batch > 10_000 {
 		return usageError{fmt.Errorf("import: --batch %d: want 1 to 10000", *batch)}
 	}
+	stdins := 0
+	for _, k := range importer.Kinds {
+		if *files[k] == "-" {
+			stdins++
+		}
+	}
+	if stdins > 1 {
+		return usageError{errors.New("import: only one file can be standard input")}
+	}
 	var sources []importer.Source
-	stdinUsed := false
 	for _, k := range importer.Kinds {
 		name := *files[k]
 		if name == "" {
@@ -115,10 +123,7 @@ flags:
 		}
 		src := importer.Source{Kind: k, Name: name}
 		if name == "-" {
-			if stdinUsed {
-				return usageError{errors.New("import: only one file can be standard input")}
-			}
-			stdinUsed, src.R = true, stdin
+			src.R = stdin
 		} else {
 			f, err := os.Open(name)
 			if err != nil {

@@ -244,3 +244,41 @@ func feedItems(t *testing.T, in *instance, token string, limit int) []map[string
 	t.Fatal("feed paging does not end")
 	return nil
 }
+
+// TestImportUsage: a wrong command line is a usage error (exit status 2)
+// that names what is wrong; a file that is not there is a failure (1);
+// bad lines are a failure (1) after the summary.
+func TestImportUsage(t *testing.T) {
+	dir := t.TempDir()
+	env := func(string) string { return "" }
+	for _, c := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"import"}, 2, "name at least one file"},
+		{[]string{"import", "--users", "a", "--follows", "-", "--posts", "-"}, 2, "only one file can be standard input"},
+		{[]string{"import", "--follows", "f", "--fanout-mode", "sideways"}, 2, "fan-out mode"},
+		{[]string{"import", "--follows", "f", "--batch", "0"}, 2, "--batch 0"},
+		{[]string{"import", "--follows", filepath.Join(dir, "absent.jsonl")}, 1, "no such file"},
+	} {
+		var out, errs bytes.Buffer
+		err := run(t.Context(), c.args, env, &out, &errs)
+		if exitCode(err) != c.code || err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%v: %v (exit %d); want exit %d saying %q", c.args, err, exitCode(err), c.code, c.says)
+		}
+	}
+
+	users := filepath.Join(dir, "users.jsonl")
+	if err := os.WriteFile(users, []byte("{\"id\":\"1\",\"name\":\"alice\"}\n{\"id\":\"2\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	err := run(t.Context(), []string{"import", "--data-dir", filepath.Join(dir, "data"), "--users", users}, env, &out, &errs)
+	if exitCode(err) != 1 || !strings.Contains(errs.String(), users+":2: name is required") {
+		t.Errorf("import with a bad line: %v (exit %d), stderr:\n%s\nwant exit 1 and the line reported", err, exitCode(err), errs.String())
+	}
+	if !strings.Contains(out.String(), "users") || !strings.Contains(out.String(), "skipped") {
+		t.Errorf("no summary on stdout:\n%s", out.String())
+	}
+}
