@@ -625,32 +625,48 @@ func (s *Store) importPosts(ctx context.Context, tx *sql.Tx, posts []PostRow) (P
 // external ids stay taken.
 func (s *Store) postIDs(ctx context.Context, tx *sql.Tx, keys []ExternalKey) (map[ExternalKey]int64, error) {
 	out := make(map[ExternalKey]int64, len(keys))
+	err := readPairs(ctx, tx, keys, "SELECT author_id, external_id, id FROM posts", "(author_id = ? AND external_id = ?)",
+		func(k ExternalKey) []any { return []any{k.AuthorID, k.ExternalID} },
+		func(rows *sql.Rows) error {
+			var k ExternalKey
+			var id int64
+			err := rows.Scan(&k.AuthorID, &k.ExternalID, &id)
+			out[k] = id
+			return err
+		})
+	if err != nil {
+		return nil, fmt.Errorf("read post keys: %w", err)
+	}
+	return out, nil
+}
+
+// readPairs runs query WHERE cond OR cond ..., one cond (two
+// placeholders, filled by args) per key, likePairsPerSelect keys a
+// statement, and hands each row to scan.
+func readPairs[K any](ctx context.Context, tx *sql.Tx, keys []K, query, cond string, args func(K) []any, scan func(*sql.Rows) error) error {
 	for start := 0; start < len(keys); start += likePairsPerSelect {
 		chunk := keys[start:min(start+likePairsPerSelect, len(keys))]
 		conds := make([]string, len(chunk))
-		args := make([]any, 0, 2*len(chunk))
+		vals := make([]any, 0, 2*len(chunk))
 		for i, k := range chunk {
-			conds[i] = "(author_id = ? AND external_id = ?)"
-			args = append(args, k.AuthorID, k.ExternalID)
+			conds[i] = cond
+			vals = append(vals, args(k)...)
 		}
-		rows, err := tx.QueryContext(ctx, "SELECT author_id, external_id, id FROM posts WHERE "+strings.Join(conds, " OR "), args...)
+		rows, err := tx.QueryContext(ctx, query+" WHERE "+strings.Join(conds, " OR "), vals...)
 		if err != nil {
-			return nil, fmt.Errorf("read %d keys: %w", len(chunk), err)
+			return err
 		}
 		for rows.Next() {
-			var k ExternalKey
-			var id int64
-			if err := rows.Scan(&k.AuthorID, &k.ExternalID, &id); err != nil {
+			if err := scan(rows); err != nil {
 				rows.Close()
-				return nil, err
+				return err
 			}
-			out[k] = id
 		}
 		if err := closeRows(rows); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func queryIDsTx(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]int64, error) {
@@ -687,29 +703,16 @@ func insertEdges(ctx context.Context, tx *sql.Tx, edges []pair, now int64, onDup
 
 // readEdges adds to have those of edges that exist.
 func (s *Store) readEdges(ctx context.Context, tx *sql.Tx, edges []pair, have map[pair]bool) error {
-	for start := 0; start < len(edges); start += likePairsPerSelect {
-		chunk := edges[start:min(start+likePairsPerSelect, len(edges))]
-		conds := make([]string, len(chunk))
-		args := make([]any, 0, 2*len(chunk))
-		for i, p := range chunk {
-			conds[i] = "(follower_id = ? AND followee_id = ?)"
-			args = append(args, p.a, p.b)
-		}
-		rows, err := tx.QueryContext(ctx, "SELECT follower_id, followee_id FROM follows"+s.d.likesByKey+" WHERE "+strings.Join(conds, " OR "), args...)
-		if err != nil {
-			return fmt.Errorf("read edges: %w", err)
-		}
-		for rows.Next() {
+	err := readPairs(ctx, tx, edges, "SELECT follower_id, followee_id FROM follows"+s.d.likesByKey, "(follower_id = ? AND followee_id = ?)",
+		func(p pair) []any { return []any{p.a, p.b} },
+		func(rows *sql.Rows) error {
 			var p pair
-			if err := rows.Scan(&p.a, &p.b); err != nil {
-				rows.Close()
-				return err
-			}
+			err := rows.Scan(&p.a, &p.b)
 			have[p] = true
-		}
-		if err := closeRows(rows); err != nil {
 			return err
-		}
+		})
+	if err != nil {
+		return fmt.Errorf("read edges: %w", err)
 	}
 	return nil
 }
