@@ -19,6 +19,7 @@ import (
 	"github.com/feedd/feedd/internal/likes"
 	"github.com/feedd/feedd/internal/rediscache"
 	"github.com/feedd/feedd/internal/sqlstore"
+	"github.com/feedd/feedd/internal/stream"
 	"github.com/feedd/feedd/internal/timeline"
 )
 
@@ -164,6 +165,7 @@ flags:
 			return fmt.Errorf("redis: %w", err)
 		}
 		caches.Inboxes, caches.Likes, caches.KV = rc, rc, rc
+		caches.Streams = stream.NewAnnouncer(rc)
 		// Whatever the mode now: lists left from a hybrid period go too.
 		caches.AuthorLists = rediscache.New(client, rediscache.Options{Prefix: *redisPrefix + "ob:", InboxMax: authorListMax, InboxGroups: *inboxGroups})
 	} else {

@@ -121,6 +121,7 @@ func TestImportGraph(t *testing.T) {
 
 		var in *instance
 		var sum map[string][4]int
+		var live *sseStream // readers[0]'s live stream, open across the import
 		if env["FEEDD_MYSQL_DSN"] == "" {
 			sum = importSummary(t, env, dir)
 			in = startFeedd(t, env, nil)
@@ -133,6 +134,9 @@ func TestImportGraph(t *testing.T) {
 				tok := in.must(201, "POST", "/v1/users/"+r+"/tokens", in.admin, map[string]any{"ttl_seconds": 3600}).str("token")
 				if got := in.feedAll(tok, 10); len(got) != 0 {
 					t.Fatalf("reader %s's feed before the import: %v; want empty", r, got)
+				}
+				if live == nil {
+					live = in.openStream("/v1/me/feed/stream", tok)
 				}
 			}
 			sum = importSummary(t, env, dir)
@@ -201,6 +205,11 @@ func TestImportGraph(t *testing.T) {
 		author := g.following[readers[0]][0]
 		tok := in.must(201, "POST", "/v1/users/"+author+"/tokens", in.admin, map[string]any{"ttl_seconds": 3600}).str("token")
 		fresh := in.post(tok, "made after the import")
+		if live != nil {
+			// The stream opened before the import listens to the
+			// followees the import gave its reader.
+			live.expectPost(fresh)
+		}
 
 		// Again: nothing changes, while feedd serves.
 		sum = importSummary(t, env, dir)

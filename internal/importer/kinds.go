@@ -107,8 +107,12 @@ func (r *run) writeFollows(ctx context.Context, src Source, batch []item[[2]int6
 	if len(res.Followers) > 0 {
 		r.followed.Store(true)
 		// Each follower's feed now holds the followee's posts: its inbox
-		// goes, and is rebuilt from SQL on its next read.
+		// goes, and is rebuilt from SQL on its next read; its live
+		// streams start listening to the new followees.
 		r.dropInboxes(ctx, res.Followers)
+		if r.caches.Streams != nil {
+			r.each(ctx, res.Followers, r.caches.Streams.FollowsChanged)
+		}
 	}
 	return outcomes(r, src, batch, res.Outcomes, func(i int, o sqlstore.Outcome) string {
 		e := edges[i]
