@@ -234,6 +234,13 @@ type run struct {
 	// followed says a follow was imported: the cached lists of pulled
 	// followees are stale.
 	followed  atomic.Bool
+	// likes is held while a batch of likes is written: the likes batch
+	// writer's locking reads take gap locks on the pairs absent, and two
+	// batches sharing users (most do) then deadlock on each other's
+	// inserts; two writers were measured to redo a batch every few
+	// seconds. The writers look their posts up in parallel, and write
+	// one at a time.
+	likes sync.Mutex
 	cacheErrs atomic.Int64
 }
 
@@ -306,13 +313,6 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 		stop  *LineError
 	}
 	writers := r.opts.Writers
-	if src.Kind == Likes {
-		// The likes batch writer's locking reads take gap locks on the
-		// pairs absent, and two batches sharing users (most do) then
-		// deadlock on each other's inserts: one was measured to retry a
-		// batch every few seconds. One writer never does.
-		writers = 1
-	}
 	ch := make(chan batchOf, writers)
 	g.Go(func() error {
 		defer close(ch)
