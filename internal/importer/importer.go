@@ -121,6 +121,10 @@ type Options struct {
 // that it holds its locks (the users of a follow batch) briefly.
 const DefaultBatch = 2000
 
+// maxBatchBytes ends a batch early when its lines are long (posts with
+// large data): memory holds a few batches, whatever the lines.
+const maxBatchBytes = 8 << 20
+
 // DefaultWriters is how many transactions a run keeps going: two keep
 // the database busy while the other waits on a round trip or its
 // commit's flush; more only queue on the locks the batches share (a much
@@ -318,10 +322,10 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 		defer close(ch)
 		lr := newLineReader(src.R)
 		batch := make([]item[T], 0, r.opts.Batch)
-		var lines int64
+		var lines, size int64
 		flush := func(stop *LineError) error {
 			p.Add(lines)
-			lines = 0
+			lines, size = 0, 0
 			if len(batch) == 0 && stop == nil {
 				return nil
 			}
@@ -363,7 +367,8 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 				continue
 			}
 			batch = append(batch, item[T]{line: lr.n, row: row})
-			if len(batch) == r.opts.Batch {
+			size += int64(len(line))
+			if len(batch) == r.opts.Batch || size >= maxBatchBytes {
 				if err := flush(nil); err != nil {
 					return err
 				}
