@@ -36,6 +36,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	strict := fs.Bool("strict", false, "stop at the first bad line instead of reporting and skipping it")
 	batch := fs.Int("batch", importer.DefaultBatch, "rows per transaction")
+	writers := fs.Int("writers", importer.DefaultWriters, "transactions at once (--strict: one)")
 	// The deployment's settings are the roles' own: same flags, same
 	// environment variables, a flag winning.
 	var envErr error
@@ -107,6 +108,9 @@ flags:
 	if *batch <= 0 || *batch > 10_000 {
 		return usageError{fmt.Errorf("import: --batch %d: want 1 to 10000", *batch)}
 	}
+	if *writers <= 0 || *writers > 16 {
+		return usageError{fmt.Errorf("import: --writers %d: want 1 to 16", *writers)}
+	}
 	stdins := 0
 	for _, k := range importer.Kinds {
 		if *files[k] == "-" {
@@ -172,7 +176,7 @@ flags:
 		fmt.Fprintln(stderr, "import: no FEEDD_REDIS_URL: the cache is the serving feedd's own memory, which this command cannot reach; restart feedd after the import so that its feeds are rebuilt from SQL")
 	}
 	sum, err := importer.Run(ctx, store, caches, importer.Options{
-		Strict: *strict, Batch: *batch, Policy: policy, Bad: stderr, Logger: logger,
+		Strict: *strict, Batch: *batch, Writers: *writers, Policy: policy, Bad: stderr, Logger: logger,
 		Progress: func(k importer.Kind, name string, total int64) importer.Progress {
 			return report.NewProgress(stderr, string(k)+" "+name, total)
 		},
