@@ -248,7 +248,8 @@ func TestLikes(t *testing.T) {
 			status              int
 		}{
 			{"PUT", "/v1/posts/abc/like", bob, 400},
-			{"PUT", "/v1/posts/-1/like", bob, 400},
+			{"PUT", "/v1/posts/-0/like", bob, 400},
+			{"PUT", "/v1/posts/-1/like", bob, 404}, // a post of 2024's id, unknown
 			{"PUT", "/v1/posts/" + p1 + "/like", "", 401},
 			{"PUT", "/v1/posts/" + p1 + "/like", in.admin, 403},
 			{"DELETE", "/v1/posts/" + p1 + "/like", "garbage", 401},

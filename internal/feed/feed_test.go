@@ -2,6 +2,7 @@ package feed_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -211,6 +212,9 @@ func TestIDBounds(t *testing.T) {
 	if id, _ := feed.IDAt(times[2], 0); id != -4096 {
 		t.Errorf("IDAt(2024-12-31T23:59:59.999Z, 0) = %d; want -4096", id)
 	}
+	if id, _ := feed.IDAt(feed.IDEpoch.Add(-500*time.Microsecond), 0); id != -4096 {
+		t.Errorf("IDAt(half a millisecond before the epoch, 0) = %d; want -4096, the last millisecond of 2024", id)
+	}
 	if id, _ := feed.IDAt(times[0], 0); id != feed.MinID {
 		t.Errorf("IDAt(2006-01-01, 0) = %d; want MinID %d", id, int64(feed.MinID))
 	}
@@ -295,5 +299,18 @@ func TestPostCursors(t *testing.T) {
 	// User ids stay positive.
 	if _, err := feed.ParseID("-1"); feed.ErrorCode(err) != feed.EINVALID {
 		t.Errorf("ParseID(-1) err = %v; want invalid", err)
+	}
+}
+
+func TestCheckExternalID(t *testing.T) {
+	for _, ok := range []string{"blog-9913", "x", "with space", strings.Repeat("é", 127) + "x", "🚀"} {
+		if err := feed.CheckExternalID(ok); err != nil {
+			t.Errorf("CheckExternalID(%q) = %v; want nil", ok, err)
+		}
+	}
+	for _, bad := range []string{"", " ", "\u200b", "a\x00b", "tab\there", "\x85", "\xff", strings.Repeat("x", 256), strings.Repeat("é", 128)} {
+		if err := feed.CheckExternalID(bad); feed.ErrorCode(err) != feed.EINVALID {
+			t.Errorf("CheckExternalID(%q) = %v; want invalid", bad, err)
+		}
 	}
 }

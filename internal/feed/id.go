@@ -64,10 +64,9 @@ func IDAt(t time.Time, seq int64) (int64, error) {
 		return 0, Errorf(EINVALID, "%s is outside the times ids can carry, %s to %s",
 			t.UTC().Format(time.RFC3339Nano), HistoryStart.Format(time.RFC3339), IDTime(MaxID).Format(time.RFC3339))
 	}
-	// UnixMilli floors towards the past for times before 1970 and
-	// truncates after; both lie far from here. Sub(...).Milliseconds()
-	// truncates towards 0, which would put 1.5 ms before the epoch in ms
-	// -1's neighbour; floor division keeps every instant in its own ms.
+	// UnixMilli floors (a time's nanoseconds within its second are never
+	// negative), so an instant 0.5 ms before the epoch is in ms -1, as its
+	// IDTime says; t.Sub(IDEpoch).Milliseconds() would truncate it to 0.
 	ms := t.UnixMilli() - IDEpoch.UnixMilli()
 	id := ms<<seqBits | seq
 	if id == 0 {

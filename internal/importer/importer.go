@@ -50,9 +50,10 @@ var Kinds = []Kind{Users, Follows, Posts, Likes}
 
 // Store is what an import needs of SQL (sqlstore.Store).
 type Store interface {
-	ImportUsers(ctx context.Context, users []feed.User) ([]sqlstore.Outcome, error)
+	ImportUsers(ctx context.Context, users []feed.User) ([]sqlstore.ImportOutcome, error)
 	ImportFollows(ctx context.Context, edges [][2]int64) (sqlstore.FollowImport, error)
-	ImportPosts(ctx context.Context, posts []sqlstore.PostRow) (sqlstore.PostImport, error)
+	ImportPosts(ctx context.Context, posts []feed.Post) ([]sqlstore.ImportResult, error)
+	Users(ctx context.Context, ids []int64) (map[int64]feed.User, error)
 	PostIDsByExternalID(ctx context.Context, keys []sqlstore.ExternalKey) (map[sqlstore.ExternalKey]int64, error)
 	ImportLikes(ctx context.Context, likes [][2]int64) (sqlstore.LikeImport, error)
 	Followers(ctx context.Context, user, after int64, n int) ([]int64, error)
@@ -405,7 +406,7 @@ func bytesTrimSpace(b []byte) []byte {
 }
 
 // outcomes counts a written batch's outcomes and reports its bad rows.
-func outcomes[T any](r *run, src Source, batch []item[T], out []sqlstore.Outcome, why func(i int, o sqlstore.Outcome) string) error {
+func outcomes[T any](r *run, src Source, batch []item[T], out []sqlstore.ImportOutcome, why func(i int, o sqlstore.ImportOutcome) string) error {
 	var imported, unchanged int64
 	for _, o := range out {
 		switch o {

@@ -76,7 +76,7 @@ func (r *run) writeUsers(ctx context.Context, src Source, batch []item[feed.User
 	if err != nil {
 		return fmt.Errorf("importer: %s: %w", src.Name, err)
 	}
-	return outcomes(r, src, batch, out, func(i int, o sqlstore.Outcome) string {
+	return outcomes(r, src, batch, out, func(i int, o sqlstore.ImportOutcome) string {
 		return fmt.Sprintf("user %d is being deleted; its id is free again once the purge is done", users[i].ID)
 	})
 }
@@ -114,7 +114,7 @@ func (r *run) writeFollows(ctx context.Context, src Source, batch []item[[2]int6
 			r.each(ctx, res.Followers, r.caches.Streams.FollowsChanged)
 		}
 	}
-	return outcomes(r, src, batch, res.Outcomes, func(i int, o sqlstore.Outcome) string {
+	return outcomes(r, src, batch, res.Outcomes, func(i int, o sqlstore.ImportOutcome) string {
 		e := edges[i]
 		switch o {
 		case sqlstore.UnknownUser:
@@ -148,54 +148,112 @@ func (r *run) followsDone(ctx context.Context) error {
 	return nil
 }
 
-func (r *run) parsePost(line []byte) (sqlstore.PostRow, error) {
+func (r *run) parsePost(line []byte) (feed.Post, error) {
 	var l postLine
 	if err := decode(line, &l); err != nil {
-		return sqlstore.PostRow{}, err
+		return feed.Post{}, err
 	}
 	if err := required("author_id", l.Author); err != nil {
-		return sqlstore.PostRow{}, err
+		return feed.Post{}, err
 	}
 	if err := feed.CheckExternalID(l.ExternalID); err != nil {
-		return sqlstore.PostRow{}, errors.New(reason(err))
+		return feed.Post{}, errors.New(reason(err))
 	}
 	if err := feed.CheckContent(l.Content); err != nil {
-		return sqlstore.PostRow{}, errors.New(reason(err))
+		return feed.Post{}, errors.New(reason(err))
 	}
 	if l.CreatedAt == "" {
-		return sqlstore.PostRow{}, errors.New("created_at is required")
+		return feed.Post{}, errors.New("created_at is required")
 	}
 	at, err := time.Parse(time.RFC3339Nano, l.CreatedAt)
 	if err != nil {
-		return sqlstore.PostRow{}, fmt.Errorf("created_at %q is not an RFC 3339 time like 2019-05-01T12:00:00Z", l.CreatedAt)
+		return feed.Post{}, fmt.Errorf("created_at %q is not an RFC 3339 time like 2019-05-01T12:00:00Z", l.CreatedAt)
 	}
 	// Not in the future: an imported post would sort above the posts
 	// made after the import.
 	if at.Before(feed.HistoryStart) || at.After(time.Now()) {
-		return sqlstore.PostRow{}, fmt.Errorf("created_at %s is outside %s to now", l.CreatedAt, feed.HistoryStart.Format(time.RFC3339))
+		return feed.Post{}, fmt.Errorf("created_at %s is outside %s to now", l.CreatedAt, feed.HistoryStart.Format(time.RFC3339))
 	}
-	row := sqlstore.PostRow{Key: sqlstore.ExternalKey{AuthorID: int64(l.Author), ExternalID: l.ExternalID}, Content: l.Content, CreatedAt: at.UTC()}
+	row := feed.Post{AuthorID: int64(l.Author), ExternalID: l.ExternalID, Content: l.Content, CreatedAt: at.UTC()}
 	if len(l.Data) > 0 && string(l.Data) != "null" {
 		if row.Data, err = feed.CheckData(l.Data); err != nil {
-			return sqlstore.PostRow{}, errors.New(reason(err))
+			return feed.Post{}, errors.New(reason(err))
 		}
 	}
 	return row, nil
 }
 
-func (r *run) writePosts(ctx context.Context, src Source, batch []item[sqlstore.PostRow]) error {
-	posts := make([]sqlstore.PostRow, len(batch))
-	for i, it := range batch {
-		posts[i] = it.row
+// maxSeqAttempts bounds the sequence numbers a post tries for an id in
+// its millisecond: far more than a millisecond's 4,096 need, unless it
+// is full.
+const maxSeqAttempts = 1 << 14
+
+func (r *run) writePosts(ctx context.Context, src Source, batch []item[feed.Post]) error {
+	authors := make([]int64, 0, len(batch))
+	for _, it := range batch {
+		authors = append(authors, it.row.AuthorID)
 	}
-	res, err := r.store.ImportPosts(ctx, posts)
+	users, err := r.store.Users(ctx, authors)
 	if err != nil {
 		return fmt.Errorf("importer: %s: %w", src.Name, err)
 	}
-	r.authorsPosted(ctx, res.Authors)
-	return outcomes(r, src, batch, res.Outcomes, func(i int, o sqlstore.Outcome) string {
-		return fmt.Sprintf("unknown user: author %d does not exist", posts[i].Key.AuthorID)
-	})
+	out := make([]sqlstore.ImportOutcome, len(batch))
+	reasons := map[int]string{}
+	// The posts of known authors, with their ids: each post's millisecond
+	// at the sequence feed.ImportSeq gives it (the same in every run),
+	// or its next attempt's while another post holds the id.
+	var todo []int
+	attempt := make([]int, len(batch))
+	for i, it := range batch {
+		if _, ok := users[it.row.AuthorID]; !ok {
+			out[i], reasons[i] = sqlstore.UnknownUser, fmt.Sprintf("unknown user: author %d does not exist", it.row.AuthorID)
+			continue
+		}
+		todo = append(todo, i)
+	}
+	var authorsPosted []int64
+	posted := map[int64]bool{}
+	for len(todo) > 0 {
+		posts := make([]feed.Post, 0, len(todo))
+		var trying []int
+		for _, i := range todo {
+			p := batch[i].row
+			for ; attempt[i] < maxSeqAttempts; attempt[i]++ {
+				if p.ID, err = feed.IDAt(p.CreatedAt, feed.ImportSeq(p.AuthorID, p.ExternalID, attempt[i])); err == nil {
+					break
+				}
+			}
+			if attempt[i] >= maxSeqAttempts {
+				out[i], reasons[i] = sqlstore.IDTaken, "no free id in the millisecond of created_at"
+				continue
+			}
+			posts = append(posts, p)
+			trying = append(trying, i)
+		}
+		res, err := r.store.ImportPosts(ctx, posts)
+		if err != nil {
+			return fmt.Errorf("importer: %s: %w", src.Name, err)
+		}
+		todo = todo[:0]
+		for k, rr := range res {
+			i := trying[k]
+			switch rr.Outcome {
+			case sqlstore.Imported:
+				out[i] = sqlstore.Imported
+				if a := posts[k].AuthorID; !posted[a] {
+					posted[a] = true
+					authorsPosted = append(authorsPosted, a)
+				}
+			case sqlstore.ExternalIDExists:
+				out[i] = sqlstore.Unchanged
+			case sqlstore.IDTaken:
+				attempt[i]++
+				todo = append(todo, i)
+			}
+		}
+	}
+	r.authorsPosted(ctx, authorsPosted)
+	return outcomes(r, src, batch, out, func(i int, o sqlstore.ImportOutcome) string { return reasons[i] })
 }
 
 func (r *run) parseLike(line []byte) (likeLine, error) {
@@ -224,7 +282,7 @@ func (r *run) writeLikes(ctx context.Context, src Source, batch []item[likeLine]
 	// The lines whose post exists go to the store; the others are bad.
 	var likes [][2]int64
 	var at []int
-	out := make([]sqlstore.Outcome, len(batch))
+	out := make([]sqlstore.ImportOutcome, len(batch))
 	for i, it := range batch {
 		post, ok := ids[keys[i]]
 		if !ok {
@@ -255,7 +313,7 @@ func (r *run) writeLikes(ctx context.Context, src Source, batch []item[likeLine]
 		}
 	}
 	r.likesChanged(ctx, res)
-	return outcomes(r, src, batch, out, func(i int, o sqlstore.Outcome) string {
+	return outcomes(r, src, batch, out, func(i int, o sqlstore.ImportOutcome) string {
 		l := batch[i].row
 		if o == sqlstore.UnknownUser {
 			return fmt.Sprintf("unknown user: %d does not exist", l.User)

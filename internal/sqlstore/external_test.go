@@ -176,13 +176,7 @@ func testHistoryIDs(t *testing.T, e *env) {
 	mustUsers(t, s, 1, 2, 3)
 	mustFollow(t, s, 3, 1)
 	mustFollow(t, s, 3, 2)
-	at := func(ts time.Time, seq int64) int64 {
-		id, err := feed.IDAt(ts, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
+	at := func(ts time.Time, seq int64) int64 { return mustIDAt(t, ts, seq) }
 	ids := []int64{ // newest first
 		feed.NewIDGen(nil).Next(),
 		at(feed.IDEpoch, 1),
@@ -255,4 +249,128 @@ func testHistoryIDs(t *testing.T, e *env) {
 	if byExt, err := s.PostIDsByExternalID(ctx, []ExternalKey{{1, "x4"}, {2, "x5"}}); err != nil || byExt[ExternalKey{1, "x4"}] != ids[4] || byExt[ExternalKey{2, "x5"}] != feed.MinID {
 		t.Errorf("PostIDsByExternalID = %v, %v", byExt, err)
 	}
+}
+
+// testImportPosts: ImportPosts stores posts with the ids and external ids
+// given, writes no outbox event, says which external ids and ids are
+// taken, and a second run changes nothing.
+func testImportPosts(t *testing.T, e *env) {
+	ctx := t.Context()
+	s := e.store(t)
+	mustUsers(t, s, 1, 2)
+	live := mustPost(t, s, feed.NewIDGen(nil).Next(), 2) // one outbox event
+	at := time.Date(2012, 3, 4, 5, 6, 7, 8e6, time.UTC)
+	id := func(seq int64) int64 { return mustIDAt(t, at, seq) }
+	post := func(author, id int64, ext string) feed.Post {
+		return feed.Post{ID: id, AuthorID: author, Content: "c " + ext, Data: `{"e":"` + ext + `"}`, CreatedAt: at, ExternalID: ext}
+	}
+	posts := []feed.Post{
+		post(1, id(1), "a"),
+		post(1, id(2), "b"),
+		post(1, id(3), "a"),   // the same external id again: the first's post
+		post(2, id(2), "c"),   // the id of b
+		post(2, live.ID, "d"), // the id of a live post
+		post(2, id(4), "a"),   // another author's a
+		post(1, feed.MinID, "z"),
+	}
+	got, err := s.ImportPosts(ctx, posts)
+	want := []ImportResult{{Imported, 0}, {Imported, 0}, {ExternalIDExists, id(1)}, {IDTaken, 0}, {IDTaken, 0}, {Imported, 0}, {Imported, 0}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("ImportPosts = %v, %v; want %v", got, err, want)
+	}
+	if n, err := s.OutboxBacklog(ctx); err != nil || n != 1 {
+		t.Fatalf("OutboxBacklog = %d, %v; want only the live post's event", n, err)
+	}
+	p, err := s.Post(ctx, id(2))
+	if err != nil || p.AuthorID != 1 || p.Content != "c b" || p.Data != `{"e":"b"}` || p.ExternalID != "b" || !p.CreatedAt.Equal(at) {
+		t.Fatalf("Post(%d) = %+v, %v; want b as imported", id(2), p, err)
+	}
+	// The refused ones retry with another id; a second run of everything
+	// changes nothing.
+	got, err = s.ImportPosts(ctx, []feed.Post{post(2, id(5), "c"), post(2, id(6), "d")})
+	if err != nil || !slices.Equal(got, []ImportResult{{Imported, 0}, {Imported, 0}}) {
+		t.Fatalf("ImportPosts(retries) = %v, %v", got, err)
+	}
+	got, err = s.ImportPosts(ctx, posts)
+	want = []ImportResult{{ExternalIDExists, id(1)}, {ExternalIDExists, id(2)}, {ExternalIDExists, id(1)},
+		{ExternalIDExists, id(5)}, {ExternalIDExists, id(6)}, {ExternalIDExists, id(4)}, {ExternalIDExists, feed.MinID}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("ImportPosts again = %v, %v; want %v", got, err, want)
+	}
+	if ids, err := s.AuthorPostIDs(ctx, 1, 0, 0, 100); err != nil || !slices.Equal(ids, []int64{id(2), id(1), feed.MinID}) {
+		t.Fatalf("AuthorPostIDs(1) = %v, %v", ids, err)
+	}
+
+	// Many posts: several transactions; again, all there.
+	many := make([]feed.Post, 3*importChunk+7)
+	for i := range many {
+		ts := at.Add(time.Duration(i) * time.Second)
+		ext := fmt.Sprint("m", i)
+		many[i] = feed.Post{ID: mustIDAt(t, ts, feed.ImportSeq(1, ext, 0)), AuthorID: 1, Content: "m", CreatedAt: ts, ExternalID: ext}
+	}
+	for round, want := range []ImportOutcome{Imported, ExternalIDExists} {
+		got, err := s.ImportPosts(ctx, many)
+		if err != nil || len(got) != len(many) {
+			t.Fatalf("round %d: ImportPosts(%d) = %d results, %v", round, len(many), len(got), err)
+		}
+		for i, r := range got {
+			if r.Outcome != want || (want == ExternalIDExists && r.ExistingID != many[i].ID) {
+				t.Fatalf("round %d: post %d: %+v; want outcome %d", round, i, r, want)
+			}
+		}
+	}
+	for _, bad := range []feed.Post{post(1, 0, "x"), post(1, feed.MinID-1, "x"), post(0, id(9), "x"), post(1, id(9), "")} {
+		_, err := s.ImportPosts(ctx, []feed.Post{post(1, id(10), "fine"), bad})
+		wantCode(t, err, feed.EINVALID)
+	}
+	_, err = s.PostByExternalID(ctx, 1, "fine")
+	wantCode(t, err, feed.ENOTFOUND)
+}
+
+// testImportPostsRace: four imports of the same posts at once store each
+// post once; every other import is told it exists.
+func testImportPostsRace(t *testing.T, e *env) {
+	s := e.store(t)
+	mustUsers(t, s, 1)
+	posts := make([]feed.Post, 300)
+	at := time.Date(2019, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range posts {
+		ext := fmt.Sprint("r", i)
+		posts[i] = feed.Post{ID: mustIDAt(t, at.Add(time.Duration(i)*time.Millisecond), feed.ImportSeq(1, ext, 0)), AuthorID: 1, Content: "r", CreatedAt: at, ExternalID: ext}
+	}
+	const n = 4
+	results := make([][]ImportResult, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { results[i], errs[i] = s.ImportPosts(t.Context(), posts) })
+	}
+	wg.Wait()
+	for i := range posts {
+		imported := 0
+		for g := range n {
+			if errs[g] != nil {
+				t.Fatalf("import %d: %v", g, errs[g])
+			}
+			switch r := results[g][i]; {
+			case r.Outcome == Imported:
+				imported++
+			case r.Outcome != ExternalIDExists || r.ExistingID != posts[i].ID:
+				t.Fatalf("import %d, post %d: %+v; want imported or exists as %d", g, i, r, posts[i].ID)
+			}
+		}
+		if imported != 1 {
+			t.Fatalf("post %d imported %d times; want once", i, imported)
+		}
+	}
+}
+
+// mustIDAt is feed.IDAt, failing t on an error.
+func mustIDAt(t *testing.T, ts time.Time, seq int64) int64 {
+	t.Helper()
+	id, err := feed.IDAt(ts, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

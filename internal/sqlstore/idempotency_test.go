@@ -385,7 +385,7 @@ func testIdempotencyMigration(t *testing.T, e *env) {
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatalf("Migrate to 0006: %v", err)
 	}
-	bulkUsers(t, s, []int64{1}) // CreateUser needs a later schema
+	bulkUsers(t, s, []int64{1})        // CreateUser needs a later schema
 	for _, id := range []int64{1, 2} { // so does CreatePost
 		if _, err := s.DB().ExecContext(ctx, "INSERT INTO posts (id, author_id, content, created_at) VALUES (?, 1, 'post', ?)",
 			id, millis(time.Now())); err != nil {

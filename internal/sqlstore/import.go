@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,15 +13,181 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// Outcome is what an import did with one row of a batch.
-type Outcome uint8
+// ImportOutcome is what an import did with one row: ImportPosts with a
+// post, ImportUsers, ImportFollows and ImportLikes with theirs.
+type ImportOutcome int
 
 const (
-	// Imported: the row was new and is stored.
-	Imported Outcome = iota
+	// Imported: the post is stored.
+	Imported ImportOutcome = iota
+	// ExternalIDExists: the author has a post with this external id
+	// already (ImportResult.ExistingID), deleted or not; nothing was
+	// written. Importing a file again ends here for every post.
+	ExternalIDExists
+	// IDTaken: another post has this id (the same millisecond and
+	// sequence); nothing was written. The caller tries again with another
+	// sequence (feed.ImportSeq with the next attempt).
+	IDTaken
+)
+
+// ImportResult is ImportPosts' answer for one post.
+type ImportResult struct {
+	Outcome    ImportOutcome
+	ExistingID int64 // with ExternalIDExists: the post that has the external id
+}
+
+// importChunk bounds the posts of one ImportPosts transaction: two
+// arguments a post in the lookup, seven in the insert.
+const importChunk = chunkSize / 2
+
+// importAttempts bounds the rounds of one chunk that lose a race to a
+// concurrent writer of the same keys (a post published in the same
+// millisecond, an import running twice at once).
+const importAttempts = 4
+
+// ImportPosts stores posts as an import brings them: every field chosen
+// by the caller (ID from feed.IDAt, AuthorID, Content, Data, CreatedAt,
+// ExternalID, which is required), and no outbox event, so nothing is
+// fanned out: the caller drops the inboxes the posts belong in. The
+// caller has checked the authors exist and the content and data
+// (feed.CheckContent, feed.CheckData, feed.CheckExternalID).
+//
+// It answers for each post, in order: Imported, ExternalIDExists with the
+// post that has the external id (a post of the same call included), or
+// IDTaken. A chunk of posts is one transaction, so a failure leaves the
+// earlier chunks stored; running the call again completes it, as every
+// post already stored answers ExternalIDExists. A post that is no valid
+// post is EINVALID, and nothing of its chunk is stored.
+func (s *Store) ImportPosts(ctx context.Context, posts []feed.Post) ([]ImportResult, error) {
+	out := make([]ImportResult, 0, len(posts))
+	for start := 0; start < len(posts); start += importChunk {
+		chunk := posts[start:min(start+importChunk, len(posts))]
+		for _, p := range chunk {
+			if !feed.ValidPostID(p.ID) || p.AuthorID <= 0 || p.ExternalID == "" {
+				return out, fmt.Errorf("sqlstore: import posts: %w", feed.Errorf(feed.EINVALID,
+					"post %d by %d: an imported post has a post id (feed.ValidPostID), a positive author id and an external id", p.ID, p.AuthorID))
+			}
+		}
+		var res []ImportResult
+		var err error
+		for attempt := 1; ; attempt++ {
+			err = s.write(ctx, func(tx *sql.Tx) error {
+				res, err = s.importChunk(ctx, tx, chunk)
+				return err
+			})
+			// A duplicate here is a concurrent writer's row that the
+			// chunk's lookups did not see yet: look again.
+			if err == nil || !errors.Is(err, errDuplicatePost) || attempt == importAttempts {
+				break
+			}
+		}
+		if err != nil {
+			return out, fmt.Errorf("sqlstore: import %d posts: %w", len(chunk), err)
+		}
+		out = append(out, res...)
+	}
+	return out, nil
+}
+
+// importChunk is one transaction of ImportPosts.
+func (s *Store) importChunk(ctx context.Context, tx *sql.Tx, chunk []feed.Post) ([]ImportResult, error) {
+	keys := make([]ExternalKey, len(chunk))
+	ids := make([]any, len(chunk))
+	for i, p := range chunk {
+		keys[i], ids[i] = ExternalKey{p.AuthorID, p.ExternalID}, p.ID
+	}
+	byKey, err := externalIDsIn(ctx, tx, keys)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT id FROM posts WHERE id IN ("+placeholders(len(ids))+")", ids...)
+	if err != nil {
+		return nil, err
+	}
+	found, err := scanIDs(rows, len(ids))
+	if err != nil {
+		return nil, err
+	}
+	taken := make(map[int64]bool, len(found))
+	for _, id := range found {
+		taken[id] = true
+	}
+
+	res := make([]ImportResult, len(chunk))
+	var values []string
+	var args []any
+	now := millis(time.Now())
+	for i, p := range chunk {
+		switch existing, ok := byKey[keys[i]]; {
+		case ok:
+			res[i] = ImportResult{Outcome: ExternalIDExists, ExistingID: existing}
+			continue
+		case taken[p.ID]:
+			res[i] = ImportResult{Outcome: IDTaken}
+			continue
+		}
+		// Later posts of the chunk see this one, as they would see it
+		// stored by an earlier call.
+		byKey[keys[i]], taken[p.ID] = p.ID, true
+		created := p.CreatedAt
+		if created.IsZero() {
+			created = fromMillis(now)
+		}
+		values = append(values, "(?, ?, ?, ?, NULL, ?, ?)")
+		args = append(args, p.ID, p.AuthorID, p.Content, millis(created), nullData(p.Data), p.ExternalID)
+	}
+	if len(values) == 0 {
+		return res, nil
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO posts (id, author_id, content, created_at, deleted_at, data, external_id) VALUES "+
+		strings.Join(values, ", "), args...)
+	if s.d.duplicate(err) {
+		return nil, errDuplicatePost
+	}
+	return res, err
+}
+
+// externalIDsIn returns the ids of the posts among keys, on q (the
+// primary, or a transaction), one query per chunk of keys.
+func externalIDsIn(ctx context.Context, q interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, keys []ExternalKey) (map[ExternalKey]int64, error) {
+	ids := make(map[ExternalKey]int64, len(keys))
+	for start := 0; start < len(keys); start += importChunk {
+		chunk := keys[start:min(start+importChunk, len(keys))]
+		args := make([]any, 0, 2*len(chunk))
+		for _, k := range chunk {
+			args = append(args, k.AuthorID, k.ExternalID)
+		}
+		err := func() error {
+			rows, err := q.QueryContext(ctx, "SELECT author_id, external_id, id FROM posts WHERE (author_id, external_id) IN ("+
+				strings.TrimSuffix(strings.Repeat("(?, ?), ", len(chunk)), ", ")+")", args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var k ExternalKey
+				var id int64
+				if err := rows.Scan(&k.AuthorID, &k.ExternalID, &id); err != nil {
+					return err
+				}
+				ids[k] = id
+			}
+			return rows.Err()
+		}()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+// More outcomes, of the users, follows and likes an import brings.
+const (
 	// Unchanged: the store held the row already (a re-run, or the same
 	// row twice in a batch); nothing changed.
-	Unchanged
+	Unchanged ImportOutcome = iota + IDTaken + 1
 	// UnknownUser: a user the row names does not exist, or is being
 	// deleted.
 	UnknownUser
@@ -34,10 +201,10 @@ const (
 	Deleting
 )
 
-// importChunk bounds the rows of one multi-row statement of an import:
-// under SQLite's 32766 bound variables at 5 per row, and well under
-// MySQL's default packet size.
-const importChunk = 2000
+// importRows bounds the rows of one multi-row statement of the users,
+// follows and likes an import brings: under SQLite's 32766 bound
+// variables at 5 per row, and well under MySQL's default packet size.
+const importRows = 2000
 
 // importIDs bounds the ids of one IN list of an import: one statement for
 // a whole batch's users, under SQLite's bound on variables.
@@ -63,10 +230,10 @@ func idChunks(ids []int64) [][]any {
 // starts at that user's token generation), and leaves existing ones as
 // they are: running it twice changes nothing. outcomes[i] is what became
 // of users[i].
-func (s *Store) ImportUsers(ctx context.Context, users []feed.User) ([]Outcome, error) {
-	out := make([]Outcome, len(users))
-	for start := 0; start < len(users); start += importChunk {
-		chunk := users[start:min(start+importChunk, len(users))]
+func (s *Store) ImportUsers(ctx context.Context, users []feed.User) ([]ImportOutcome, error) {
+	out := make([]ImportOutcome, len(users))
+	for start := 0; start < len(users); start += importRows {
+		chunk := users[start:min(start+importRows, len(users))]
 		if err := s.importUsers(ctx, chunk, out[start:]); err != nil {
 			return nil, fmt.Errorf("sqlstore: import %d users: %w", len(users), err)
 		}
@@ -74,7 +241,7 @@ func (s *Store) ImportUsers(ctx context.Context, users []feed.User) ([]Outcome, 
 	return out, nil
 }
 
-func (s *Store) importUsers(ctx context.Context, users []feed.User, out []Outcome) error {
+func (s *Store) importUsers(ctx context.Context, users []feed.User, out []ImportOutcome) error {
 	ids := make([]any, 0, len(users))
 	for _, u := range users {
 		ids = append(ids, u.ID)
@@ -168,7 +335,7 @@ type pair struct{ a, b int64 }
 // FollowImport is what ImportFollows did with a batch of edges.
 type FollowImport struct {
 	// Outcomes[i] is what became of edge i.
-	Outcomes []Outcome
+	Outcomes []ImportOutcome
 	// Followers are the users who follow someone new: their feeds
 	// changed. Followees are the users who gained followers. Both
 	// ascending, without repeats.
@@ -201,7 +368,7 @@ func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (FollowImpo
 }
 
 func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64) (FollowImport, error) {
-	res := FollowImport{Outcomes: make([]Outcome, len(edges))}
+	res := FollowImport{Outcomes: make([]ImportOutcome, len(edges))}
 	users := make([]int64, 0, 2*len(edges))
 	for _, e := range edges {
 		users = append(users, e[0], e[1])
@@ -321,8 +488,8 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64)
 	for _, id := range moved {
 		args = append(args, id, "", followers[id], following[id], now)
 	}
-	for start := 0; start < len(args); start += 5 * importChunk {
-		chunk := args[start:min(start+5*importChunk, len(args))]
+	for start := 0; start < len(args); start += 5 * importRows {
+		chunk := args[start:min(start+5*importRows, len(args))]
 		if _, err := tx.ExecContext(ctx, "INSERT INTO users (id, name, follower_count, following_count, created_at) VALUES "+
 			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?), ", len(chunk)/5), ", ")+s.d.addCounts, chunk...); err != nil {
 			return res, fmt.Errorf("count %d users: %w", len(chunk)/5, err)
@@ -368,7 +535,7 @@ type LikeImport struct {
 	// Outcomes[i] is UnknownUser, UnknownPost, or Imported for a valid
 	// like; of the valid ones, Liked of them were new (the others were
 	// there already, liked or unliked since).
-	Outcomes []Outcome
+	Outcomes []ImportOutcome
 	// Liked counts the new likes; Deltas is how much each post's like
 	// count moved (posts that did not move are left out).
 	Liked  int
@@ -385,7 +552,7 @@ type LikeImport struct {
 // post's creation, so it sorts below every live action of its user, and
 // a re-run finds its own version stored and changes nothing.
 func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (LikeImport, error) {
-	res := LikeImport{Outcomes: make([]Outcome, len(likes))}
+	res := LikeImport{Outcomes: make([]ImportOutcome, len(likes))}
 	var users, posts []int64
 	for _, l := range likes {
 		users, posts = append(users, l[0]), append(posts, l[1])
@@ -457,189 +624,6 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (LikeImport, 
 	return res, nil
 }
 
-// PostRow is an imported post.
-type PostRow struct {
-	Key       ExternalKey
-	Content   string
-	Data      string // compact JSON (feed.CheckData) or ""
-	CreatedAt time.Time
-}
-
-// PostImport is what ImportPosts did with a batch.
-type PostImport struct {
-	// Outcomes[i] is what became of post i.
-	Outcomes []Outcome
-	// Authors are the authors who got new posts, ascending: their
-	// followers' feeds changed.
-	Authors []int64
-}
-
-// importRetries bounds how often ImportPosts runs a batch again after a
-// duplicate key: another writer took a key or an id between the batch's
-// read and its insert.
-const importRetries = 5
-
-// maxSeqAttempts bounds the sequence numbers ImportPosts tries for one
-// post: far more than a millisecond's 4,096 need, unless it is full.
-const maxSeqAttempts = 1 << 16
-
-// ImportPosts stores the posts whose (author, external id) is new, each
-// with an id from its creation time (feed.IDAt's millisecond, the first
-// sequence number free in it), so that feeds show imported history in
-// time order below every post made live since. No outbox event is
-// written: nothing fans out. Running it twice changes nothing.
-func (s *Store) ImportPosts(ctx context.Context, posts []PostRow) (PostImport, error) {
-	var res PostImport
-	var err error
-	for attempt := 1; attempt <= importRetries; attempt++ {
-		err = s.write(ctx, func(tx *sql.Tx) error {
-			var err error
-			res, err = s.importPosts(ctx, tx, posts)
-			return err
-		})
-		if !s.d.duplicate(err) {
-			break
-		}
-	}
-	if err != nil {
-		return PostImport{}, fmt.Errorf("sqlstore: import %d posts: %w", len(posts), err)
-	}
-	return res, nil
-}
-
-func (s *Store) importPosts(ctx context.Context, tx *sql.Tx, posts []PostRow) (PostImport, error) {
-	res := PostImport{Outcomes: make([]Outcome, len(posts))}
-	authors := make([]int64, 0, len(posts))
-	for _, p := range posts {
-		authors = append(authors, p.Key.AuthorID)
-	}
-	slices.Sort(authors)
-	authors = slices.Compact(authors)
-	// The authors are locked, in id order like every user lock, so that a
-	// deletion (which marks the user under the same lock) cannot slip
-	// between this check and the insert and leave posts its purge missed.
-	live := make(map[int64]bool, len(authors))
-	for _, chunk := range idChunks(authors) {
-		rows, err := tx.QueryContext(ctx, "SELECT id FROM users WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL"+s.d.forUpdate, chunk...)
-		if err != nil {
-			return res, fmt.Errorf("lock authors: %w", err)
-		}
-		found, err := scanIDs(rows, len(chunk))
-		if err != nil {
-			return res, fmt.Errorf("lock authors: %w", err)
-		}
-		for _, id := range found {
-			live[id] = true
-		}
-	}
-	keys := make([]ExternalKey, 0, len(posts))
-	for _, p := range posts {
-		if live[p.Key.AuthorID] {
-			keys = append(keys, p.Key)
-		}
-	}
-	have, err := s.postIDs(ctx, tx, keys)
-	if err != nil {
-		return res, err
-	}
-	// Ids: each post's millisecond with the sequence feed.ImportSeq
-	// gives it (the same in every run and every database), or its next
-	// attempt's while another post holds the id, stored or in the batch.
-	var fresh []int
-	ids := make([]int64, len(posts))
-	attempt := make([]int, len(posts))
-	for i, p := range posts {
-		switch {
-		case !live[p.Key.AuthorID]:
-			res.Outcomes[i] = UnknownUser
-			continue
-		case have[p.Key] != 0:
-			res.Outcomes[i] = Unchanged
-			continue
-		}
-		have[p.Key] = -1 // the same key again in the batch is unchanged
-		fresh = append(fresh, i)
-		res.Outcomes[i] = Imported
-	}
-	stored := map[int64]bool{}
-	for {
-		used := make(map[int64]bool, len(fresh))
-		var probe []any
-		for _, i := range fresh {
-			p := posts[i]
-			for ; ; attempt[i]++ {
-				if attempt[i] > maxSeqAttempts {
-					return res, fmt.Errorf("no free id in the millisecond of %s for post %q of %d", p.CreatedAt.Format(time.RFC3339Nano), p.Key.ExternalID, p.Key.AuthorID)
-				}
-				id, err := feed.IDAt(p.CreatedAt, feed.ImportSeq(p.Key.AuthorID, p.Key.ExternalID, attempt[i]))
-				if err == nil && !stored[id] && !used[id] {
-					ids[i] = id
-					break
-				}
-			}
-			used[ids[i]] = true
-			probe = append(probe, ids[i])
-		}
-		clashed := false
-		for start := 0; start < len(probe); start += importIDs {
-			chunk := probe[start:min(start+importIDs, len(probe))]
-			found, err := queryIDsTx(ctx, tx, "SELECT id FROM posts WHERE id IN ("+placeholders(len(chunk))+")", chunk...)
-			if err != nil {
-				return res, fmt.Errorf("read ids: %w", err)
-			}
-			for _, id := range found {
-				stored[id], clashed = true, true
-			}
-		}
-		if !clashed {
-			break
-		}
-	}
-	args := make([]any, 0, 6*len(fresh))
-	gotPosts := map[int64]bool{}
-	for _, i := range fresh {
-		p := posts[i]
-		var data any
-		if p.Data != "" {
-			data = p.Data
-		}
-		args = append(args, ids[i], p.Key.AuthorID, p.Content, millis(p.CreatedAt), data, p.Key.ExternalID)
-		if !gotPosts[p.Key.AuthorID] {
-			gotPosts[p.Key.AuthorID] = true
-			res.Authors = append(res.Authors, p.Key.AuthorID)
-		}
-	}
-	for start := 0; start < len(args); start += 6 * importChunk {
-		chunk := args[start:min(start+6*importChunk, len(args))]
-		if _, err := tx.ExecContext(ctx, "INSERT INTO posts (id, author_id, content, created_at, deleted_at, data, external_id) VALUES "+
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, NULL, ?, ?), ", len(chunk)/6), ", "), chunk...); err != nil {
-			return res, err
-		}
-	}
-	slices.Sort(res.Authors)
-	return res, nil
-}
-
-// postIDs is PostIDsByExternalID inside an import's transaction (on
-// SQLite the only connection): deleted posts included, since their
-// external ids stay taken.
-func (s *Store) postIDs(ctx context.Context, tx *sql.Tx, keys []ExternalKey) (map[ExternalKey]int64, error) {
-	out := make(map[ExternalKey]int64, len(keys))
-	err := readPairs(ctx, tx, keys, "SELECT author_id, external_id, id FROM posts", "(author_id = ? AND external_id = ?)",
-		func(k ExternalKey) []any { return []any{k.AuthorID, k.ExternalID} },
-		func(rows *sql.Rows) error {
-			var k ExternalKey
-			var id int64
-			err := rows.Scan(&k.AuthorID, &k.ExternalID, &id)
-			out[k] = id
-			return err
-		})
-	if err != nil {
-		return nil, fmt.Errorf("read post keys: %w", err)
-	}
-	return out, nil
-}
-
 // readPairs runs query WHERE cond OR cond ..., one cond (two
 // placeholders, filled by args) per key, likePairsPerSelect keys a
 // statement, and hands each row to scan.
@@ -669,20 +653,12 @@ func readPairs[K any](ctx context.Context, tx *sql.Tx, keys []K, query, cond str
 	return nil
 }
 
-func queryIDsTx(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	return scanIDs(rows, len(args))
-}
-
 // insertEdges inserts edges created at now, with the statement ending
 // onDup, and returns how many rows it added.
 func insertEdges(ctx context.Context, tx *sql.Tx, edges []pair, now int64, onDup string) (int64, error) {
 	var added int64
-	for start := 0; start < len(edges); start += importChunk {
-		chunk := edges[start:min(start+importChunk, len(edges))]
+	for start := 0; start < len(edges); start += importRows {
+		chunk := edges[start:min(start+importRows, len(edges))]
 		args := make([]any, 0, 3*len(chunk))
 		for _, p := range chunk {
 			args = append(args, p.a, p.b, now)

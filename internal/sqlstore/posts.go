@@ -164,34 +164,9 @@ type ExternalKey struct {
 // deleted ones included, with one query per chunk of keys, from the
 // primary: how an import finds which of a batch it made before.
 func (s *Store) PostIDsByExternalID(ctx context.Context, keys []ExternalKey) (map[ExternalKey]int64, error) {
-	ids := make(map[ExternalKey]int64, len(keys))
-	for len(keys) > 0 {
-		chunk := keys[:min(len(keys), chunkSize/2)]
-		keys = keys[len(chunk):]
-		args := make([]any, 0, 2*len(chunk))
-		for _, k := range chunk {
-			args = append(args, k.AuthorID, k.ExternalID)
-		}
-		err := func() error {
-			rows, err := s.db.QueryContext(ctx, "SELECT author_id, external_id, id FROM posts WHERE (author_id, external_id) IN ("+
-				strings.TrimSuffix(strings.Repeat("(?, ?), ", len(chunk)), ", ")+")", args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var k ExternalKey
-				var id int64
-				if err := rows.Scan(&k.AuthorID, &k.ExternalID, &id); err != nil {
-					return err
-				}
-				ids[k] = id
-			}
-			return rows.Err()
-		}()
-		if err != nil {
-			return nil, fmt.Errorf("sqlstore: post ids by external id (%d keys): %w", len(chunk), err)
-		}
+	ids, err := externalIDsIn(ctx, s.db, keys)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: post ids by external id (%d keys): %w", len(keys), err)
 	}
 	return ids, nil
 }

@@ -163,6 +163,8 @@ var suite = []struct {
 	{"ExternalID", testExternalID},
 	{"ExternalIDRace", testExternalIDRace},
 	{"HistoryIDs", testHistoryIDs},
+	{"ImportPosts", testImportPosts},
+	{"ImportPostsRace", testImportPostsRace},
 	{"DeletePost", testDeletePost},
 	{"PostData", testPostData},
 	{"EditPost", testEditPost},

@@ -52,7 +52,7 @@ type Stream struct {
 	gone    chan struct{}
 	why     Kind
 
-	floor int64 // posts at or below it are not sent: the client has them
+	floor int64 // posts at or below it are not sent: the client has them (0: none; a post from before 2025 is below 0)
 	sent  map[int64]struct{}
 	order []int64 // sent's ids, oldest first, to forget the oldest
 	close sync.Once
@@ -90,7 +90,7 @@ func (s *Stream) Next(ctx context.Context) Event {
 		case ev := <-s.events:
 			switch ev.Kind {
 			case Post:
-				if ev.ID <= s.floor || s.WasSent(ev.ID) {
+				if s.floor != 0 && ev.ID <= s.floor || s.WasSent(ev.ID) {
 					continue
 				}
 				s.Sent(ev.ID)

@@ -141,7 +141,7 @@ func (c *client) post(ctx context.Context, token, content string) (int64, error)
 	if err := c.do(ctx, "POST", "/v1/posts", token, map[string]string{"content": content}, &out, http.StatusCreated); err != nil {
 		return 0, err
 	}
-	return feed.ParseID(out.ID)
+	return feed.ParsePostID(out.ID)
 }
 
 func (c *client) deletePost(ctx context.Context, token string, id int64) error {

@@ -224,7 +224,7 @@ func (r *runner) mixedRead(ctx context.Context, m *modelRun, token string, seen 
 	}
 	ids := make([]int64, 0, len(posts))
 	for _, p := range posts {
-		if id, err := feed.ParseID(p.ID); err == nil {
+		if id, err := feed.ParsePostID(p.ID); err == nil {
 			ids = append(ids, id)
 		}
 	}

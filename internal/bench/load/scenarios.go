@@ -341,7 +341,7 @@ func (r *runner) readBaseline(ctx context.Context, res *report.ReadResult, reade
 		posts := make([]feed.Post, 0, len(pg))
 		ids := make([]int64, 0, len(pg))
 		for _, p := range pg {
-			id, err := feed.ParseID(p.ID)
+			id, err := feed.ParsePostID(p.ID)
 			if err != nil {
 				return err
 			}
