@@ -42,8 +42,10 @@ const importChunk = chunkSize / 2
 
 // importPostsPerTx bounds the posts of one ImportPosts transaction: seven
 // arguments a post in its insert, under SQLite's 32766. A commit costs a
-// flush of the log: 250 posts a transaction imported half as many posts
-// a second as 2,000 (250,000 posts, alternated, on MariaDB).
+// flush of the log, and an import's batches are 2,000 rows: at 250 a
+// transaction, 250,000 posts went in at 5,000/s against 10,200/s at
+// 2,000 in the first of three alternated pairs on MariaDB (the machine's
+// load swamped the other two).
 const importPostsPerTx = 2000
 
 // importAttempts bounds the rounds of one chunk that lose a race to a
