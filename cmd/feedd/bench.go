@@ -77,7 +77,13 @@ type benchFlags struct {
 }
 
 func newBenchFlags(name string, getenv func(string) string, stderr io.Writer) *benchFlags {
-	fs := flag.NewFlagSet("feedd bench "+name, flag.ContinueOnError)
+	return newCommandFlags("feedd bench "+name, getenv, stderr)
+}
+
+// newCommandFlags is the flag set of a command (named as typed, "feedd
+// import"): its settings shared with the roles read FEEDD_<NAME>.
+func newCommandFlags(command string, getenv func(string) string, stderr io.Writer) *benchFlags {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	return &benchFlags{fs: fs, getenv: getenv}
 }
@@ -158,7 +164,7 @@ func (b *benchFlags) parse(args []string) error {
 		return usageError{errors.Join(b.errs...)}
 	}
 	if b.fs.NArg() > 0 {
-		return usageError{fmt.Errorf("bench: unexpected argument %q", b.fs.Arg(0))}
+		return usageError{fmt.Errorf("%s: unexpected argument %q", strings.TrimPrefix(b.fs.Name(), "feedd "), b.fs.Arg(0))}
 	}
 	return nil
 }

@@ -5,11 +5,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -28,8 +26,8 @@ import (
 // serves (docs/operations.md, "Importing an existing app's data"). A
 // command of its own, like requeue-dead: it has flags no role has.
 func runImport(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("feedd import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	f := newCommandFlags("feedd import", getenv, stderr)
+	fs := f.fs
 	files := map[importer.Kind]*string{}
 	for _, k := range importer.Kinds {
 		files[k] = fs.String(string(k), "", "JSON Lines file of "+string(k)+" to import (- reads standard input)")
@@ -39,37 +37,20 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	writers := fs.Int("writers", importer.DefaultWriters, "transactions at once (--strict: one)")
 	// The deployment's settings are the roles' own: same flags, same
 	// environment variables, a flag winning.
-	var envErr error
-	setting := func(name, def, usage string) *string {
-		env := envName(name, true)
-		if v := getenv(env); v != "" {
-			def = v
-		}
-		return fs.String(name, def, usage+" ("+env+")")
-	}
-	number := func(name string, def int, usage string) *int {
-		env := envName(name, true)
-		if v := getenv(env); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				envErr = errors.Join(envErr, fmt.Errorf("%s=%q is not an integer", env, v))
-			}
-			def = n
-		}
-		return fs.Int(name, def, usage+" ("+env+")")
-	}
 	tl := timeline.DefaultConfig()
 	var cfg config
-	dsn := setting("mysql-dsn", "", "MySQL/MariaDB DSN of the deployment; empty: the embedded SQLite in the data dir")
-	dataDir := setting("data-dir", "./data", "directory of the embedded SQLite database")
-	redisURL := setting("redis-url", "", "Redis URL of the deployment, whose cached inboxes and counters the import corrects")
-	redisCluster := setting("redis-cluster", "", "Redis Cluster seed nodes, as the deployment's")
-	redisPrefix := setting("redis-prefix", "feedd:", "prefix of the deployment's Redis keys")
-	inboxGroups := number("inbox-groups", rediscache.DefaultInboxGroups, "as the deployment's")
-	inboxMax := number("inbox-max", feed.DefaultInboxMax, "as the deployment's")
-	mode := setting("fanout-mode", string(tl.Policy.Mode), "the deployment's timeline model: push, pull or hybrid")
-	pullAt := number("pull-threshold", int(tl.Policy.PullThreshold), "the deployment's pull threshold (hybrid)")
-	activeDays := number("active-days", int(tl.InboxTTL/(24*time.Hour)), "as the deployment's")
+	var redisURL, redisCluster, redisPrefix, mode string
+	var inboxGroups, inboxMax, pullAt, activeDays int
+	f.str(&cfg.mysqlDSN, "mysql-dsn", "", true, "MySQL/MariaDB DSN of the deployment; empty: the embedded SQLite in the data dir")
+	f.str(&cfg.dataDir, "data-dir", "./data", true, "directory of the embedded SQLite database")
+	f.str(&redisURL, "redis-url", "", true, "Redis URL of the deployment, whose cached inboxes and counters the import corrects")
+	f.str(&redisCluster, "redis-cluster", "", true, "Redis Cluster seed nodes, as the deployment's")
+	f.str(&redisPrefix, "redis-prefix", "feedd:", true, "prefix of the deployment's Redis keys")
+	f.num(&inboxGroups, "inbox-groups", rediscache.DefaultInboxGroups, true, "as the deployment's")
+	f.num(&inboxMax, "inbox-max", feed.DefaultInboxMax, true, "as the deployment's")
+	f.str(&mode, "fanout-mode", string(tl.Policy.Mode), true, "the deployment's timeline model: push, pull or hybrid")
+	f.num(&pullAt, "pull-threshold", int(tl.Policy.PullThreshold), true, "the deployment's pull threshold (hybrid)")
+	f.num(&activeDays, "active-days", int(tl.InboxTTL/(24*time.Hour)), true, "as the deployment's")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `usage: feedd import [--users F] [--follows F] [--posts F] [--likes F] [flags]
 
@@ -87,22 +68,12 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	hideSecretDefaults(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := f.parse(args); err != nil {
+		return err
 	}
-	if envErr != nil {
-		return usageError{envErr}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("import: unexpected argument %q", fs.Arg(0))}
-	}
-	policy := feed.DeliveryPolicy{PullThreshold: int64(*pullAt)}
+	policy := feed.DeliveryPolicy{PullThreshold: int64(pullAt)}
 	var err error
-	if policy.Mode, err = feed.ParseFanoutMode(*mode); err != nil {
+	if policy.Mode, err = feed.ParseFanoutMode(mode); err != nil {
 		return usageError{fmt.Errorf("import: %w", err)}
 	}
 	if *batch <= 0 || *batch > 10_000 {
@@ -148,7 +119,6 @@ flags:
 	}
 
 	logger := newLogger(stderr, getenv("FEEDD_LOG_LEVEL"), "text")
-	cfg.mysqlDSN, cfg.dataDir = *dsn, *dataDir
 	store, err := openStore(ctx, cfg, sqlstore.Pools{Write: 4})
 	if err != nil {
 		return err
@@ -157,21 +127,21 @@ flags:
 	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	caches := importer.Caches{InboxTTL: time.Duration(*activeDays) * 24 * time.Hour, LikeCountTTL: likes.DefaultCountTTL}
-	if *redisURL != "" || *redisCluster != "" {
-		client, err := rediscache.NewClient(*redisURL, *redisCluster, 0)
+	caches := importer.Caches{InboxTTL: time.Duration(activeDays) * 24 * time.Hour, LikeCountTTL: likes.DefaultCountTTL}
+	if redisURL != "" || redisCluster != "" {
+		client, err := rediscache.NewClient(redisURL, redisCluster, 0)
 		if err != nil {
 			return fmt.Errorf("FEEDD_REDIS_URL: %w", err)
 		}
 		defer client.Close()
-		rc := rediscache.New(client, rediscache.Options{Prefix: *redisPrefix, InboxMax: *inboxMax, InboxGroups: *inboxGroups})
+		rc := rediscache.New(client, rediscache.Options{Prefix: redisPrefix, InboxMax: inboxMax, InboxGroups: inboxGroups})
 		if err := rc.Ping(ctx); err != nil {
 			return fmt.Errorf("redis: %w", err)
 		}
 		caches.Inboxes, caches.Likes, caches.KV = rc, rc, rc
 		caches.Streams = stream.NewAnnouncer(rc)
 		// Whatever the mode now: lists left from a hybrid period go too.
-		caches.AuthorLists = rediscache.New(client, rediscache.Options{Prefix: *redisPrefix + "ob:", InboxMax: authorListMax, InboxGroups: *inboxGroups})
+		caches.AuthorLists = rediscache.New(client, rediscache.Options{Prefix: redisPrefix + "ob:", InboxMax: authorListMax, InboxGroups: inboxGroups})
 	} else {
 		fmt.Fprintln(stderr, "import: no FEEDD_REDIS_URL: the cache is the serving feedd's own memory, which this command cannot reach; restart feedd after the import so that its feeds are rebuilt from SQL")
 	}
