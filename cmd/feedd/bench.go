@@ -77,7 +77,13 @@ type benchFlags struct {
 }
 
 func newBenchFlags(name string, getenv func(string) string, stderr io.Writer) *benchFlags {
-	fs := flag.NewFlagSet("feedd bench "+name, flag.ContinueOnError)
+	return newCommandFlags("feedd bench "+name, getenv, stderr)
+}
+
+// newCommandFlags is the flag set of a command (named as typed, "feedd
+// import"): its settings shared with the roles read FEEDD_<NAME>.
+func newCommandFlags(command string, getenv func(string) string, stderr io.Writer) *benchFlags {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	return &benchFlags{fs: fs, getenv: getenv}
 }
@@ -158,7 +164,7 @@ func (b *benchFlags) parse(args []string) error {
 		return usageError{errors.Join(b.errs...)}
 	}
 	if b.fs.NArg() > 0 {
-		return usageError{fmt.Errorf("bench: unexpected argument %q", b.fs.Arg(0))}
+		return usageError{fmt.Errorf("%s: unexpected argument %q", strings.TrimPrefix(b.fs.Name(), "feedd "), b.fs.Arg(0))}
 	}
 	return nil
 }
@@ -196,6 +202,8 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	var workers int
 	var seed int
 	var appendTo bool
+	var jsonl string
+	var likesPerPost int
 	f := newBenchFlags("graph", getenv, stderr)
 	f.str(&cfg.mysqlDSN, "mysql-dsn", "", true, "MySQL/MariaDB DSN of the store to fill; empty: the embedded SQLite in the data dir")
 	f.str(&cfg.dataDir, "data-dir", "./data", true, "directory of the embedded SQLite database")
@@ -216,6 +224,8 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	f.num(&workers, "workers", 4, false, "concurrent insert transactions (SQLite serializes them anyway)")
 	f.str(&out, "out", "bench-graph.json", false, "manifest file to write, for bench run --graph")
 	f.boolean(&appendTo, "append", false, "allow a database that already holds users (bench graph expects a fresh one)")
+	f.str(&jsonl, "jsonl", "", false, "write the graph as JSON Lines files for feedd import into this directory (users.jsonl, follows.jsonl, posts.jsonl, likes.jsonl), not into the store")
+	f.num(&likesPerPost, "likes-per-post", 4, false, "with --jsonl: likes of every post, by users drawn from the post's id")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -229,6 +239,9 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	g, err := graph.Plan(o, begin)
 	if err != nil {
 		return err
+	}
+	if jsonl != "" {
+		return benchGraphJSONL(ctx, g, o, jsonl, likesPerPost, out, stdout, stderr)
 	}
 	store, err := openStore(ctx, cfg, sqlstore.Pools{})
 	if err != nil {
@@ -271,6 +284,36 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	for _, c := range m.Cohorts {
 		fmt.Fprintf(stdout, "  cohort %s: %d readers, each following %d accounts (%d celebrities)\n", c.Name, len(c.Readers), c.Following, c.Celebrities)
 	}
+	return nil
+}
+
+// benchGraphJSONL writes g as the files feedd import reads, and the
+// manifest, for measuring an import on the bench's graph.
+func benchGraphJSONL(ctx context.Context, g *graph.Graph, o graph.Options, dir string, likesPerPost int, out string, stdout, stderr io.Writer) error {
+	if likesPerPost < 0 {
+		return usageError{fmt.Errorf("bench graph: --likes-per-post %d: want 0 or more", likesPerPost)}
+	}
+	w, err := graph.NewJSONLWriter(dir, likesPerPost)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "bench graph: %d users, %d follows, %d posts, %d likes into %s\n", o.Users, g.Follows(), g.Posts(), g.Posts()*int64(min(likesPerPost, o.Users)), dir)
+	m, err := g.Load(ctx, w, 1, stderr)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	m.Store = "jsonl"
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("bench graph: write manifest: %w", err)
+	}
+	fmt.Fprintf(stdout, "bench graph: %d users, %d follows, %d posts in %.1fs; files in %s, manifest %s\n", m.Users, m.Follows, m.Posts, m.Seconds, dir, out)
 	return nil
 }
 

@@ -120,7 +120,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		c.role, args = args[0], args[1:]
 	}
 	if _, ok := roles[c.role]; !ok {
-		return c, fmt.Errorf("unknown role %q: want one of all, serve, work, migrate, bench, requeue-dead, export", c.role)
+		return c, fmt.Errorf("unknown role %q: want one of all, serve, work, migrate, bench, import, requeue-dead, export", c.role)
 	}
 	fs := flag.NewFlagSet("feedd "+c.role, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -249,6 +249,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		fmt.Fprintf(stderr, "\ncommands (feedd <command> -h for their flags):\n")
 		fmt.Fprintf(stderr, "  %-13s %s\n", "bench", "the load tool: write a synthetic graph, drive workloads and report")
+		fmt.Fprintf(stderr, "  %-13s %s\n", "import", "import an existing app's users, follows, posts and likes from JSON Lines files")
 		fmt.Fprintf(stderr, "  %-13s %s\n", "requeue-dead", "move RabbitMQ's dead letters back onto their queues, attempts reset")
 		fmt.Fprintf(stderr, "  %-13s %s\n", "export", "write everything feedd holds about one user as JSON Lines")
 		fmt.Fprintf(stderr, "\nflags (each also read from the environment variable in brackets):\n")

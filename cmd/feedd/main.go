@@ -56,6 +56,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 0 && args[0] == "bench" {
 		return runBench(ctx, args[1:], getenv, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "import" {
+		return runImport(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "requeue-dead" {
 		return runRequeueDead(ctx, args[1:], getenv, stdout, stderr)
 	}

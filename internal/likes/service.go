@@ -105,6 +105,10 @@ type Config struct {
 	Switches Switches
 }
 
+// DefaultCountTTL is Config.CountTTL's default: the cached counters'
+// lifetime, which feedd import renews when it corrects one.
+const DefaultCountTTL = 7 * 24 * time.Hour
+
 // DefaultLocalCountTTL is the Config.LocalCountTTL feedd's flag starts
 // from: other processes' likes show in this one's counts within a second.
 const DefaultLocalCountTTL = time.Second
@@ -114,7 +118,7 @@ func (c Config) withDefaults() Config {
 		c.Window = 1000
 	}
 	if c.CountTTL <= 0 {
-		c.CountTTL = 7 * 24 * time.Hour
+		c.CountTTL = DefaultCountTTL
 	}
 	if c.SetTTL <= 0 {
 		c.SetTTL = 30 * 24 * time.Hour

@@ -57,6 +57,10 @@ type dialect struct {
 	// existing row moves only forward, in the same statement, so that
 	// racing writers cannot move it back.
 	upsertMarker string
+	// addCounts ends the import's multi-row insert into users (import.go)
+	// whose rows all exist: each row adds its follower and following
+	// counts to the stored ones, one statement for a whole batch.
+	addCounts string
 	// likesByKey pins the batch writer's locking read to the primary key,
 	// so that it locks exactly its (user, post) pairs: left alone, MariaDB
 	// picks a secondary index and locks every like of the users, or of a
@@ -118,6 +122,8 @@ var mysqlDialect = dialect{
 		" version = GREATEST(version, VALUES(version))",
 	upsertStats: " ON DUPLICATE KEY UPDATE like_count = like_count + VALUES(like_count), updated_at = VALUES(updated_at)",
 	likesByKey:  " FORCE INDEX (PRIMARY)",
+	addCounts: " ON DUPLICATE KEY UPDATE follower_count = follower_count + VALUES(follower_count)," +
+		" following_count = following_count + VALUES(following_count)",
 	// updated_at is assigned first, while last_read_id is still the old one.
 	upsertMarker: " ON DUPLICATE KEY UPDATE" +
 		" updated_at = IF(VALUES(last_read_id) > last_read_id, VALUES(updated_at), updated_at)," +
@@ -188,6 +194,8 @@ var sqliteDialect = dialect{
 		" version = MAX(likes.version, excluded.version)",
 	upsertStats: " ON CONFLICT (post_id) DO UPDATE SET like_count = post_stats.like_count + excluded.like_count," +
 		" updated_at = excluded.updated_at",
+	addCounts: " ON CONFLICT (id) DO UPDATE SET follower_count = users.follower_count + excluded.follower_count," +
+		" following_count = users.following_count + excluded.following_count",
 	upsertMarker: " ON CONFLICT (user_id) DO UPDATE SET last_read_id = excluded.last_read_id," +
 		" updated_at = excluded.updated_at WHERE excluded.last_read_id > markers.last_read_id",
 }

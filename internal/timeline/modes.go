@@ -87,14 +87,24 @@ func (s *Service) epoch(ctx context.Context) string {
 
 // bumpEpoch starts a new modes epoch after a switch.
 func (s *Service) bumpEpoch(ctx context.Context) {
-	v := strconv.FormatInt(time.Now().UnixNano(), 36)
-	if err := s.cache.Set(ctx, modesKey, v, s.cfg.InboxTTL); err != nil {
+	v, err := NewModesEpoch(ctx, s.cache, s.cfg.InboxTTL)
+	if err != nil {
 		s.cacheFailed("set modes epoch", err)
 		return
 	}
 	s.modes.mu.Lock()
 	s.modes.val, s.modes.read = v, time.Now()
 	s.modes.mu.Unlock()
+}
+
+// NewModesEpoch starts a new modes epoch in kv and returns it, for every
+// process to drop its readers' cached lists of pulled followees within
+// modesEpochTTL. A Service does it after a switch; a tool that changes
+// follows or modes in SQL without one (feedd import) calls it too. ttl
+// is the inboxes' lifetime, which the lists never outlive.
+func NewModesEpoch(ctx context.Context, kv feed.KV, ttl time.Duration) (string, error) {
+	v := strconv.FormatInt(time.Now().UnixNano(), 36)
+	return v, kv.Set(ctx, modesKey, v, ttl)
 }
 
 // pullees returns the pulled authors of reader's feed (those it follows,

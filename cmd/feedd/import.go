@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/feedd/feedd/internal/bench/report"
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/importer"
+	"github.com/feedd/feedd/internal/likes"
+	"github.com/feedd/feedd/internal/rediscache"
+	"github.com/feedd/feedd/internal/sqlstore"
+	"github.com/feedd/feedd/internal/stream"
+	"github.com/feedd/feedd/internal/timeline"
+)
+
+// runImport is `feedd import`: an existing app's users, follows, posts
+// and likes from JSON Lines files into the configured store, while feedd
+// serves (docs/operations.md, "Importing an existing app's data"). A
+// command of its own, like requeue-dead: it has flags no role has.
+func runImport(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	f := newCommandFlags("feedd import", getenv, stderr)
+	fs := f.fs
+	files := map[importer.Kind]*string{}
+	for _, k := range importer.Kinds {
+		files[k] = fs.String(string(k), "", "JSON Lines file of "+string(k)+" to import (- reads standard input)")
+	}
+	strict := fs.Bool("strict", false, "stop at the first bad line instead of reporting and skipping it")
+	batch := fs.Int("batch", importer.DefaultBatch, "rows per transaction")
+	writers := fs.Int("writers", importer.DefaultWriters, "transactions at once (--strict: one)")
+	// The deployment's settings are the roles' own: same flags, same
+	// environment variables, a flag winning.
+	tl := timeline.DefaultConfig()
+	var cfg config
+	var redisURL, redisCluster, redisPrefix, mode string
+	var inboxGroups, inboxMax, pullAt, activeDays int
+	f.str(&cfg.mysqlDSN, "mysql-dsn", "", true, "MySQL/MariaDB DSN of the deployment; empty: the embedded SQLite in the data dir")
+	f.str(&cfg.dataDir, "data-dir", "./data", true, "directory of the embedded SQLite database")
+	f.str(&redisURL, "redis-url", "", true, "Redis URL of the deployment, whose cached inboxes and counters the import corrects")
+	f.str(&redisCluster, "redis-cluster", "", true, "Redis Cluster seed nodes, as the deployment's")
+	f.str(&redisPrefix, "redis-prefix", "feedd:", true, "prefix of the deployment's Redis keys")
+	f.num(&inboxGroups, "inbox-groups", rediscache.DefaultInboxGroups, true, "as the deployment's")
+	f.num(&inboxMax, "inbox-max", feed.DefaultInboxMax, true, "as the deployment's")
+	f.str(&mode, "fanout-mode", string(tl.Policy.Mode), true, "the deployment's timeline model: push, pull or hybrid")
+	f.num(&pullAt, "pull-threshold", int(tl.Policy.PullThreshold), true, "the deployment's pull threshold (hybrid)")
+	f.num(&activeDays, "active-days", int(tl.InboxTTL/(24*time.Hour)), true, "as the deployment's")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `usage: feedd import [--users F] [--follows F] [--posts F] [--likes F] [flags]
+
+Imports an existing app's data from JSON Lines files (one JSON object a
+line; - reads standard input), in the order users, follows, posts, likes:
+  users    {"id":"42","name":"alice"}
+  follows  {"follower_id":"42","followee_id":"7"}
+  posts    {"author_id":"42","external_id":"blog-9913","content":"...","created_at":"2019-05-01T12:00:00Z","data":{...}}
+  likes    {"user_id":"42","author_id":"7","external_id":"blog-9913"}
+Running a file again changes nothing. A bad line is reported as FILE:LINE:
+reason and skipped (--strict stops at it); the exit status is 1 if any
+was. Safe while feedd serves; see docs/operations.md.
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	policy := feed.DeliveryPolicy{PullThreshold: int64(pullAt)}
+	var err error
+	if policy.Mode, err = feed.ParseFanoutMode(mode); err != nil {
+		return usageError{fmt.Errorf("import: %w", err)}
+	}
+	if *batch <= 0 || *batch > 10_000 {
+		return usageError{fmt.Errorf("import: --batch %d: want 1 to 10000", *batch)}
+	}
+	if *writers <= 0 || *writers > 16 {
+		return usageError{fmt.Errorf("import: --writers %d: want 1 to 16", *writers)}
+	}
+	stdins := 0
+	for _, k := range importer.Kinds {
+		if *files[k] == "-" {
+			stdins++
+		}
+	}
+	if stdins > 1 {
+		return usageError{errors.New("import: only one file can be standard input")}
+	}
+	var sources []importer.Source
+	for _, k := range importer.Kinds {
+		name := *files[k]
+		if name == "" {
+			continue
+		}
+		src := importer.Source{Kind: k, Name: name}
+		if name == "-" {
+			src.R = stdin
+		} else {
+			f, err := os.Open(name)
+			if err != nil {
+				return fmt.Errorf("import: %w", err)
+			}
+			defer f.Close()
+			if src.Lines, err = countLines(f); err != nil {
+				return fmt.Errorf("import: %s: %w", name, err)
+			}
+			src.R = f
+		}
+		sources = append(sources, src)
+	}
+	if len(sources) == 0 {
+		fs.Usage()
+		return usageError{errors.New("import: name at least one file: --users, --follows, --posts or --likes")}
+	}
+
+	logger := newLogger(stderr, getenv("FEEDD_LOG_LEVEL"), "text")
+	store, err := openStore(ctx, cfg, sqlstore.Pools{Write: 4})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	caches := importer.Caches{InboxTTL: time.Duration(activeDays) * 24 * time.Hour, LikeCountTTL: likes.DefaultCountTTL}
+	if redisURL != "" || redisCluster != "" {
+		client, err := rediscache.NewClient(redisURL, redisCluster, 0)
+		if err != nil {
+			return fmt.Errorf("FEEDD_REDIS_URL: %w", err)
+		}
+		defer client.Close()
+		rc := rediscache.New(client, rediscache.Options{Prefix: redisPrefix, InboxMax: inboxMax, InboxGroups: inboxGroups})
+		if err := rc.Ping(ctx); err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+		caches.Inboxes, caches.Likes, caches.KV = rc, rc, rc
+		caches.Streams = stream.NewAnnouncer(rc)
+		// Whatever the mode now: lists left from a hybrid period go too.
+		caches.AuthorLists = rediscache.New(client, rediscache.Options{Prefix: redisPrefix + "ob:", InboxMax: authorListMax, InboxGroups: inboxGroups})
+	} else {
+		fmt.Fprintln(stderr, "import: no FEEDD_REDIS_URL: the cache is the serving feedd's own memory, which this command cannot reach; restart feedd after the import so that its feeds are rebuilt from SQL")
+	}
+	sum, err := importer.Run(ctx, store, caches, importer.Options{
+		Strict: *strict, Batch: *batch, Writers: *writers, Policy: policy, Bad: stderr, Logger: logger,
+		Progress: func(k importer.Kind, name string, total int64) importer.Progress {
+			return report.NewProgress(stderr, string(k)+" "+name, total)
+		},
+	}, sources)
+	writeSummary(stdout, sum)
+	if sum.CacheErrors > 0 {
+		fmt.Fprintf(stderr, "import: %d cache entries could not be dropped or corrected; they stay stale until they expire\n", sum.CacheErrors)
+		if err == nil {
+			err = errors.New("import: the cache was not fully corrected")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	return nil
+}
+
+// writeSummary prints the totals per kind.
+func writeSummary(w io.Writer, sum importer.Summary) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "kind\tread\timported\tunchanged\tskipped\tseconds\trows/s\t")
+	for _, k := range importer.Kinds {
+		c := sum.Counts[k]
+		if c == nil || c.Read == 0 && sum.Seconds[k] == 0 {
+			continue
+		}
+		s := sum.Seconds[k]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.1f\t%.0f\t\n", k, c.Read, c.Imported, c.Unchanged, c.Skipped, s, float64(c.Read)/max(s, 1e-9))
+	}
+	tw.Flush()
+}
+
+// countLines counts f's lines, for the progress bar's total, and rewinds
+// it; one pass at the disk's speed, a small part of the import's time.
+func countLines(f *os.File) (int64, error) {
+	r := bufio.NewReaderSize(f, 1<<20)
+	var n int64
+	buf := make([]byte, 1<<20)
+	last := byte('\n')
+	for {
+		k, err := r.Read(buf)
+		n += int64(bytes.Count(buf[:k], []byte{'\n'}))
+		if k > 0 {
+			last = buf[k-1]
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	if last != '\n' {
+		n++
+	}
+	_, err := f.Seek(0, io.SeekStart)
+	return n, err
+}

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedd/feedd/internal/testenv"
+)
+
+// importedGraph is what a generated graph's files hold, as the API
+// should show it after an import.
+type importedGraph struct {
+	users     []string
+	following map[string][]string // follower -> followees
+	followers map[string]int
+	posts     map[string][]string // author -> external ids
+	likes     map[string]int      // author/external id -> likes
+}
+
+func readJSONL(t *testing.T, path string, each func(m map[string]any)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		each(m)
+	}
+}
+
+func loadImportedGraph(t *testing.T, dir string) importedGraph {
+	g := importedGraph{following: map[string][]string{}, followers: map[string]int{}, posts: map[string][]string{}, likes: map[string]int{}}
+	readJSONL(t, filepath.Join(dir, "users.jsonl"), func(m map[string]any) { g.users = append(g.users, m["id"].(string)) })
+	readJSONL(t, filepath.Join(dir, "follows.jsonl"), func(m map[string]any) {
+		a, b := m["follower_id"].(string), m["followee_id"].(string)
+		g.following[a] = append(g.following[a], b)
+		g.followers[b]++
+	})
+	readJSONL(t, filepath.Join(dir, "posts.jsonl"), func(m map[string]any) {
+		a := m["author_id"].(string)
+		g.posts[a] = append(g.posts[a], m["external_id"].(string))
+	})
+	readJSONL(t, filepath.Join(dir, "likes.jsonl"), func(m map[string]any) {
+		g.likes[m["author_id"].(string)+"/"+m["external_id"].(string)]++
+	})
+	return g
+}
+
+// importSummary runs feedd import on dir's files and returns its summary
+// lines by kind: read, imported, unchanged, skipped.
+func importSummary(t *testing.T, env map[string]string, dir string) map[string][4]int {
+	t.Helper()
+	var out, errs bytes.Buffer
+	args := []string{"import"}
+	for _, k := range []string{"users", "follows", "posts", "likes"} {
+		args = append(args, "--"+k, filepath.Join(dir, k+".jsonl"))
+	}
+	if err := run(t.Context(), args, func(k string) string { return env[k] }, &out, &errs); err != nil {
+		t.Fatalf("feedd import: %v\n%s", err, errs.String())
+	}
+	sum := map[string][4]int{}
+	for _, line := range strings.Split(out.String(), "\n")[1:] {
+		var kind string
+		var c [4]int
+		if n, _ := fmt.Sscan(line, &kind, &c[0], &c[1], &c[2], &c[3]); n == 5 {
+			sum[kind] = c
+		}
+	}
+	return sum
+}
+
+// TestImportGraph imports a generated graph (a decade of history and the
+// last days), reads the feeds over HTTP, and imports it again. On the
+// services stacks the import runs while feedd serves and has built its
+// readers' inboxes; on the embedded default, whose cache is the serving
+// process's memory, before it starts.
+func TestImportGraph(t *testing.T) {
+	forEachStack(t, func(t *testing.T, env map[string]string) {
+		dir := t.TempDir()
+		var out bytes.Buffer
+		err := run(t.Context(), []string{"bench", "graph", "--jsonl", dir, "--out", filepath.Join(dir, "manifest.json"),
+			"--users", "60", "--celebrities", "1", "--celebrity-followers", "25", "--cohorts", "12", "--cohort-readers", "3",
+			"--cohort-celebrities", "1", "--sample-users", "5", "--posts-per-user", "4", "--following", "4",
+			"--post-span", "150000h", "--likes-per-post", "3"}, func(string) string { return "" }, &out, &out)
+		if err != nil {
+			t.Fatalf("bench graph --jsonl: %v\n%s", err, out.String())
+		}
+		g := loadImportedGraph(t, dir)
+		want := map[string][4]int{
+			"users": {len(g.users), len(g.users), 0, 0}, "follows": {0, 0, 0, 0},
+			"posts": {0, 0, 0, 0}, "likes": {0, 0, 0, 0},
+		}
+		for _, fs := range g.following {
+			want["follows"] = [4]int{want["follows"][0] + len(fs), want["follows"][1] + len(fs)}
+		}
+		for _, ps := range g.posts {
+			want["posts"] = [4]int{want["posts"][0] + len(ps), want["posts"][1] + len(ps)}
+		}
+		for _, n := range g.likes {
+			want["likes"] = [4]int{want["likes"][0] + n, want["likes"][1] + n}
+		}
+
+		// The readers: whoever follows the most, and a cohort reader.
+		readers := slices.Clone(g.users)
+		slices.SortStableFunc(readers, func(a, b string) int { return len(g.following[b]) - len(g.following[a]) })
+		readers = readers[:3]
+
+		var in *instance
+		var sum map[string][4]int
+		var live *sseStream // readers[0]'s live stream, open across the import
+		if env["FEEDD_MYSQL_DSN"] == "" {
+			sum = importSummary(t, env, dir)
+			in = startFeedd(t, env, nil)
+		} else {
+			in = startFeedd(t, env, nil)
+			// Readers with inboxes built before the import: it must
+			// drop them, or they would show an empty feed as complete.
+			for _, r := range readers {
+				in.must(201, "POST", "/v1/users", in.admin, map[string]any{"id": r, "name": "early"})
+				tok := in.must(201, "POST", "/v1/users/"+r+"/tokens", in.admin, map[string]any{"ttl_seconds": 3600}).str("token")
+				if got := in.feedAll(tok, 10); len(got) != 0 {
+					t.Fatalf("reader %s's feed before the import: %v; want empty", r, got)
+				}
+				if live == nil {
+					live = in.openStream("/v1/me/feed/stream", tok)
+				}
+			}
+			sum = importSummary(t, env, dir)
+			want["users"] = [4]int{len(g.users), len(g.users) - len(readers), len(readers), 0}
+		}
+		if !mapsEqual(sum, want) {
+			t.Fatalf("import summary %v; want %v", sum, want)
+		}
+
+		check := func(t *testing.T, fresh string) {
+			for _, r := range readers {
+				tok := in.must(201, "POST", "/v1/users/"+r+"/tokens", in.admin, map[string]any{"ttl_seconds": 3600}).str("token")
+				var wantPosts []string
+				for _, a := range g.following[r] {
+					for _, ext := range g.posts[a] {
+						wantPosts = append(wantPosts, a+"/"+ext)
+					}
+				}
+				if len(wantPosts) == 0 {
+					t.Fatalf("reader %s follows no one with posts: the graph is too small to test with", r)
+				}
+				var items []map[string]any
+				testenv.Eventually(t, 10*time.Second, "reader "+r+"'s feed holds the imported posts", func() bool {
+					items = feedItems(t, in, tok, 7)
+					return len(items) == len(wantPosts)+min(len(fresh), 1)
+				})
+				if fresh != "" && items[0]["id"] != fresh {
+					t.Errorf("reader %s: the newest post is %v; want the one made after the import, %s", r, items[0]["id"], fresh)
+				}
+				var got []string
+				last := time.Now().Add(time.Hour)
+				for _, it := range items {
+					at, err := time.Parse(time.RFC3339Nano, it["created_at"].(string))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if at.After(last) {
+						t.Errorf("reader %s: post %v of %s after one of %s: want newest first", r, it["id"], at, last)
+					}
+					last = at
+					if it["id"] == fresh {
+						continue
+					}
+					key := it["author_id"].(string) + "/" + fmt.Sprint(it["external_id"])
+					got = append(got, key)
+					if n, _ := it["like_count"].(float64); int(n) != g.likes[key] {
+						t.Errorf("post %s: like_count %v; want %d", key, it["like_count"], g.likes[key])
+					}
+				}
+				slices.Sort(got)
+				slices.Sort(wantPosts)
+				if !slices.Equal(got, wantPosts) {
+					t.Errorf("reader %s's feed: %d posts; want the %d of its followees", r, len(got), len(wantPosts))
+				}
+			}
+			for _, u := range g.users {
+				p := in.must(200, "GET", "/v1/users/"+u, in.admin, nil)
+				if p.body["follower_count"] != float64(g.followers[u]) || p.body["following_count"] != float64(len(g.following[u])) {
+					t.Errorf("user %s: followers %v, following %v; want %d, %d", u, p.body["follower_count"], p.body["following_count"], g.followers[u], len(g.following[u]))
+				}
+			}
+		}
+		t.Run("imported", func(t *testing.T) { check(t, "") })
+
+		// A post made now sorts above the whole imported history.
+		author := g.following[readers[0]][0]
+		tok := in.must(201, "POST", "/v1/users/"+author+"/tokens", in.admin, map[string]any{"ttl_seconds": 3600}).str("token")
+		fresh := in.post(tok, "made after the import")
+		if live != nil {
+			// The stream opened before the import listens to the
+			// followees the import gave its reader.
+			live.expectPost(fresh)
+		}
+
+		// Again: nothing changes, while feedd serves.
+		sum = importSummary(t, env, dir)
+		for k, c := range want {
+			want[k] = [4]int{c[0], 0, c[0], 0}
+		}
+		if !mapsEqual(sum, want) {
+			t.Errorf("second import summary %v; want %v", sum, want)
+		}
+		readers = readers[:1] // who follows the author of the fresh post
+		t.Run("again", func(t *testing.T) { check(t, fresh) })
+	})
+}
+
+func mapsEqual(a, b map[string][4]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// feedItems pages through a whole home feed and returns its items.
+func feedItems(t *testing.T, in *instance, token string, limit int) []map[string]any {
+	t.Helper()
+	var items []map[string]any
+	cursor := ""
+	for pages := 0; pages < 1000; pages++ {
+		r := in.must(200, "GET", fmt.Sprintf("/v1/me/feed?limit=%d&cursor=%s", limit, cursor), token, nil)
+		items = append(items, r.items()...)
+		next, ok := r.body["next_cursor"].(string)
+		if !ok {
+			return items
+		}
+		cursor = next
+	}
+	t.Fatal("feed paging does not end")
+	return nil
+}
+
+// TestImportUsage: a wrong command line is a usage error (exit status 2)
+// that names what is wrong; a file that is not there is a failure (1);
+// bad lines are a failure (1) after the summary.
+func TestImportUsage(t *testing.T) {
+	dir := t.TempDir()
+	env := func(string) string { return "" }
+	for _, c := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"import"}, 2, "name at least one file"},
+		{[]string{"import", "--users", "a", "--follows", "-", "--posts", "-"}, 2, "only one file can be standard input"},
+		{[]string{"import", "--follows", "f", "--fanout-mode", "sideways"}, 2, "fan-out mode"},
+		{[]string{"import", "--follows", "f", "--batch", "0"}, 2, "--batch 0"},
+		{[]string{"import", "--follows", filepath.Join(dir, "absent.jsonl")}, 1, "no such file"},
+	} {
+		var out, errs bytes.Buffer
+		err := run(t.Context(), c.args, env, &out, &errs)
+		if exitCode(err) != c.code || err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%v: %v (exit %d); want exit %d saying %q", c.args, err, exitCode(err), c.code, c.says)
+		}
+	}
+
+	users := filepath.Join(dir, "users.jsonl")
+	if err := os.WriteFile(users, []byte("{\"id\":\"1\",\"name\":\"alice\"}\n{\"id\":\"2\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	err := run(t.Context(), []string{"import", "--data-dir", filepath.Join(dir, "data"), "--users", users}, env, &out, &errs)
+	if exitCode(err) != 1 || !strings.Contains(errs.String(), users+":2: name is required") {
+		t.Errorf("import with a bad line: %v (exit %d), stderr:\n%s\nwant exit 1 and the line reported", err, exitCode(err), errs.String())
+	}
+	if !strings.Contains(out.String(), "users") || !strings.Contains(out.String(), "skipped") {
+		t.Errorf("no summary on stdout:\n%s", out.String())
+	}
+}

@@ -1,0 +1,169 @@
+package graph
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// JSONLWriter writes a graph as the JSON Lines files feedd import reads
+// (users.jsonl, follows.jsonl, posts.jsonl, likes.jsonl in one
+// directory), so that an import can be measured on the bench's graph.
+// Each post gets LikesPerPost likes from users drawn from the post's id,
+// so the same graph writes the same likes. Calls may come from several
+// goroutines; the users must come before the posts (Graph.Load's order).
+type JSONLWriter struct {
+	LikesPerPost int
+
+	mu    sync.Mutex
+	files [4]*os.File
+	w     [4]*bufio.Writer
+	users []int64
+	buf   []byte
+}
+
+const (
+	jsonlUsers = iota
+	jsonlFollows
+	jsonlPosts
+	jsonlLikes
+)
+
+// JSONLFiles are the files a JSONLWriter writes, in its order.
+var JSONLFiles = [4]string{"users.jsonl", "follows.jsonl", "posts.jsonl", "likes.jsonl"}
+
+// NewJSONLWriter creates dir if needed and the four files in it.
+func NewJSONLWriter(dir string, likesPerPost int) (*JSONLWriter, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench graph: %w", err)
+	}
+	w := &JSONLWriter{LikesPerPost: likesPerPost}
+	for i, name := range JSONLFiles {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("bench graph: %w", err)
+		}
+		w.files[i], w.w[i] = f, bufio.NewWriterSize(f, 1<<20)
+	}
+	return w, nil
+}
+
+var _ Loader = (*JSONLWriter)(nil)
+
+// Close flushes and closes the files.
+func (w *JSONLWriter) Close() error {
+	var err error
+	for i, f := range w.files {
+		if f == nil {
+			continue
+		}
+		err = errors.Join(err, w.w[i].Flush(), f.Close())
+	}
+	return err
+}
+
+func (w *JSONLWriter) line(file int) error {
+	w.buf = append(w.buf, '\n')
+	_, err := w.w[file].Write(w.buf)
+	w.buf = w.buf[:0]
+	return err
+}
+
+func (w *JSONLWriter) id(key string, v int64) {
+	w.buf = append(w.buf, '"')
+	w.buf = append(w.buf, key...)
+	w.buf = append(w.buf, `":"`...)
+	w.buf = strconv.AppendInt(w.buf, v, 10)
+	w.buf = append(w.buf, '"')
+}
+
+// LoadUsers writes users.jsonl lines; the counts are the import's to
+// compute from the follows.
+func (w *JSONLWriter) LoadUsers(_ context.Context, users []feed.User) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, u := range users {
+		w.buf = append(w.buf, '{')
+		w.id("id", u.ID)
+		w.buf = append(w.buf, `,"name":`...)
+		w.buf = strconv.AppendQuote(w.buf, u.Name)
+		w.buf = append(w.buf, '}')
+		if err := w.line(jsonlUsers); err != nil {
+			return err
+		}
+		w.users = append(w.users, u.ID)
+	}
+	return nil
+}
+
+// LoadFollows writes follows.jsonl lines.
+func (w *JSONLWriter) LoadFollows(_ context.Context, edges [][2]int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range edges {
+		w.buf = append(w.buf, '{')
+		w.id("follower_id", e[0])
+		w.buf = append(w.buf, ',')
+		w.id("followee_id", e[1])
+		w.buf = append(w.buf, '}')
+		if err := w.line(jsonlFollows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LoadPosts writes posts.jsonl lines, external id "p<id>", and their
+// likes.
+func (w *JSONLWriter) LoadPosts(_ context.Context, posts []feed.Post) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range posts {
+		ext := "p" + strconv.FormatInt(p.ID, 10)
+		w.buf = append(w.buf, '{')
+		w.id("author_id", p.AuthorID)
+		w.buf = append(w.buf, `,"external_id":"`...)
+		w.buf = append(w.buf, ext...)
+		w.buf = append(w.buf, `","content":`...)
+		w.buf = strconv.AppendQuote(w.buf, p.Content)
+		w.buf = append(w.buf, `,"created_at":"`...)
+		w.buf = p.CreatedAt.UTC().AppendFormat(w.buf, time.RFC3339Nano)
+		w.buf = append(w.buf, `"}`...)
+		if err := w.line(jsonlPosts); err != nil {
+			return err
+		}
+		if len(w.users) == 0 {
+			continue
+		}
+		rng := rand.New(rand.NewPCG(uint64(p.ID), 7))
+		seen := map[int64]bool{}
+		for range min(w.LikesPerPost, len(w.users)) {
+			u := w.users[rng.IntN(len(w.users))]
+			for seen[u] {
+				u = w.users[rng.IntN(len(w.users))]
+			}
+			seen[u] = true
+			w.buf = append(w.buf, '{')
+			w.id("user_id", u)
+			w.buf = append(w.buf, ',')
+			w.id("author_id", p.AuthorID)
+			w.buf = append(w.buf, `,"external_id":"`...)
+			w.buf = append(w.buf, ext...)
+			w.buf = append(w.buf, `"}`...)
+			if err := w.line(jsonlLikes); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

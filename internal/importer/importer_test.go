@@ -1,0 +1,401 @@
+package importer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/importer"
+	"github.com/feedd/feedd/internal/inmemcache"
+	"github.com/feedd/feedd/internal/sqlstore"
+	"github.com/feedd/feedd/internal/testenv"
+)
+
+// stores runs fn on the embedded SQLite store and on MariaDB.
+func stores(t *testing.T, fn func(t *testing.T, s *sqlstore.Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		s, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "feedd.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if err := s.Migrate(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		fn(t, s)
+	})
+	t.Run("mysql", func(t *testing.T) {
+		s, err := sqlstore.OpenMySQL(t.Context(), testenv.CreateDatabase(t, "feedd_import_"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if err := s.Migrate(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		fn(t, s)
+	})
+}
+
+func lines(ls ...string) string { return strings.Join(ls, "\n") + "\n" }
+
+// data is a small app's export, with a bad line of each sort among good
+// ones. Users 1..4; 1 follows 2 and 3; 2 follows 3; 4 follows 3.
+var data = map[importer.Kind]string{
+	importer.Users: lines(
+		`{"id":"1","name":"alice"}`,
+		`{"id":"2","name":"bob"}`,
+		`{"id":"3","name":"carol"}`,
+		`{"id":"4","name":"dave"}`,
+		`{"id":"5","name":""}`,     // 5: empty name
+		`{"id":"-6","name":"eve"}`, // 6: not an id
+		`{"id":"7",`,               // 7: malformed
+	),
+	importer.Follows: lines(
+		`{"follower_id":"1","followee_id":"2"}`,
+		`{"follower_id":"1","followee_id":"3"}`,
+		`{"follower_id":"2","followee_id":"3"}`,
+		`{"follower_id":"1","followee_id":"2"}`, // 4: the same edge again
+		`{"follower_id":"4","followee_id":"3"}`,
+		`{"follower_id":"4","followee_id":"99"}`, // 6: unknown user
+		`{"follower_id":"4","followee_id":"4"}`,  // 7: self
+	),
+	importer.Posts: lines(
+		`{"author_id":"3","external_id":"c-1","content":"carol in 2010","created_at":"2010-05-01T12:00:00Z"}`,
+		`{"author_id":"3","external_id":"c-2","content":"carol in 2024","created_at":"2024-06-01T08:30:00.5+02:00","data":{"kind":"photo","n":1}}`,
+		`{"author_id":"2","external_id":"b-1","content":"bob in 2012","created_at":"2012-01-01T00:00:00Z"}`,
+		`{"author_id":"2","external_id":"b-0","content":"bob, same millisecond","created_at":"2012-01-01T00:00:00Z"}`,
+		`{"author_id":"99","external_id":"x","content":"nobody","created_at":"2012-01-01T00:00:00Z"}`,   // 5: unknown author
+		`{"author_id":"2","external_id":"b-2","content":"","created_at":"2012-01-01T00:00:00Z"}`,        // 6: empty content
+		`{"author_id":"2","external_id":"b-3","content":"too old","created_at":"1999-01-01T00:00:00Z"}`, // 7: before 2006
+		`{"author_id":"2","external_id":"b-4","content":"bad data","created_at":"2012-01-01T00:00:00Z","data":[1]}`,
+		``,
+	),
+	importer.Likes: lines(
+		`{"user_id":"1","author_id":"3","external_id":"c-1"}`,
+		`{"user_id":"2","author_id":"3","external_id":"c-1"}`,
+		`{"user_id":"4","author_id":"3","external_id":"c-1"}`,
+		`{"user_id":"1","author_id":"2","external_id":"b-1"}`,
+		`{"user_id":"1","author_id":"3","external_id":"c-1"}`,  // 5: again
+		`{"user_id":"1","author_id":"3","external_id":"nope"}`, // 6: unknown post
+		`{"user_id":"98","author_id":"3","external_id":"c-2"}`, // 7: unknown user
+	),
+}
+
+func sources(kinds ...importer.Kind) []importer.Source {
+	var out []importer.Source
+	for _, k := range kinds {
+		out = append(out, importer.Source{Kind: k, Name: string(k) + ".jsonl", R: strings.NewReader(data[k])})
+	}
+	return out
+}
+
+func counts(sum importer.Summary) map[importer.Kind]importer.Counts {
+	out := map[importer.Kind]importer.Counts{}
+	for k, c := range sum.Counts {
+		out[k] = *c
+	}
+	return out
+}
+
+func TestImport(t *testing.T) {
+	stores(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := t.Context()
+		cache := inmemcache.New(inmemcache.Options{})
+		t.Cleanup(func() { cache.Close() })
+		// Readers with inboxes, and a cached like counter, before the
+		// import: the import must not leave them stale.
+		for _, r := range []int64{1, 2, 3, 4} {
+			if err := cache.FillInbox(ctx, r, nil, true, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+		}
+		caches := importer.Caches{Inboxes: cache, Likes: cache, KV: cache, InboxTTL: time.Hour, LikeCountTTL: time.Hour}
+		var bad strings.Builder
+		// The kinds in the wrong order: the run takes them in its own.
+		sum, err := importer.Run(ctx, s, caches, importer.Options{Bad: &bad, Batch: 3},
+			sources(importer.Likes, importer.Posts, importer.Follows, importer.Users))
+		if !errors.Is(err, importer.ErrSkipped) {
+			t.Fatalf("Run: %v; want ErrSkipped", err)
+		}
+		want := map[importer.Kind]importer.Counts{
+			importer.Users:   {Read: 7, Imported: 4, Skipped: 3},
+			importer.Follows: {Read: 7, Imported: 4, Unchanged: 1, Skipped: 2},
+			importer.Posts:   {Read: 8, Imported: 4, Skipped: 4},
+			importer.Likes:   {Read: 7, Imported: 4, Unchanged: 1, Skipped: 2},
+		}
+		if got := counts(sum); !equal(got, want) {
+			t.Errorf("summary %v; want %v", got, want)
+		}
+		for _, line := range []string{
+			"users.jsonl:5: name is required",
+			"users.jsonl:6: \"-6\" is not a user id",
+			"users.jsonl:7: malformed JSON",
+			"follows.jsonl:6: unknown user: 4 or 99 does not exist",
+			"follows.jsonl:7: a user cannot follow themselves",
+			"posts.jsonl:5: unknown user: author 99 does not exist",
+			"posts.jsonl:6: content is required",
+			"posts.jsonl:7: created_at 1999-01-01T00:00:00Z is outside",
+			"posts.jsonl:8: data must be a JSON object, not an array",
+			"likes.jsonl:6: unknown post: author 3 has no post \"nope\"",
+			"likes.jsonl:7: unknown user: 98 does not exist",
+		} {
+			if !strings.Contains(bad.String(), line) {
+				t.Errorf("bad lines lack %q; got:\n%s", line, bad.String())
+			}
+		}
+		if n := strings.Count(bad.String(), "\n"); n != 11 {
+			t.Errorf("%d bad lines reported; want 11:\n%s", n, bad.String())
+		}
+		checkStore(t, s)
+		// The inboxes of the readers whose feeds changed are gone: 1, 2
+		// and 4 follow someone new (and 2 and 3, who have new posts, are
+		// followed by 1, 2 and 4). 3 follows no one: its inbox stays.
+		for r, dropped := range map[int64]bool{1: true, 2: true, 3: false, 4: true} {
+			if p, err := cache.InboxPage(ctx, r, 0, 10); err != nil || p.Exists == dropped {
+				t.Errorf("inbox of %d: exists %v, err %v; want it dropped: %v", r, p.Exists, err, dropped)
+			}
+		}
+
+		// Again, the whole set: nothing changes.
+		bad.Reset()
+		sum, err = importer.Run(ctx, s, caches, importer.Options{Bad: &bad},
+			sources(importer.Users, importer.Follows, importer.Posts, importer.Likes))
+		if !errors.Is(err, importer.ErrSkipped) {
+			t.Fatalf("second Run: %v; want ErrSkipped", err)
+		}
+		want = map[importer.Kind]importer.Counts{
+			importer.Users:   {Read: 7, Unchanged: 4, Skipped: 3},
+			importer.Follows: {Read: 7, Unchanged: 5, Skipped: 2},
+			importer.Posts:   {Read: 8, Unchanged: 4, Skipped: 4},
+			importer.Likes:   {Read: 7, Unchanged: 5, Skipped: 2},
+		}
+		if got := counts(sum); !equal(got, want) {
+			t.Errorf("second summary %v; want %v", got, want)
+		}
+		checkStore(t, s)
+
+		// A cached like counter moves with the likes an import adds.
+		ids, err := s.PostIDsByExternalID(ctx, []sqlstore.ExternalKey{{AuthorID: 3, ExternalID: "c-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c1 := ids[sqlstore.ExternalKey{AuthorID: 3, ExternalID: "c-1"}]
+		if err := cache.FillLikeCounts(ctx, map[int64]int64{c1: 3}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		_, err = importer.Run(ctx, s, caches, importer.Options{}, []importer.Source{{Kind: importer.Likes, Name: "more",
+			R: strings.NewReader(`{"user_id":"3","author_id":"3","external_id":"c-1"}` + "\n")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, cached, err := cache.AddLikeCount(ctx, c1, 0, time.Hour); err != nil || !cached || n != 4 {
+			t.Errorf("cached like count of c-1: %d (cached %v, err %v); want 4", n, cached, err)
+		}
+	})
+}
+
+func equal(a, b map[importer.Kind]importer.Counts) bool {
+	for _, k := range importer.Kinds {
+		if a[k] != b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// checkStore checks what the import of data stored: counts, posts in time
+// order with their ids, likes.
+func checkStore(t *testing.T, s *sqlstore.Store) {
+	t.Helper()
+	ctx := t.Context()
+	users, err := s.Users(ctx, []int64{1, 2, 3, 4, 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type fc struct{ followers, following int64 }
+	want := map[int64]fc{1: {0, 2}, 2: {1, 1}, 3: {3, 0}, 4: {0, 1}}
+	if len(users) != 4 {
+		t.Errorf("%d users; want 4", len(users))
+	}
+	for id, w := range want {
+		if got := (fc{users[id].FollowerCount, users[id].FollowingCount}); got != w {
+			t.Errorf("user %d: followers, following = %v; want %v", id, got, w)
+		}
+	}
+	if users[1].Name != "alice" {
+		t.Errorf("user 1 is named %q; want alice", users[1].Name)
+	}
+	key := func(author int64, ext string) sqlstore.ExternalKey {
+		return sqlstore.ExternalKey{AuthorID: author, ExternalID: ext}
+	}
+	ids, err := s.PostIDsByExternalID(ctx, []sqlstore.ExternalKey{key(3, "c-1"), key(3, "c-2"), key(2, "b-1"), key(2, "b-0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, c2, b1, b0 := ids[key(3, "c-1")], ids[key(3, "c-2")], ids[key(2, "b-1")], ids[key(2, "b-0")]
+	// Ids from created_at: history before 2025 is negative, in time
+	// order; two posts of one millisecond get two ids of it.
+	if !(c1 < b1 && b1 < c2 && c2 < 0 && b0 < c2 && c1 < b0 && b0 != b1) {
+		t.Errorf("ids c-1 %d, b-1 %d, b-0 %d, c-2 %d; want negative, in time order", c1, b1, b0, c2)
+	}
+	for _, c := range []struct {
+		id   int64
+		at   string
+		data string
+	}{{c1, "2010-05-01T12:00:00Z", ""}, {c2, "2024-06-01T06:30:00.5Z", `{"kind":"photo","n":1}`}, {b1, "2012-01-01T00:00:00Z", ""}} {
+		p, err := s.Post(ctx, c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.CreatedAt.UTC().Format(time.RFC3339Nano); got != c.at || p.Data != c.data {
+			t.Errorf("post %d: created %s data %q; want %s %q", c.id, got, p.Data, c.at, c.data)
+		}
+		if got := feed.IDTime(c.id).Format(time.RFC3339Nano); got != c.at {
+			t.Errorf("post %d's id says %s; want %s", c.id, got, c.at)
+		}
+	}
+	likes, err := s.LikeCounts(ctx, []int64{c1, c2, b1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[int64]int64{c1: 3, c2: 0, b1: 1}; fmt.Sprint(likes) != fmt.Sprint(want) {
+		t.Errorf("like counts %v; want %v", likes, want)
+	}
+	liked, err := s.UserLikes(ctx, 1, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, l := range liked {
+		got = append(got, l.Post)
+	}
+	if !slices.Equal(got, []int64{b1, c1}) {
+		t.Errorf("user 1 likes %v; want %v, newest post first", got, []int64{b1, c1})
+	}
+}
+
+// TestImportStrict: --strict stops at the first bad line, after storing
+// the lines before it, and reads no further.
+func TestImportStrict(t *testing.T) {
+	stores(t, func(t *testing.T, s *sqlstore.Store) {
+		var bad strings.Builder
+		_, err := importer.Run(t.Context(), s, importer.Caches{}, importer.Options{Bad: &bad, Strict: true}, sources(importer.Users))
+		var le *importer.LineError
+		if !errors.As(err, &le) || le.File != "users.jsonl" || le.Line != 5 {
+			t.Fatalf("Run: %v; want the LineError of users.jsonl:5", err)
+		}
+		if n := strings.Count(bad.String(), "\n"); n != 1 {
+			t.Errorf("%d bad lines reported; want 1:\n%s", n, bad.String())
+		}
+		users, err := s.Users(t.Context(), []int64{1, 2, 3, 4})
+		if err != nil || len(users) != 4 {
+			t.Errorf("%d users stored, err %v; want the 4 before the bad line", len(users), err)
+		}
+		// A bad line found only by the store (an unknown user) stops
+		// the run too, before the next batch.
+		follows := "{\"follower_id\":\"1\",\"followee_id\":\"2\"}\n{\"follower_id\":\"1\",\"followee_id\":\"77\"}\n{\"follower_id\":\"2\",\"followee_id\":\"3\"}\n"
+		_, err = importer.Run(t.Context(), s, importer.Caches{}, importer.Options{Strict: true, Batch: 2},
+			[]importer.Source{{Kind: importer.Follows, Name: "f", R: strings.NewReader(follows)}})
+		if !errors.As(err, &le) || le.Line != 2 {
+			t.Fatalf("Run: %v; want the LineError of f:2", err)
+		}
+		u, err := s.User(t.Context(), 3)
+		if err != nil || u.FollowerCount != 0 {
+			t.Errorf("user 3 has %d followers (err %v); want 0: the run stopped before line 3", u.FollowerCount, err)
+		}
+	})
+}
+
+// TestImportConcurrentFollows: follows made through the store while an
+// import adds edges to the same users leave exact counts.
+func TestImportConcurrentFollows(t *testing.T) {
+	stores(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := t.Context()
+		const n = 300
+		var users strings.Builder
+		var follows strings.Builder
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&users, "{\"id\":\"%d\",\"name\":\"u%d\"}\n", i, i)
+			if i > 1 {
+				fmt.Fprintf(&follows, "{\"follower_id\":\"%d\",\"followee_id\":\"1\"}\n", i)
+				fmt.Fprintf(&follows, "{\"follower_id\":\"1\",\"followee_id\":\"%d\"}\n", i)
+			}
+		}
+		if _, err := importer.Run(ctx, s, importer.Caches{}, importer.Options{}, []importer.Source{{Kind: importer.Users, Name: "u", R: strings.NewReader(users.String())}}); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			for i := 2; i <= n && err == nil; i += 3 {
+				_, err = s.Follow(context.WithoutCancel(ctx), int64(i), 1)
+				if err == nil && i%2 == 0 {
+					_, err = s.Unfollow(context.WithoutCancel(ctx), int64(i), 1)
+				}
+			}
+			done <- err
+		}()
+		_, err := importer.Run(ctx, s, importer.Caches{}, importer.Options{Batch: 50, Writers: 3},
+			[]importer.Source{{Kind: importer.Follows, Name: "f", R: strings.NewReader(follows.String())}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		followers, err := s.Followers(ctx, 1, 0, 2*n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := s.User(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.FollowerCount != int64(len(followers)) || u.FollowingCount != n-1 {
+			t.Errorf("user 1: %d followers counted, %d edges; following %d, want %d", u.FollowerCount, len(followers), u.FollowingCount, n-1)
+		}
+	})
+}
+
+// TestImportHybrid: in hybrid mode an author the import takes over the
+// pull threshold is recorded as pulled, as a follow crossing it would,
+// and the readers' cached lists of pulled followees are made stale.
+func TestImportHybrid(t *testing.T) {
+	stores(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := t.Context()
+		cache := inmemcache.New(inmemcache.Options{})
+		t.Cleanup(func() { cache.Close() })
+		caches := importer.Caches{Inboxes: cache, KV: cache, InboxTTL: time.Hour}
+		opts := importer.Options{Policy: feed.DeliveryPolicy{Mode: feed.ModeHybrid, PullThreshold: 3}}
+		epoch := func() string {
+			v, _, err := cache.Get(ctx, "pullmodes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		before := epoch()
+		if _, err := importer.Run(ctx, s, caches, opts, sources(importer.Users, importer.Follows)); !errors.Is(err, importer.ErrSkipped) {
+			t.Fatalf("Run: %v; want ErrSkipped", err)
+		}
+		users, err := s.Users(ctx, []int64{1, 2, 3, 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, pulled := range map[int64]bool{1: false, 2: false, 3: true, 4: false} {
+			if users[id].PullMode != pulled {
+				t.Errorf("user %d (%d followers): pull mode %v; want %v", id, users[id].FollowerCount, users[id].PullMode, pulled)
+			}
+		}
+		if after := epoch(); after == before {
+			t.Errorf("modes epoch %q unchanged by the import; want a new one", after)
+		}
+	})
+}

@@ -1,0 +1,323 @@
+package importer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/sqlstore"
+)
+
+// The lines of each kind, as the files carry them.
+type (
+	userLine struct {
+		ID   id     `json:"id"`
+		Name string `json:"name"`
+	}
+	followLine struct {
+		Follower id `json:"follower_id"`
+		Followee id `json:"followee_id"`
+	}
+	postLine struct {
+		Author     id              `json:"author_id"`
+		ExternalID string          `json:"external_id"`
+		Content    string          `json:"content"`
+		CreatedAt  string          `json:"created_at"`
+		Data       json.RawMessage `json:"data"`
+	}
+	likeLine struct {
+		User       id     `json:"user_id"`
+		Author     id     `json:"author_id"`
+		ExternalID string `json:"external_id"`
+	}
+)
+
+// reason turns a domain error into the sentence a bad line is reported
+// with.
+func reason(err error) string {
+	var fe *feed.Error
+	if errors.As(err, &fe) {
+		return fe.Message
+	}
+	return err.Error()
+}
+
+func required(field string, v id) error {
+	if v == 0 {
+		return fmt.Errorf("%s is required", field)
+	}
+	return nil
+}
+
+func (r *run) parseUser(line []byte) (feed.User, error) {
+	var l userLine
+	if err := decode(line, &l); err != nil {
+		return feed.User{}, err
+	}
+	if err := required("id", l.ID); err != nil {
+		return feed.User{}, err
+	}
+	if err := feed.CheckName(l.Name); err != nil {
+		return feed.User{}, errors.New(reason(err))
+	}
+	return feed.User{ID: int64(l.ID), Name: l.Name}, nil
+}
+
+func (r *run) writeUsers(ctx context.Context, src Source, batch []item[feed.User]) error {
+	users := make([]feed.User, len(batch))
+	for i, it := range batch {
+		users[i] = it.row
+	}
+	out, err := r.store.ImportUsers(ctx, users)
+	if err != nil {
+		return fmt.Errorf("importer: %s: %w", src.Name, err)
+	}
+	return outcomes(r, src, batch, out, func(i int, o sqlstore.ImportOutcome) string {
+		return fmt.Sprintf("user %d is being deleted; its id is free again once the purge is done", users[i].ID)
+	})
+}
+
+func (r *run) parseFollow(line []byte) ([2]int64, error) {
+	var l followLine
+	if err := decode(line, &l); err != nil {
+		return [2]int64{}, err
+	}
+	if err := errors.Join(required("follower_id", l.Follower), required("followee_id", l.Followee)); err != nil {
+		return [2]int64{}, errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	if l.Follower == l.Followee {
+		return [2]int64{}, errors.New("a user cannot follow themselves")
+	}
+	return [2]int64{int64(l.Follower), int64(l.Followee)}, nil
+}
+
+func (r *run) writeFollows(ctx context.Context, src Source, batch []item[[2]int64]) error {
+	edges := make([][2]int64, len(batch))
+	for i, it := range batch {
+		edges[i] = it.row
+	}
+	res, err := r.store.ImportFollows(ctx, edges)
+	if err != nil {
+		return fmt.Errorf("importer: %s: %w", src.Name, err)
+	}
+	if len(res.Followers) > 0 {
+		r.followed.Store(true)
+		// Each follower's feed now holds the followee's posts: its inbox
+		// goes, and is rebuilt from SQL on its next read; its live
+		// streams start listening to the new followees.
+		r.dropInboxes(ctx, res.Followers)
+		if r.caches.Streams != nil {
+			r.each(ctx, res.Followers, r.caches.Streams.FollowsChanged)
+		}
+	}
+	return outcomes(r, src, batch, res.Outcomes, func(i int, o sqlstore.ImportOutcome) string {
+		e := edges[i]
+		switch o {
+		case sqlstore.UnknownUser:
+			return fmt.Sprintf("unknown user: %d or %d does not exist", e[0], e[1])
+		case sqlstore.Blocked:
+			return fmt.Sprintf("a block between users %d and %d forbids the follow", e[0], e[1])
+		}
+		return "a user cannot follow themselves"
+	})
+}
+
+// followsDone settles what the follows changed beyond the inboxes: in
+// hybrid mode the authors the import took over the pull threshold are
+// recorded as pulled, and every reader's cached list of pulled followees
+// is made stale, since new follows may name pulled authors.
+func (r *run) followsDone(ctx context.Context) error {
+	if !r.followed.Load() {
+		return nil
+	}
+	if r.opts.Policy.Mode == feed.ModeHybrid {
+		_, high := r.opts.Policy.Band()
+		n, err := r.store.MarkPulled(ctx, high)
+		if err != nil {
+			return fmt.Errorf("importer: %w", err)
+		}
+		if n > 0 {
+			r.opts.Logger.Info("authors the import took over the pull threshold are now pulled", "authors", n)
+		}
+	}
+	r.newModesEpoch(ctx)
+	return nil
+}
+
+func (r *run) parsePost(line []byte) (feed.Post, error) {
+	var l postLine
+	if err := decode(line, &l); err != nil {
+		return feed.Post{}, err
+	}
+	if err := required("author_id", l.Author); err != nil {
+		return feed.Post{}, err
+	}
+	if err := feed.CheckExternalID(l.ExternalID); err != nil {
+		return feed.Post{}, errors.New(reason(err))
+	}
+	if err := feed.CheckContent(l.Content); err != nil {
+		return feed.Post{}, errors.New(reason(err))
+	}
+	if l.CreatedAt == "" {
+		return feed.Post{}, errors.New("created_at is required")
+	}
+	at, err := time.Parse(time.RFC3339Nano, l.CreatedAt)
+	if err != nil {
+		return feed.Post{}, fmt.Errorf("created_at %q is not an RFC 3339 time like 2019-05-01T12:00:00Z", l.CreatedAt)
+	}
+	// Not in the future: an imported post would sort above the posts
+	// made after the import.
+	if at.Before(feed.HistoryStart) || at.After(time.Now()) {
+		return feed.Post{}, fmt.Errorf("created_at %s is outside %s to now", l.CreatedAt, feed.HistoryStart.Format(time.RFC3339))
+	}
+	row := feed.Post{AuthorID: int64(l.Author), ExternalID: l.ExternalID, Content: l.Content, CreatedAt: at.UTC()}
+	if len(l.Data) > 0 && string(l.Data) != "null" {
+		if row.Data, err = feed.CheckData(l.Data); err != nil {
+			return feed.Post{}, errors.New(reason(err))
+		}
+	}
+	return row, nil
+}
+
+// maxSeqAttempts bounds the sequence numbers a post tries for an id in
+// its millisecond: far more than a millisecond's 4,096 need, unless it
+// is full.
+const maxSeqAttempts = 1 << 14
+
+func (r *run) writePosts(ctx context.Context, src Source, batch []item[feed.Post]) error {
+	authors := make([]int64, 0, len(batch))
+	for _, it := range batch {
+		authors = append(authors, it.row.AuthorID)
+	}
+	users, err := r.store.Users(ctx, authors)
+	if err != nil {
+		return fmt.Errorf("importer: %s: %w", src.Name, err)
+	}
+	out := make([]sqlstore.ImportOutcome, len(batch))
+	reasons := map[int]string{}
+	// The posts of known authors, with their ids: each post's millisecond
+	// at the sequence feed.ImportSeq gives it (the same in every run),
+	// or its next attempt's while another post holds the id.
+	var todo []int
+	attempt := make([]int, len(batch))
+	for i, it := range batch {
+		if _, ok := users[it.row.AuthorID]; !ok {
+			out[i], reasons[i] = sqlstore.UnknownUser, fmt.Sprintf("unknown user: author %d does not exist", it.row.AuthorID)
+			continue
+		}
+		todo = append(todo, i)
+	}
+	var authorsPosted []int64
+	posted := map[int64]bool{}
+	for len(todo) > 0 {
+		posts := make([]feed.Post, 0, len(todo))
+		var trying []int
+		for _, i := range todo {
+			p := batch[i].row
+			for ; attempt[i] < maxSeqAttempts; attempt[i]++ {
+				if p.ID, err = feed.IDAt(p.CreatedAt, feed.ImportSeq(p.AuthorID, p.ExternalID, attempt[i])); err == nil {
+					break
+				}
+			}
+			if attempt[i] >= maxSeqAttempts {
+				out[i], reasons[i] = sqlstore.IDTaken, "no free id in the millisecond of created_at"
+				continue
+			}
+			posts = append(posts, p)
+			trying = append(trying, i)
+		}
+		res, err := r.store.ImportPosts(ctx, posts)
+		if err != nil {
+			return fmt.Errorf("importer: %s: %w", src.Name, err)
+		}
+		todo = todo[:0]
+		for k, rr := range res {
+			i := trying[k]
+			switch rr.Outcome {
+			case sqlstore.Imported:
+				out[i] = sqlstore.Imported
+				if a := posts[k].AuthorID; !posted[a] {
+					posted[a] = true
+					authorsPosted = append(authorsPosted, a)
+				}
+			case sqlstore.ExternalIDExists:
+				out[i] = sqlstore.Unchanged
+			case sqlstore.IDTaken:
+				attempt[i]++
+				todo = append(todo, i)
+			}
+		}
+	}
+	r.authorsPosted(ctx, authorsPosted)
+	return outcomes(r, src, batch, out, func(i int, o sqlstore.ImportOutcome) string { return reasons[i] })
+}
+
+func (r *run) parseLike(line []byte) (likeLine, error) {
+	var l likeLine
+	if err := decode(line, &l); err != nil {
+		return l, err
+	}
+	if err := errors.Join(required("user_id", l.User), required("author_id", l.Author)); err != nil {
+		return l, errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	if err := feed.CheckExternalID(l.ExternalID); err != nil {
+		return l, errors.New(reason(err))
+	}
+	return l, nil
+}
+
+func (r *run) writeLikes(ctx context.Context, src Source, batch []item[likeLine]) error {
+	keys := make([]sqlstore.ExternalKey, len(batch))
+	for i, it := range batch {
+		keys[i] = sqlstore.ExternalKey{AuthorID: int64(it.row.Author), ExternalID: it.row.ExternalID}
+	}
+	ids, err := r.store.PostIDsByExternalID(ctx, keys)
+	if err != nil {
+		return fmt.Errorf("importer: %s: %w", src.Name, err)
+	}
+	// The lines whose post exists go to the store; the others are bad.
+	var likes [][2]int64
+	var at []int
+	out := make([]sqlstore.ImportOutcome, len(batch))
+	for i, it := range batch {
+		post, ok := ids[keys[i]]
+		if !ok {
+			out[i] = sqlstore.UnknownPost
+			continue
+		}
+		likes = append(likes, [2]int64{int64(it.row.User), post})
+		at = append(at, i)
+	}
+	r.likes.Lock()
+	res, err := r.store.ImportLikes(ctx, likes)
+	r.likes.Unlock()
+	if err != nil {
+		return fmt.Errorf("importer: %s: %w", src.Name, err)
+	}
+	valid := 0
+	for k, o := range res.Outcomes {
+		out[at[k]] = o
+		if o == sqlstore.Imported {
+			valid++
+		}
+	}
+	// ImportLikes says how many of the valid likes were new, not which:
+	// the totals are exact, and no line needs more.
+	for i, n := 0, valid-res.Liked; i < len(out) && n > 0; i++ {
+		if out[i] == sqlstore.Imported {
+			out[i], n = sqlstore.Unchanged, n-1
+		}
+	}
+	r.likesChanged(ctx, res)
+	return outcomes(r, src, batch, out, func(i int, o sqlstore.ImportOutcome) string {
+		l := batch[i].row
+		if o == sqlstore.UnknownUser {
+			return fmt.Sprintf("unknown user: %d does not exist", l.User)
+		}
+		return fmt.Sprintf("unknown post: author %d has no post %q", l.Author, l.ExternalID)
+	})
+}
