@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -204,18 +205,32 @@ func announce(w http.ResponseWriter, r *http.Request, lv *Live, tell func(contex
 	}
 }
 
-// rendersPerCPU bounds how many streams of a process read a post for
-// their reader at once, per CPU. Each read holds one of the process's
-// cache connections at a time (the reader's hidden authors, then its like
-// state), and go-redis keeps 10 per CPU: a post to 10,000 open streams
-// would otherwise queue every API request of the process behind 10,000
-// reads for those connections (publishes then took seconds, and failed
-// with 500 past their 10 s budget, in feedd bench's stream scenario).
+// rendersPerCPU bounds how many posts a process renders for its streams
+// at once, per CPU. Each rendering holds one of the process's cache
+// connections at a time (the post, the likes of its readers), and
+// go-redis keeps 10 per CPU: the process's other requests must still find
+// one.
 const rendersPerCPU = 4
+
+// writesPerCPU bounds how many streams of a process write an event to
+// their client at once, per CPU. A post to 10,000 streams wakes 10,000
+// goroutines at once; unbounded, they all queue for the CPUs, and every
+// other request of the process (a publish) waits behind them. Bounded,
+// the others wait parked, and the process's other goroutines are run
+// between them.
+const writesPerCPU = 4
+
+// gatedWriteTimeout bounds a write made holding a slot of writes: a
+// client whose connection cannot take an event for that long (it stopped
+// reading long enough to fill its socket buffer) is dropped, as one
+// whose event buffer fills is, rather than holding the slot from the
+// others. It resumes with Last-Event-ID.
+const gatedWriteTimeout = 2 * time.Second
 
 // handleStream serves the live stream as Server-Sent Events.
 func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 	renders := make(chan struct{}, rendersPerCPU*runtime.GOMAXPROCS(0))
+	writes := make(chan struct{}, writesPerCPU*runtime.GOMAXPROCS(0))
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {
@@ -276,7 +291,7 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 			var err error
 			switch ev.Kind {
 			case stream.Post, stream.Update:
-				err = sendShared(ctx, svc, lk, s, ev, sse, renders)
+				err = sendShared(ctx, svc, lk, s, ev, sse, renders, writes)
 			case stream.Delete:
 				err = sse.send(fmt.Appendf(nil, "event: delete\ndata: {\"id\":\"%d\"}\n\n", ev.ID))
 			case stream.Ping:
@@ -293,6 +308,9 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 				sse.retry()
 				return nil
 			default: // Dropped, Ended: the client is gone or behind
+				return nil
+			}
+			if errors.Is(err, errClientGone) {
 				return nil
 			}
 			if err != nil {
@@ -365,7 +383,7 @@ func resume(ctx context.Context, svc Service, lk Likes, me, last int64, s *strea
 // that take it (renderShared, within a slot of renders); this stream only
 // picks its bytes, and writes them to its client without holding a slot:
 // a slow client holds up no other stream.
-func sendShared(ctx context.Context, svc Service, lk Likes, s *stream.Stream, ev stream.Event, sse *sseWriter, renders chan struct{}) error {
+func sendShared(ctx context.Context, svc Service, lk Likes, s *stream.Stream, ev stream.Event, sse *sseWriter, renders, writes chan struct{}) error {
 	v, err := ev.Shared.Do(ctx, func() (any, error) {
 		// The stream that renders may close meanwhile: the others wait
 		// for this rendering, so it runs to its end on its own clock.
@@ -385,11 +403,25 @@ func sendShared(ctx context.Context, svc Service, lk Likes, s *stream.Stream, ev
 	if err != nil {
 		return err
 	}
-	if b := v.(*sharedPost).bytesFor(s); b != nil {
-		return sse.send(b)
+	b := v.(*sharedPost).bytesFor(s)
+	if b == nil {
+		return nil
+	}
+	select {
+	case writes <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	}
+	defer func() { <-writes }()
+	if err := sse.sendWithin(b, gatedWriteTimeout); err != nil {
+		return errClientGone
 	}
 	return nil
 }
+
+// errClientGone ends a stream whose client did not take an event: there
+// is no one to send a retry: to, and nothing to log.
+var errClientGone = errors.New("httpapi: the stream's client is gone or not reading")
 
 // renderTimeout bounds one post's rendering for all its streams.
 const renderTimeout = 10 * time.Second
@@ -586,8 +618,11 @@ type sseWriter struct {
 	buf []byte
 }
 
-func (s *sseWriter) send(b []byte) error {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+func (s *sseWriter) send(b []byte) error { return s.sendWithin(b, streamWriteTimeout) }
+
+// sendWithin writes b and flushes it within d.
+func (s *sseWriter) sendWithin(b []byte, d time.Duration) error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(d))
 	if _, err := s.w.Write(b); err != nil {
 		return err
 	}
