@@ -14,21 +14,29 @@ import (
 	"github.com/feedd/feedd/internal/sqlstore"
 )
 
+// newOutbox returns a migrated SQLite store and an in-process queue,
+// closed when t ends.
+func newOutbox(t *testing.T) (*sqlstore.Store, *inmemqueue.Queue) {
+	t.Helper()
+	store, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "feedd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if err := store.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	q := inmemqueue.New()
+	t.Cleanup(func() { q.Close() })
+	return store, q
+}
+
 // TestRelayBackPressure: while the posts queue is deeper than MaxPending
 // the relay leaves the backlog in the outbox (on disk) instead of piling
 // it into the broker; once consumers drain the queue it relays again.
 func TestRelayBackPressure(t *testing.T) {
 	ctx := context.Background()
-	store, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "feedd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	q := inmemqueue.New()
-	defer q.Close()
+	store, q := newOutbox(t)
 
 	// The dispatchers are behind: 10 messages wait, the bound is 5.
 	for range 10 {
@@ -92,16 +100,7 @@ func (failingPublisher) Publish(context.Context, string, ...[]byte) error {
 // not (it stays in the outbox, and is announced when relayed).
 func TestRelayAnnounces(t *testing.T) {
 	ctx := context.Background()
-	store, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "feedd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	q := inmemqueue.New()
-	defer q.Close()
+	store, q := newOutbox(t)
 	ids := feed.NewIDGen(nil)
 	var want []int64
 	for range 3 {
