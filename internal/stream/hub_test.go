@@ -316,3 +316,47 @@ func TestSharedRendersOnce(t *testing.T) {
 		t.Fatalf("rendered %d times for %d streams; want once", n, len(streams))
 	}
 }
+
+// TestHiddenForgottenOnAnnouncement: a stream keeps its reader's hidden
+// authors until the reader's change is announced; a read begun before
+// the announcement is not kept after it (it may predate the change).
+func TestHiddenForgottenOnAnnouncement(t *testing.T) {
+	h := newTestHub(t, Config{})
+	h.follow(1, 10)
+	s := h.open(t, 1)
+	other := h.open(t, 2)
+	now := time.Now()
+	if _, fresh, _ := s.Hidden(now); fresh {
+		t.Fatal("a new stream has fresh hidden authors; want none known")
+	}
+	_, _, gen := s.Hidden(now)
+	s.SetHidden(feed.NewHidden([]int64{10}, nil), now, gen)
+	other.SetHidden(feed.NewHidden(nil, nil), now, 0)
+	if h, fresh, _ := s.Hidden(now); !fresh || !h.InFeed(10) {
+		t.Fatalf("hidden %v fresh %v; want 10 hidden, fresh", h, fresh)
+	}
+	if _, fresh, _ := s.Hidden(now.Add(HiddenTTL)); fresh {
+		t.Fatal("hidden authors fresh after their ttl")
+	}
+	_, _, before := s.Hidden(now) // a read begins
+	if err := h.ann.FollowsChanged(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, fresh, _ := s.Hidden(now); !fresh {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("hidden authors still fresh after the reader's announcement")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.SetHidden(feed.NewHidden([]int64{10}, nil), now, before) // the read ends
+	if _, fresh, _ := s.Hidden(now); fresh {
+		t.Fatal("a read begun before the announcement was kept")
+	}
+	if _, fresh, _ := other.Hidden(now); !fresh {
+		t.Fatal("another reader's stream forgot its hidden authors")
+	}
+}
