@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -217,15 +216,10 @@ const rendersPerCPU = 4
 // goroutines at once; unbounded, they all queue for the CPUs, and every
 // other request of the process (a publish) waits behind them. Bounded,
 // the others wait parked, and the process's other goroutines are run
-// between them.
+// between them. A write holds its slot for at most streamWriteTimeout; it
+// blocks only once a client has stopped reading for long enough to fill
+// its socket's buffers, and such a client is then cut off.
 const writesPerCPU = 4
-
-// gatedWriteTimeout bounds a write made holding a slot of writes: a
-// client whose connection cannot take an event for that long (it stopped
-// reading long enough to fill its socket buffer) is dropped, as one
-// whose event buffer fills is, rather than holding the slot from the
-// others. It resumes with Last-Event-ID.
-const gatedWriteTimeout = 2 * time.Second
 
 // handleStream serves the live stream as Server-Sent Events.
 func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
@@ -308,9 +302,6 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 				sse.retry()
 				return nil
 			default: // Dropped, Ended: the client is gone or behind
-				return nil
-			}
-			if errors.Is(err, errClientGone) {
 				return nil
 			}
 			if err != nil {
@@ -413,15 +404,8 @@ func sendShared(ctx context.Context, svc Service, lk Likes, s *stream.Stream, ev
 		return nil
 	}
 	defer func() { <-writes }()
-	if err := sse.sendWithin(b, gatedWriteTimeout); err != nil {
-		return errClientGone
-	}
-	return nil
+	return sse.send(b)
 }
-
-// errClientGone ends a stream whose client did not take an event: there
-// is no one to send a retry: to, and nothing to log.
-var errClientGone = errors.New("httpapi: the stream's client is gone or not reading")
 
 // renderTimeout bounds one post's rendering for all its streams.
 const renderTimeout = 10 * time.Second
@@ -618,11 +602,8 @@ type sseWriter struct {
 	buf []byte
 }
 
-func (s *sseWriter) send(b []byte) error { return s.sendWithin(b, streamWriteTimeout) }
-
-// sendWithin writes b and flushes it within d.
-func (s *sseWriter) sendWithin(b []byte, d time.Duration) error {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(d))
+func (s *sseWriter) send(b []byte) error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	if _, err := s.w.Write(b); err != nil {
 		return err
 	}
