@@ -375,6 +375,9 @@ func resume(ctx context.Context, svc Service, lk Likes, me, last int64, s *strea
 // picks its bytes, and writes them to its client without holding a slot:
 // a slow client holds up no other stream.
 func sendShared(ctx context.Context, svc Service, lk Likes, s *stream.Stream, ev stream.Event, sse *sseWriter, renders, writes chan struct{}) error {
+	if ev.Shared == nil { // an event not from the hub: this stream's alone
+		ev.Shared = stream.NewShared([]*stream.Stream{s})
+	}
 	v, err := ev.Shared.Do(ctx, func() (any, error) {
 		// The stream that renders may close meanwhile: the others wait
 		// for this rendering, so it runs to its end on its own clock.
@@ -394,9 +397,9 @@ func sendShared(ctx context.Context, svc Service, lk Likes, s *stream.Stream, ev
 	if err != nil {
 		return err
 	}
-	b := v.(*sharedPost).bytesFor(s)
-	if b == nil {
-		return nil
+	b, err := v.(*sharedPost).bytesFor(s)
+	if b == nil || err != nil {
+		return err
 	}
 	select {
 	case writes <- struct{}{}:
@@ -434,16 +437,23 @@ type sharedPost struct {
 	plain, liked []byte // nil plain: the post is gone, no one gets it
 	hidden       map[*stream.Stream]bool
 	likers       map[int64]bool
+	// failed holds the streams whose reader's hidden authors could not
+	// be read: they alone end (and resume), the others get the post.
+	failed map[*stream.Stream]error
 }
 
-func (p *sharedPost) bytesFor(s *stream.Stream) []byte {
+// bytesFor is the event s sends: nil when it sends none.
+func (p *sharedPost) bytesFor(s *stream.Stream) ([]byte, error) {
+	if err := p.failed[s]; err != nil {
+		return nil, err
+	}
 	switch {
 	case p.plain == nil || p.hidden[s]:
-		return nil
+		return nil, nil
 	case p.likers[s.Reader()]:
-		return p.liked
+		return p.liked, nil
 	}
-	return p.plain
+	return p.plain, nil
 }
 
 // renderShared reads the post of ev once and renders it for every stream
@@ -468,13 +478,14 @@ func renderShared(ctx context.Context, svc Service, lk Likes, ev stream.Event) (
 		return nil, err
 	}
 	streams := ev.Shared.Streams()
-	if err := freshHidden(ctx, svc, streams); err != nil {
-		return nil, err
-	}
+	out.failed = freshHidden(ctx, svc, streams)
 	now := time.Now()
 	readers := make([]int64, 0, len(streams))
 	seen := make(map[int64]bool, len(streams))
 	for _, s := range streams {
+		if out.failed[s] != nil {
+			continue
+		}
 		if h, _, _ := s.Hidden(now); h.InFeed(p.AuthorID) {
 			out.hidden[s] = true
 			continue
@@ -528,8 +539,9 @@ func renderShared(ctx context.Context, svc Service, lk Likes, ev stream.Event) (
 }
 
 // freshHidden reads the hidden authors of the streams that hold none
-// fresh, hiddenLoads at a time.
-func freshHidden(ctx context.Context, svc Service, streams []*stream.Stream) error {
+// fresh, hiddenLoads at a time, and returns the streams it could not read
+// them for.
+func freshHidden(ctx context.Context, svc Service, streams []*stream.Stream) map[*stream.Stream]error {
 	now := time.Now()
 	var stale []*stream.Stream
 	for _, s := range streams {
@@ -540,21 +552,29 @@ func freshHidden(ctx context.Context, svc Service, streams []*stream.Stream) err
 	if len(stale) == 0 {
 		return nil
 	}
-	errs := make(chan error, len(stale))
+	type result struct {
+		s   *stream.Stream
+		err error
+	}
+	results := make(chan result, len(stale))
 	sem := make(chan struct{}, hiddenLoads)
 	for _, s := range stale {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			errs <- loadHidden(ctx, svc, s)
+			results <- result{s, loadHidden(ctx, svc, s)}
 		}()
 	}
+	var failed map[*stream.Stream]error
 	for range stale {
-		if err := <-errs; err != nil {
-			return err
+		if r := <-results; r.err != nil {
+			if failed == nil {
+				failed = map[*stream.Stream]error{}
+			}
+			failed[r.s] = r.err
 		}
 	}
-	return nil
+	return failed
 }
 
 // bulkLikes is the likes service's answer for many readers of one post

@@ -153,8 +153,8 @@ func BenchmarkStreamDelivery(b *testing.B) {
 							b.Errorf("render: %v", err)
 							return
 						}
-						if bs := v.(*sharedPost).bytesFor(s); bs == nil {
-							b.Error("no bytes for a stream")
+						if bs, err := v.(*sharedPost).bytesFor(s); bs == nil || err != nil {
+							b.Errorf("no bytes for a stream: %v", err)
 						} else {
 							_, _ = io.Discard.Write(bs)
 						}

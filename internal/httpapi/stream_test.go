@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -626,5 +627,66 @@ func TestStreamRendersOncePerPost(t *testing.T) {
 	}
 	if c, r := lk.calls.Load(), lk.readers.Load(); c != 1 || r != readers {
 		t.Errorf("likes asked %d times about %d readers; want once about %d", c, r, readers)
+	}
+}
+
+// hiddenFails is the fake service whose hidden authors of one reader
+// fail to read while fail is set.
+type hiddenFails struct {
+	*fakeService
+	reader int64
+	fail   atomic.Bool
+}
+
+func (h *hiddenFails) Hidden(ctx context.Context, viewer int64) (feed.Hidden, error) {
+	if viewer == h.reader && h.fail.Load() {
+		return feed.Hidden{}, errors.New("hidden authors unreadable")
+	}
+	return h.fakeService.Hidden(ctx, viewer)
+}
+
+// TestStreamHiddenReadFailsAlone: when one reader's hidden authors cannot
+// be read for a post, that reader's stream ends with a retry: hint (it
+// resumes, missing nothing), and the process's other streams get the
+// post all the same.
+func TestStreamHiddenReadFailsAlone(t *testing.T) {
+	fake := newFakeService(testNow)
+	for _, u := range []int64{alice, bob, carol} {
+		fake.seedUser(u, fmt.Sprint("u", u))
+	}
+	fake.seedFollow(bob, alice)
+	fake.seedFollow(carol, alice)
+	svc := &hiddenFails{fakeService: fake, reader: carol}
+	cache := inmemcache.New(inmemcache.Options{})
+	t.Cleanup(func() { cache.Close() })
+	followees := func(ctx context.Context, reader int64) ([]int64, error) { return []int64{alice}, nil }
+	hub := stream.New(nil, stream.Config{}, cache, followees)
+	ctx, cancel := context.WithCancel(context.Background())
+	go hub.Run(ctx)
+	t.Cleanup(cancel)
+	ann := stream.NewAnnouncer(cache)
+	cfg := Config{AdminToken: testAdmin, JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }, Live: &Live{Hub: hub, Announce: ann, Tickets: cache}}
+	srv := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), cfg, svc, fake, nil, nil))
+	t.Cleanup(srv.Close)
+	t.Cleanup(hub.Shutdown)
+	env := &streamEnv{t: t, url: srv.URL, svc: fake, hub: hub, ann: ann}
+	b, _ := env.open(userToken(t, bob), "")
+	c, _ := env.open(userToken(t, carol), "")
+	// Carol's change is announced (her stream forgets her hidden
+	// authors), and reading them again fails.
+	svc.fail.Store(true)
+	if err := ann.FollowsChanged(t.Context(), carol); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the announcement reaches the hub
+	p := fake.seedPost(alice, "to both")
+	if err := ann.PostCreated(t.Context(), alice, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.event(); !strings.HasPrefix(got, "event: post\nid: "+feed.FormatID(p.ID)+"\n") {
+		t.Fatalf("bob got %q; want the post", got)
+	}
+	if got := c.event(); !strings.HasPrefix(got, "retry: ") {
+		t.Fatalf("carol got %q; want a retry: hint, her stream ending", got)
 	}
 }
