@@ -542,6 +542,25 @@ func TestStreamUpdate(t *testing.T) {
 	}
 }
 
+// newStreamEnvOf is the API in front of svc and lk with a hub whose every
+// reader follows alice; fake is what svc and lk fake.
+func newStreamEnvOf(t *testing.T, fake *fakeService, svc Service, lk Likes) *streamEnv {
+	t.Helper()
+	cache := inmemcache.New(inmemcache.Options{})
+	t.Cleanup(func() { cache.Close() })
+	followees := func(ctx context.Context, reader int64) ([]int64, error) { return []int64{alice}, nil }
+	hub := stream.New(nil, stream.Config{}, cache, followees)
+	ctx, cancel := context.WithCancel(context.Background())
+	go hub.Run(ctx)
+	t.Cleanup(cancel)
+	ann := stream.NewAnnouncer(cache)
+	cfg := Config{AdminToken: testAdmin, JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }, Live: &Live{Hub: hub, Announce: ann, Tickets: cache}}
+	srv := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), cfg, svc, lk, nil, nil))
+	t.Cleanup(srv.Close)
+	t.Cleanup(hub.Shutdown) // before srv.Close, which waits for the streams
+	return &streamEnv{t: t, url: srv.URL, svc: fake, hub: hub, ann: ann}
+}
+
 // countingLikes is the fake's likes with the bulk call of the likes
 // service, counting its calls and the readers asked about.
 type countingLikes struct {
@@ -576,27 +595,16 @@ func TestStreamRendersOncePerPost(t *testing.T) {
 		svc.seedUser(int64(100+i), fmt.Sprintf("reader%d", i))
 		svc.seedFollow(int64(100+i), alice)
 	}
-	cache := inmemcache.New(inmemcache.Options{})
-	t.Cleanup(func() { cache.Close() })
-	followees := func(ctx context.Context, reader int64) ([]int64, error) { return []int64{alice}, nil }
-	hub := stream.New(nil, stream.Config{}, cache, followees)
-	ctx, cancel := context.WithCancel(context.Background())
-	go hub.Run(ctx)
-	t.Cleanup(cancel)
-	ann := stream.NewAnnouncer(cache)
 	lk := &countingLikes{fakeService: svc}
-	cfg := Config{AdminToken: testAdmin, JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }, Live: &Live{Hub: hub, Announce: ann, Tickets: cache}}
-	srv := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), cfg, svc, lk, nil, nil))
-	t.Cleanup(srv.Close)
-	t.Cleanup(hub.Shutdown)
-	env := &streamEnv{t: t, url: srv.URL, svc: svc, hub: hub, ann: ann}
+	env := newStreamEnvOf(t, svc, svc, lk)
+	ann := env.ann
 
 	// Reader 100 has two streams: one reader, asked about once.
 	var streams []*testenv.SSE
 	var of []int64
 	for i := range readers + 1 {
 		r := int64(100 + max(i-1, 0))
-		st, res := testenv.OpenSSE(t, srv.URL+"/v1/me/feed/stream", userToken(t, r))
+		st, res := testenv.OpenSSE(t, env.url+"/v1/me/feed/stream", userToken(t, r))
 		if st == nil {
 			t.Fatalf("reader %d: status %d", r, res.StatusCode)
 		}
@@ -657,19 +665,8 @@ func TestStreamHiddenReadFailsAlone(t *testing.T) {
 	fake.seedFollow(bob, alice)
 	fake.seedFollow(carol, alice)
 	svc := &hiddenFails{fakeService: fake, reader: carol}
-	cache := inmemcache.New(inmemcache.Options{})
-	t.Cleanup(func() { cache.Close() })
-	followees := func(ctx context.Context, reader int64) ([]int64, error) { return []int64{alice}, nil }
-	hub := stream.New(nil, stream.Config{}, cache, followees)
-	ctx, cancel := context.WithCancel(context.Background())
-	go hub.Run(ctx)
-	t.Cleanup(cancel)
-	ann := stream.NewAnnouncer(cache)
-	cfg := Config{AdminToken: testAdmin, JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }, Live: &Live{Hub: hub, Announce: ann, Tickets: cache}}
-	srv := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), cfg, svc, fake, nil, nil))
-	t.Cleanup(srv.Close)
-	t.Cleanup(hub.Shutdown)
-	env := &streamEnv{t: t, url: srv.URL, svc: fake, hub: hub, ann: ann}
+	env := newStreamEnvOf(t, fake, svc, fake)
+	ann := env.ann
 	b, _ := env.open(userToken(t, bob), "")
 	c, _ := env.open(userToken(t, carol), "")
 	// Carol's change is announced (her stream forgets her hidden
