@@ -372,8 +372,9 @@ func resume(ctx context.Context, svc Service, lk Likes, me, last int64, s *strea
 // reader's feed hides (muted, blocked either way), is skipped, as the
 // feed skips it. The post is rendered once for all the process's streams
 // that take it (renderShared, within a slot of renders); this stream only
-// picks its bytes, and writes them to its client without holding a slot:
-// a slow client holds up no other stream.
+// picks its bytes, and writes them to its client within a slot of writes
+// (writesPerCPU says why), not of renders: a slow client holds up no
+// rendering.
 func sendShared(ctx context.Context, svc Service, lk Likes, s *stream.Stream, ev stream.Event, sse *sseWriter, renders, writes chan struct{}) error {
 	if ev.Shared == nil { // an event not from the hub: this stream's alone
 		ev.Shared = stream.NewShared([]*stream.Stream{s})
