@@ -49,9 +49,10 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 
 	policy := feed.DeliveryPolicy{Mode: cfg.fanoutMode, PullThreshold: int64(cfg.pullAt)}
 	registerBackendMetrics(d)
+	announcer := stream.NewAnnouncer(d.notifier)
 	var rel *relay.Relay
 	if runWork {
-		rel = relay.New(logger, relay.Config{Workers: cfg.relayWorkers, MaxPending: cfg.relayMaxPending}, d.workStore, d.broker, d.reg)
+		rel = relay.New(logger, relay.Config{Workers: cfg.relayWorkers, MaxPending: cfg.relayMaxPending, Announce: announcer.PostCreated}, d.workStore, d.broker, d.reg)
 	}
 	// A work process needs every backend: without one it cannot move a
 	// post along.
@@ -67,7 +68,6 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	defer stopWork()
 	var work sync.WaitGroup
 
-	announcer := stream.NewAnnouncer(d.notifier)
 	// Every process writes a heartbeat for the ops console; its breakers
 	// are the likes' SQL breaker (a serving process's) and the Redis
 	// servers'. It runs once the handler is built (likesBreaker set) and

@@ -154,9 +154,11 @@ func spendTicket(ctx context.Context, tickets feed.KV) error {
 	return nil
 }
 
-// announcing runs h and, when it succeeded, tells the streams: a follow
-// or unfollow (the reader's streams read their authors again), or a
-// delete (streams that sent the post send its delete).
+// announcing runs h and, when it succeeded, tells the streams: a follow,
+// unfollow, mute or unmute ('f': the reader's streams read their authors
+// and hidden authors again), a block or unblock ('b': both users'
+// streams do), or a delete ('d': streams that sent the post send its
+// delete).
 func announcing(lv *Live, what byte, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r)
@@ -172,8 +174,15 @@ func announcing(lv *Live, what byte, h http.Handler) http.Handler {
 			return
 		}
 		announce(w, r, lv, func(ctx context.Context, a *stream.Announcer) error {
-			if what == 'd' {
+			switch what {
+			case 'd':
 				return a.PostDeleted(ctx, me, id)
+			case 'b':
+				// A block hides each from the other's feed: both
+				// readers' streams read their hidden authors again.
+				if err := a.FollowsChanged(ctx, id); err != nil {
+					return err
+				}
 			}
 			return a.FollowsChanged(ctx, me)
 		})
@@ -195,18 +204,27 @@ func announce(w http.ResponseWriter, r *http.Request, lv *Live, tell func(contex
 	}
 }
 
-// rendersPerCPU bounds how many streams of a process read a post for
-// their reader at once, per CPU. Each read holds one of the process's
-// cache connections at a time (the reader's hidden authors, then its like
-// state), and go-redis keeps 10 per CPU: a post to 10,000 open streams
-// would otherwise queue every API request of the process behind 10,000
-// reads for those connections (publishes then took seconds, and failed
-// with 500 past their 10 s budget, in feedd bench's stream scenario).
+// rendersPerCPU bounds how many posts a process renders for its streams
+// at once, per CPU. Each rendering holds one of the process's cache
+// connections at a time (the post, the likes of its readers), and
+// go-redis keeps 10 per CPU: the process's other requests must still find
+// one.
 const rendersPerCPU = 4
+
+// writesPerCPU bounds how many streams of a process write an event to
+// their client at once, per CPU. A post to 10,000 streams wakes 10,000
+// goroutines at once; unbounded, they all queue for the CPUs, and every
+// other request of the process (a publish) waits behind them. Bounded,
+// the others wait parked, and the process's other goroutines are run
+// between them. A write holds its slot for at most streamWriteTimeout; it
+// blocks only once a client has stopped reading for long enough to fill
+// its socket's buffers, and such a client is then cut off.
+const writesPerCPU = 4
 
 // handleStream serves the live stream as Server-Sent Events.
 func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 	renders := make(chan struct{}, rendersPerCPU*runtime.GOMAXPROCS(0))
+	writes := make(chan struct{}, writesPerCPU*runtime.GOMAXPROCS(0))
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {
@@ -246,6 +264,14 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 		if err := sse.send([]byte(": open\n\n")); err != nil {
 			return nil
 		}
+		// The reader's hidden authors are read once here and kept on the
+		// stream; a post then costs this stream no cache read (see
+		// renderShared).
+		if err := loadHidden(ctx, svc, s); err != nil {
+			noteError(w, err)
+			sse.retry()
+			return nil
+		}
 		if last != 0 {
 			s.Resumed(last)
 			if err := resume(ctx, svc, lk, me, last, s, sse); err != nil {
@@ -259,11 +285,19 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 			var err error
 			switch ev.Kind {
 			case stream.Post, stream.Update:
-				err = sendPost(ctx, svc, lk, me, ev, sse, renders)
+				err = sendShared(ctx, svc, lk, s, ev, sse, renders, writes)
 			case stream.Delete:
 				err = sse.send(fmt.Appendf(nil, "event: delete\ndata: {\"id\":\"%d\"}\n\n", ev.ID))
 			case stream.Ping:
 				err = sse.send([]byte(": ping\n\n"))
+				if err == nil {
+					// Read the hidden authors again once they are half
+					// their ttl old, here, spread over the streams' own
+					// heartbeats, so that a post rarely finds one stale.
+					if _, fresh, _ := s.Hidden(time.Now().Add(stream.HiddenTTL / 2)); !fresh {
+						err = loadHidden(ctx, svc, s)
+					}
+				}
 			case stream.Shutdown:
 				sse.retry()
 				return nil
@@ -333,45 +367,103 @@ func resume(ctx context.Context, svc Service, lk Likes, me, last int64, s *strea
 	return nil
 }
 
-// sendPost sends the post of ev (a Post or an Update) as me's feed page
-// shows it; a post deleted meanwhile, or by an author me's feed hides
-// (muted, blocked either way), is skipped, as the feed skips it. It reads
-// the post holding a slot of renders, and writes it to the client after
-// giving the slot back: a slow client holds up no other stream.
-//
-// An update has no id: line. A client's Last-Event-ID is the newest post
-// it was sent, from which a resume replays what is newer; an edit of an
-// older post carrying its id would move that back, and the resume would
-// replay posts the client has.
-func sendPost(ctx context.Context, svc Service, lk Likes, me int64, ev stream.Event, sse *sseWriter, renders chan struct{}) error {
-	items, err := renderPost(ctx, svc, lk, me, ev, renders)
+// sendShared sends the post of ev (a Post or an Update) as s's reader's
+// feed page shows it; a post deleted meanwhile, or by an author the
+// reader's feed hides (muted, blocked either way), is skipped, as the
+// feed skips it. The post is rendered once for all the process's streams
+// that take it (renderShared, within a slot of renders); this stream only
+// picks its bytes, and writes them to its client within a slot of writes
+// (writesPerCPU says why), not of renders: a slow client holds up no
+// rendering.
+func sendShared(ctx context.Context, svc Service, lk Likes, s *stream.Stream, ev stream.Event, sse *sseWriter, renders, writes chan struct{}) error {
+	if ev.Shared == nil { // an event not from the hub: this stream's alone
+		ev.Shared = stream.NewShared([]*stream.Stream{s})
+	}
+	v, err := ev.Shared.Do(ctx, func() (any, error) {
+		// The stream that renders may close meanwhile: the others wait
+		// for this rendering, so it runs to its end on its own clock.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), renderTimeout)
+		defer cancel()
+		select {
+		case renders <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("httpapi: wait to render post %d: %w", ev.ID, ctx.Err())
+		}
+		defer func() { <-renders }()
+		return renderShared(ctx, svc, lk, ev)
+	})
+	if ctx.Err() != nil {
+		return nil // the client is gone: Next ends the stream
+	}
 	if err != nil {
 		return err
 	}
-	for _, it := range items {
-		if ev.Kind == stream.Update {
-			err = sse.sendUpdate(it)
-		} else {
-			err = sse.sendPost(it)
-		}
-		if err != nil {
-			return err
-		}
+	b, err := v.(*sharedPost).bytesFor(s)
+	if b == nil || err != nil {
+		return err
 	}
+	select {
+	case writes <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	}
+	defer func() { <-writes }()
+	return sse.send(b)
+}
+
+// renderTimeout bounds one post's rendering for all its streams.
+const renderTimeout = 10 * time.Second
+
+// hiddenLoads is how many of a post's readers' hidden authors are read at
+// once when their streams hold none fresh (rare: streams read them when
+// they open and at their heartbeats).
+const hiddenLoads = 8
+
+// loadHidden reads s's reader's hidden authors into s.
+func loadHidden(ctx context.Context, svc Service, s *stream.Stream) error {
+	_, _, gen := s.Hidden(time.Now())
+	at := time.Now()
+	h, err := svc.Hidden(ctx, s.Reader())
+	if err != nil {
+		return fmt.Errorf("httpapi: hidden authors of %d: %w", s.Reader(), err)
+	}
+	s.SetHidden(h, at, gen)
 	return nil
 }
 
-// renderPost reads the post of ev as me's feed page shows it (none when
-// deleted or hidden), within a slot of renders. An update is read at least
-// at the edit's version: this process's copy may predate an edit made on
-// another.
-func renderPost(ctx context.Context, svc Service, lk Likes, me int64, ev stream.Event, renders chan struct{}) ([]postJSON, error) {
-	select {
-	case renders <- struct{}{}:
-	case <-ctx.Done():
-		return nil, nil // the client is gone: Next ends the stream
+// sharedPost is a post rendered for all the streams that take it: at most
+// two events, the one with liked_by_me true and the one with false, and
+// which stream gets which.
+type sharedPost struct {
+	plain, liked []byte // nil plain: the post is gone, no one gets it
+	hidden       map[*stream.Stream]bool
+	likers       map[int64]bool
+	// failed holds the streams whose reader's hidden authors could not
+	// be read: they alone end (and resume), the others get the post.
+	failed map[*stream.Stream]error
+}
+
+// bytesFor is the event s sends: nil when it sends none.
+func (p *sharedPost) bytesFor(s *stream.Stream) ([]byte, error) {
+	if err := p.failed[s]; err != nil {
+		return nil, err
 	}
-	defer func() { <-renders }()
+	switch {
+	case p.plain == nil || p.hidden[s]:
+		return nil, nil
+	case p.likers[s.Reader()]:
+		return p.liked, nil
+	}
+	return p.plain, nil
+}
+
+// renderShared reads the post of ev once and renders it for every stream
+// of ev.Shared, exactly as each reader's feed page shows it: the post
+// (at least at the edit's version for an update: this process's copy may
+// predate an edit made on another), each reader's hidden authors from its
+// stream, and the like count and each reader's liked_by_me in one bulk
+// call of the likes service.
+func renderShared(ctx context.Context, svc Service, lk Likes, ev stream.Event) (*sharedPost, error) {
 	var p feed.Post
 	var err error
 	if ev.Kind == stream.Update {
@@ -379,24 +471,148 @@ func renderPost(ctx context.Context, svc Service, lk Likes, me int64, ev stream.
 	} else {
 		p, err = svc.Post(ctx, ev.ID)
 	}
-	if feed.ErrorCode(err) == feed.ENOTFOUND {
-		return nil, nil
+	out := &sharedPost{hidden: map[*stream.Stream]bool{}}
+	if feed.ErrorCode(err) == feed.ENOTFOUND || err == nil && p.Deleted {
+		return out, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	hidden, err := svc.Hidden(ctx, me)
+	streams := ev.Shared.Streams()
+	out.failed = freshHidden(ctx, svc, streams)
+	now := time.Now()
+	readers := make([]int64, 0, len(streams))
+	seen := make(map[int64]bool, len(streams))
+	for _, s := range streams {
+		if out.failed[s] != nil {
+			continue
+		}
+		if h, _, _ := s.Hidden(now); h.InFeed(p.AuthorID) {
+			out.hidden[s] = true
+			continue
+		}
+		if !seen[s.Reader()] {
+			seen[s.Reader()] = true
+			readers = append(readers, s.Reader())
+		}
+	}
+	if len(readers) == 0 {
+		return out, nil
+	}
+	states, err := likedBy(ctx, lk, p, readers)
 	if err != nil {
 		return nil, err
 	}
-	if hidden.InFeed(p.AuthorID) {
-		return nil, nil
+	out.likers = map[int64]bool{}
+	var anyLiked bool
+	if states != nil {
+		for r, on := range states.liked {
+			out.likers[r] = on
+			anyLiked = anyLiked || on
+		}
 	}
-	page, err := showPosts(ctx, lk, me, []feed.Post{p}, false, nil)
-	if err != nil {
-		return nil, err
+	render := func(likedByMe bool) []byte {
+		var st map[int64]feed.LikeState
+		if states != nil {
+			st = map[int64]feed.LikeState{p.ID: {Count: states.count, LikedByMe: likedByMe}}
+		}
+		page := postPageLikes([]feed.Post{p}, false, st)
+		if len(page.Items) == 0 {
+			return nil
+		}
+		it := page.Items[0]
+		var b []byte
+		if ev.Kind == stream.Update {
+			// No id: line on an update: sseWriter.sendUpdate says why.
+			b = append(b, "event: update"...)
+		} else {
+			b = append(append(b, "event: post\nid: "...), it.ID...)
+		}
+		b = append(b, "\ndata: "...)
+		b = it.appendJSON(b)
+		return append(b, "\n\n"...)
 	}
-	return page.Items, nil
+	out.plain = render(false)
+	if anyLiked {
+		out.liked = render(true)
+	}
+	return out, nil
+}
+
+// freshHidden reads the hidden authors of the streams that hold none
+// fresh, hiddenLoads at a time, and returns the streams it could not read
+// them for.
+func freshHidden(ctx context.Context, svc Service, streams []*stream.Stream) map[*stream.Stream]error {
+	now := time.Now()
+	var stale []*stream.Stream
+	for _, s := range streams {
+		if _, fresh, _ := s.Hidden(now); !fresh {
+			stale = append(stale, s)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	type result struct {
+		s   *stream.Stream
+		err error
+	}
+	results := make(chan result, len(stale))
+	sem := make(chan struct{}, hiddenLoads)
+	for _, s := range stale {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			results <- result{s, loadHidden(ctx, svc, s)}
+		}()
+	}
+	var failed map[*stream.Stream]error
+	for range stale {
+		if r := <-results; r.err != nil {
+			if failed == nil {
+				failed = map[*stream.Stream]error{}
+			}
+			failed[r.s] = r.err
+		}
+	}
+	return failed
+}
+
+// bulkLikes is the likes service's answer for many readers of one post
+// at once (likes.Service has it).
+type bulkLikes interface {
+	LikedBy(ctx context.Context, p feed.Post, readers []int64) (count int64, liked map[int64]bool, enriched bool, err error)
+}
+
+type readersLikes struct {
+	count int64
+	liked map[int64]bool
+}
+
+// likedBy returns p's like count and which of readers like it; nil while
+// the likes service drops that enrichment (degradation switch L1). A
+// likes service without the bulk call is asked reader by reader.
+func likedBy(ctx context.Context, lk Likes, p feed.Post, readers []int64) (*readersLikes, error) {
+	if bl, ok := lk.(bulkLikes); ok {
+		count, liked, enriched, err := bl.LikedBy(ctx, p, readers)
+		if err != nil || !enriched {
+			return nil, err
+		}
+		return &readersLikes{count: count, liked: liked}, nil
+	}
+	out := &readersLikes{liked: map[int64]bool{}}
+	for _, r := range readers {
+		st, err := lk.LikeStates(ctx, r, []feed.Post{p})
+		if err != nil {
+			return nil, err
+		}
+		if st == nil {
+			return nil, nil
+		}
+		out.count = st[p.ID].Count
+		out.liked[r] = st[p.ID].LikedByMe
+	}
+	return out, nil
 }
 
 // sseWriter writes events, each flushed at once and within

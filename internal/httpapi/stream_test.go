@@ -2,13 +2,13 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -112,6 +112,21 @@ func (s *sse) event() string {
 		if b := s.next(); b != ": ping\n\n" {
 			return b
 		}
+	}
+}
+
+// call sends an empty-bodied request as user and checks its status.
+func (e *streamEnv) call(user int64, method, path string, want int) {
+	e.t.Helper()
+	req, _ := http.NewRequest(method, e.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+userToken(e.t, user))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != want {
+		e.t.Fatalf("%s %s as %d: %d; want %d", method, path, user, res.StatusCode, want)
 	}
 }
 
@@ -389,15 +404,30 @@ func TestStreamHidesMuted(t *testing.T) {
 	if got := s.event(); !strings.HasPrefix(got, "event: post\nid: "+feed.FormatID(shown.ID)+"\n") {
 		t.Fatalf("first event %q; want carol's post (%d), not the muted one (%d)", got, shown.ID, muted.ID)
 	}
-	if err := e.svc.Unmute(t.Context(), bob, alice); err != nil {
-		t.Fatal(err)
-	}
+	// The stream keeps bob's hidden authors: the unmute, made through
+	// the API, is announced, and the stream reads them again.
+	e.call(bob, "DELETE", "/v1/me/mutes/"+feed.FormatID(alice), 204)
 	back := e.svc.seedPost(alice, "after the unmute")
 	if err := e.ann.PostCreated(t.Context(), alice, back.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.event(); !strings.HasPrefix(got, "event: post\nid: "+feed.FormatID(back.ID)+"\n") {
 		t.Fatalf("event %q; want the post after the unmute (%d)", got, back.ID)
+	}
+	// A mute while the stream is open, and a block by carol (which hides
+	// each from the other, announced to bob too), take effect at once.
+	e.call(bob, "PUT", "/v1/me/mutes/"+feed.FormatID(alice), 204)
+	e.call(carol, "PUT", "/v1/me/blocks/"+feed.FormatID(bob), 204)
+	mutedAgain := e.svc.seedPost(alice, "muted again")
+	blocked := e.svc.seedPost(carol, "blocked")
+	own := e.svc.seedPost(bob, "bob's own")
+	for _, a := range []struct{ author, post int64 }{{alice, mutedAgain.ID}, {carol, blocked.ID}, {bob, own.ID}} {
+		if err := e.ann.PostCreated(t.Context(), a.author, a.post); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.event(); !strings.HasPrefix(got, "event: post\nid: "+feed.FormatID(own.ID)+"\n") {
+		t.Fatalf("event %q; want bob's own post (%d), not the muted (%d) nor the blocked one (%d)", got, own.ID, mutedAgain.ID, blocked.ID)
 	}
 }
 
@@ -523,34 +553,10 @@ func TestStreamUpdate(t *testing.T) {
 	}
 }
 
-// slowLikes is the fake's likes, each LikeStates taking a moment and
-// counting how many run at once.
-type slowLikes struct {
-	*fakeService
-	in, most atomic.Int64
-}
-
-func (l *slowLikes) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
-	n := l.in.Add(1)
-	defer l.in.Add(-1)
-	for m := l.most.Load(); n > m && !l.most.CompareAndSwap(m, n); m = l.most.Load() {
-	}
-	time.Sleep(5 * time.Millisecond)
-	return l.fakeService.LikeStates(ctx, viewer, posts)
-}
-
-// TestStreamRendersAreBounded: a post to many open streams is read for at
-// most rendersPerCPU × GOMAXPROCS of them at once, so that the process's
-// other requests still find a cache connection, and every stream gets it.
-func TestStreamRendersAreBounded(t *testing.T) {
-	bound := rendersPerCPU * runtime.GOMAXPROCS(0)
-	readers := 3 * bound
-	svc := newFakeService(testNow)
-	svc.seedUser(alice, "alice")
-	for i := range readers {
-		svc.seedUser(int64(100+i), fmt.Sprintf("reader%d", i))
-		svc.seedFollow(int64(100+i), alice)
-	}
+// newStreamEnvOf is the API in front of svc and lk with a hub whose every
+// reader follows alice; fake is what svc and lk fake.
+func newStreamEnvOf(t *testing.T, fake *fakeService, svc Service, lk Likes) *streamEnv {
+	t.Helper()
 	cache := inmemcache.New(inmemcache.Options{})
 	t.Cleanup(func() { cache.Close() })
 	followees := func(ctx context.Context, reader int64) ([]int64, error) { return []int64{alice}, nil }
@@ -559,33 +565,136 @@ func TestStreamRendersAreBounded(t *testing.T) {
 	go hub.Run(ctx)
 	t.Cleanup(cancel)
 	ann := stream.NewAnnouncer(cache)
-	lk := &slowLikes{fakeService: svc}
 	cfg := Config{AdminToken: testAdmin, JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }, Live: &Live{Hub: hub, Announce: ann, Tickets: cache}}
 	srv := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), cfg, svc, lk, nil, nil))
 	t.Cleanup(srv.Close)
-	t.Cleanup(hub.Shutdown)
+	t.Cleanup(hub.Shutdown) // before srv.Close, which waits for the streams
+	return &streamEnv{t: t, url: srv.URL, svc: fake, hub: hub, ann: ann}
+}
 
-	streams := make([]*testenv.SSE, readers)
-	for i := range streams {
-		st, res := testenv.OpenSSE(t, srv.URL+"/v1/me/feed/stream", userToken(t, int64(100+i)))
+// countingLikes is the fake's likes with the bulk call of the likes
+// service, counting its calls and the readers asked about.
+type countingLikes struct {
+	*fakeService
+	calls, readers atomic.Int64
+}
+
+func (l *countingLikes) LikedBy(ctx context.Context, p feed.Post, readers []int64) (int64, map[int64]bool, bool, error) {
+	l.calls.Add(1)
+	l.readers.Add(int64(len(readers)))
+	liked := map[int64]bool{}
+	var count int64
+	for _, r := range readers {
+		st, err := l.fakeService.LikeStates(ctx, r, []feed.Post{p})
+		if err != nil {
+			return 0, nil, false, err
+		}
+		count, liked[r] = st[p.ID].Count, st[p.ID].LikedByMe
+	}
+	return count, liked, true, nil
+}
+
+// TestStreamRendersOncePerPost: a post to many open streams of the
+// process is rendered once, with one bulk likes call for all its readers
+// (each reader once, however many streams it has), and every stream gets
+// it with its own reader's liked_by_me, exactly as its feed page shows it.
+func TestStreamRendersOncePerPost(t *testing.T) {
+	const readers = 12
+	svc := newFakeService(testNow)
+	svc.seedUser(alice, "alice")
+	for i := range readers {
+		svc.seedUser(int64(100+i), fmt.Sprintf("reader%d", i))
+		svc.seedFollow(int64(100+i), alice)
+	}
+	lk := &countingLikes{fakeService: svc}
+	env := newStreamEnvOf(t, svc, svc, lk)
+	ann := env.ann
+
+	// Reader 100 has two streams: one reader, asked about once.
+	var streams []*testenv.SSE
+	var of []int64
+	for i := range readers + 1 {
+		r := int64(100 + max(i-1, 0))
+		st, res := testenv.OpenSSE(t, env.url+"/v1/me/feed/stream", userToken(t, r))
 		if st == nil {
-			t.Fatalf("reader %d: status %d", i, res.StatusCode)
+			t.Fatalf("reader %d: status %d", r, res.StatusCode)
 		}
 		if got := st.Next(5 * time.Second).Raw; got != ": open\n\n" {
-			t.Fatalf("reader %d: first block %q", i, got)
+			t.Fatalf("reader %d: first block %q", r, got)
 		}
-		streams[i] = st
+		streams, of = append(streams, st), append(of, r)
 	}
 	p := svc.seedPost(alice, "to everyone at once")
+	// Two readers liked it before it reached the streams.
+	for _, r := range []int64{101, 105} {
+		if _, err := svc.Like(t.Context(), r, p.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := ann.PostCreated(t.Context(), alice, p.ID); err != nil {
 		t.Fatal(err)
 	}
 	for i, st := range streams {
-		if got := st.Next(5 * time.Second).Raw; !strings.HasPrefix(got, "event: post\nid: "+feed.FormatID(p.ID)+"\n") {
-			t.Fatalf("reader %d got %q; want the post", i, got)
+		want := "event: post\nid: " + feed.FormatID(p.ID) + "\ndata: " + env.feedItem(of[i], p.ID) + "\n\n"
+		if got := st.Next(5 * time.Second).Raw; got != want {
+			t.Fatalf("reader %d got %q; want %q", of[i], got, want)
+		}
+		liked := of[i] == 101 || of[i] == 105
+		if got := strings.Contains(want, `"liked_by_me":true`); got != liked {
+			t.Fatalf("reader %d: liked_by_me %v in %s; want %v", of[i], got, want, liked)
 		}
 	}
-	if most := lk.most.Load(); most > int64(bound) || most < 2 {
-		t.Errorf("%d streams read the post at once; want between 2 and the bound %d", most, bound)
+	if c, r := lk.calls.Load(), lk.readers.Load(); c != 1 || r != readers {
+		t.Errorf("likes asked %d times about %d readers; want once about %d", c, r, readers)
+	}
+}
+
+// hiddenFails is the fake service whose hidden authors of one reader
+// fail to read while fail is set.
+type hiddenFails struct {
+	*fakeService
+	reader int64
+	fail   atomic.Bool
+}
+
+func (h *hiddenFails) Hidden(ctx context.Context, viewer int64) (feed.Hidden, error) {
+	if viewer == h.reader && h.fail.Load() {
+		return feed.Hidden{}, errors.New("hidden authors unreadable")
+	}
+	return h.fakeService.Hidden(ctx, viewer)
+}
+
+// TestStreamHiddenReadFailsAlone: when one reader's hidden authors cannot
+// be read for a post, that reader's stream ends with a retry: hint (it
+// resumes, missing nothing), and the process's other streams get the
+// post all the same.
+func TestStreamHiddenReadFailsAlone(t *testing.T) {
+	fake := newFakeService(testNow)
+	for _, u := range []int64{alice, bob, carol} {
+		fake.seedUser(u, fmt.Sprint("u", u))
+	}
+	fake.seedFollow(bob, alice)
+	fake.seedFollow(carol, alice)
+	svc := &hiddenFails{fakeService: fake, reader: carol}
+	env := newStreamEnvOf(t, fake, svc, fake)
+	ann := env.ann
+	b, _ := env.open(userToken(t, bob), "")
+	c, _ := env.open(userToken(t, carol), "")
+	// Carol's change is announced (her stream forgets her hidden
+	// authors), and reading them again fails.
+	svc.fail.Store(true)
+	if err := ann.FollowsChanged(t.Context(), carol); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the announcement reaches the hub
+	p := fake.seedPost(alice, "to both")
+	if err := ann.PostCreated(t.Context(), alice, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.event(); !strings.HasPrefix(got, "event: post\nid: "+feed.FormatID(p.ID)+"\n") {
+		t.Fatalf("bob got %q; want the post", got)
+	}
+	if got := c.event(); !strings.HasPrefix(got, "retry: ") {
+		t.Fatalf("carol got %q; want a retry: hint, her stream ending", got)
 	}
 }

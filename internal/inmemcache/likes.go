@@ -288,3 +288,30 @@ func (c *Cache) RecentLikes(ctx context.Context, user int64) ([]feed.LikeEntry, 
 	slices.SortFunc(out, func(a, b feed.LikeEntry) int { return cmp.Compare(b.Version, a.Version) })
 	return out, true, nil
 }
+
+// LikedBy answers which of readers like post; cold lists the readers
+// whose set does not know.
+func (c *Cache) LikedBy(ctx context.Context, post int64, postTime time.Time, readers []int64) (liked map[int64]bool, cold []int64, err error) {
+	if c.closed.Load() {
+		return nil, nil, errClosed
+	}
+	liked = map[int64]bool{}
+	now := c.now().UnixNano()
+	for _, r := range readers {
+		s := &c.likes[shardOf(r)]
+		lockAnd(&s.mu, func() {
+			u := s.set(r, now)
+			if u == nil {
+				cold = append(cold, r)
+				return
+			}
+			switch e, ok := u.known(post, postTime); {
+			case !ok:
+				cold = append(cold, r)
+			case e.Liked:
+				liked[r] = true
+			}
+		})
+	}
+	return liked, cold, nil
+}

@@ -554,3 +554,65 @@ func TestLocalCountsStorm(t *testing.T) {
 		t.Errorf("count right after %d concurrent likes = %+v, %v; want %d", users, st[p.ID], err, users)
 	}
 }
+
+// TestLikedByIsExact: the live stream's bulk call answers each reader's
+// liked_by_me as its page would, for readers who liked the post before
+// it reached them: a post nobody liked costs one round trip (its count)
+// whatever the readers; a liked one a second, for all the readers' sets;
+// a reader whose set is lost is answered from SQL.
+func TestLikedByIsExact(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	liked, unliked := f.posts[0], f.posts[1]
+	for _, u := range []int64{2, 3} {
+		if _, err := f.svc.Like(ctx, u, liked.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readers := []int64{1, 2, 3}
+	check := func(p feed.Post, wantCount int64, wantLiked map[int64]bool, wantTrips int64) {
+		t.Helper()
+		f.trips.reset()
+		count, got, enriched, err := f.svc.LikedBy(ctx, p, readers)
+		if err != nil || !enriched {
+			t.Fatalf("LikedBy: %v, enriched %v", err, enriched)
+		}
+		if wantTrips > 0 {
+			if n := f.trips.trips.Load(); n != wantTrips {
+				t.Errorf("post %d: %d Redis round trips; want %d", p.ID, n, wantTrips)
+			}
+		}
+		if count != wantCount {
+			t.Errorf("post %d: count %d; want %d", p.ID, count, wantCount)
+		}
+		for _, r := range readers {
+			if got[r] != wantLiked[r] {
+				t.Errorf("post %d, reader %d: liked %v; want %v", p.ID, r, got[r], wantLiked[r])
+			}
+			page, err := f.svc.LikeStates(ctx, r, []feed.Post{p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if page[p.ID] != (feed.LikeState{Count: count, LikedByMe: got[r]}) {
+				t.Errorf("post %d, reader %d: bulk %d/%v; the page says %+v", p.ID, r, count, got[r], page[p.ID])
+			}
+		}
+	}
+	check(unliked, 0, nil, 0) // loads the counter from SQL
+	check(unliked, 0, nil, 1)
+	check(liked, 2, map[int64]bool{2: true, 3: true}, 2)
+	// Reader 2's recent set is lost: SQL answers for it.
+	if err := f.cache.DropLikes(ctx, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	cold := metric(t, f.reg, "feedd_likes_cold_reads_total")
+	check(liked, 2, map[int64]bool{2: true, 3: true}, 0)
+	if got := metric(t, f.reg, "feedd_likes_cold_reads_total") - cold; got < 1 {
+		t.Errorf("a lost set read SQL %v times; want at least once", got)
+	}
+	// An unlike shows at once.
+	if _, err := f.svc.Unlike(ctx, 3, liked.ID); err != nil {
+		t.Fatal(err)
+	}
+	check(liked, 1, map[int64]bool{2: true}, 0)
+}

@@ -2,6 +2,7 @@ package likes
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/feedd/feedd/internal/breaker"
@@ -135,4 +136,80 @@ func (s *Service) statesFromSQL(ctx context.Context, reader int64, ids []int64) 
 		out[id] = feed.LikeState{Count: counts[id], LikedByMe: on[id].Liked}
 	}
 	return out, nil
+}
+
+// bulkCache and bulkStore answer one post's state for many readers at
+// once (rediscache, inmemcache and sqlstore do); without them LikedBy
+// asks reader by reader.
+type bulkCache interface {
+	LikedBy(ctx context.Context, post int64, postTime time.Time, readers []int64) (liked map[int64]bool, cold []int64, err error)
+}
+
+type bulkStore interface {
+	PostLikedBy(ctx context.Context, post int64, users []int64) (map[int64]bool, error)
+}
+
+// LikedBy returns post's like count and which of readers like it, as
+// LikeStates would for each of them, for the live stream, which sends a
+// new post to thousands of readers at once: the count is read once (from
+// the cache, exact: a counter exists while any like of the post is in
+// flight), and when it is 0, as for nearly every new post, no reader is
+// asked about; otherwise one cache round trip asks every reader's recent
+// set, and one SQL query per 500 readers those the sets do not know.
+// enriched is false while degradation switch L1 drops likes.
+func (s *Service) LikedBy(ctx context.Context, p feed.Post, readers []int64) (count int64, liked map[int64]bool, enriched bool, err error) {
+	if s.cfg.Switches != nil && !s.cfg.Switches.Enrich() {
+		return 0, nil, false, nil
+	}
+	liked = map[int64]bool{}
+	count, err = s.count(ctx, p.ID)
+	if err != nil {
+		s.cacheFailed("read like count", err)
+		counts, err := s.store.LikeCounts(ctx, []int64{p.ID})
+		if err != nil {
+			return 0, nil, false, fmt.Errorf("likes: count of %d: %w", p.ID, err)
+		}
+		count = counts[p.ID]
+	}
+	if count <= 0 || len(readers) == 0 {
+		return max(count, 0), liked, true, nil
+	}
+	cold := readers
+	if bc, ok := s.cache.(bulkCache); ok {
+		var on map[int64]bool
+		on, cold, err = bc.LikedBy(ctx, p.ID, feed.IDTime(p.ID), readers)
+		if err != nil {
+			s.cacheFailed("read likes of readers", err)
+			on, cold = nil, readers
+		}
+		for r := range on {
+			liked[r] = true
+		}
+	}
+	if len(cold) == 0 {
+		return count, liked, true, nil
+	}
+	if bs, ok := s.store.(bulkStore); ok {
+		on, err := breaker.Do(ctx, s.cfg.Breaker, func(ctx context.Context) (map[int64]bool, error) {
+			return bs.PostLikedBy(ctx, p.ID, cold)
+		})
+		if err != nil {
+			return 0, nil, false, fmt.Errorf("likes: likes of %d readers on %d: %w", len(cold), p.ID, err)
+		}
+		s.metrics.coldReads.Inc()
+		for r := range on {
+			liked[r] = true
+		}
+		return count, liked, true, nil
+	}
+	for _, r := range cold {
+		st, err := s.LikeStates(ctx, r, []feed.Post{p})
+		if err != nil {
+			return 0, nil, false, err
+		}
+		if st[p.ID].LikedByMe {
+			liked[r] = true
+		}
+	}
+	return count, liked, true, nil
 }

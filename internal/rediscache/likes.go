@@ -276,3 +276,41 @@ func (c *Cache) RecentLikes(ctx context.Context, user int64) ([]feed.LikeEntry, 
 	}
 	return out, exists, nil
 }
+
+// LikedBy answers which of readers like post (created at postTime), in
+// one pipeline: a ZMSCORE of each reader's set for the window start and
+// both members of the post. cold lists the readers whose set does not
+// know (absent, or the post older than its window).
+func (c *Cache) LikedBy(ctx context.Context, post int64, postTime time.Time, readers []int64) (liked map[int64]bool, cold []int64, err error) {
+	liked = map[int64]bool{}
+	if len(readers) == 0 {
+		return liked, nil, nil
+	}
+	p := c.client.Pipeline()
+	cmds := make([]*redis.FloatSliceCmd, len(readers))
+	on, off := likeMember(post), "-"+likeMember(post)
+	for i, r := range readers {
+		cmds[i] = p.ZMScore(ctx, c.likeUserKey(r), "w", on, off)
+	}
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, fmt.Errorf("rediscache: likes of %d readers on %d: %w", len(readers), post, err)
+	}
+	t := float64(micros(postTime))
+	for i, r := range readers {
+		sc, err := cmds[i].Result()
+		if err != nil || len(sc) != 3 {
+			return nil, nil, fmt.Errorf("rediscache: likes of %d on %d: %w", r, post, err)
+		}
+		switch w := sc[0]; {
+		case w <= 0: // no set
+			cold = append(cold, r)
+		case sc[1] > 0:
+			liked[r] = true
+		case sc[2] > 0:
+		case t > w+float64(feed.LikeClockSkew.Microseconds()):
+		default:
+			cold = append(cold, r)
+		}
+	}
+	return liked, cold, nil
+}

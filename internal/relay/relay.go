@@ -35,6 +35,13 @@ type Config struct {
 	// every DepthEvery.
 	MaxPending int
 	DepthEvery time.Duration
+	// Announce, when set, tells the live streams of each post the broker
+	// confirmed (stream.Announcer.PostCreated), once its batch is marked
+	// sent: the dispatcher announces it too, but only when it takes the
+	// event up, which behind a celebrity's fan-out being split can be
+	// long. It is best effort: if this process dies first, the
+	// dispatcher's announcement still comes (a stream sends a post once).
+	Announce func(ctx context.Context, author, post int64) error
 }
 
 func (c Config) withDefaults() Config {
@@ -196,6 +203,7 @@ func (r *Relay) congested(ctx context.Context) bool {
 func (r *Relay) Once(ctx context.Context) (int, error) {
 	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	var confirmed [][]byte
 	n, err := r.outbox.RelayOutbox(work, r.cfg.Batch, func(ctx context.Context, evs []feed.OutboxEvent) error {
 		bodies := make([][]byte, len(evs))
 		for i, ev := range evs {
@@ -205,13 +213,32 @@ func (r *Relay) Once(ctx context.Context) (int, error) {
 			return err
 		}
 		r.logRelayed(ctx, evs)
+		confirmed = append(confirmed, bodies...)
 		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("relay: %w", err)
 	}
 	r.relayed.Add(float64(n))
+	r.announce(work, confirmed)
 	return n, nil
+}
+
+// announce tells the live streams of the new posts among bodies, the
+// events of a batch the broker confirmed and the outbox marked sent.
+func (r *Relay) announce(ctx context.Context, bodies [][]byte) {
+	if r.cfg.Announce == nil {
+		return
+	}
+	for _, b := range bodies {
+		ev, err := feed.DecodeEvent(b)
+		if err != nil || ev.Kind != feed.EventPostCreated {
+			continue // the dispatcher reports it
+		}
+		if err := r.cfg.Announce(ctx, ev.AuthorID, ev.PostID); err != nil {
+			r.logger.Warn("could not announce a relayed post to the live streams; its dispatcher will", "post", ev.PostID, "err", err)
+		}
+	}
 }
 
 // logRelayed writes a debug line per event naming the request that

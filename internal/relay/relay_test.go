@@ -2,8 +2,10 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,21 +14,29 @@ import (
 	"github.com/feedd/feedd/internal/sqlstore"
 )
 
+// newOutbox returns a migrated SQLite store and an in-process queue,
+// closed when t ends.
+func newOutbox(t *testing.T) (*sqlstore.Store, *inmemqueue.Queue) {
+	t.Helper()
+	store, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "feedd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if err := store.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	q := inmemqueue.New()
+	t.Cleanup(func() { q.Close() })
+	return store, q
+}
+
 // TestRelayBackPressure: while the posts queue is deeper than MaxPending
 // the relay leaves the backlog in the outbox (on disk) instead of piling
 // it into the broker; once consumers drain the queue it relays again.
 func TestRelayBackPressure(t *testing.T) {
 	ctx := context.Background()
-	store, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "feedd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	q := inmemqueue.New()
-	defer q.Close()
+	store, q := newOutbox(t)
 
 	// The dispatchers are behind: 10 messages wait, the bound is 5.
 	for range 10 {
@@ -75,4 +85,52 @@ func TestRelayBackPressure(t *testing.T) {
 	}
 	cstop()
 	<-consumed
+}
+
+// failingPublisher refuses every publish: the broker is away.
+type failingPublisher struct{ feed.Publisher }
+
+func (failingPublisher) Publish(context.Context, string, ...[]byte) error {
+	return errors.New("broker away")
+}
+
+// TestRelayAnnounces: each post the broker confirmed is announced to the
+// live streams once its batch is marked sent, without waiting for a
+// dispatcher to take the event up; a post the broker did not confirm is
+// not (it stays in the outbox, and is announced when relayed).
+func TestRelayAnnounces(t *testing.T) {
+	ctx := context.Background()
+	store, q := newOutbox(t)
+	ids := feed.NewIDGen(nil)
+	var want []int64
+	for range 3 {
+		id := ids.Next()
+		if _, _, err := store.CreatePost(ctx, feed.Post{ID: id, AuthorID: 7, Content: "p", CreatedAt: feed.IDTime(id)}, feed.Idempotency{}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, id)
+	}
+	var got []int64
+	announce := func(ctx context.Context, author, post int64) error {
+		if author != 7 {
+			t.Errorf("announced post %d of %d; want author 7", post, author)
+		}
+		got = append(got, post)
+		return nil
+	}
+	down := New(slog.New(slog.DiscardHandler), Config{Announce: announce}, store, failingPublisher{}, nil)
+	if _, err := down.Once(ctx); err == nil {
+		t.Fatal("Once with the broker away: no error")
+	}
+	if len(got) != 0 {
+		t.Fatalf("announced %v before the broker confirmed", got)
+	}
+	r := New(slog.New(slog.DiscardHandler), Config{Announce: announce}, store, q, nil)
+	if n, err := r.Once(ctx); err != nil || n != 3 {
+		t.Fatalf("Once: %d, %v; want 3 relayed", n, err)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("announced %v; want %v", got, want)
+	}
 }

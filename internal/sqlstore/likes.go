@@ -197,6 +197,35 @@ func (s *Store) LikeCounts(ctx context.Context, posts []int64) (map[int64]int64,
 	return counts, nil
 }
 
+// PostLikedBy returns which of users like post, in one query per 500
+// users: the readers of the live stream a post is sent to.
+func (s *Store) PostLikedBy(ctx context.Context, post int64, users []int64) (map[int64]bool, error) {
+	out := map[int64]bool{}
+	for _, chunk := range chunks(users) {
+		err := func() error {
+			rows, err := s.rdb.QueryContext(ctx,
+				"SELECT user_id FROM likes WHERE post_id = ? AND liked = 1 AND user_id IN ("+placeholders(len(chunk))+")",
+				append([]any{post}, chunk...)...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					return err
+				}
+				out[id] = true
+			}
+			return rows.Err()
+		}()
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: likes of %d users on %d: %w", len(users), post, err)
+		}
+	}
+	return out, nil
+}
+
 // UserLikeEntries returns, in one query, user's newest recentN actions
 // (newest first; complete when they are all there are) and user's actions
 // on posts (absent: never acted). recentN 0 skips the first part.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/feedd/feedd/internal/feed"
 )
 
 // Kind is what an Event tells a stream's client.
@@ -34,6 +36,52 @@ type Event struct {
 	// Version is the edited post's feed.Post.Version, for Update: the
 	// copy to send is of this version or a later one.
 	Version int64
+	// Shared is the one rendering of a Post or Update that every stream
+	// of the process taking it shares (nil for other kinds).
+	Shared *Shared
+}
+
+// Shared is one post event as all of a process's streams that take it
+// share it: the first of them to need it renders it for all of them
+// (Do), so that a post to 10,000 open streams is read once, with the like
+// states of its 10,000 readers in one bulk call, rather than 10,000 times.
+type Shared struct {
+	streams []*Stream // set before the event is queued; read-only after
+	claim   sync.Once
+	done    chan struct{}
+	val     any
+	err     error
+}
+
+func newShared(streams []*Stream) *Shared {
+	return &Shared{streams: streams, done: make(chan struct{})}
+}
+
+// NewShared returns a Shared event for streams, for tests and benchmarks
+// that render without a hub.
+func NewShared(streams []*Stream) *Shared { return newShared(streams) }
+
+// Streams are the streams the event was handed to.
+func (sh *Shared) Streams() []*Stream { return sh.streams }
+
+// Do returns what render returns, calling it once for all the streams:
+// the first caller runs it, the others wait for it or for their ctx. The
+// first caller's client may leave meanwhile, so render must not depend on
+// that caller's ctx.
+func (sh *Shared) Do(ctx context.Context, render func() (any, error)) (any, error) {
+	first := false
+	sh.claim.Do(func() { first = true })
+	if first {
+		sh.val, sh.err = render()
+		close(sh.done)
+		return sh.val, sh.err
+	}
+	select {
+	case <-sh.done:
+		return sh.val, sh.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // sentMemory is how many sent post ids a stream remembers to send each
@@ -56,6 +104,16 @@ type Stream struct {
 	endOnce sync.Once
 	gone    chan struct{}
 	why     Kind
+
+	// hidden is the reader's hidden authors as the stream last read
+	// them (muted, blocked either way), kept so that delivering a post
+	// costs no read of them: a change of them is announced on the
+	// reader's channel (forgetHidden), and they are read again after
+	// hiddenTTL in case an announcement was lost.
+	hmu      sync.Mutex
+	hidden   feed.Hidden
+	hiddenAt time.Time // zero: not known
+	hiddenGn uint64    // bumped by forgetHidden: a read begun before is stale
 
 	floor int64 // posts at or below it are not sent: the client has them (0: none; a post from before 2025 is below 0)
 	sent  map[int64]struct{}
@@ -113,6 +171,45 @@ func (s *Stream) Next(ctx context.Context) Event {
 			return ev
 		}
 	}
+}
+
+// HiddenTTL is how long a stream trusts the hidden authors it read
+// before reading them again: changes are announced, so this only bounds
+// how long a lost announcement goes unnoticed.
+const HiddenTTL = 2 * time.Minute
+
+// Reader is the user the stream is for.
+func (s *Stream) Reader() int64 { return s.reader }
+
+// Hidden returns the reader's hidden authors as last read, whether they
+// are known and younger than HiddenTTL, and a generation to hand back to
+// SetHidden with a fresh read.
+func (s *Stream) Hidden(now time.Time) (h feed.Hidden, fresh bool, gen uint64) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	fresh = !s.hiddenAt.IsZero() && now.Sub(s.hiddenAt) < HiddenTTL
+	return s.hidden, fresh, s.hiddenGn
+}
+
+// SetHidden keeps h, read at time at, as the reader's hidden authors,
+// unless they were announced changed since gen was taken (Hidden): that
+// read may predate the change.
+func (s *Stream) SetHidden(h feed.Hidden, at time.Time, gen uint64) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	if gen != s.hiddenGn {
+		return
+	}
+	s.hidden, s.hiddenAt = h, at
+}
+
+// forgetHidden drops the hidden authors: the reader changed whom it
+// mutes, blocks or follows.
+func (s *Stream) forgetHidden() {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	s.hiddenGn++
+	s.hiddenAt = time.Time{}
 }
 
 // Sent records that post id went to the client (a resumed post, or one

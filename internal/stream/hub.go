@@ -233,28 +233,41 @@ func (h *Hub) deliver(n feed.Notification) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for s := range h.byAuthor[n.Author] {
-		switch kind {
-		case msgFollows:
-			if s.reader == n.Author {
-				select {
-				case s.refresh <- struct{}{}:
-				default: // a refresh is pending already
-				}
+	takers := h.byAuthor[n.Author]
+	if kind == msgFollows {
+		for s := range takers {
+			if s.reader != n.Author {
+				continue
 			}
-		default:
-			ev := Event{Kind: Post, ID: id}
-			switch kind {
-			case msgDelete:
-				ev.Kind = Delete
-			case msgUpdate:
-				ev.Kind, ev.Version = Update, version
-			}
+			s.forgetHidden()
 			select {
-			case s.events <- ev:
-			default:
-				s.end(Dropped)
+			case s.refresh <- struct{}{}:
+			default: // a refresh is pending already
 			}
+		}
+		return
+	}
+	ev := Event{Kind: Post, ID: id}
+	switch kind {
+	case msgDelete:
+		ev.Kind = Delete
+	case msgUpdate:
+		ev.Kind, ev.Version = Update, version
+	}
+	if ev.Kind != Delete {
+		// One rendering for all the takers, handed the list whole
+		// before any of them can start it.
+		all := make([]*Stream, 0, len(takers))
+		for s := range takers {
+			all = append(all, s)
+		}
+		ev.Shared = newShared(all)
+	}
+	for s := range takers {
+		select {
+		case s.events <- ev:
+		default:
+			s.end(Dropped)
 		}
 	}
 }

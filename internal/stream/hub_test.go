@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,7 +108,14 @@ func next(t *testing.T, s *Stream) Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
-	return s.Next(ctx)
+	ev := s.Next(ctx)
+	// A post or an update carries its shared rendering, which holds the
+	// stream; the tests compare the rest.
+	if (ev.Kind == Post || ev.Kind == Update) && (ev.Shared == nil || !slices.Contains(ev.Shared.Streams(), s)) {
+		t.Fatalf("event %+v: its shared rendering does not name the stream", ev)
+	}
+	ev.Shared = nil
+	return ev
 }
 
 func TestChannelsAreReferenceCounted(t *testing.T) {
@@ -264,5 +272,91 @@ func TestUpdateOfSentPost(t *testing.T) {
 	}
 	if k, id, v, ok := decodeMsg(encodeUpdate(42, 1<<53)); !ok || k != msgUpdate || id != 42 || v != 1<<53 {
 		t.Errorf("decodeMsg(encodeUpdate(42, 2^53)) = %c %d %d %v", k, id, v, ok)
+	}
+}
+
+// TestSharedRendersOnce: a post's event is rendered once for all the
+// streams that take it; a caller whose client left stops waiting.
+func TestSharedRendersOnce(t *testing.T) {
+	h := newTestHub(t, Config{})
+	var streams []*Stream
+	for r := int64(1); r <= 20; r++ {
+		h.follow(r, 500)
+		streams = append(streams, h.open(t, r))
+	}
+	var renders atomic.Int32
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	sh := newShared(streams)
+	for range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := sh.Do(t.Context(), func() (any, error) {
+				renders.Add(1)
+				<-release
+				return "rendered", nil
+			})
+			if err != nil || v != "rendered" {
+				t.Errorf("Do: %v, %v; want the one rendering", v, err)
+			}
+		}()
+	}
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	for renders.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := sh.Do(gone, func() (any, error) { return nil, nil }); err == nil {
+		t.Error("Do of a caller whose ctx is done while another renders: no error")
+	}
+	close(release)
+	wg.Wait()
+	if n := renders.Load(); n != 1 {
+		t.Fatalf("rendered %d times for %d streams; want once", n, len(streams))
+	}
+}
+
+// TestHiddenForgottenOnAnnouncement: a stream keeps its reader's hidden
+// authors until the reader's change is announced; a read begun before
+// the announcement is not kept after it (it may predate the change).
+func TestHiddenForgottenOnAnnouncement(t *testing.T) {
+	h := newTestHub(t, Config{})
+	h.follow(1, 10)
+	s := h.open(t, 1)
+	other := h.open(t, 2)
+	now := time.Now()
+	if _, fresh, _ := s.Hidden(now); fresh {
+		t.Fatal("a new stream has fresh hidden authors; want none known")
+	}
+	_, _, gen := s.Hidden(now)
+	s.SetHidden(feed.NewHidden([]int64{10}, nil), now, gen)
+	other.SetHidden(feed.NewHidden(nil, nil), now, 0)
+	if h, fresh, _ := s.Hidden(now); !fresh || !h.InFeed(10) {
+		t.Fatalf("hidden %v fresh %v; want 10 hidden, fresh", h, fresh)
+	}
+	if _, fresh, _ := s.Hidden(now.Add(HiddenTTL)); fresh {
+		t.Fatal("hidden authors fresh after their ttl")
+	}
+	_, _, before := s.Hidden(now) // a read begins
+	if err := h.ann.FollowsChanged(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, fresh, _ := s.Hidden(now); !fresh {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("hidden authors still fresh after the reader's announcement")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.SetHidden(feed.NewHidden([]int64{10}, nil), now, before) // the read ends
+	if _, fresh, _ := s.Hidden(now); fresh {
+		t.Fatal("a read begun before the announcement was kept")
+	}
+	if _, fresh, _ := other.Hidden(now); !fresh {
+		t.Fatal("another reader's stream forgot its hidden authors")
 	}
 }

@@ -7,8 +7,10 @@
 // many of its streams need it (reference-counted), and stops when the
 // last one leaves.
 //
-// What a stream carries is ids: the HTTP layer renders each post for its
-// reader, as a feed page does.
+// What a stream carries is ids, and for a post or an edit one Shared
+// rendering per event that all of the process's streams taking it share:
+// the HTTP layer renders the post once for all their readers, as their
+// feed pages show it.
 package stream
 
 import (

@@ -219,6 +219,36 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 		}
 	})
 
+	t.Run("liked by many readers", func(t *testing.T) {
+		// The live stream asks every reader of one post at once; the
+		// answer matches each reader's LikeStates.
+		c := newCache(t)
+		bc, ok := c.(interface {
+			LikedBy(ctx context.Context, post int64, postTime time.Time, readers []int64) (map[int64]bool, []int64, error)
+		})
+		if !ok {
+			t.Fatalf("%T has no LikedBy", c)
+		}
+		ctx := t.Context()
+		must(t, c.FillUserLikes(ctx, 1, nil, true, longTTL))
+		must(t, c.FillUserLikes(ctx, 2, nil, true, longTTL))
+		setLiked(t, c, 1, 10, postTime, true, nil, window)
+		// 3 has no set: cold.
+		liked, cold, err := bc.LikedBy(ctx, 10, postTime, []int64{1, 2, 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(liked) != 1 || !liked[1] || len(cold) != 1 || cold[0] != 3 {
+			t.Errorf("liked by = %v, cold %v; want 1 liked, 3 cold", liked, cold)
+		}
+		for _, r := range []int64{1, 2} {
+			st := states(t, c, r, []int64{10}, postTime)
+			if st.Liked[10] != liked[r] {
+				t.Errorf("reader %d: LikeStates says %v, LikedBy %v", r, st.Liked[10], liked[r])
+			}
+		}
+	})
+
 	t.Run("reads renew counters", func(t *testing.T) {
 		c := newCache(t)
 		ctx := t.Context()
