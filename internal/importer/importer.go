@@ -238,14 +238,7 @@ type run struct {
 	mu     sync.Mutex // guards Bad and the counts while a file runs
 	// followed says a follow was imported: the cached lists of pulled
 	// followees are stale.
-	followed atomic.Bool
-	// likes is held while a batch of likes is written: the likes batch
-	// writer's locking reads take gap locks on the pairs absent, and two
-	// batches sharing users (most do) then deadlock on each other's
-	// inserts; two writers were measured to redo a batch every few
-	// seconds. The writers look their posts up in parallel, and write
-	// one at a time.
-	likes     sync.Mutex
+	followed  atomic.Bool
 	cacheErrs atomic.Int64
 }
 
