@@ -554,11 +554,11 @@ type LikeImport struct {
 
 // ImportLikes makes each user like each post unless the pair has a row
 // already (a like, or an unlike the user made since, which an import must
-// not undo), with exact like counts: it goes through ApplyLikes, the
-// batch writer's own path, whose locks and upserts serialize it with the
-// live likes of the same pairs. An imported like is versioned at its
-// post's creation, so it sorts below every live action of its user, and
-// a re-run finds its own version stored and changes nothing.
+// not undo), with exact like counts, also while live likes of the same
+// pairs are made (insertLikes, or ApplyLikes for a batch that meets rows
+// of some of its pairs). An imported like is versioned at its post's
+// creation, so it sorts below every live action of its user, and a
+// re-run finds its own rows stored and changes nothing.
 func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (LikeImport, error) {
 	res := LikeImport{Outcomes: make([]ImportOutcome, len(likes))}
 	var users, posts []int64
