@@ -364,6 +364,88 @@ func TestImportConcurrentFollows(t *testing.T) {
 	})
 }
 
+// TestImportConcurrentLikes: likes and unlikes made while an import with
+// several writers brings likes of the same posts, and a run cut short
+// then run again (batches that meet some of their rows), leave every
+// post's like count equal to its likers.
+func TestImportConcurrentLikes(t *testing.T) {
+	stores(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := t.Context()
+		const n, posts = 200, 5
+		var users, postLines, likes strings.Builder
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&users, "{\"id\":\"%d\",\"name\":\"u%d\"}\n", i, i)
+		}
+		for k := 1; k <= posts; k++ {
+			fmt.Fprintf(&postLines, "{\"author_id\":\"1\",\"external_id\":\"p-%d\",\"content\":\"post %d\",\"created_at\":\"2020-01-0%dT00:00:00Z\"}\n", k, k, k)
+		}
+		for i := 2; i <= n; i++ {
+			for k := 1; k <= posts; k++ {
+				fmt.Fprintf(&likes, "{\"user_id\":\"%d\",\"author_id\":\"1\",\"external_id\":\"p-%d\"}\n", i, k)
+			}
+		}
+		_, err := importer.Run(ctx, s, importer.Caches{}, importer.Options{}, []importer.Source{
+			{Kind: importer.Users, Name: "u", R: strings.NewReader(users.String())},
+			{Kind: importer.Posts, Name: "p", R: strings.NewReader(postLines.String())},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := s.PostIDsByExternalID(ctx, []sqlstore.ExternalKey{{AuthorID: 1, ExternalID: "p-1"}, {AuthorID: 1, ExternalID: "p-3"}})
+		if err != nil || len(ids) != 2 {
+			t.Fatalf("posts: %v, %v", ids, err)
+		}
+		// A first run cut short: a third of the likes, so that the full
+		// run's batches meet rows of some of their pairs.
+		all := likes.String()
+		cut := all[:strings.Index(all[len(all)/3:], "\n")+len(all)/3+1]
+		if _, err := importer.Run(ctx, s, importer.Caches{}, importer.Options{Batch: 70},
+			[]importer.Source{{Kind: importer.Likes, Name: "l1", R: strings.NewReader(cut)}}); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			for i := 2; i <= n && err == nil; i += 2 {
+				for _, post := range ids {
+					v := time.Now().UnixMicro()
+					_, _, err = s.ApplyLikes(context.WithoutCancel(ctx), []feed.LikeEvent{{User: int64(i), Post: post, Liked: true, Version: v}})
+					if err == nil && i%4 == 0 {
+						_, _, err = s.ApplyLikes(context.WithoutCancel(ctx), []feed.LikeEvent{{User: int64(i), Post: post, Liked: false, Version: v + 1}})
+					}
+				}
+			}
+			done <- err
+		}()
+		_, err = importer.Run(ctx, s, importer.Caches{}, importer.Options{Batch: 50, Writers: 3},
+			[]importer.Source{{Kind: importer.Likes, Name: "l", R: strings.NewReader(all)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		for _, post := range ids {
+			likers, _, err := s.PostLikers(ctx, post, 0, 0, 2*n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := s.LikeCounts(ctx, []int64{post})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c[post] != int64(len(likers)) {
+				t.Errorf("post %d: like count %d, %d likers", post, c[post], len(likers))
+			}
+			// Every user liked it by the import; the live unlikes of every
+			// fourth user are newer and stand.
+			if want := n - 1 - (n / 4); len(likers) != want {
+				t.Errorf("post %d: %d likers, want %d", post, len(likers), want)
+			}
+		}
+	})
+}
+
 // TestImportHybrid: in hybrid mode an author the import takes over the
 // pull threshold is recorded as pulled, as a follow crossing it would,
 // and the readers' cached lists of pulled followees are made stale.

@@ -292,9 +292,7 @@ func (r *run) writeLikes(ctx context.Context, src Source, batch []item[likeLine]
 		likes = append(likes, [2]int64{int64(it.row.User), post})
 		at = append(at, i)
 	}
-	r.likes.Lock()
 	res, err := r.store.ImportLikes(ctx, likes)
-	r.likes.Unlock()
 	if err != nil {
 		return fmt.Errorf("importer: %s: %w", src.Name, err)
 	}

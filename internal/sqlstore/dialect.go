@@ -53,6 +53,9 @@ type dialect struct {
 	// inserts (likes.go): a newer version wins a likes row; a stats row
 	// adds the delta.
 	upsertLikes, upsertStats string
+	// keepLikes ends the import's insert into likes so that an existing
+	// row stays as it is and is not counted as affected.
+	keepLikes string
 	// upsertMarker ends the insert of a read marker (markers.go): an
 	// existing row moves only forward, in the same statement, so that
 	// racing writers cannot move it back.
@@ -122,6 +125,7 @@ var mysqlDialect = dialect{
 		" version = GREATEST(version, VALUES(version))",
 	upsertStats: " ON DUPLICATE KEY UPDATE like_count = like_count + VALUES(like_count), updated_at = VALUES(updated_at)",
 	likesByKey:  " FORCE INDEX (PRIMARY)",
+	keepLikes:   " ON DUPLICATE KEY UPDATE version = version",
 	addCounts: " ON DUPLICATE KEY UPDATE follower_count = follower_count + VALUES(follower_count)," +
 		" following_count = following_count + VALUES(following_count)",
 	// updated_at is assigned first, while last_read_id is still the old one.
@@ -173,6 +177,7 @@ var sqliteDialect = dialect{
 	insertFollow: "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?)" +
 		" ON CONFLICT DO NOTHING",
 	keepExisting: " ON CONFLICT DO NOTHING",
+	keepLikes:    " ON CONFLICT DO NOTHING",
 	duplicate: func(err error) bool {
 		var se *sqlite.Error
 		if !errors.As(err, &se) {

@@ -554,11 +554,11 @@ type LikeImport struct {
 
 // ImportLikes makes each user like each post unless the pair has a row
 // already (a like, or an unlike the user made since, which an import must
-// not undo), with exact like counts: it goes through ApplyLikes, the
-// batch writer's own path, whose locks and upserts serialize it with the
-// live likes of the same pairs. An imported like is versioned at its
-// post's creation, so it sorts below every live action of its user, and
-// a re-run finds its own version stored and changes nothing.
+// not undo), with exact like counts, also while live likes of the same
+// pairs are made (insertLikes, or ApplyLikes for a batch that meets rows
+// of some of its pairs). An imported like is versioned at its post's
+// creation, so it sorts below every live action of its user, and a
+// re-run finds its own rows stored and changes nothing.
 func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (LikeImport, error) {
 	res := LikeImport{Outcomes: make([]ImportOutcome, len(likes))}
 	var users, posts []int64
@@ -621,7 +621,13 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (LikeImport, 
 	if len(evs) == 0 {
 		return res, nil
 	}
-	deltas, _, err := s.ApplyLikes(ctx, evs)
+	deltas, err := s.insertLikes(ctx, evs)
+	if errors.Is(err, errMixedLikes) {
+		// Some of the pairs have rows and some not (a run cut short, or
+		// likes made meanwhile): the batch writer's locking read tells
+		// which, under locks that keep live writers of the pairs off.
+		deltas, _, err = s.ApplyLikes(ctx, evs)
+	}
 	if err != nil {
 		return res, fmt.Errorf("sqlstore: import likes: %w", err)
 	}
@@ -630,6 +636,92 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (LikeImport, 
 	}
 	res.Deltas = deltas
 	return res, nil
+}
+
+// errMixedLikes says a batch of imported likes met rows of some of its
+// pairs but not all: insertLikes undid it, for ApplyLikes to sort out.
+var errMixedLikes = errors.New("some of the pairs have rows")
+
+// insertLikes is ImportLikes' fast path. Every imported like is a liked
+// row that must not replace a row the pair has (an import's version is
+// below any live action, so ApplyLikes would keep the stored row too):
+// an insert that keeps existing rows, in primary key order, does it
+// without ApplyLikes' locking read of the pairs, whose gap locks made two
+// import batches deadlock on each other. Its count of affected rows says
+// how many pairs it added. All of them (a first run) or none (a re-run)
+// tells every post's delta exactly, since the rows an insert adds are
+// locked by it until the commit: a live writer of one of those pairs
+// waits, then reads the imported row, and one that came first left a
+// row the insert kept and did not count. Any other count is
+// errMixedLikes, with nothing written.
+func (s *Store) insertLikes(ctx context.Context, evs []feed.LikeEvent) (map[int64]int64, error) {
+	slices.SortFunc(evs, func(a, b feed.LikeEvent) int {
+		return cmp.Or(cmp.Compare(a.User, b.User), cmp.Compare(a.Post, b.Post))
+	})
+	// The same pair twice in a batch has the same version: one row.
+	evs = slices.CompactFunc(evs, func(a, b feed.LikeEvent) bool { return a.User == b.User && a.Post == b.Post })
+	var deltas map[int64]int64
+	apply := func(tx *sql.Tx) error {
+		deltas = map[int64]int64{}
+		var added int64
+		for start := 0; start < len(evs); start += importRows {
+			chunk := evs[start:min(start+importRows, len(evs))]
+			args := make([]any, 0, 3*len(chunk))
+			for _, ev := range chunk {
+				args = append(args, ev.User, ev.Post, ev.Version)
+			}
+			res, err := tx.ExecContext(ctx, "INSERT INTO likes (user_id, post_id, liked, version) VALUES "+
+				strings.TrimSuffix(strings.Repeat("(?, ?, 1, ?), ", len(chunk)), ", ")+s.d.keepLikes, args...)
+			if err != nil {
+				return fmt.Errorf("insert %d likes: %w", len(chunk), err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			added += n
+		}
+		switch added {
+		case 0:
+			return nil
+		case int64(len(evs)):
+		default:
+			return errMixedLikes
+		}
+		posts := make([]int64, 0, len(evs))
+		for _, ev := range evs {
+			if deltas[ev.Post] == 0 {
+				posts = append(posts, ev.Post)
+			}
+			deltas[ev.Post]++
+		}
+		// Post order, the batch writer's, so that the two queue on a
+		// shared post instead of deadlocking.
+		slices.Sort(posts)
+		now := millis(time.Now())
+		for start := 0; start < len(posts); start += importRows {
+			chunk := posts[start:min(start+importRows, len(posts))]
+			args := make([]any, 0, 3*len(chunk))
+			for _, p := range chunk {
+				args = append(args, p, deltas[p], now)
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT INTO post_stats (post_id, like_count, updated_at) VALUES "+
+				strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(chunk)), ", ")+s.d.upsertStats, args...); err != nil {
+				return fmt.Errorf("move %d like counts: %w", len(chunk), err)
+			}
+		}
+		return nil
+	}
+	var err error
+	for round := 0; round < 4; round++ {
+		if err = s.write(ctx, apply); err == nil || !s.d.retryable(err) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return deltas, nil
 }
 
 // readPairs runs query WHERE cond OR cond ..., one cond (two
