@@ -17,8 +17,13 @@ const (
 	// DefaultBuffer is how many events wait for a stream's client; a
 	// client that lets more pile up is dropped (it resumes with
 	// Last-Event-ID), so that one slow reader holds no memory hostage and
-	// never slows the others.
-	DefaultBuffer = 256
+	// never slows the others. Events wait only while the stream renders
+	// or writes the one before (a write is bounded by a timeout), so 32
+	// is a burst of 32 posts from the reader's authors within one stalled
+	// write. It stays under the 100 posts a resume replays, so a dropped
+	// client gets back every post it missed rather than a reset. Each
+	// slot is held by every idle stream: 32 bytes an event.
+	DefaultBuffer = 32
 )
 
 // Config bounds a Hub.
