@@ -97,7 +97,7 @@ type Stream struct {
 
 	authors map[int64]struct{} // guarded by hub.mu
 
-	events  chan Event
+	events  chan *Event // one event, shared by all the streams taking it: read-only
 	refresh chan struct{}
 	ticker  *time.Ticker
 
@@ -154,8 +154,8 @@ func (s *Stream) Next(ctx context.Context) Event {
 		case <-s.ticker.C:
 			return Event{Kind: Ping}
 		case ev := <-s.events:
-			if s.admit(&ev) {
-				return ev
+			if s.admit(ev) {
+				return *ev
 			}
 		}
 	}
