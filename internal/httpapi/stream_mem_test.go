@@ -38,7 +38,7 @@ func BenchmarkStreamMemory(b *testing.B) {
 
 // idleStreamBytes opens n idle streams and returns the heap and stack
 // bytes the process gained with them.
-func idleStreamBytes(b *testing.B, n int) (heap, stack int64) {
+func idleStreamBytes(b testing.TB, n int) (heap, stack int64) {
 	b.Helper()
 	svc := newFakeService(testNow)
 	svc.seedUser(alice, "alice")
