@@ -49,16 +49,7 @@ func idleStreamBytes(b testing.TB, n int) (heap, stack int64) {
 	}
 	cache := inmemcache.New(inmemcache.Options{})
 	defer cache.Close()
-	followees := func(ctx context.Context, reader int64) ([]int64, error) {
-		svc.mu.Lock()
-		defer svc.mu.Unlock()
-		var ids []int64
-		for id := range svc.follows[reader] {
-			ids = append(ids, id)
-		}
-		return ids, nil
-	}
-	hub := stream.New(nil, stream.Config{Max: n + 1, Heartbeat: time.Hour}, cache, followees)
+	hub := stream.New(nil, stream.Config{Max: n + 1, Heartbeat: time.Hour}, cache, svc.followeesOf)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go hub.Run(ctx)
