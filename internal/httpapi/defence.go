@@ -154,18 +154,33 @@ func guard(cfg Config, m *defenceMetrics, class limit.Class, next http.Handler) 
 // reconnecting in a loop is slowed down like any other reader.
 func guardStream(cfg Config, m *defenceMetrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var user int64
-		if p, ok := r.Context().Value(principalKey{}).(principal); ok {
-			user = p.user
-		}
-		if v := cfg.Rates.Allow(limit.Read, user); !v.OK {
-			m.rateLimited.WithLabelValues(string(limit.Read), v.Scope).Inc()
-			retryAfter(w, v.RetryAfter)
-			writeError(w, http.StatusTooManyRequests, feed.ERATELIMIT, "too many stream connections from you; slow down")
+		// The check is a call of its own: this frame stays on the idle
+		// stream's stack for hours (handleStream says why it must be
+		// small).
+		if streamRefused(cfg.Rates, m, w, r) {
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// streamRefused answers 429 and reports true when the caller's token
+// bucket has no read left for opening a stream.
+//
+//go:noinline
+func streamRefused(rates *limit.Rates, m *defenceMetrics, w http.ResponseWriter, r *http.Request) bool {
+	var user int64
+	if p, ok := r.Context().Value(principalKey{}).(principal); ok {
+		user = p.user
+	}
+	v := rates.Allow(limit.Read, user)
+	if v.OK {
+		return false
+	}
+	m.rateLimited.WithLabelValues(string(limit.Read), v.Scope).Inc()
+	retryAfter(w, v.RetryAfter)
+	writeError(w, http.StatusTooManyRequests, feed.ERATELIMIT, "too many stream connections from you; slow down")
+	return true
 }
 
 // readBodyFirst reads the whole body (bounded in size and time by the

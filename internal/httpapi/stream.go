@@ -222,97 +222,141 @@ const rendersPerCPU = 4
 const writesPerCPU = 4
 
 // handleStream serves the live stream as Server-Sent Events.
+//
+// An idle stream's request goroutine waits in Next for hours, and its
+// stack is most of what an idle stream holds: the runtime halves a
+// goroutine's stack at a collection only while it uses under a quarter of
+// it. So the frames on the idle path are kept small: the opening
+// (openStream) and each event (liveStream.serve) run in calls that have
+// returned while the stream waits, and this function holds only the loop.
 func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 	renders := make(chan struct{}, rendersPerCPU*runtime.GOMAXPROCS(0))
 	writes := make(chan struct{}, writesPerCPU*runtime.GOMAXPROCS(0))
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
-		me, err := actingUser(r)
-		if err != nil {
+		ls, err := openStream(w, r, svc, lk, lv)
+		if ls == nil {
 			return err
 		}
-		if lv == nil || lv.Hub == nil {
-			return feed.Errorf(feed.EUNAVAILABLE, "the live stream is not enabled on this process")
-		}
-		last, err := lastEventID(r)
-		if err != nil {
-			return err
-		}
+		defer ls.s.Close()
 		ctx := r.Context()
-		s, err := lv.Hub.Open(ctx, me)
-		if err != nil {
-			return err
+		ls.renders, ls.writes = renders, writes
+		for ls.serve(ctx, ls.s.Next(ctx)) {
 		}
-		defer s.Close()
-		// The ticket, if any, is spent now that the stream is open: a
-		// refused open (429, 503) leaves it for a retry within its minute.
-		if err := spendTicket(ctx, lv.Tickets); err != nil {
-			if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="feedd"`)
-			}
-			return err
-		}
+		return nil
+	})
+}
 
-		sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
-		h := w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Accel-Buffering", "no") // nginx: pass events on at once
-		w.WriteHeader(http.StatusOK)
-		// The stream listens from here on: a comment tells the client so
-		// (and flushes the headers).
-		if err := sse.send([]byte(": open\n\n")); err != nil {
-			return nil
+// liveStream is an open stream and what serving it needs.
+type liveStream struct {
+	w               http.ResponseWriter
+	svc             Service
+	lk              Likes
+	s               *stream.Stream
+	sse             *sseWriter
+	renders, writes chan struct{}
+}
+
+// openStream opens the caller's stream and sends its opening: the headers,
+// the open comment, and on a resume the posts the client missed. A nil
+// stream with a nil error: the stream is over (ended with a retry hint);
+// a nil stream with an error: the error answers the request.
+func openStream(w http.ResponseWriter, r *http.Request, svc Service, lk Likes, lv *Live) (*liveStream, error) {
+	me, err := actingUser(r)
+	if err != nil {
+		return nil, err
+	}
+	if lv == nil || lv.Hub == nil {
+		return nil, feed.Errorf(feed.EUNAVAILABLE, "the live stream is not enabled on this process")
+	}
+	last, err := lastEventID(r)
+	if err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	s, err := lv.Hub.Open(ctx, me)
+	if err != nil {
+		return nil, err
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			s.Close()
 		}
-		// The reader's hidden authors are read once here and kept on the
-		// stream; a post then costs this stream no cache read (see
-		// renderShared).
-		if err := loadHidden(ctx, svc, s); err != nil {
+	}()
+	// The ticket, if any, is spent now that the stream is open: a
+	// refused open (429, 503) leaves it for a retry within its minute.
+	if err := spendTicket(ctx, lv.Tickets); err != nil {
+		if feed.ErrorCode(err) == feed.EUNAUTHORIZED {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="feedd"`)
+		}
+		return nil, err
+	}
+
+	sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Accel-Buffering", "no") // nginx: pass events on at once
+	w.WriteHeader(http.StatusOK)
+	// The stream listens from here on: a comment tells the client so
+	// (and flushes the headers).
+	if err := sse.send([]byte(": open\n\n")); err != nil {
+		return nil, nil
+	}
+	// The reader's hidden authors are read once here and kept on the
+	// stream; a post then costs this stream no cache read (see
+	// renderShared).
+	if err := loadHidden(ctx, svc, s); err != nil {
+		noteError(w, err)
+		sse.retry()
+		return nil, nil
+	}
+	if last != 0 {
+		s.Resumed(last)
+		if err := resume(ctx, svc, lk, me, last, s, sse); err != nil {
 			noteError(w, err)
 			sse.retry()
-			return nil
+			return nil, nil
 		}
-		if last != 0 {
-			s.Resumed(last)
-			if err := resume(ctx, svc, lk, me, last, s, sse); err != nil {
-				noteError(w, err)
-				sse.retry()
-				return nil
+	}
+	opened = true
+	return &liveStream{w: w, svc: svc, lk: lk, s: s, sse: sse}, nil
+}
+
+// serve tells the client of ev, and reports whether the stream goes on.
+func (ls *liveStream) serve(ctx context.Context, ev stream.Event) bool {
+	w, svc, s, sse := ls.w, ls.svc, ls.s, ls.sse
+	var err error
+	switch ev.Kind {
+	case stream.Post, stream.Update:
+		err = sendShared(ctx, svc, ls.lk, s, ev, sse, ls.renders, ls.writes)
+	case stream.Delete:
+		err = sse.send(fmt.Appendf(nil, "event: delete\ndata: {\"id\":\"%d\"}\n\n", ev.ID))
+	case stream.Ping:
+		err = sse.send([]byte(": ping\n\n"))
+		if err == nil {
+			// Read the hidden authors again once they are half their
+			// ttl old, here, spread over the streams' own heartbeats,
+			// so that a post rarely finds one stale.
+			if _, fresh, _ := s.Hidden(time.Now().Add(stream.HiddenTTL / 2)); !fresh {
+				err = loadHidden(ctx, svc, s)
 			}
 		}
-		for {
-			ev := s.Next(ctx)
-			var err error
-			switch ev.Kind {
-			case stream.Post, stream.Update:
-				err = sendShared(ctx, svc, lk, s, ev, sse, renders, writes)
-			case stream.Delete:
-				err = sse.send(fmt.Appendf(nil, "event: delete\ndata: {\"id\":\"%d\"}\n\n", ev.ID))
-			case stream.Ping:
-				err = sse.send([]byte(": ping\n\n"))
-				if err == nil {
-					// Read the hidden authors again once they are half
-					// their ttl old, here, spread over the streams' own
-					// heartbeats, so that a post rarely finds one stale.
-					if _, fresh, _ := s.Hidden(time.Now().Add(stream.HiddenTTL / 2)); !fresh {
-						err = loadHidden(ctx, svc, s)
-					}
-				}
-			case stream.Shutdown:
-				sse.retry()
-				return nil
-			default: // Dropped, Ended: the client is gone or behind
-				return nil
-			}
-			if err != nil {
-				// A post that could not be read: end the stream, and the
-				// client resumes from the last post it has, missing none.
-				noteError(w, err)
-				sse.retry()
-				return nil
-			}
-		}
-	})
+	case stream.Shutdown:
+		sse.retry()
+		return false
+	default: // Dropped, Ended: the client is gone or behind
+		return false
+	}
+	if err != nil {
+		// A post that could not be read: end the stream, and the client
+		// resumes from the last post it has, missing none.
+		noteError(w, err)
+		sse.retry()
+		return false
+	}
+	return true
 }
 
 // lastEventID is where a resuming client left off: the Last-Event-ID

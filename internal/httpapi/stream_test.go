@@ -33,6 +33,17 @@ type streamEnv struct {
 	now *atomic.Int64 // unix nanoseconds
 }
 
+// followeesOf is the hub's stream.Followees on the fake's follows.
+func (f *fakeService) followeesOf(ctx context.Context, reader int64) ([]int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []int64
+	for id := range f.follows[reader] {
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
 func newStreamEnv(t *testing.T, cfg stream.Config) *streamEnv {
 	t.Helper()
 	return newStreamEnvWith(t, cfg, nil)
@@ -48,16 +59,7 @@ func newStreamEnvWith(t *testing.T, cfg stream.Config, tweak func(*Config)) *str
 	svc.seedFollow(bob, alice)
 	cache := inmemcache.New(inmemcache.Options{})
 	t.Cleanup(func() { cache.Close() })
-	followees := func(ctx context.Context, reader int64) ([]int64, error) {
-		svc.mu.Lock()
-		defer svc.mu.Unlock()
-		var ids []int64
-		for id := range svc.follows[reader] {
-			ids = append(ids, id)
-		}
-		return ids, nil
-	}
-	hub := stream.New(nil, cfg, cache, followees)
+	hub := stream.New(nil, cfg, cache, svc.followeesOf)
 	ctx, cancel := context.WithCancel(context.Background())
 	go hub.Run(ctx)
 	t.Cleanup(cancel)

@@ -97,7 +97,7 @@ type Stream struct {
 
 	authors map[int64]struct{} // guarded by hub.mu
 
-	events  chan Event
+	events  chan *Event // one event, shared by all the streams taking it: read-only
 	refresh chan struct{}
 	ticker  *time.Ticker
 
@@ -133,6 +133,10 @@ func (s *Stream) end(why Kind) {
 // Delete or an Update of a post sent, a Ping, or the end (Shutdown,
 // Dropped, Ended).
 // A change of whom the reader follows is applied on the way.
+//
+// An idle stream's goroutine waits here, and the runtime shrinks its
+// stack only while it uses under a quarter of it: the work between waits
+// is done in calls (refollow, admit) so that this frame stays small.
 func (s *Stream) Next(ctx context.Context) Event {
 	for {
 		select {
@@ -146,31 +150,48 @@ func (s *Stream) Next(ctx context.Context) Event {
 		case <-s.gone:
 			return Event{Kind: s.why}
 		case <-s.refresh:
-			if err := s.hub.attach(ctx, s); err != nil {
-				s.hub.logger.Warn("stream: follows changed; keeping the old set", "reader", s.reader, "err", err)
-			}
+			s.refollow(ctx)
 		case <-s.ticker.C:
 			return Event{Kind: Ping}
 		case ev := <-s.events:
-			switch ev.Kind {
-			case Post:
-				if s.floor != 0 && ev.ID <= s.floor || s.WasSent(ev.ID) {
-					continue
-				}
-				s.Sent(ev.ID)
-			case Delete:
-				if !s.WasSent(ev.ID) {
-					continue
-				}
-				delete(s.sent, ev.ID) // a post is deleted once
-			case Update:
-				if !s.WasSent(ev.ID) {
-					continue
-				}
+			if s.admit(ev) {
+				return *ev
 			}
-			return ev
 		}
 	}
+}
+
+// refollow reads whom the reader follows again and listens to them.
+//
+//go:noinline
+func (s *Stream) refollow(ctx context.Context) {
+	if err := s.hub.attach(ctx, s); err != nil {
+		s.hub.logger.Warn("stream: follows changed; keeping the old set", "reader", s.reader, "err", err)
+	}
+}
+
+// admit reports whether ev goes to the client: a post not sent yet (and
+// above the resume's floor), a delete or an update of a post sent.
+//
+//go:noinline
+func (s *Stream) admit(ev *Event) bool {
+	switch ev.Kind {
+	case Post:
+		if s.floor != 0 && ev.ID <= s.floor || s.WasSent(ev.ID) {
+			return false
+		}
+		s.Sent(ev.ID)
+	case Delete:
+		if !s.WasSent(ev.ID) {
+			return false
+		}
+		delete(s.sent, ev.ID) // a post is deleted once
+	case Update:
+		if !s.WasSent(ev.ID) {
+			return false
+		}
+	}
+	return true
 }
 
 // HiddenTTL is how long a stream trusts the hidden authors it read

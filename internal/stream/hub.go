@@ -17,8 +17,14 @@ const (
 	// DefaultBuffer is how many events wait for a stream's client; a
 	// client that lets more pile up is dropped (it resumes with
 	// Last-Event-ID), so that one slow reader holds no memory hostage and
-	// never slows the others.
-	DefaultBuffer = 256
+	// never slows the others. Events wait only while the stream renders
+	// or writes the one before (a write is bounded by a timeout), so 32
+	// is a burst of 32 posts from the reader's authors within one stalled
+	// write. It stays under the 100 posts a resume replays, so a dropped
+	// client gets back every post it missed rather than a reset. Each
+	// slot is held by every idle stream: 8 bytes, a pointer to the event
+	// all its takers share.
+	DefaultBuffer = 32
 )
 
 // Config bounds a Hub.
@@ -107,7 +113,7 @@ func (h *Hub) Open(ctx context.Context, reader int64) (*Stream, error) {
 	}
 	s := &Stream{
 		hub: h, reader: reader,
-		events:  make(chan Event, h.cfg.Buffer),
+		events:  make(chan *Event, h.cfg.Buffer),
 		refresh: make(chan struct{}, 1),
 		gone:    make(chan struct{}),
 		sent:    map[int64]struct{}{},
@@ -263,9 +269,12 @@ func (h *Hub) deliver(n feed.Notification) {
 		}
 		ev.Shared = newShared(all)
 	}
+	// One event for all the takers, a pointer in each one's buffer: a
+	// buffer slot is 8 bytes, held by every idle stream.
+	shared := &ev
 	for s := range takers {
 		select {
-		case s.events <- ev:
+		case s.events <- shared:
 		default:
 			s.end(Dropped)
 		}
