@@ -490,6 +490,17 @@ func (f *fakeService) Feed(ctx context.Context, reader, before int64, n int) ([]
 	return posts, more, nil
 }
 
+func (f *fakeService) FeedSince(ctx context.Context, reader, after int64, n int) ([]feed.Post, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("FeedSince", reader, after, n); err != nil {
+		return nil, false, err
+	}
+	followees := f.follows[reader]
+	posts, more := f.postPage(func(p feed.Post) bool { return p.ID > after && followees[p.AuthorID] }, 0, n)
+	return posts, more, nil
+}
+
 func (f *fakeService) Ready(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

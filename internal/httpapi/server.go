@@ -72,6 +72,10 @@ type Service interface {
 	// Feed returns up to n posts of reader's home feed with ids below
 	// before (0: from the newest), newest first.
 	Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error)
+	// FeedSince returns up to n posts of reader's home feed with ids above
+	// after, newest first, from SQL (not from caches a fan-out may not
+	// have reached yet), and whether there were more.
+	FeedSince(ctx context.Context, reader, after int64, n int) ([]feed.Post, bool, error)
 	// Marker returns reader's home-feed read marker with its unread count.
 	Marker(ctx context.Context, reader int64) (feed.Marker, error)
 	// SetMarker moves reader's marker forward to lastRead (never back) and

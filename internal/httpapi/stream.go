@@ -383,17 +383,17 @@ func lastEventID(r *http.Request) (int64, error) {
 // resume sends the posts of me's feed newer than last, oldest first, or a
 // reset when more than resumeMax were missed.
 func resume(ctx context.Context, svc Service, lk Likes, me, last int64, s *stream.Stream, sse *sseWriter) error {
-	posts, _, err := svc.Feed(ctx, me, 0, resumeMax+1)
+	posts, more, err := svc.FeedSince(ctx, me, last, resumeMax+1)
 	if err != nil {
 		return err
 	}
-	n := 0
-	for n < len(posts) && posts[n].ID > last {
-		n++
-	}
-	if n > resumeMax {
+	n := len(posts)
+	if more || n > resumeMax {
 		// The id is the newest post's: a reconnect after the reload
 		// resumes from there.
+		if len(posts) == 0 { // all of them hidden: no newer id to name
+			return sse.send([]byte("event: reset\ndata: {}\n\n"))
+		}
 		return sse.send(fmt.Appendf(nil, "event: reset\nid: %d\ndata: {}\n\n", posts[0].ID))
 	}
 	page, err := showPosts(ctx, lk, me, posts[:n], false, nil)

@@ -115,9 +115,9 @@ type Stream struct {
 	hiddenAt time.Time // zero: not known
 	hiddenGn uint64    // bumped by forgetHidden: a read begun before is stale
 
-	floor int64 // posts at or below it are not sent: the client has them (0: none; a post from before 2025 is below 0)
-	sent  map[int64]struct{}
-	order []int64 // sent's ids, oldest first, to forget the oldest
+	floor int64          // posts at or below it are not sent: the client has them (0: none; a post from before 2025 is below 0)
+	sent  map[int64]bool // post id → deleted since: a post sent is never sent again, a delete once
+	order []int64        // sent's ids, oldest first, to forget the oldest
 	close sync.Once
 }
 
@@ -177,18 +177,19 @@ func (s *Stream) refollow(ctx context.Context) {
 func (s *Stream) admit(ev *Event) bool {
 	switch ev.Kind {
 	case Post:
+		// A post is announced more than once (by the relay and by the
+		// dispatcher, and again on a redelivery), possibly after its
+		// delete: it stays remembered, deleted, so it is not sent again.
 		if s.floor != 0 && ev.ID <= s.floor || s.WasSent(ev.ID) {
 			return false
 		}
 		s.Sent(ev.ID)
-	case Delete:
-		if !s.WasSent(ev.ID) {
+	case Delete, Update:
+		if deleted, sent := s.sent[ev.ID]; !sent || deleted {
 			return false
 		}
-		delete(s.sent, ev.ID) // a post is deleted once
-	case Update:
-		if !s.WasSent(ev.ID) {
-			return false
+		if ev.Kind == Delete {
+			s.sent[ev.ID] = true // a post is deleted once
 		}
 	}
 	return true
@@ -239,7 +240,7 @@ func (s *Stream) Sent(id int64) {
 	if _, ok := s.sent[id]; ok {
 		return
 	}
-	s.sent[id] = struct{}{}
+	s.sent[id] = false
 	s.order = append(s.order, id)
 	if len(s.order) > sentMemory {
 		delete(s.sent, s.order[0])

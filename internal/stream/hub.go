@@ -116,7 +116,7 @@ func (h *Hub) Open(ctx context.Context, reader int64) (*Stream, error) {
 		events:  make(chan *Event, h.cfg.Buffer),
 		refresh: make(chan struct{}, 1),
 		gone:    make(chan struct{}),
-		sent:    map[int64]struct{}{},
+		sent:    map[int64]bool{},
 		ticker:  time.NewTicker(h.cfg.Heartbeat),
 	}
 	h.streams[s] = struct{}{}

@@ -275,6 +275,42 @@ func TestUpdateOfSentPost(t *testing.T) {
 	}
 }
 
+// TestPostAnnouncedAgainAfterItsDelete: a post is announced more than
+// once (the relay and the dispatcher both announce it), and the second
+// announcement may come after its delete: the stream neither sends the
+// post again nor its delete twice.
+func TestPostAnnouncedAgainAfterItsDelete(t *testing.T) {
+	h := newTestHub(t, Config{})
+	h.follow(1, 10)
+	s := h.open(t, 1)
+	ctx := t.Context()
+	if err := h.ann.PostCreated(ctx, 10, 500); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, s); ev != (Event{Kind: Post, ID: 500}) {
+		t.Fatalf("event %+v; want post 500", ev)
+	}
+	if err := h.ann.PostDeleted(ctx, 10, 500); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, s); ev != (Event{Kind: Delete, ID: 500}) {
+		t.Fatalf("event %+v; want the delete of post 500", ev)
+	}
+	for _, announce := range []func() error{
+		func() error { return h.ann.PostCreated(ctx, 10, 500) },
+		func() error { return h.ann.PostDeleted(ctx, 10, 500) },
+		func() error { return h.ann.PostEdited(ctx, 10, 500, 1234) },
+		func() error { return h.ann.PostCreated(ctx, 10, 501) },
+	} {
+		if err := announce(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ev := next(t, s); ev != (Event{Kind: Post, ID: 501}) {
+		t.Fatalf("event %+v; want post 501, and nothing more of the deleted post 500", ev)
+	}
+}
+
 // TestSharedRendersOnce: a post's event is rendered once for all the
 // streams that take it; a caller whose client left stops waiting.
 func TestSharedRendersOnce(t *testing.T) {

@@ -220,3 +220,32 @@ func (s *Service) unhidden(ctx context.Context, in *inboxSource, hidden feed.Hid
 	}
 	return kept
 }
+
+// FeedSince returns the newest n posts of reader's home feed with ids
+// above after, newest first, read from SQL, the truth, and whether SQL had
+// more (then not all posts above after are in the answer). A stream's
+// resume reads it: a post is announced to the streams before its fan-out
+// has written the inboxes and author lists, so a stream that opens in
+// between would find the post neither live nor in a cached page. One
+// indexed query per resume, as for a rebuild.
+func (s *Service) FeedSince(ctx context.Context, reader, after int64, n int) ([]feed.Post, bool, error) {
+	ids, err := s.store.FeedPostIDs(ctx, reader, after, 0, n)
+	if err != nil {
+		return nil, false, fmt.Errorf("timeline: feed of %d since %d: %w", reader, after, err)
+	}
+	posts, _, err := s.hydrate(ctx, ids, true)
+	if err != nil {
+		return nil, false, err
+	}
+	hidden, err := s.Hidden(ctx, reader)
+	if err != nil {
+		return nil, false, err
+	}
+	kept := posts[:0]
+	for _, p := range posts {
+		if !hidden.InFeed(p.AuthorID) {
+			kept = append(kept, p)
+		}
+	}
+	return kept, len(ids) == n, nil
+}
