@@ -224,19 +224,31 @@ func (r *Relay) Once(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// announceBudget bounds the time a relayed batch's announcements may add
+// to the relay's round.
+const announceBudget = 250 * time.Millisecond
+
 // announce tells the live streams of the new posts among bodies, the
 // events of a batch the broker confirmed and the outbox marked sent.
 func (r *Relay) announce(ctx context.Context, bodies [][]byte) {
-	if r.cfg.Announce == nil {
+	if r.cfg.Announce == nil || len(bodies) == 0 {
 		return
 	}
+	// The outbox must never wait on the streams' backend: a Redis outage
+	// would hold every post's fan-out behind announcements that cannot
+	// be made. So a batch's announcements get announceBudget in all, and
+	// the first failure ends them; the dispatcher announces each post
+	// anyway.
+	ctx, cancel := context.WithTimeout(ctx, announceBudget)
+	defer cancel()
 	for _, b := range bodies {
 		ev, err := feed.DecodeEvent(b)
 		if err != nil || ev.Kind != feed.EventPostCreated {
 			continue // the dispatcher reports it
 		}
 		if err := r.cfg.Announce(ctx, ev.AuthorID, ev.PostID); err != nil {
-			r.logger.Warn("could not announce a relayed post to the live streams; its dispatcher will", "post", ev.PostID, "err", err)
+			r.logger.Warn("could not announce relayed posts to the live streams; their dispatcher will", "post", ev.PostID, "err", err)
+			return
 		}
 	}
 }

@@ -134,3 +134,38 @@ func TestRelayAnnounces(t *testing.T) {
 		t.Fatalf("announced %v; want %v", got, want)
 	}
 }
+
+// TestRelayOutlivesItsAnnouncements: with the streams' backend hanging (a
+// Redis outage), the relay still relays: a batch's announcements give up
+// within announceBudget, at the first failure, and every event is sent.
+func TestRelayOutlivesItsAnnouncements(t *testing.T) {
+	ctx := context.Background()
+	store, q := newOutbox(t)
+	ids := feed.NewIDGen(nil)
+	for range 5 {
+		id := ids.Next()
+		if _, _, err := store.CreatePost(ctx, feed.Post{ID: id, AuthorID: 7, Content: "p", CreatedAt: feed.IDTime(id)}, feed.Idempotency{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := 0
+	hang := func(ctx context.Context, author, post int64) error {
+		calls++
+		<-ctx.Done() // an unreachable backend answers nothing
+		return ctx.Err()
+	}
+	r := New(slog.New(slog.DiscardHandler), Config{Announce: hang}, store, q, nil)
+	start := time.Now()
+	if n, err := r.Once(ctx); err != nil || n != 5 {
+		t.Fatalf("Once: %d, %v; want 5 relayed", n, err)
+	}
+	if took := time.Since(start); took > 10*announceBudget {
+		t.Errorf("Once took %v with the announcements hanging; want about announceBudget (%v)", took, announceBudget)
+	}
+	if calls != 1 {
+		t.Errorf("%d announcements tried; want 1: the first failure ends the batch's", calls)
+	}
+	if n, err := store.OutboxBacklog(ctx); err != nil || n != 0 {
+		t.Errorf("outbox backlog %d, %v; want 0", n, err)
+	}
+}
