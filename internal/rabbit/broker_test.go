@@ -215,6 +215,11 @@ func TestReconnect(t *testing.T) {
 	want = map[string]bool{"after/1": true, "held/2": true}
 	for len(want) > 0 {
 		s := recv(t, got)
+		if s == "before/2" {
+			// Its ack left just before the drop and may have died with
+			// the connection: at least once, it comes back.
+			continue
+		}
 		if !want[s] {
 			t.Fatalf("got delivery %s; want one of %v", s, want)
 		}
