@@ -51,6 +51,13 @@ commands:
 		return benchRun(ctx, command, args[1:], getenv, stdout, stderr)
 	case "floor":
 		return benchFloor(ctx, args[1:], getenv, stdout, stderr)
+	case "stream-readers":
+		// Internal, so not in the usage: bench run's stream scenario
+		// starts it to read the live streams out of its own process.
+		if len(args) > 1 {
+			return usageError{errors.New("bench stream-readers: no flags; bench run starts it and sends its streams on stdin")}
+		}
+		return load.RunStreamReaders(ctx, os.Stdin, stdout)
 	}
 	usage()
 	return usageError{fmt.Errorf("bench: unknown command %q: want graph, run or floor", args[0])}
@@ -65,108 +72,6 @@ func quoteArgs(args []string) string {
 		q[i] = a
 	}
 	return strings.Join(q, " ")
-}
-
-// benchFlags is a flag set whose every flag has an environment variable:
-// FEEDD_<NAME> for feedd's own settings, FEEDD_BENCH_<NAME> for the
-// bench's; a flag wins.
-type benchFlags struct {
-	fs     *flag.FlagSet
-	getenv func(string) string
-	errs   []error
-}
-
-func newBenchFlags(name string, getenv func(string) string, stderr io.Writer) *benchFlags {
-	return newCommandFlags("feedd bench "+name, getenv, stderr)
-}
-
-// newCommandFlags is the flag set of a command (named as typed, "feedd
-// import"): its settings shared with the roles read FEEDD_<NAME>.
-func newCommandFlags(command string, getenv func(string) string, stderr io.Writer) *benchFlags {
-	fs := flag.NewFlagSet(command, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return &benchFlags{fs: fs, getenv: getenv}
-}
-
-func envName(name string, shared bool) string {
-	prefix := "FEEDD_BENCH_"
-	if shared {
-		prefix = "FEEDD_"
-	}
-	return prefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-}
-
-func (b *benchFlags) str(p *string, name, def string, shared bool, usage string) {
-	env := envName(name, shared)
-	if v := b.getenv(env); v != "" {
-		def = v
-	}
-	b.fs.StringVar(p, name, def, usage+" ("+env+")")
-}
-
-func (b *benchFlags) num(p *int, name string, def int, shared bool, usage string) {
-	env := envName(name, shared)
-	if v := b.getenv(env); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			b.errs = append(b.errs, fmt.Errorf("%s=%q is not an integer", env, v))
-		}
-		def = n
-	}
-	b.fs.IntVar(p, name, def, usage+" ("+env+")")
-}
-
-func (b *benchFlags) float(p *float64, name string, def float64, usage string) {
-	env := envName(name, false)
-	if v := b.getenv(env); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			b.errs = append(b.errs, fmt.Errorf("%s=%q is not a number", env, v))
-		}
-		def = f
-	}
-	b.fs.Float64Var(p, name, def, usage+" ("+env+")")
-}
-
-func (b *benchFlags) dur(p *time.Duration, name string, def time.Duration, usage string) {
-	env := envName(name, false)
-	if v := b.getenv(env); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			b.errs = append(b.errs, fmt.Errorf("%s=%q is not a duration like 10s", env, v))
-		}
-		def = d
-	}
-	b.fs.DurationVar(p, name, def, usage+" ("+env+")")
-}
-
-func (b *benchFlags) boolean(p *bool, name string, def bool, usage string) {
-	env := envName(name, false)
-	if v := b.getenv(env); v != "" {
-		x, err := strconv.ParseBool(v)
-		if err != nil {
-			b.errs = append(b.errs, fmt.Errorf("%s=%q is not a boolean", env, v))
-		}
-		def = x
-	}
-	b.fs.BoolVar(p, name, def, usage+" ("+env+")")
-}
-
-func (b *benchFlags) parse(args []string) error {
-	hideSecretDefaults(b.fs)
-	if err := b.fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	if len(b.errs) > 0 {
-		return usageError{errors.Join(b.errs...)}
-	}
-	if b.fs.NArg() > 0 {
-		return usageError{fmt.Errorf("%s: unexpected argument %q", strings.TrimPrefix(b.fs.Name(), "feedd "), b.fs.Arg(0))}
-	}
-	return nil
 }
 
 // ints parses "50,500,5000".
@@ -204,7 +109,7 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	var appendTo bool
 	var jsonl string
 	var likesPerPost int
-	f := newBenchFlags("graph", getenv, stderr)
+	f := newCommandFlags("feedd bench graph", getenv, stderr)
 	f.str(&cfg.mysqlDSN, "mysql-dsn", "", true, "MySQL/MariaDB DSN of the store to fill; empty: the embedded SQLite in the data dir")
 	f.str(&cfg.dataDir, "data-dir", "./data", true, "directory of the embedded SQLite database")
 	f.num(&o.Users, "users", o.Users, false, "accounts in the graph, special ones included")
@@ -320,7 +225,7 @@ func benchGraphJSONL(ctx context.Context, g *graph.Graph, o graph.Options, dir s
 // benchFloor is `feedd bench floor`, the server of bench run's HTTP floor.
 func benchFloor(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var addr, bodyFile string
-	f := newBenchFlags("floor", getenv, stderr)
+	f := newCommandFlags("feedd bench floor", getenv, stderr)
 	f.str(&addr, "addr", "127.0.0.1:0", false, "address to listen on")
 	f.str(&bodyFile, "body", "", false, "file whose bytes answer every request, as application/json")
 	if err := f.parse(args); err != nil {
@@ -341,7 +246,7 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	if v, err := strconv.Atoi(getenv("FEEDD_WORKERS")); err == nil && v > 0 {
 		workers = v
 	}
-	f := newBenchFlags("run", getenv, stderr)
+	f := newCommandFlags("feedd bench run", getenv, stderr)
 	f.str(&graphFile, "graph", "bench-graph.json", false, "manifest written by bench graph")
 	f.str(&models, "models", strings.Join(load.AllModels, ","), false, "timeline models to measure, each with its own feedd child")
 	f.str(&scenarios, "scenarios", "fanout,publish,read,memory", false, "scenarios to run (always in the order fanout, read, memory, stream, publish, mixed); stream, the live streams, and mixed, the 90/7/2/1 load, only when named")

@@ -93,6 +93,7 @@ type config struct {
 	streamMaxPerUser int
 	streamMax        int
 	streamHeartbeat  time.Duration
+	streamWriteRate  int
 
 	// Likes (docs/likes.md).
 	likeBatch    int
@@ -196,9 +197,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	num(&c.likeBatch, "like-batch", likes.DefaultMaxBatch, "like events written to SQL in one batch at most")
 	dur(&c.likeLinger, "like-linger", likes.DefaultLinger, "with RabbitMQ, how long a batch of like events waits to fill before it is written")
 	dur(&c.likeCountTTL, "like-count-ttl", likes.DefaultLocalCountTTL, "how long a process keeps a like count in memory before asking Redis again: how late other processes' likes may show in its counts (0: not at all)")
-	num(&c.streamMaxPerUser, "stream-max-per-user", stream.DefaultMaxPerUser, "live streams (GET /v1/me/feed/stream) one user may have open per process; beyond it 429")
+	num(&c.streamMaxPerUser, "stream-max-per-user", stream.DefaultMaxPerUser, "live streams (GET /v1/me/feed/stream) one user may have open, across the processes sharing Redis; beyond it 429")
 	num(&c.streamMax, "stream-max", stream.DefaultMax, "live streams one process keeps open; beyond it 503 with Retry-After")
 	dur(&c.streamHeartbeat, "stream-heartbeat", stream.DefaultHeartbeat, "a live stream sends a comment (: ping) at least this often, so proxies keep it and clients notice a dead one")
+	num(&c.streamWriteRate, "stream-write-rate", stream.DefaultWriteRate, "live streams a second a process hands a new post to, at most, in waves of 16, so that their writes leave the CPUs to the API's requests; raise it on a machine with cores to spare")
 	boolean(&c.autoMigrate, "auto-migrate", true, "apply SQL migrations at start (they are idempotent)")
 	str(&c.pprofAddr, "pprof-addr", "", "if set, serve Go's profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; keep it private")
 	str(&c.metricsAddr, "metrics-addr", "", "if set, serve /metrics on this address, e.g. 127.0.0.1:9090, and not on the API's (which then answers it 404); the profiles join it when -pprof-addr is the same address")
@@ -317,6 +319,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if c.streamHeartbeat <= 0 {
 		return c, fmt.Errorf("stream-heartbeat must be positive, got %s", c.streamHeartbeat)
 	}
+	if c.streamWriteRate < 100 {
+		return c, fmt.Errorf("stream-write-rate must be at least 100 streams a second, got %d", c.streamWriteRate)
+	}
 	if c.heartbeat <= 0 {
 		return c, fmt.Errorf("heartbeat must be positive, got %s", c.heartbeat)
 	}
@@ -367,3 +372,6 @@ func checkAMQPQueueType(t string) error {
 	}
 	return nil
 }
+
+// inboxTTL is how long an inbox nobody reads lives: FEEDD_ACTIVE_DAYS.
+func (c config) inboxTTL() time.Duration { return time.Duration(c.activeDays) * 24 * time.Hour }

@@ -164,8 +164,11 @@ func TestSQLBreaker(t *testing.T) {
 	env := stacks[1].env(t) // the real services
 	proxy := newStallProxy(t, "127.0.0.1:3306")
 	env["FEEDD_MYSQL_DSN"] = strings.Replace(env["FEEDD_MYSQL_DSN"], "127.0.0.1:3306", proxy.addr(), 1)
+	// The cooldown outlasts the checks made while the breaker is open,
+	// also on a loaded machine: a breaker that goes half-open between
+	// them lets one call through to the stalled database.
 	in, _ := runFeedd(t, env,
-		"FEEDD_SQL_TIMEOUT", "300ms", "FEEDD_BREAKER_FAILURES", "2", "FEEDD_BREAKER_COOLDOWN", "3s",
+		"FEEDD_SQL_TIMEOUT", "300ms", "FEEDD_BREAKER_FAILURES", "2", "FEEDD_BREAKER_COOLDOWN", "8s",
 		"FEEDD_LOG_LEVEL", "error")
 	aID, aTok := in.user("author")
 	_, rTok := in.user("reader")
@@ -210,7 +213,7 @@ func TestSQLBreaker(t *testing.T) {
 	}
 
 	proxy.stall(false)
-	testenv.Eventually(t, 20*time.Second, "writes succeed again", func() bool {
+	testenv.Eventually(t, 30*time.Second, "writes succeed again", func() bool {
 		return in.do("POST", "/v1/posts", aTok, map[string]any{"content": "after the stall"}).status == 201
 	})
 	testenv.Eventually(t, 20*time.Second, "a complete, not degraded feed", func() bool {

@@ -223,7 +223,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		// commands it refuses.
 		d.cacheBreaker = addCacheBreaker(client, cfg, d.reg, logger)
 		redisCounter = rediscache.CountCommands(client)
-		rc := rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax, InboxGroups: cfg.inboxGroups})
+		rc := rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax, InboxGroups: cfg.inboxGroups, InboxTTL: cfg.inboxTTL()})
 		d.cache, d.likes, d.notifier, d.beats = rc, rc, rc, rc
 		if err := d.cache.Ping(ctx); err != nil {
 			return nil, fmt.Errorf("redis: %w", err)
@@ -232,13 +232,13 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 			// Same client: closing the inbox cache closes it. The prefix
 			// "ob:" is the lists' old name ("outboxes"), kept so that a
 			// deployment's existing lists stay readable.
-			d.authorLists = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix + "ob:", InboxMax: authorListMax, InboxGroups: cfg.inboxGroups})
+			d.authorLists = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix + "ob:", InboxMax: authorListMax, InboxGroups: cfg.inboxGroups, InboxTTL: cfg.inboxTTL()})
 		}
 	} else {
-		mc := inmemcache.New(inmemcache.Options{InboxMax: cfg.inboxMax})
+		mc := inmemcache.New(inmemcache.Options{InboxMax: cfg.inboxMax, InboxTTL: cfg.inboxTTL()})
 		d.cache, d.likes, d.notifier, d.beats = mc, mc, mc, mc
 		if cfg.fanoutMode == feed.ModeHybrid {
-			lists := inmemcache.New(inmemcache.Options{InboxMax: authorListMax})
+			lists := inmemcache.New(inmemcache.Options{InboxMax: authorListMax, InboxTTL: cfg.inboxTTL()})
 			d.authorLists, d.closeAuthorLists = lists, lists.Close
 		}
 	}

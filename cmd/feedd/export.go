@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,15 +18,15 @@ import (
 // so it is safe while feedd serves. A command of its own, like
 // requeue-dead: it has flags no role has and needs only SQL.
 func runExport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("feedd export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	f := newCommandFlags("feedd export", getenv, stderr)
+	fs := f.fs
 	user := fs.String("user", "", "the id of the user to export (required)")
 	out := fs.String("out", "-", "the file to write; - is standard output. The file is written whole or not at all (it appears once complete), readable by its owner only")
 	// The store settings are the roles' own: same flags, same
 	// environment variables, a flag winning.
-	setting := sharedSetting(fs, getenv)
-	dsn := setting("mysql-dsn", "", "MySQL/MariaDB DSN of the deployment; empty: the embedded SQLite database in the data dir")
-	dataDir := setting("data-dir", "./data", "directory of the embedded SQLite database")
+	var cfg config
+	f.str(&cfg.mysqlDSN, "mysql-dsn", "", true, "MySQL/MariaDB DSN of the deployment; empty: the embedded SQLite database in the data dir")
+	f.str(&cfg.dataDir, "data-dir", "./data", true, "directory of the embedded SQLite database")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `usage: feedd export -user ID [-out FILE] [flags]
 
@@ -41,7 +40,7 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseCommand(fs, args); err != nil {
+	if err := f.parse(args); err != nil {
 		return err
 	}
 	id, err := feed.ParseID(*user)
@@ -49,7 +48,6 @@ flags:
 		return usageError{fmt.Errorf("export: -user %q: want the user's id, a positive integer", *user)}
 	}
 
-	cfg := config{mysqlDSN: *dsn, dataDir: *dataDir}
 	if cfg.embedded() {
 		// Opening would create an empty database: say what is missing.
 		if _, err := os.Stat(filepath.Join(cfg.dataDir, "feedd.db")); err != nil {

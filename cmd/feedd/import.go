@@ -211,6 +211,7 @@ func countLines(f *os.File) (int64, error) {
 }
 
 // maxImportBatch bounds --batch: a follow batch holds the row locks of
-// its users until it commits, and live follows of those users wait;
-// memory grows with it (75 MB of peak RSS at 100,000 follows).
+// its users from its count update to its commit, and live follows of
+// those users wait; memory grows with it (75 MB of peak RSS at 100,000
+// follows).
 const maxImportBatch = 100_000

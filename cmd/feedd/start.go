@@ -110,7 +110,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		}
 		svc := timeline.New(logger, timeline.Config{
 			InboxMax:        cfg.inboxMax,
-			InboxTTL:        time.Duration(cfg.activeDays) * 24 * time.Hour,
+			InboxTTL:        cfg.inboxTTL(),
 			RefreshInterval: cfg.refresh,
 			RefreshHorizon:  cfg.refreshHorizon,
 			RefreshMaxPosts: cfg.refreshMax,
@@ -119,8 +119,15 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			IdempotencyTTL:  cfg.idempotencyTTL,
 			UnreadCap:       cfg.unreadCap,
 		}, d.store, d.cache, d.authorLists, feed.NewIDGen(d.now), d.register(), opts...)
+		// Readers whose cached feed missed a change during a cache outage
+		// are reset within a second of the cache answering again.
+		work.Go(func() { svc.RunStaleSweeper(workCtx, time.Second) })
+		shed := limit.NewShedder(map[limit.Class]int{limit.Read: cfg.maxReads, limit.Write: cfg.maxWrites}, cfg.shedWait)
 		hub = stream.New(logger, stream.Config{
-			MaxPerUser: cfg.streamMaxPerUser, Max: cfg.streamMax, Heartbeat: cfg.streamHeartbeat,
+			MaxPerUser: cfg.streamMaxPerUser, Max: cfg.streamMax, Heartbeat: cfg.streamHeartbeat, WriteRate: cfg.streamWriteRate,
+			Slots: d.cache, // the processes sharing Redis share the per-user bound
+			// The API's requests go before the streams' deliveries.
+			Busy: func() bool { return shed.InFlight(limit.Write)+shed.InFlight(limit.Read) > 0 },
 		}, d.notifier, followees(d.store))
 		work.Go(func() { hub.Run(workCtx) })
 		d.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -140,7 +147,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 				MaxUsers: cfg.rateUsers,
 			}),
 			UserSlots: limit.NewUserSlots(cfg.userMaxInflight),
-			Shed:      limit.NewShedder(map[limit.Class]int{limit.Read: cfg.maxReads, limit.Write: cfg.maxWrites}, cfg.shedWait),
+			Shed:      shed,
 			Switches:  switches,
 			Live:      &httpapi.Live{Hub: hub, Announce: announcer, Tickets: d.cache},
 			Console:   census.NewConsole(logger, reporter, d.beats, d.store, d.queues, switches),
@@ -268,6 +275,11 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil {
 		logger.Warn("http shutdown", "err", err)
+	}
+	if hub != nil {
+		if err := hub.Drain(shutCtx); err != nil {
+			logger.Warn("live streams shutdown", "err", err)
+		}
 	}
 	logger.Info("shutting down: draining consumers and relay")
 	stopWork()

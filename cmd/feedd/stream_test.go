@@ -46,6 +46,17 @@ func (in *instance) tryStream(path, token string, hdr ...string) (*sseStream, *h
 	return s, res
 }
 
+// canOpenStream reports whether token's user can open a stream now, and
+// closes it.
+func (in *instance) canOpenStream(token string) bool {
+	in.t.Helper()
+	s, _ := in.tryStream("/v1/me/feed/stream", token)
+	if s != nil {
+		s.Close()
+	}
+	return s != nil
+}
+
 // event returns the next event, skipping pings.
 func (s *sseStream) event(d time.Duration) testenv.SSEEvent {
 	s.t.Helper()
@@ -209,13 +220,7 @@ func TestStreamResumeAndLimits(t *testing.T) {
 		}
 		s2.Close()
 		os.Close()
-		eventually(t, func() bool {
-			s, _ := in.tryStream("/v1/me/feed/stream", thirdTok)
-			if s != nil {
-				s.Close()
-			}
-			return s != nil
-		})
+		eventually(t, func() bool { return in.canOpenStream(thirdTok) })
 
 		// Tickets: single use. (The streams closed above leave the
 		// server's count when it notices: until then, 503.)
@@ -346,5 +351,37 @@ func TestStreamAcrossProcesses(t *testing.T) {
 		s.expectPost(p4)
 		p5 := api.post(authorTok, "five")
 		s.expectPost(p5)
+	})
+}
+
+// TestStreamPerUserBoundAcrossProcesses: FEEDD_STREAM_MAX_PER_USER bounds
+// a user's streams across the serve processes sharing Redis (on the
+// embedded default, its one process): a stream past it is 429 on either
+// process, and one closed on one process frees its place on the other.
+func TestStreamPerUserBoundAcrossProcesses(t *testing.T) {
+	forEachStack(t, func(t *testing.T, env map[string]string) {
+		bound := []string{"FEEDD_STREAM_MAX_PER_USER", "2"}
+		var a, b *instance
+		if env["FEEDD_REDIS_URL"] == "" {
+			a = startFeedd(t, env, nil, bound...)
+			b = a
+		} else {
+			a = startRole(t, "serve", env, nil, bound...)
+			b = startRole(t, "serve", env, nil, bound...)
+		}
+		_, tok := a.user("reader")
+		s1 := a.openStream("/v1/me/feed/stream", tok)
+		s2 := b.openStream("/v1/me/feed/stream", tok)
+		defer s2.Close()
+		for _, in := range []*instance{a, b} {
+			if s, res := in.tryStream("/v1/me/feed/stream", tok); res.StatusCode != 429 {
+				if s != nil {
+					s.Close()
+				}
+				t.Fatalf("a third stream of one user: status %d; want 429", res.StatusCode)
+			}
+		}
+		s1.Close()
+		eventually(t, func() bool { return b.canOpenStream(tok) })
 	})
 }

@@ -137,3 +137,11 @@ func ParsePostID(s string) (int64, error) {
 // FormatID renders an id as JSON carries it: a decimal string, so that
 // JavaScript clients never round it.
 func FormatID(id int64) string { return strconv.FormatInt(id, 10) }
+
+// StaleFeed is a user whose cached feed state (inbox, mute and block set,
+// pulled followees) missed a change while the cache was unreachable, as
+// SQL records it: Mark counts the misses, so that clearing the record
+// after a reset clears only the misses the reset covered.
+type StaleFeed struct {
+	User, Mark int64
+}

@@ -6,11 +6,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	mrand "math/rand/v2"
+	"net"
 	"net/http"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
@@ -221,14 +224,15 @@ const rendersPerCPU = 4
 // its socket's buffers, and such a client is then cut off.
 const writesPerCPU = 4
 
-// handleStream serves the live stream as Server-Sent Events.
+// handleStream serves the live stream as Server-Sent Events: it opens the
+// stream, then hands the connection to goroutines of its own (detach).
 //
-// An idle stream's request goroutine waits in Next for hours, and its
-// stack is most of what an idle stream holds: the runtime halves a
-// goroutine's stack at a collection only while it uses under a quarter of
-// it. So the frames on the idle path are kept small: the opening
-// (openStream) and each event (liveStream.serve) run in calls that have
-// returned while the stream waits, and this function holds only the loop.
+// An idle stream's goroutine waits in Next for hours, and its stack is
+// much of what an idle stream holds: the runtime halves a goroutine's
+// stack at a collection only while it uses under a quarter of it. So the
+// frames on the idle path are kept small: the opening (openStream) and
+// each event (liveStream.serve) run in calls that have returned while the
+// stream waits, and the loops hold little else.
 func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 	renders := make(chan struct{}, rendersPerCPU*runtime.GOMAXPROCS(0))
 	writes := make(chan struct{}, writesPerCPU*runtime.GOMAXPROCS(0))
@@ -237,18 +241,68 @@ func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
 		if ls == nil {
 			return err
 		}
+		ls.renders, ls.writes = renders, writes
+		if ls.detach(r, lv.Hub.Logger()) {
+			return nil
+		}
 		defer ls.s.Close()
 		ctx := r.Context()
-		ls.renders, ls.writes = renders, writes
 		for ls.serve(ctx, ls.s.Next(ctx)) {
 		}
 		return nil
 	})
 }
 
+// detach takes the stream's connection from net/http and serves the
+// stream on two goroutines of its own, and reports whether it did: the
+// request's goroutine returns, and net/http frees what it keeps for the
+// connection while a request runs (its read and write buffers and the
+// request, some 15 KB of the 45 KB an idle stream held in the bench's
+// serve process). One goroutine waits for the stream's events and writes
+// them; the other waits on a read of the connection, which ends when the
+// client goes away, as net/http's own background read did. The response
+// is already under way with a chunked body, so each write is a chunk.
+//
+// A connection that cannot be taken (HTTP/2, a test's recorder) is
+// served by the handler instead. The HTTP server's Shutdown does not wait
+// for a detached stream: the process waits for the hub to drain
+// (Hub.Drain) after it ends them.
+func (ls *liveStream) detach(r *http.Request, logger *slog.Logger) bool {
+	conn, _, err := ls.sse.rc.Hijack()
+	if err != nil {
+		return false
+	}
+	// The request's context ends as the handler returns; the stream's
+	// keeps its values and ends when the client goes away.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	ls.w, ls.logger = nil, logger
+	ls.sse.w, ls.sse.rc, ls.sse.conn = nil, nil, conn
+	go func() {
+		// A stream's client sends nothing after its request: a read
+		// returns when it closes the connection, or when we do.
+		var b [16]byte
+		for {
+			if _, err := conn.Read(b[:]); err != nil {
+				cancel()
+				return
+			}
+		}
+	}()
+	go func() {
+		defer conn.Close()
+		defer ls.s.Close()
+		defer cancel()
+		for ls.serve(ctx, ls.s.Next(ctx)) {
+		}
+		ls.sse.end()
+	}()
+	return true
+}
+
 // liveStream is an open stream and what serving it needs.
 type liveStream struct {
-	w               http.ResponseWriter
+	w               http.ResponseWriter // nil once detached
+	logger          *slog.Logger        // once detached: errors are logged here
 	svc             Service
 	lk              Likes
 	s               *stream.Stream
@@ -326,7 +380,7 @@ func openStream(w http.ResponseWriter, r *http.Request, svc Service, lk Likes, l
 
 // serve tells the client of ev, and reports whether the stream goes on.
 func (ls *liveStream) serve(ctx context.Context, ev stream.Event) bool {
-	w, svc, s, sse := ls.w, ls.svc, ls.s, ls.sse
+	svc, s, sse := ls.svc, ls.s, ls.sse
 	var err error
 	switch ev.Kind {
 	case stream.Post, stream.Update:
@@ -352,11 +406,21 @@ func (ls *liveStream) serve(ctx context.Context, ev stream.Event) bool {
 	if err != nil {
 		// A post that could not be read: end the stream, and the client
 		// resumes from the last post it has, missing none.
-		noteError(w, err)
+		ls.fail(err)
 		sse.retry()
 		return false
 	}
 	return true
+}
+
+// fail records why the stream ends early: for the request's log line
+// while the handler serves it, in the log once detached.
+func (ls *liveStream) fail(err error) {
+	if ls.w != nil {
+		noteError(ls.w, err)
+		return
+	}
+	ls.logger.Warn("stream: ended on an error; the client resumes", "reader", ls.s.Reader(), "err", err)
 }
 
 // lastEventID is where a resuming client left off: the Last-Event-ID
@@ -416,13 +480,24 @@ func resume(ctx context.Context, svc Service, lk Likes, me, last int64, s *strea
 // reader's feed hides (muted, blocked either way), is skipped, as the
 // feed skips it. The post is rendered once for all the process's streams
 // that take it (renderShared, within a slot of renders); this stream only
-// picks its bytes, and writes them to its client within a slot of writes
-// (writesPerCPU says why), not of renders: a slow client holds up no
-// rendering.
+// picks its bytes and writes them to its client, all within a slot of
+// writes (writesPerCPU says why), not of renders: a slow client holds up
+// no rendering.
 func sendShared(ctx context.Context, svc Service, lk Likes, s *stream.Stream, ev stream.Event, sse *sseWriter, renders, writes chan struct{}) error {
 	if ev.Shared == nil { // an event not from the hub: this stream's alone
 		ev.Shared = stream.NewShared([]*stream.Stream{s})
 	}
+	// The slot first, then the rendering: the streams waiting for a post's
+	// rendering are then at most the slots, and the others wait their turn
+	// for a slot, woken one at a time as slots free. Waiting for the
+	// rendering first, all 10,000 streams of a celebrity's post were woken
+	// at once when it was done.
+	select {
+	case writes <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	}
+	defer func() { <-writes }()
 	v, err := ev.Shared.Do(ctx, func() (any, error) {
 		// The stream that renders may close meanwhile: the others wait
 		// for this rendering, so it runs to its end on its own clock.
@@ -446,12 +521,6 @@ func sendShared(ctx context.Context, svc Service, lk Likes, s *stream.Stream, ev
 	if b == nil || err != nil {
 		return err
 	}
-	select {
-	case writes <- struct{}{}:
-	case <-ctx.Done():
-		return nil
-	}
-	defer func() { <-writes }()
 	return sse.send(b)
 }
 
@@ -659,15 +728,25 @@ func likedBy(ctx context.Context, lk Likes, p feed.Post, readers []int64) (*read
 	return out, nil
 }
 
-// sseWriter writes events, each flushed at once and within
-// streamWriteTimeout.
+// sseWriter writes events, each at once and within streamWriteTimeout:
+// through the ResponseWriter while the handler serves the stream, and
+// once detached, straight to the connection as chunks of the response's
+// chunked body.
 type sseWriter struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	buf []byte
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	conn net.Conn // once detached
 }
 
 func (s *sseWriter) send(b []byte) error {
+	if s.conn != nil {
+		_ = s.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		var size [20]byte
+		head := append(strconv.AppendInt(size[:0], int64(len(b)), 16), "\r\n"...)
+		chunk := net.Buffers{head, b, crlf}
+		_, err := chunk.WriteTo(s.conn)
+		return err
+	}
 	_ = s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	if _, err := s.w.Write(b); err != nil {
 		return err
@@ -675,24 +754,44 @@ func (s *sseWriter) send(b []byte) error {
 	return s.rc.Flush()
 }
 
+var crlf = []byte("\r\n")
+
+// end ends a detached stream's body with the last chunk (the handler's
+// return does it otherwise).
+func (s *sseWriter) end() {
+	if s.conn != nil {
+		_ = s.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		_, _ = s.conn.Write([]byte("0\r\n\r\n"))
+	}
+}
+
+// itemBufs holds the buffers events are built in: an idle stream keeps
+// none.
+var itemBufs = sync.Pool{New: func() any { return new([]byte) }}
+
 func (s *sseWriter) sendPost(it postJSON) error {
-	b := append(s.buf[:0], "event: post\nid: "...)
-	b = append(b, it.ID...)
-	return s.sendItem(b, it)
+	return s.sendItem(func(b []byte) []byte {
+		return append(append(b, "event: post\nid: "...), it.ID...)
+	}, it)
 }
 
-// sendUpdate sends an edited post, without an id: line (sendPost says
-// why).
+// sendUpdate sends an edited post without an id: line: the post is
+// older than the last one sent, and an id: line would move the client's
+// Last-Event-ID back to it, so a resume would send again every post sent
+// since.
 func (s *sseWriter) sendUpdate(it postJSON) error {
-	return s.sendItem(append(s.buf[:0], "event: update"...), it)
+	return s.sendItem(func(b []byte) []byte { return append(b, "event: update"...) }, it)
 }
 
-// sendItem ends the event begun in b with it as its data.
-func (s *sseWriter) sendItem(b []byte, it postJSON) error {
+// sendItem sends the event begun by head with it as its data.
+func (s *sseWriter) sendItem(head func([]byte) []byte, it postJSON) error {
+	bp := itemBufs.Get().(*[]byte)
+	defer itemBufs.Put(bp)
+	b := head((*bp)[:0])
 	b = append(b, "\ndata: "...)
 	b = it.appendJSON(b) // the bytes of a feed page's item
 	b = append(b, "\n\n"...)
-	s.buf = b
+	*bp = b
 	return s.send(b)
 }
 

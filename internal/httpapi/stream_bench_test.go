@@ -131,8 +131,8 @@ func BenchmarkStreamDelivery(b *testing.B) {
 							b.Errorf("render: %v, %d items", err, len(items))
 							return
 						}
-						sse := &sseWriter{}
-						_, _ = io.Discard.Write(items[0].appendJSON(append(sse.buf[:0], "event: post\nid: "...)))
+						var buf []byte
+						_, _ = io.Discard.Write(items[0].appendJSON(append(buf, "event: post\nid: "...)))
 					}()
 				}
 				wg.Wait()

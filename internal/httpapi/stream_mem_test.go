@@ -18,7 +18,7 @@ import (
 
 // BenchmarkStreamMemory measures what an idle open stream holds in the
 // serving process: N real streams over loopback to the real handler (each
-// reader following one author, hidden set read at open, no mutes or
+// reader following 20 authors, hidden set read at open, no mutes or
 // blocks), then the heap and goroutine stacks after a GC, less what the
 // process held before, per stream. The clients are bare TCP connections in
 // the same process that read the stream's first line and then nothing: no
@@ -42,10 +42,20 @@ func idleStreamBytes(b testing.TB, n int) (heap, stack int64) {
 	b.Helper()
 	svc := newFakeService(testNow)
 	svc.seedUser(alice, "alice")
+	// Each reader follows alice and 19 of 5,000 other authors, as an
+	// ordinary reader of the bench's graph follows tens: what the hub
+	// keeps per stream grows with them.
+	const authors, following = 5000, 19
+	for k := range authors {
+		svc.seedUser(int64(200_000+k), fmt.Sprintf("author%d", k))
+	}
 	for i := range n {
 		u := int64(100_000 + i)
 		svc.seedUser(u, fmt.Sprintf("reader%d", i))
 		svc.seedFollow(u, alice)
+		for k := range following {
+			svc.seedFollow(u, int64(200_000+(i*following+k)%authors))
+		}
 	}
 	cache := inmemcache.New(inmemcache.Options{})
 	defer cache.Close()

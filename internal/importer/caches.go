@@ -42,12 +42,22 @@ func (r *run) each(ctx context.Context, ids []int64, fn func(ctx context.Context
 	wg.Wait()
 }
 
-// dropInboxes drops the inboxes of readers whose feeds changed.
+// dropInboxes drops the inboxes of readers whose feeds changed. A reader
+// whose inbox the cache would not drop is marked stale in SQL instead, and
+// the serving processes reset its feed once the cache answers again
+// (timeline's stale.go): reads renew an inbox's ttl, so waiting for it to
+// expire could take for ever.
 func (r *run) dropInboxes(ctx context.Context, readers []int64) {
 	if r.caches.Inboxes == nil {
 		return
 	}
-	r.each(ctx, readers, r.caches.Inboxes.DropInbox)
+	r.each(ctx, readers, func(ctx context.Context, reader int64) error {
+		err := r.caches.Inboxes.DropInbox(ctx, reader)
+		if err != nil && r.store.MarkFeedStale(ctx, reader) == nil {
+			return nil
+		}
+		return err
+	})
 }
 
 // authorsPosted forgets what the authors' new posts changed: the feeds

@@ -58,6 +58,7 @@ type Store interface {
 	ImportLikes(ctx context.Context, likes [][2]int64) (sqlstore.LikeImport, error)
 	Followers(ctx context.Context, user, after int64, n int) ([]int64, error)
 	MarkPulled(ctx context.Context, high int64) (int64, error)
+	MarkFeedStale(ctx context.Context, user int64) error
 }
 
 var _ Store = (*sqlstore.Store)(nil)
@@ -122,18 +123,19 @@ type Options struct {
 const DefaultBatch = 2000
 
 // FollowBatch and LikeBatch are the rows of one transaction of follows
-// and of likes. A follow batch locks its users and moves each one's
-// counts once, so the larger the batch, the fewer user rows an edge
-// costs: 1,053,305 edges among 25,000 users went in at 55,000/s in
-// batches of 10,000, 70,000–79,000/s in batches of 50,000 (53 MB peak
-// RSS) and 91,000/s in batches of 100,000 (75 MB), alternated on
-// MariaDB; the price is that live follows of the batch's users wait for
-// its commit. A like batch is mostly its inserts: 1,000,000 likes went
-// in at 39,000–62,000/s in batches of 2,000 and 73,000/s in batches of
-// 10,000 (37 MB), and at 90,000/s in batches of 50,000 (79 MB).
+// and of likes. A follow batch moves each of its users' counts once, so
+// the larger the batch, the fewer user rows an edge costs: 1,053,305
+// edges among 25,000 users went in at 55,000/s in batches of 10,000 and
+// 70,000–79,000/s in batches of 50,000 (53 MB peak RSS), when every batch
+// locked its users for its whole transaction. A like batch is mostly its
+// inserts, and a larger one writes more index pages per read once the
+// likes outgrow MariaDB's buffer pool (128 MiB by default): 1,000,000
+// likes went in at 41,000–45,000/s in batches of 10,000 (37 MB), 58,700/s
+// in batches of 25,000 (55 MB) and 59,600/s in batches of 50,000 (85 MB)
+// with that default pool, in one session (docs/performance.md#importing).
 const (
 	FollowBatch = 50_000
-	LikeBatch   = 10_000
+	LikeBatch   = 25_000
 )
 
 // BatchOf is the default rows of one transaction of kind.

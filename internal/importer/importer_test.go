@@ -364,6 +364,119 @@ func TestImportConcurrentFollows(t *testing.T) {
 	})
 }
 
+// TestImportConcurrentBlocks: blocks and account deletions made while
+// an import with several writers adds edges between the same users
+// leave no edge across a block, no edge imported for a user deleted
+// before its batch, and exact counts (a batch meets them either before
+// its insert or under its users' locks at its end).
+func TestImportConcurrentBlocks(t *testing.T) {
+	stores(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := t.Context()
+		const n = 400
+		var users, follows strings.Builder
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&users, "{\"id\":\"%d\",\"name\":\"u%d\"}\n", i, i)
+		}
+		// Everyone follows users 1..5, and 1..5 follow everyone.
+		for i := 1; i <= n; i++ {
+			for k := int64(1); k <= 5; k++ {
+				if int64(i) != k {
+					fmt.Fprintf(&follows, "{\"follower_id\":\"%d\",\"followee_id\":\"%d\"}\n", i, k)
+					fmt.Fprintf(&follows, "{\"follower_id\":\"%d\",\"followee_id\":\"%d\"}\n", k, i)
+				}
+			}
+		}
+		if _, err := importer.Run(ctx, s, importer.Caches{}, importer.Options{}, []importer.Source{{Kind: importer.Users, Name: "u", R: strings.NewReader(users.String())}}); err != nil {
+			t.Fatal(err)
+		}
+		// Users 1..5 block every seventh user, and every eleventh user
+		// deletes their account, while the import runs.
+		var blocked, deleted []int64
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			for i := int64(6); i <= n && err == nil; i++ {
+				switch {
+				case i%7 == 0:
+					_, err = s.Block(context.WithoutCancel(ctx), 1+i%5, i)
+					blocked = append(blocked, i)
+				case i%11 == 0:
+					_, _, err = s.DeleteUser(context.WithoutCancel(ctx), i)
+					deleted = append(deleted, i)
+				}
+			}
+			done <- err
+		}()
+		// Edges across a block or to a deleted user are skipped lines.
+		_, err := importer.Run(ctx, s, importer.Caches{}, importer.Options{Batch: 40, Writers: 3},
+			[]importer.Source{{Kind: importer.Follows, Name: "f", R: strings.NewReader(follows.String())}})
+		if err != nil && !errors.Is(err, importer.ErrSkipped) {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		// Run it again, now that every block and deletion is in: it adds
+		// nothing across a block nor for a deleted user, and the counts
+		// stay exact.
+		sum, err := importer.Run(ctx, s, importer.Caches{}, importer.Options{Batch: 40, Writers: 3},
+			[]importer.Source{{Kind: importer.Follows, Name: "f", R: strings.NewReader(follows.String())}})
+		if !errors.Is(err, importer.ErrSkipped) {
+			t.Fatalf("second run: %v; want the blocked and deleted users' edges skipped", err)
+		}
+		if got := sum.Counts[importer.Follows].Imported; got != 0 {
+			t.Errorf("second run imported %d edges; want 0", got)
+		}
+		db := s.DB()
+		for _, b := range blocked {
+			var edges int
+			if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM follows WHERE (follower_id = ? AND followee_id = ?) OR (follower_id = ? AND followee_id = ?)",
+				1+b%5, b, b, 1+b%5).Scan(&edges); err != nil {
+				t.Fatal(err)
+			}
+			if edges != 0 {
+				t.Errorf("%d edges between user %d and user %d, who blocked them", edges, 1+b%5, b)
+			}
+		}
+		var wrong int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM users u WHERE u.deleted_at IS NULL AND (
+			follower_count <> (SELECT COUNT(*) FROM follows f WHERE f.followee_id = u.id) OR
+			following_count <> (SELECT COUNT(*) FROM follows f WHERE f.follower_id = u.id))`).Scan(&wrong); err != nil {
+			t.Fatal(err)
+		}
+		if wrong != 0 {
+			t.Errorf("%d live users' counts differ from their edges", wrong)
+		}
+		// The import before the deletions added some of these users'
+		// edges; a purge removes them. The second run added none.
+		var live int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM users WHERE deleted_at IS NULL").Scan(&live); err != nil {
+			t.Fatal(err)
+		}
+		if want := n - len(deleted); live != want {
+			t.Errorf("%d live users; want %d", live, want)
+		}
+		u, err := s.User(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantFollowing int64
+		for i := int64(2); i <= n; i++ {
+			if (i%7 == 0 && 1+i%5 == 1) || (i%11 == 0 && i%7 != 0) {
+				continue
+			}
+			wantFollowing++
+		}
+		var deletedEdges int64
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM follows f JOIN users u ON u.id = f.followee_id WHERE f.follower_id = 1 AND u.deleted_at IS NOT NULL").Scan(&deletedEdges); err != nil {
+			t.Fatal(err)
+		}
+		if got := u.FollowingCount - deletedEdges; got != wantFollowing {
+			t.Errorf("user 1 follows %d live users; want %d", got, wantFollowing)
+		}
+	})
+}
+
 // TestImportConcurrentLikes: likes and unlikes made while an import with
 // several writers brings likes of the same posts, and a run cut short
 // then run again (batches that meet some of their rows), leave every
@@ -478,6 +591,46 @@ func TestImportHybrid(t *testing.T) {
 		}
 		if after := epoch(); after == before {
 			t.Errorf("modes epoch %q unchanged by the import; want a new one", after)
+		}
+	})
+}
+
+// unreachableInboxes is a cache whose inboxes cannot be dropped, as a
+// Redis that went away during the import.
+type unreachableInboxes struct{ *inmemcache.Cache }
+
+func (unreachableInboxes) DropInbox(context.Context, int64) error {
+	return errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+}
+
+// TestImportCacheUnreachable: an import whose inbox drops fail marks the
+// readers whose feeds changed stale in SQL, for the serving processes to
+// reset once the cache is back, rather than leaving their inboxes as they
+// were for as long as they are read.
+func TestImportCacheUnreachable(t *testing.T) {
+	stores(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := t.Context()
+		cache := inmemcache.New(inmemcache.Options{})
+		t.Cleanup(func() { cache.Close() })
+		caches := importer.Caches{Inboxes: unreachableInboxes{cache}, InboxTTL: time.Hour}
+		sum, err := importer.Run(ctx, s, caches, importer.Options{}, sources(importer.Users, importer.Follows))
+		if !errors.Is(err, importer.ErrSkipped) {
+			t.Fatalf("Run: %v; want ErrSkipped (the data's bad lines)", err)
+		}
+		if sum.CacheErrors != 0 {
+			t.Errorf("CacheErrors = %d; want 0: every failed drop was marked", sum.CacheErrors)
+		}
+		marked, err := s.StaleFeeds(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var users []int64
+		for _, f := range marked {
+			users = append(users, f.User)
+		}
+		// 1, 2 and 4 follow someone new; 3 follows no one.
+		if want := []int64{1, 2, 4}; !slices.Equal(users, want) {
+			t.Errorf("readers marked stale = %v; want %v", users, want)
 		}
 	})
 }

@@ -31,6 +31,10 @@ const (
 type Options struct {
 	// InboxMax is how many ids an inbox keeps (feed.DefaultInboxMax if <= 0).
 	InboxMax int
+	// InboxTTL is the ttl a read gives back to an inbox that holds ids,
+	// once a 32nd of it has passed, so that only an inbox nobody reads for
+	// this long expires (0: reads leave ttls alone). As rediscache's.
+	InboxTTL time.Duration
 	// Now reads the clock for ttls (time.Now if nil).
 	Now func() time.Time
 }
@@ -39,6 +43,7 @@ type Options struct {
 // janitor goroutine; Close stops it.
 type Cache struct {
 	inboxMax int
+	inboxTTL time.Duration
 	now      func() time.Time
 	seed     maphash.Seed
 
@@ -105,6 +110,7 @@ func New(opts Options) *Cache {
 	}
 	c := &Cache{
 		inboxMax: opts.InboxMax,
+		inboxTTL: opts.InboxTTL,
 		now:      opts.Now,
 		seed:     maphash.MakeSeed(),
 		stop:     make(chan struct{}),
@@ -252,6 +258,9 @@ func (c *Cache) InboxPage(ctx context.Context, reader, before int64, n int) (fee
 	b := s.live(reader, now)
 	if b == nil {
 		return feed.InboxPage{}, nil
+	}
+	if ttl := int64(c.inboxTTL); ttl > 0 && len(b.ids) > 0 && b.expires != 0 && b.expires-now < ttl-ttl/32 {
+		b.expires = now + ttl
 	}
 	end := len(b.ids)
 	if before != 0 { // 0: from the newest; a post from before 2025 is below 0

@@ -11,7 +11,7 @@ import (
 
 func TestCache(t *testing.T) {
 	feedtest.TestCache(t, func(t *testing.T, inboxMax int) feed.Cache {
-		c := New(Options{InboxMax: inboxMax})
+		c := New(Options{InboxMax: inboxMax, InboxTTL: feedtest.ReadTTL})
 		t.Cleanup(func() { c.Close() })
 		return c
 	})

@@ -328,12 +328,36 @@ func TestRedisOutage(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	// The inboxes were warm (the reads before the outage renewed them):
+	// what made them right is the reset of the readers whose writes the
+	// cache missed, not an expiry.
+	if n := scrape(t, serve)["feedd_stale_feeds_reset_total"]; n < 2 {
+		t.Errorf("Redis back: %v readers' cached feeds reset (feedd_stale_feeds_reset_total); want reader 0 (followed bob) and reader 1 (unfollowed alice)", n)
+	}
 	// A post after the outage reaches the inboxes by fan-out again.
 	p := api.publish(aliceTok, "alice after")
 	aliceLive = append(aliceLive, p)
-	testenv.Eventually(t, 30*time.Second, "the post after the outage reaches carol's and reader 2's inboxes", func() bool {
-		return len(s.mismatched([]int64{carol, rs[2].id}, reversed(aliceLive))) == 0
-	})
+	// The inboxes are compared without the post deleted during the outage:
+	// its fan-out, held until Redis came back, may push it after a read
+	// dropped it, and it stays there until the next read meets it (lazy
+	// delete; the feeds checked below leave it out).
+	deleted := alicePosts[1]
+	deadline := time.Now().Add(30 * time.Second)
+	for _, r := range []int64{carol, rs[2].id} {
+		for {
+			pg, err := s.cache.InboxPage(ctx, r, 0, len(alicePosts)+10)
+			if err == nil && slices.Equal(slices.DeleteFunc(pg.IDs, func(id int64) bool { return id == deleted }), reversed(aliceLive)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				m := scrape(t, work)
+				t.Fatalf("after 30s, the post after the outage (%d) has not reached the inbox of %d as its newest post; want %v (and perhaps %d, deleted):%s\n  work process: relayed %v, outbox backlog %v, fan-out retries %v",
+					p, r, reversed(aliceLive), deleted, s.describeInboxes([]int64{r}),
+					m["feedd_relay_events_total"], m["feedd_outbox_backlog"], m[`feedd_fanout_retries_total{queue="posts"}`])
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	for _, r := range all {
 		checkFeed(r, wantFeeds()[r.id], "Redis back, after a new post")
 	}

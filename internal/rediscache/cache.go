@@ -131,6 +131,10 @@ type Options struct {
 	// renames every inbox: each is rebuilt from SQL at its reader's next
 	// read.
 	InboxGroups int
+	// InboxTTL is the ttl a read gives back to an inbox that holds ids, so
+	// that only an inbox nobody reads for this long expires (0: reads leave
+	// ttls alone, and an inbox lives as long as its fill said).
+	InboxTTL time.Duration
 }
 
 // Cache is a feed.Cache on Redis, safe for concurrent use.
@@ -141,6 +145,8 @@ type Cache struct {
 	// maxArg is InboxMax formatted and boxed once, because every push of
 	// a fan-out passes it.
 	maxArg any
+	// ttlArg is InboxTTL in ms, formatted once, for every read.
+	ttlArg any
 
 	// Key prefixes, built once.
 	inboxPrefix, postKey, kvKey string
@@ -169,6 +175,7 @@ func New(client redis.UniversalClient, opts Options) *Cache {
 		inboxMax:         opts.InboxMax,
 		inboxGroups:      opts.InboxGroups,
 		maxArg:           strconv.Itoa(opts.InboxMax),
+		ttlArg:           strconv.FormatInt(max(opts.InboxTTL.Milliseconds(), 0), 10),
 		inboxPrefix:      opts.Prefix + "inbox2:", // the layout's version: see "Upgrading"
 		postKey:          opts.Prefix + "post:",
 		kvKey:            opts.Prefix + "kv:",

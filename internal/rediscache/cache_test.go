@@ -113,7 +113,7 @@ func suite(t *testing.T, newClient func() redis.UniversalClient, groups int) {
 	t.Cleanup(func() { admin.Close() })
 	feedtest.TestCache(t, func(t *testing.T, inboxMax int) feed.Cache {
 		prefix := randomPrefix()
-		c := New(newClient(), Options{Prefix: prefix, InboxMax: inboxMax, InboxGroups: groups})
+		c := New(newClient(), Options{Prefix: prefix, InboxMax: inboxMax, InboxGroups: groups, InboxTTL: feedtest.ReadTTL})
 		t.Cleanup(func() {
 			c.Close() // the subtest may have closed it already
 			deleteKeys(t, admin, prefix)

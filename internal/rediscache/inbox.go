@@ -17,9 +17,10 @@ import (
 // lua/ring.lua's; keys.go names the keys.
 
 // InboxPage returns up to n ids of reader's inbox strictly below before (0:
-// from the newest), newest first, in one round trip.
+// from the newest), newest first, in one round trip. An inbox that holds
+// ids gets Options.InboxTTL again (lua/inbox_page.lua says when).
 func (c *Cache) InboxPage(ctx context.Context, reader, before int64, n int) (feed.InboxPage, error) {
-	reply, err := c.page.Run(ctx, c.client, c.keys(reader), before, max(n, 0), c.maxArg).Text()
+	reply, err := c.page.Run(ctx, c.client, c.keys(reader), before, max(n, 0), c.maxArg, c.ttlArg).Text()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return feed.InboxPage{}, nil

@@ -60,6 +60,9 @@ type dialect struct {
 	// existing row moves only forward, in the same statement, so that
 	// racing writers cannot move it back.
 	upsertMarker string
+	// bumpStale ends the insert of a stale feed (stale.go): an existing
+	// row counts one more miss.
+	bumpStale string
 	// addCounts ends the import's multi-row insert into users (import.go)
 	// whose rows all exist: each row adds its follower and following
 	// counts to the stored ones, one statement for a whole batch.
@@ -132,6 +135,7 @@ var mysqlDialect = dialect{
 	upsertMarker: " ON DUPLICATE KEY UPDATE" +
 		" updated_at = IF(VALUES(last_read_id) > last_read_id, VALUES(updated_at), updated_at)," +
 		" last_read_id = GREATEST(last_read_id, VALUES(last_read_id))",
+	bumpStale: " ON DUPLICATE KEY UPDATE mark = mark + 1",
 }
 
 // mysqlLockMigrations takes a named server lock for the current database.
@@ -203,6 +207,7 @@ var sqliteDialect = dialect{
 		" following_count = users.following_count + excluded.following_count",
 	upsertMarker: " ON CONFLICT (user_id) DO UPDATE SET last_read_id = excluded.last_read_id," +
 		" updated_at = excluded.updated_at WHERE excluded.last_read_id > markers.last_read_id",
+	bumpStale: " ON CONFLICT (user_id) DO UPDATE SET mark = stale_feeds.mark + 1",
 }
 
 func mustSub(fsys fs.FS, dir string) fs.FS {

@@ -142,6 +142,7 @@ var suite = []struct {
 	{"Users", testUsers},
 	{"TokenGeneration", testTokenGeneration},
 	{"Markers", testMarkers},
+	{"StaleFeeds", testStaleFeeds},
 	{"MarkerRace", testMarkerRace},
 	{"Follow", testFollow},
 	{"FollowRace", testFollowRace},

@@ -95,7 +95,10 @@ type Stream struct {
 	hub    *Hub
 	reader int64
 
-	authors map[int64]struct{} // guarded by hub.mu
+	authors []int64 // ascending, guarded by hub.mu
+	joined  uint64  // the hub's joins when it last joined a channel, guarded by hub.mu
+
+	slot, slotOwner string // the per-user slot held, and its owner value (slots.go); "": none
 
 	events  chan *Event // one event, shared by all the streams taking it: read-only
 	refresh chan struct{}

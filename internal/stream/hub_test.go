@@ -396,3 +396,195 @@ func TestHiddenForgottenOnAnnouncement(t *testing.T) {
 		t.Fatal("another reader's stream forgot its hidden authors")
 	}
 }
+
+// failingKV is a cache that cannot be reached.
+type failingKV struct{ feed.KV }
+
+func (failingKV) SetNX(context.Context, string, string, time.Duration) (bool, error) {
+	return false, errors.New("dial tcp: connection refused")
+}
+
+// TestPerUserBoundAcrossProcesses: two hubs sharing a cache, as two serve
+// processes sharing Redis, bound a user's streams together; a stream that
+// closes frees its slot for the other process, and one that stays open
+// keeps it; the slots of a process that died are free once its key
+// expires; a cache that fails leaves each hub its own bound.
+func TestPerUserBoundAcrossProcesses(t *testing.T) {
+	kv := inmemcache.New(inmemcache.Options{})
+	t.Cleanup(func() { kv.Close() })
+	cfg := Config{MaxPerUser: 2, Slots: kv, Heartbeat: 100 * time.Millisecond}
+	a, b := newTestHub(t, cfg), newTestHub(t, cfg)
+	s1 := a.open(t, 1)
+	b.open(t, 1)
+	if _, err := a.Open(t.Context(), 1); feed.ErrorCode(err) != feed.ERATELIMIT {
+		t.Fatalf("a third stream of user 1, on the first process: %v; want ERATELIMIT", err)
+	}
+	if _, err := b.Open(t.Context(), 1); feed.ErrorCode(err) != feed.ERATELIMIT {
+		t.Fatalf("a third stream of user 1, on the second process: %v; want ERATELIMIT", err)
+	}
+	b.open(t, 2) // another user's are their own
+	s1.Close()
+	b.open(t, 1) // the slot s1 freed, on the other process
+
+	// Open streams keep their slots past their process key's ttl (three
+	// heartbeats): the processes renew their keys.
+	time.Sleep(8 * cfg.Heartbeat)
+	if _, err := a.Open(t.Context(), 1); feed.ErrorCode(err) != feed.ERATELIMIT {
+		t.Fatalf("after 8 heartbeats: %v; want ERATELIMIT still", err)
+	}
+
+	// A process dies with two streams of user 3 open: its key is no
+	// longer renewed, and once it expires the slots are taken.
+	c := inmemcache.New(inmemcache.Options{})
+	t.Cleanup(func() { c.Close() })
+	dead := New(nil, cfg, c, func(context.Context, int64) ([]int64, error) { return nil, nil })
+	ctx, die := context.WithCancel(t.Context())
+	go dead.Run(ctx)
+	for range 2 {
+		if _, err := dead.Open(t.Context(), 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Open(t.Context(), 3); feed.ErrorCode(err) != feed.ERATELIMIT {
+		t.Fatalf("user 3 with two streams on a live process: %v; want ERATELIMIT", err)
+	}
+	die()
+	time.Sleep(4 * cfg.Heartbeat)
+	a.open(t, 3)
+	a.open(t, 3)
+
+	// A process whose cache fails keeps its own bound.
+	f := newTestHub(t, Config{MaxPerUser: 2, Slots: failingKV{kv}})
+	f.open(t, 1)
+	f.open(t, 1)
+	if _, err := f.Open(t.Context(), 1); feed.ErrorCode(err) != feed.ERATELIMIT {
+		t.Fatalf("without the cache, a third stream on one process: %v; want ERATELIMIT", err)
+	}
+}
+
+// TestRepeatAnnouncementWakesOnlyNewStreams: a post's second
+// announcement (the relay's, then the dispatcher's) is handed only to the
+// streams that joined its author's channel since the first; the others
+// are not woken for it.
+func TestRepeatAnnouncementWakesOnlyNewStreams(t *testing.T) {
+	h := newTestHub(t, Config{})
+	h.follow(1, 10)
+	h.follow(2, 10)
+	s1 := h.open(t, 1)
+	ctx := t.Context()
+	if err := h.ann.PostCreated(ctx, 10, 700); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, s1); ev != (Event{Kind: Post, ID: 700}) {
+		t.Fatalf("event %+v; want post 700", ev)
+	}
+	s2 := h.open(t, 2)
+	if err := h.ann.PostCreated(ctx, 10, 700); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, s2); ev != (Event{Kind: Post, ID: 700}) {
+		t.Fatalf("a stream opened between the announcements: %+v; want post 700", ev)
+	}
+	if n := len(s1.events); n != 0 {
+		t.Fatalf("the first stream was handed %d events for the repeat; want none", n)
+	}
+	if err := h.ann.PostCreated(ctx, 10, 701); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Stream{s1, s2} {
+		if ev := next(t, s); ev != (Event{Kind: Post, ID: 701}) {
+			t.Fatalf("event %+v; want post 701", ev)
+		}
+	}
+}
+
+// TestDeliveryYieldsToRequests: between its waves, a post's delivery waits
+// while the process has requests in flight, and no longer than its
+// budget when they never end.
+func TestDeliveryYieldsToRequests(t *testing.T) {
+	var busy atomic.Bool
+	h := newTestHub(t, Config{Busy: busy.Load})
+	var streams []*Stream
+	for r := int64(1); r <= deliverWave+1; r++ {
+		h.follow(r, 10)
+		streams = append(streams, h.open(t, r))
+	}
+	first, last := streams[0], streams[deliverWave]
+	ctx := t.Context()
+
+	busy.Store(true)
+	if err := h.ann.PostCreated(ctx, 10, 700); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, first); ev != (Event{Kind: Post, ID: 700}) {
+		t.Fatalf("first wave: %+v; want post 700", ev)
+	}
+	time.Sleep(yieldBudget / 4)
+	if n := len(last.events); n != 0 {
+		t.Fatalf("the second wave was handed %d events while requests were in flight; want none yet", n)
+	}
+	busy.Store(false)
+	if ev := next(t, last); ev != (Event{Kind: Post, ID: 700}) {
+		t.Fatalf("second wave, the requests done: %+v; want post 700", ev)
+	}
+
+	// Requests that never end hold a delivery for its budget, then it
+	// goes on.
+	busy.Store(true)
+	start := time.Now()
+	if err := h.ann.PostCreated(ctx, 10, 701); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Stream{first, last} {
+		if ev := next(t, s); ev != (Event{Kind: Post, ID: 701}) {
+			t.Fatalf("with requests always in flight: %+v; want post 701", ev)
+		}
+	}
+	if took := time.Since(start); took < yieldBudget {
+		t.Fatalf("the second wave came %v after the announcement, with requests always in flight; want it held for the budget, %v", took, yieldBudget)
+	}
+}
+
+// TestWavePace: a post's waves follow each other at the rate asked; a
+// post for one wave is not paced.
+func TestWavePace(t *testing.T) {
+	for _, tc := range []struct {
+		n, rate int
+		want    time.Duration
+	}{
+		{1, DefaultWriteRate, 0},
+		{deliverWave, DefaultWriteRate, 0},
+		{deliverWave + 1, DefaultWriteRate, 625 * time.Microsecond},
+		{10_000, DefaultWriteRate, 625 * time.Microsecond}, // 625 waves: 390 ms
+		{10_000, 1_600, 10 * time.Millisecond},
+	} {
+		if got := wavePace(tc.n, tc.rate); got != tc.want {
+			t.Errorf("wavePace(%d, %d) = %v; want %v", tc.n, tc.rate, got, tc.want)
+		}
+	}
+}
+
+// TestDeliveryPaced: a post to many streams reaches them at the write
+// rate, not at once.
+func TestDeliveryPaced(t *testing.T) {
+	const rate = 16 * deliverWave // streams a second: a wave every 62.5 ms
+	h := newTestHub(t, Config{WriteRate: rate})
+	var streams []*Stream
+	for r := int64(1); r <= 8*deliverWave; r++ {
+		h.follow(r, 10)
+		streams = append(streams, h.open(t, r))
+	}
+	start := time.Now()
+	if err := h.ann.PostCreated(t.Context(), 10, 700); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range streams {
+		if ev := next(t, s); ev != (Event{Kind: Post, ID: 700}) {
+			t.Fatalf("event %+v; want post 700", ev)
+		}
+	}
+	// Eight waves: the last starts seven paces after the first.
+	if took, want := time.Since(start), 7*wavePace(len(streams), rate); took < want {
+		t.Fatalf("the post reached %d streams in %v; want at least %v at %d streams a second", len(streams), took, want, rate)
+	}
+}

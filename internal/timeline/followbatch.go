@@ -103,7 +103,7 @@ func (s *Service) FollowBatch(ctx context.Context, follow, unfollow []feed.Edge)
 // the next read rebuilds it complete from SQL.
 func (s *Service) batchInbox(ctx context.Context, reader int64, r *readerPairs) {
 	if len(r.backfill)+len(r.remove) > batchBackfillMax {
-		_ = s.cache.DropInbox(ctx, reader)
+		s.dropInbox(ctx, reader)
 		return
 	}
 	for _, step := range []struct {
@@ -114,7 +114,7 @@ func (s *Service) batchInbox(ctx context.Context, reader int64, r *readerPairs) 
 		for _, author := range step.authors {
 			if err := step.do(ctx, reader, author); err != nil {
 				s.cacheFailed(step.what, err)
-				_ = s.cache.DropInbox(ctx, reader)
+				s.dropInbox(ctx, reader)
 				return
 			}
 		}

@@ -30,7 +30,7 @@ func (s *Service) Follow(ctx context.Context, follower, followee int64) error {
 		// The edge is in SQL: a failed backfill only costs freshness, and
 		// dropping the inbox makes the next read rebuild it complete.
 		s.cacheFailed("follow backfill", err)
-		_ = s.cache.DropInbox(ctx, follower)
+		s.dropInbox(ctx, follower)
 	}
 	return nil
 }
@@ -88,7 +88,7 @@ func (s *Service) Unfollow(ctx context.Context, follower, followee int64) error 
 	}
 	if err := s.removeAuthor(ctx, follower, followee); err != nil {
 		s.cacheFailed("unfollow removal", err)
-		_ = s.cache.DropInbox(ctx, follower)
+		s.dropInbox(ctx, follower)
 	}
 	return nil
 }

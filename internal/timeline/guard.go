@@ -107,6 +107,24 @@ func (g guardedStore) Purge(ctx context.Context, user int64) (feed.Purge, error)
 	return guarded(ctx, g.b, func(ctx context.Context) (feed.Purge, error) { return g.store.Purge(ctx, user) })
 }
 
+func (g guardedStore) MarkFeedStale(ctx context.Context, user int64) error {
+	_, err := guarded(ctx, g.b, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, g.store.MarkFeedStale(ctx, user)
+	})
+	return err
+}
+
+func (g guardedStore) StaleFeeds(ctx context.Context, n int) ([]feed.StaleFeed, error) {
+	return guarded(ctx, g.b, func(ctx context.Context) ([]feed.StaleFeed, error) { return g.store.StaleFeeds(ctx, n) })
+}
+
+func (g guardedStore) ClearStaleFeeds(ctx context.Context, fs []feed.StaleFeed) error {
+	_, err := guarded(ctx, g.b, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, g.store.ClearStaleFeeds(ctx, fs)
+	})
+	return err
+}
+
 func (g guardedStore) DeletedUsers(ctx context.Context, since time.Time) ([]int64, error) {
 	return guarded(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.DeletedUsers(ctx, since) })
 }

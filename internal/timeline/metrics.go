@@ -14,6 +14,9 @@ type metrics struct {
 	lazyDeletes prometheus.Counter
 	hiddenPosts prometheus.Counter
 	cacheErrors prometheus.Counter
+	// staleMarked and staleReset count readers whose cached feed missed a
+	// change (stale.go), and the resets that caught up.
+	staleMarked, staleReset prometheus.Counter
 	// cacheLookups counts lookups by cache (inbox, outbox, outbox_head,
 	// post, hot_post) and result (hit, miss): the hit ratios. "outbox" and
 	// "outbox_head" are the author lists and their in-process heads: the
@@ -82,6 +85,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		cacheErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_cache_errors_total", Help: "Cache calls that failed and were served from SQL instead.",
 		}),
+		staleMarked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "feedd_stale_feeds_marked_total", Help: "Readers marked in SQL because a write could not update or drop their cached feed (the cache was unreachable).",
+		}),
+		staleReset: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "feedd_stale_feeds_reset_total", Help: "Marked readers whose cached feed was reset once the cache answered again.",
+		}),
 		cacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "feedd_cache_lookups_total", Help: "Cache lookups by cache (inbox, outbox, post, hot_post) and result (hit, miss).",
 		}, []string{"cache", "result"}),
@@ -97,7 +106,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "feedd_sql_breaker_transitions_total", Help: "State changes of the API's SQL circuit breaker, by the state entered.",
 	}, []string{"to"})
 	if reg != nil {
-		reg.MustRegister(m.reads, m.refreshes, m.refreshAdds, m.rebuilds, m.lazyDeletes, m.hiddenPosts, m.cacheErrors, m.cacheLookups, m.collapsed, m.tokenChecks, m.breakerChanges)
+		reg.MustRegister(m.reads, m.refreshes, m.refreshAdds, m.rebuilds, m.lazyDeletes, m.hiddenPosts, m.cacheErrors, m.staleMarked, m.staleReset, m.cacheLookups, m.collapsed, m.tokenChecks, m.breakerChanges)
 	}
 	return m
 }

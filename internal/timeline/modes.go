@@ -122,7 +122,8 @@ func (s *Service) pullees(ctx context.Context, reader int64) ([]int64, error) {
 	v, err, _ := s.pulleeLoads.Do(pulleesKey(reader)+epoch, func() (any, error) {
 		ctx, cancel := detached(ctx)
 		defer cancel()
-		return s.loadPullees(ctx, reader, epoch)
+		ids, _, err := s.loadPullees(ctx, reader, epoch)
+		return ids, err
 	})
 	if err != nil {
 		return nil, err
@@ -130,17 +131,19 @@ func (s *Service) pullees(ctx context.Context, reader int64) ([]int64, error) {
 	return v.([]int64), nil
 }
 
-// loadPullees reads reader's pulled followees from SQL and caches them.
-func (s *Service) loadPullees(ctx context.Context, reader int64, epoch string) ([]int64, error) {
+// loadPullees reads reader's pulled followees from SQL and caches them;
+// cached reports whether the cache took them.
+func (s *Service) loadPullees(ctx context.Context, reader int64, epoch string) (ids []int64, cached bool, err error) {
 	low, high := s.cfg.Policy.Band()
-	ids, err := s.store.PullFollowees(ctx, reader, high, low)
+	ids, err = s.store.PullFollowees(ctx, reader, high, low)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := s.cache.Set(ctx, pulleesKey(reader), formatIDList(epoch, ids), s.cfg.PulleesTTL); err != nil {
 		s.cacheFailed("cache pulled followees", err)
+		return ids, false, nil
 	}
-	return ids, nil
+	return ids, true, nil
 }
 
 // forgetPullees refreshes reader's cached list after a follow or unfollow.
@@ -148,7 +151,11 @@ func (s *Service) forgetPullees(ctx context.Context, reader int64) {
 	if s.cfg.Policy.Mode != feed.ModeHybrid {
 		return
 	}
-	_, _ = s.loadPullees(ctx, reader, s.epoch(ctx))
+	// A list the cache did not take leaves the old one cached, which
+	// may still name an author the reader unfollowed.
+	if _, cached, err := s.loadPullees(ctx, reader, s.epoch(ctx)); err == nil && !cached {
+		s.markStale(ctx, reader)
+	}
 }
 
 // formatIDList encodes a pullee list as "v<epoch>,<id>,<id>...": never

@@ -51,7 +51,7 @@ func (s *Service) Mute(ctx context.Context, user, target int64) error {
 	// inbox at once spares the next pages the work.
 	if err := s.removeAuthor(ctx, user, target); err != nil {
 		s.cacheFailed("mute removal", err)
-		_ = s.cache.DropInbox(ctx, user)
+		s.dropInbox(ctx, user)
 	}
 	return nil
 }
@@ -71,9 +71,7 @@ func (s *Service) Unmute(ctx context.Context, user, target int64) error {
 	}
 	s.hiddenChanged(ctx, user)
 	s.forgetPullees(ctx, user)
-	if err := s.cache.DropInbox(ctx, user); err != nil {
-		s.cacheFailed("unmute inbox drop", err)
-	}
+	s.dropInbox(ctx, user)
 	return nil
 }
 
@@ -94,7 +92,7 @@ func (s *Service) Block(ctx context.Context, blocker, blocked int64) error {
 		s.afterGraphChange(ctx, e[0], e[1])
 		if err := s.removeAuthor(ctx, e[0], e[1]); err != nil {
 			s.cacheFailed("block removal", err)
-			_ = s.cache.DropInbox(ctx, e[0])
+			s.dropInbox(ctx, e[0])
 		}
 	}
 	return nil
@@ -172,7 +170,9 @@ func (s *Service) hiddenChanged(ctx context.Context, users ...int64) {
 	defer cancel()
 	for _, u := range users {
 		if err := s.cache.Set(ctx, hiddenKey(u), "changed", changedMarkTTL); err != nil {
+			// The shared copy may be the old set for up to hiddenTTL.
 			s.cacheFailed("mark hidden set changed", err)
+			s.markStale(ctx, u)
 		}
 		h, err := s.store.Hidden(ctx, u)
 		if err != nil {

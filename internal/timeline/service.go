@@ -69,6 +69,9 @@ type Store interface {
 	DeleteUser(ctx context.Context, user int64) (feed.Purge, bool, error)
 	Purge(ctx context.Context, user int64) (feed.Purge, error)
 	DeletedUsers(ctx context.Context, since time.Time) ([]int64, error)
+	MarkFeedStale(ctx context.Context, user int64) error
+	StaleFeeds(ctx context.Context, n int) ([]feed.StaleFeed, error)
+	ClearStaleFeeds(ctx context.Context, fs []feed.StaleFeed) error
 	Ping(ctx context.Context) error
 }
 

@@ -299,10 +299,20 @@ func checkStream(t *testing.T, tree map[string]any, model string, streams int) {
 	if b := num("stream_bytes_per_client"); b <= 0 || b > 1<<20 {
 		t.Errorf("%sstream_bytes_per_client = %v; want within (0, 1 MiB]", pre, b)
 	}
-	for _, f := range []string{"stream_publish_p99_ms", "stream_publish_no_streams_p99_ms", "stream_publish_vs_no_streams"} {
+	for _, f := range []string{"stream_publish_p99_ms", "stream_publish_no_streams_p99_ms", "stream_publish_vs_no_streams",
+		"stream_publish_no_streams_before_p99_ms", "stream_publish_no_streams_after_p99_ms", "stream_publish_no_streams_after_vs_before"} {
 		if v := num(f); v <= 0 {
 			t.Errorf("%s%s = %v; want > 0", pre, f, v)
 		}
+	}
+	// The baseline is the phases before and after the streams together:
+	// its p99 lies within theirs, and it has the samples of both.
+	before, after, both := num("stream_publish_no_streams_before_p99_ms"), num("stream_publish_no_streams_after_p99_ms"), num("stream_publish_no_streams_p99_ms")
+	if lo, hi := min(before, after), max(before, after); both < lo*0.9 || both > hi*1.1 {
+		t.Errorf("%sno-streams p99 %v ms; want it between the phase before (%v ms) and the one after (%v ms)", pre, both, before, after)
+	}
+	if n, live := num("stream_publish_no_streams_samples"), num("stream_publish_samples"); n < 2*live*0.9 {
+		t.Errorf("%sstream_publish_no_streams_samples = %v; want those of two phases like the one with streams (%v each)", pre, n, live)
 	}
 	if n := num("stream_publish_samples"); n < 6 {
 		t.Errorf("%sstream_publish_samples = %v; want at least the 6 posts", pre, n)

@@ -127,7 +127,7 @@ func DefaultRunOptions() RunOptions {
 		Scenarios: AllScenarios, Concurrency: 32, Duration: 10 * time.Second, BaselineDuration: 5 * time.Second,
 		ReadPacedFraction: 0.3, ReadFloor: true, MaxRequests: 10_000_000, PublishCount: 2000, FanoutTimeout: 10 * time.Minute,
 		VerifySample: 1000, BaselineGoroutines: 8, MemoryReaders: 1000, MemoryMaxKeys: 200_000,
-		StreamClients: 10_000, StreamPosts: 20, StreamInterval: time.Second, StreamFillerInterval: 20 * time.Millisecond,
+		StreamClients: 10_000, StreamPosts: 40, StreamInterval: 2 * time.Second, StreamFillerInterval: 20 * time.Millisecond,
 		Progress: io.Discard,
 	}
 }
@@ -187,7 +187,9 @@ func Run(ctx context.Context, o RunOptions) (*report.Report, error) {
 		}
 	}
 	if slices.Contains(o.Scenarios, ScenarioStream) {
-		// Each stream is a file in bench and in the serve process.
+		// Each stream is a file in the stream readers' process and in the
+		// serve process, children of bench that inherit its limit (and
+		// lift their own).
 		if err := raiseOpenFiles(uint64(o.StreamClients) + 1024); err != nil {
 			return nil, fmt.Errorf("bench run: %d streams: %w", o.StreamClients, err)
 		}

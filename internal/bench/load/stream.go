@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +46,12 @@ const (
 //     again, and each stream's delivery of each post of the two authors,
 //     from the publish's answer to the stream's whole `event: post`.
 //
+// The streams are opened and read by a child process, `feedd bench
+// stream-readers` (streamReaders): real readers are on other machines,
+// and ten thousand reader goroutines woken by one post would otherwise
+// share bench's run queue with the goroutines timing the publishes, so
+// the phase with streams open would time bench's own scheduling too.
+//
 // A phase publishes StreamPosts posts by the two authors, alternating,
 // one every StreamInterval (open loop), while the author nobody follows
 // publishes one every StreamFillerInterval: those give the publish
@@ -59,6 +66,9 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	u, err := url.Parse(m.url)
 	if err != nil || u.Scheme != "http" {
 		return nil, fmt.Errorf("the stream client speaks plain HTTP; %q is not an http:// URL", m.url)
+	}
+	if r.o.Exe == "" {
+		return nil, errors.New("no feedd executable to start the stream readers with")
 	}
 	if m.pid > 0 {
 		if lim, ok := openFileLimit(m.pid); ok && lim < uint64(n)+512 {
@@ -155,52 +165,58 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	if len(authors) > 1 {
 		a0, a0Tok = authors[0].a.ID, authors[0].token
 	}
-	// Every time of the scenario is measured from one origin: the
-	// publishes' answers and the streams' events compare on it.
-	sc := &streamClient{host: u.Host, origin: time.Now()}
-	defer sc.closeAll()
 	lanes := func() (*streamPhase, error) {
 		ph := &streamPhase{}
-		err := r.streamPhase(ctx, m, ph, sc.origin, a0, a0Tok, ord.a.ID, ord.token, man.ZeroFollowerAuthor.ID, zero)
+		err := r.streamPhase(ctx, m, ph, a0, a0Tok, ord.a.ID, ord.token, man.ZeroFollowerAuthor.ID, zero)
 		return ph, err
 	}
 
-	// The phase with no stream open.
+	// The phase with no stream open. It runs again once the streams
+	// have closed, and the baseline is both together (see
+	// noStreamsBaseline).
 	r.logf("   stream: %d posts with no stream open", r.o.StreamPosts)
 	r.quiesce(ctx, m)
 	base, err := lanes()
 	if err != nil {
 		return nil, err
 	}
-	res.StreamPublishNoStreamsN = int(base.publish.Count())
-	res.StreamPublishNoStreamsP50MS, res.StreamPublishNoStreamsP99MS = ms(base.publish.Quantile(0.50)), ms(base.publish.Quantile(0.99))
 
 	// Open them.
 	before, err := r.serveMemory(ctx, m)
 	if err != nil {
 		return nil, err
 	}
+	// A --url deployment may serve streams of its own users: the phase
+	// after the readers waits for the count to come back to this.
+	othersOpen, err := r.streamsOpen(ctx, m)
+	if err != nil {
+		return nil, err
+	}
 	bar = report.NewProgress(r.o.Progress, "stream: open", int64(len(readers)))
 	start := time.Now()
-	var openErrs atomic.Int64
-	var firstErr error
-	var errOnce sync.Once
-	conns := make([]*sseConn, len(readers))
-	_ = forEach(ctx, streamOpeners, len(readers), func(ctx context.Context, i int) error {
-		c, err := sc.open(ctx, toks[i])
-		if err != nil {
-			openErrs.Add(1)
-			errOnce.Do(func() { firstErr = err })
-			return nil
-		}
-		conns[i] = c
-		bar.Add(1)
-		return nil
-	})
+	rd, err := startStreamReaders(r.o.Exe, []string{"bench", "stream-readers"}, r.o.Env,
+		filepath.Join(r.o.LogDir, "feedd-bench-stream-readers-"+m.name+".log"), u.Host, toks)
+	if err != nil {
+		bar.Done()
+		return nil, err
+	}
+	defer rd.kill()
+	op, err := rd.waitOpen(ctx, bar)
 	bar.Done()
+	if err != nil {
+		return nil, err
+	}
 	res.StreamOpenSeconds = time.Since(start).Seconds()
-	res.StreamOpenErrors = int(openErrs.Load())
-	res.StreamClients = len(readers) - res.StreamOpenErrors
+	res.StreamOpenErrors = len(op.Failed)
+	res.StreamClients = int(op.Opened)
+	var firstErr error
+	if op.FirstError != "" {
+		firstErr = errors.New(op.FirstError)
+	}
+	failed := make([]bool, len(readers))
+	for _, i := range op.Failed {
+		failed[i] = true
+	}
 	if firstErr != nil {
 		r.logf("!! stream: %d of %d streams failed to open, e.g. %v", res.StreamOpenErrors, len(readers), firstErr)
 	}
@@ -228,8 +244,8 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	// The phase with them open; every delivery counts against the sum of
 	// the expected ones, so bench knows when the last has come.
 	expect := make([]int, len(authors))
-	for i, c := range conns {
-		if c == nil {
+	for i := range readers {
+		if failed[i] {
 			continue
 		}
 		for k := range authors {
@@ -251,12 +267,27 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	for _, p := range live.posts {
 		want += int64(expect[p.author])
 	}
-	for deadline := time.Now().Add(streamGrace); sc.events.Load() < want && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
+	for deadline := time.Now().Add(streamGrace); rd.events.Load() < want && rd.alive() && time.Now().Before(deadline); {
+		time.Sleep(readersReportEvery)
 	}
-	sc.closeAll()
+	streams, err := rd.stop()
+	if err != nil {
+		return res, err
+	}
+
+	// The phase with no stream open, again.
+	if err := r.awaitStreamsClosed(ctx, m, othersOpen); err != nil {
+		return res, err
+	}
+	r.quiesce(ctx, m)
+	r.logf("   stream: %d posts with no stream open, again", r.o.StreamPosts)
+	again, err := lanes()
+	if err != nil {
+		return res, err
+	}
+	noStreamsBaseline(res, base, again)
 	res.StreamPublishSamples = int(live.publish.Count())
-	res.StreamPublishErrors = base.errors + live.errors
+	res.StreamPublishErrors = base.errors + live.errors + again.errors
 	res.StreamPublishP50MS, res.StreamPublishP99MS = ms(live.publish.Quantile(0.50)), ms(live.publish.Quantile(0.99))
 	if res.StreamPublishNoStreamsP99MS > 0 {
 		res.StreamPublishVsNoStreams = res.StreamPublishP99MS / res.StreamPublishNoStreamsP99MS
@@ -275,12 +306,9 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	}
 	got := make([]int64, len(authors))
 	seen := make([]bool, len(live.posts))
-	for i, c := range conns {
-		if c == nil {
-			continue
-		}
+	for i, evs := range streams {
 		clear(seen)
-		for _, ev := range c.events {
+		for _, ev := range evs {
 			j, ok := postOf[ev.id]
 			if !ok {
 				continue
@@ -294,7 +322,7 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 			if !follows[i][p.author] {
 				continue
 			}
-			d := ev.at - p.answered
+			d := time.Duration(ev.at - p.answered)
 			all.Record(d)
 			per[p.author].Record(d)
 			got[p.author]++
@@ -317,8 +345,9 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	}
 	res.StreamDeliveryP50MS, res.StreamDeliveryP99MS, res.StreamDeliveryMaxMS = ms(all.Quantile(0.50)), ms(all.Quantile(0.99)), ms(all.Max())
 	res.DeliveryHistogram = all.Bins(10)
-	r.logf("   stream: publish p99 %.2f ms with %d streams, %.2f ms with none (%.2f×)",
-		res.StreamPublishP99MS, res.StreamClients, res.StreamPublishNoStreamsP99MS, res.StreamPublishVsNoStreams)
+	r.logf("   stream: publish p99 %.2f ms with %d streams, %.2f ms with none (%.2f×; with none, %.2f ms before and %.2f ms after: %.2f×)",
+		res.StreamPublishP99MS, res.StreamClients, res.StreamPublishNoStreamsP99MS, res.StreamPublishVsNoStreams,
+		res.StreamPublishBeforeP99MS, res.StreamPublishAfterP99MS, res.StreamPublishAfterVsBefore)
 
 	var errs []error
 	if res.StreamOpenErrors > 0 {
@@ -336,6 +365,61 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	return res, errors.Join(errs...)
 }
 
+// noStreamsBaseline sets res's figures of the publishes with no stream
+// open from the phase before the streams opened and the phase after they
+// closed, together. One phase alone, always run first, measured the
+// machine's drift as much as the streams: the same build's ratio went
+// from 1.06 to 3.20 between two runs, its no-stream p99 from 5.8 to 28
+// ms, on a machine whose database was still settling from the graph's
+// load. With a phase on each side, a drift over the run moves the
+// baseline as it moves the phase with streams, and the two baselines'
+// own ratio (after / before) shows how far the machine moved: a ratio of
+// the streams' phase to the baseline within that is noise.
+func noStreamsBaseline(res *report.StreamResult, before, after *streamPhase) {
+	res.StreamPublishBeforeP99MS = ms(before.publish.Quantile(0.99))
+	res.StreamPublishAfterP99MS = ms(after.publish.Quantile(0.99))
+	if res.StreamPublishBeforeP99MS > 0 {
+		res.StreamPublishAfterVsBefore = res.StreamPublishAfterP99MS / res.StreamPublishBeforeP99MS
+	}
+	var both report.Histogram
+	both.Merge(&before.publish)
+	both.Merge(&after.publish)
+	res.StreamPublishNoStreamsN = int(both.Count())
+	res.StreamPublishNoStreamsP50MS, res.StreamPublishNoStreamsP99MS = ms(both.Quantile(0.50)), ms(both.Quantile(0.99))
+}
+
+// streamsOpen is how many streams the model's processes hold open
+// (feedd_streams_open, summed).
+func (r *runner) streamsOpen(ctx context.Context, m *modelRun) (float64, error) {
+	s, err := r.metrics(ctx, m)
+	if err != nil {
+		return 0, fmt.Errorf("count the open streams: %w", err)
+	}
+	return s.sum("feedd_streams_open"), nil
+}
+
+// awaitStreamsClosed waits until the serve processes have seen every
+// stream of the readers close (feedd_streams_open back to others, the
+// streams that were open before them), so that the phase after them
+// measures none of theirs.
+func (r *runner) awaitStreamsClosed(ctx context.Context, m *modelRun, others float64) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		n, err := r.streamsOpen(ctx, m)
+		if err == nil && n <= others {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the serve processes still had %v streams open (%v before the readers) a minute after the readers stopped (%v)", n, others, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
 // streamPhase is one phase's publishes.
 type streamPhase struct {
 	mu      sync.Mutex
@@ -346,16 +430,16 @@ type streamPhase struct {
 
 type streamPost struct {
 	id       int64
-	author   int           // index: 0 the celebrity (when there is one), last the ordinary author
-	answered time.Duration // since streamClient.origin
+	author   int   // index: 0 the celebrity (when there is one), last the ordinary author
+	answered int64 // wall clock, Unix ns: it compares with the readers' arrivals (see readersRequest)
 }
 
 // streamPhase publishes StreamPosts posts alternating between the first
 // author (a) and the second (b) — or only b when a is empty — one every
 // StreamInterval, while the zero-follower author publishes one every
 // StreamFillerInterval, and records every publish's latency, and when
-// each of a's and b's posts was answered, since origin.
-func (r *runner) streamPhase(ctx context.Context, m *modelRun, ph *streamPhase, origin time.Time, a, aTok, b, bTok, zero, zeroTok string) error {
+// each of a's and b's posts was answered.
+func (r *runner) streamPhase(ctx context.Context, m *modelRun, ph *streamPhase, a, aTok, b, bTok, zero, zeroTok string) error {
 	start := time.Now()
 	end := start.Add(time.Duration(r.o.StreamPosts) * r.o.StreamInterval)
 	record := func(author string, tok string, content string) (int64, time.Time, bool) {
@@ -395,7 +479,7 @@ func (r *runner) streamPhase(ctx context.Context, m *modelRun, ph *streamPhase, 
 		id, at, ok := record(author, tok, fmt.Sprintf("bench stream %s %s %d", m.name, r.tag, i))
 		if ok {
 			ph.mu.Lock()
-			ph.posts = append(ph.posts, streamPost{id: id, author: k, answered: at.Sub(origin)})
+			ph.posts = append(ph.posts, streamPost{id: id, author: k, answered: at.UnixNano()})
 			ph.mu.Unlock()
 		}
 		bar.Add(1)
@@ -482,10 +566,13 @@ func freeLoopbackAddr() (string, error) {
 // ten thousand connections share the machine with the server they
 // measure. Each is one goroutine reading through two small buffers (the
 // response's chunked framing, then the event lines); only an event's
-// "event:" and "id:" lines are looked at, never its JSON.
+// "event:" and "id:" lines are looked at, never its JSON. It runs in the
+// stream readers' child (RunStreamReaders), not in bench: when a post
+// reaches ten thousand streams, as many reader goroutines wake at once,
+// and in bench's process they would queue the publishers' goroutines
+// behind them and inflate the publish latency bench times.
 type streamClient struct {
 	host   string
-	origin time.Time    // events are timed from it
 	events atomic.Int64 // post events read by every stream
 
 	mu    sync.Mutex
@@ -502,7 +589,9 @@ type sseConn struct {
 
 type sseEvent struct {
 	id int64
-	at time.Duration // since streamClient.origin
+	// at is the event's arrival on the machine, wall clock, Unix ns: it
+	// compares with bench's publish answers (see readersRequest).
+	at int64
 }
 
 // open connects, asks for the stream as token's user and waits for the
@@ -514,6 +603,7 @@ func (c *streamClient) open(ctx context.Context, token string) (*sseConn, error)
 	if err != nil {
 		return nil, err
 	}
+	conn = withArrivals(conn)
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	req := "GET /v1/me/feed/stream HTTP/1.1\r\nHost: " + c.host + "\r\nAuthorization: Bearer " + token + "\r\nAccept: text/event-stream\r\n\r\n"
 	if _, err := conn.Write([]byte(req)); err != nil {
@@ -568,7 +658,7 @@ func (c *streamClient) read(s *sseConn, lines *bufio.Reader) {
 		switch {
 		case len(bytes.TrimSpace(line)) == 0:
 			if post && id > 0 {
-				s.events = append(s.events, sseEvent{id: id, at: time.Since(c.origin)})
+				s.events = append(s.events, sseEvent{id: id, at: arrivedAt(s.conn)})
 				c.events.Add(1)
 			}
 			post, id = false, 0
@@ -578,6 +668,15 @@ func (c *streamClient) read(s *sseConn, lines *bufio.Reader) {
 			id, _ = strconv.ParseInt(string(bytes.TrimSpace(line[len("id: "):])), 10, 64)
 		}
 	}
+}
+
+// arrivedAt is when the newest bytes read from conn reached the machine:
+// the kernel's time where it gives it (arrival_linux.go), else now.
+func arrivedAt(conn net.Conn) int64 {
+	if a, ok := conn.(interface{ arrivedAt() int64 }); ok {
+		return a.arrivedAt()
+	}
+	return time.Now().UnixNano()
 }
 
 // closeAll closes every stream and waits for their readers to end.

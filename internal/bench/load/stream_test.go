@@ -3,13 +3,18 @@ package load
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/internal/bench/report"
 )
 
 // TestStreamClientReadsPosts serves a stream the way feedd frames it —
@@ -44,7 +49,8 @@ func TestStreamClientReadsPosts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	c := &streamClient{host: u.Host, origin: time.Now()}
+	before := time.Now().UnixNano()
+	c := &streamClient{host: u.Host}
 	if _, err := c.open(ctx, "wrong"); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("open with a wrong token: %v; want a 401 error", err)
 	}
@@ -60,11 +66,86 @@ func TestStreamClientReadsPosts(t *testing.T) {
 	var ids []int64
 	for _, ev := range s.events {
 		ids = append(ids, ev.id)
-		if ev.at <= 0 {
-			t.Errorf("event %d timed at %v; want after the origin", ev.id, ev.at)
+		if ev.at < before || ev.at > time.Now().UnixNano() {
+			t.Errorf("event %d timed at %d; want between the test's start %d and now", ev.id, ev.at, before)
 		}
 	}
 	if !slices.Equal(ids, []int64{5, 7}) {
 		t.Errorf("recorded posts %v; want [5 7] (no delete, ping or reset)", ids)
+	}
+}
+
+// TestStreamReaders runs the stream readers as bench does, a child
+// process speaking JSON lines (this test binary, which TestMain runs as
+// the readers), against a server of three streams of which
+// one refuses its token: the child reports the two open and the one
+// failed, counts the events as they come, and on the stop sends each
+// open stream's posts, timed on the wall clock bench reads too.
+func TestStreamReaders(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			http.Error(w, `{"error":{"code":"unauthorized","message":"no"}}`, http.StatusUnauthorized)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, ": open\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprint(w, "event: post\nid: 5\ndata: {}\n\nevent: post\nid: 7\ndata: {}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	rd, err := startStreamReaders(os.Args[0], nil,
+		append(os.Environ(), "FEEDD_TEST_STREAM_READERS_CHILD=1"), filepath.Join(t.TempDir(), "readers.log"),
+		u.Host, []string{"tok", "wrong", "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.kill()
+	bar := report.NewProgress(io.Discard, "open", 3)
+	op, err := rd.waitOpen(ctx, bar)
+	bar.Done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.Opened != 2 || !slices.Equal(op.Failed, []int{1}) || !strings.Contains(op.FirstError, "401") {
+		t.Fatalf("open: %d opened, failed %v (%q); want 2, [1] and a 401", op.Opened, op.Failed, op.FirstError)
+	}
+	before := time.Now().UnixNano()
+	close(release)
+	for rd.events.Load() < 4 && rd.alive() && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := rd.events.Load(); n != 4 {
+		t.Fatalf("the readers counted %d events; want 4", n)
+	}
+	streams, err := rd.stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(streams) != 2 {
+		t.Fatalf("events of streams %v; want of 0 and 2", streams)
+	}
+	for _, i := range []int{0, 2} {
+		var ids []int64
+		for _, ev := range streams[i] {
+			ids = append(ids, ev.id)
+			if ev.at < before || ev.at > time.Now().UnixNano() {
+				t.Errorf("stream %d: event %d timed at %d; want between the release %d and now", i, ev.id, ev.at, before)
+			}
+		}
+		if !slices.Equal(ids, []int64{5, 7}) {
+			t.Errorf("stream %d: posts %v; want [5 7]", i, ids)
+		}
 	}
 }

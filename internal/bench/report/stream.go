@@ -48,7 +48,9 @@ type StreamResult struct {
 	RSSBytesBefore            int64   `json:"rss_bytes_before"`
 	RSSBytesAfter             int64   `json:"rss_bytes_after"`
 	// Publish latency of every post of the phase with the streams open
-	// and of the same phase with none, run before they opened.
+	// and of the same phase with none, run before they opened and again
+	// after they closed: the no-streams figures are of both together,
+	// and Before/After of each (their ratio is the run's drift).
 	StreamPublishP50MS          float64 `json:"stream_publish_p50_ms"`
 	StreamPublishP99MS          float64 `json:"stream_publish_p99_ms"`
 	StreamPublishSamples        int     `json:"stream_publish_samples"`
@@ -56,6 +58,9 @@ type StreamResult struct {
 	StreamPublishNoStreamsP99MS float64 `json:"stream_publish_no_streams_p99_ms"`
 	StreamPublishNoStreamsN     int     `json:"stream_publish_no_streams_samples"`
 	StreamPublishVsNoStreams    float64 `json:"stream_publish_vs_no_streams"`
+	StreamPublishBeforeP99MS    float64 `json:"stream_publish_no_streams_before_p99_ms"`
+	StreamPublishAfterP99MS     float64 `json:"stream_publish_no_streams_after_p99_ms"`
+	StreamPublishAfterVsBefore  float64 `json:"stream_publish_no_streams_after_vs_before"`
 	StreamPublishErrors         int     `json:"stream_publish_errors"`
 	// The pacing of each phase: PostsPerPhase posts by the two authors,
 	// alternating, one every IntervalMS, while the author nobody follows
@@ -99,8 +104,9 @@ func streamTargets(name string, s *StreamResult, add func(name string, v float64
 		fmt.Sprintf("Go heap + stacks of the serve process, %s → %s for %s idle streams; resident set %.0f B per stream",
 			Bytes(s.GoBytesBefore), Bytes(s.GoBytesAfter), Count(int64(s.StreamClients)), s.StreamRSSBytesPerClient))
 	add("stream_publish_p99_vs_no_streams["+name+"]", s.StreamPublishVsNoStreams, s.StreamPublishNoStreamsP99MS > 0 && s.StreamPublishSamples > 0, "<= 1.2", atMost(1.2),
-		fmt.Sprintf("%.2f ms with %s streams open vs %.2f ms with none, %d and %d publishes",
-			s.StreamPublishP99MS, Count(int64(s.StreamClients)), s.StreamPublishNoStreamsP99MS, s.StreamPublishSamples, s.StreamPublishNoStreamsN))
+		fmt.Sprintf("%.2f ms with %s streams open vs %.2f ms with none (%.2f before them, %.2f after), %d and %d publishes",
+			s.StreamPublishP99MS, Count(int64(s.StreamClients)), s.StreamPublishNoStreamsP99MS,
+			s.StreamPublishBeforeP99MS, s.StreamPublishAfterP99MS, s.StreamPublishSamples, s.StreamPublishNoStreamsN))
 }
 
 // writeStream prints the stream scenario's figures, one column per model.
@@ -133,6 +139,9 @@ func (rep *Report) writeStream(w io.Writer) error {
 		})
 		stream("publish p99 ms: streams / none", func(x *StreamResult) string {
 			return fmt.Sprintf("%.2f / %.2f = %.2f", x.StreamPublishP99MS, x.StreamPublishNoStreamsP99MS, x.StreamPublishVsNoStreams)
+		})
+		stream("  none: after / before (drift)", func(x *StreamResult) string {
+			return fmt.Sprintf("%.2f / %.2f = %.2f", x.StreamPublishAfterP99MS, x.StreamPublishBeforeP99MS, x.StreamPublishAfterVsBefore)
 		})
 	})
 }

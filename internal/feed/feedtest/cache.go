@@ -20,6 +20,10 @@ const (
 	shortTTL = 1500 * time.Millisecond
 )
 
+// ReadTTL is the ttl the caches under test give back to an inbox that a
+// read finds holding ids (their Options.InboxTTL).
+const ReadTTL = longTTL
+
 // TestCache runs the behavioural suite of feed.Cache against the
 // implementation newCache builds.
 //
@@ -205,10 +209,16 @@ func TestCache(t *testing.T, newCache func(t *testing.T, inboxMax int) feed.Cach
 		// An empty inbox remembered briefly is how a reader with an empty
 		// feed avoids a rebuild on every read. A push must not keep an
 		// inbox alive: the ttl bounds how long an inbox nobody reads costs
-		// fan-out work.
+		// fan-out work. A read of an inbox holding ids renews it to
+		// ReadTTL (inbox 3: an empty feed that pushes filled, then read);
+		// a read that finds it empty does not (inbox 4).
 		must(t, c.FillInbox(ctx, 1, nil, true, shortTTL))
 		must(t, c.FillInbox(ctx, 2, []int64{101}, true, longTTL))
-		push(t, c, []int64{1, 2}, 102)
+		must(t, c.FillInbox(ctx, 3, nil, true, shortTTL))
+		must(t, c.FillInbox(ctx, 4, nil, true, shortTTL))
+		checkInbox(t, c, 4, feed.InboxPage{Exists: true, Complete: true})
+		push(t, c, []int64{1, 2, 3}, 102)
+		checkInbox(t, c, 3, feed.InboxPage{IDs: []int64{102}, Exists: true, Complete: true})
 		must(t, c.CachePosts(ctx, []feed.Post{{ID: 101, AuthorID: 1, Content: "short"}}, shortTTL))
 		must(t, c.CachePosts(ctx, []feed.Post{{ID: 102, AuthorID: 1, Content: "long"}}, longTTL))
 
@@ -223,7 +233,7 @@ func TestCache(t *testing.T, newCache func(t *testing.T, inboxMax int) feed.Cach
 		checkCAE(t, c, "shortened", "owner", shortTTL, true)
 		checkCAE(t, c, "long", "intruder", shortTTL, false)
 
-		checkInbox(t, c, 1, feed.InboxPage{IDs: []int64{102}, Exists: true, Complete: true})
+		checkBounds(t, c, 1, 102, 102, true) // not a read: no renewal
 		checkPosts(t, c, []int64{101, 102}, []int64{101, 102})
 		for _, k := range []string{"setnx", "set", "long", "extended", "shortened"} {
 			checkGet(t, c, k, true)
@@ -233,6 +243,11 @@ func TestCache(t *testing.T, newCache func(t *testing.T, inboxMax int) feed.Cach
 
 		checkInbox(t, c, 1, feed.InboxPage{})
 		checkInbox(t, c, 2, feed.InboxPage{IDs: []int64{102, 101}, Exists: true, Complete: true})
+		checkInbox(t, c, 3, feed.InboxPage{IDs: []int64{102}, Exists: true, Complete: true})
+		checkInbox(t, c, 4, feed.InboxPage{})
+		// The renewal covers the pending list too: a push after it lands.
+		push(t, c, []int64{3}, 103)
+		checkInbox(t, c, 3, feed.InboxPage{IDs: []int64{103, 102}, Exists: true, Complete: true})
 		push(t, c, []int64{1}, 103) // an expired inbox is absent for pushes too
 		checkInbox(t, c, 1, feed.InboxPage{})
 		checkPosts(t, c, []int64{101, 102}, []int64{102})

@@ -6,9 +6,16 @@
 -- last read takes the page along.
 --
 -- KEYS[1] ring, KEYS[2] pending list. ARGV[1] before (0: from the
--- newest; ids are never 0, and negative below 2025); ARGV[2] n; ARGV[3] InboxMax. Returns nil if the inbox is
--- absent, else 'c' (complete) or 'i' (incomplete), then the ids, 7 bytes
--- each (ring.lua's ID), newest first.
+-- newest; ids are never 0, and negative below 2025); ARGV[2] n; ARGV[3]
+-- InboxMax; ARGV[4] the ttl a read renews, in ms (0: none). Returns nil if
+-- the inbox is absent, else 'c' (complete) or 'i' (incomplete), then the
+-- ids, 7 bytes each (ring.lua's ID), newest first.
+--
+-- A read of an inbox that holds ids gives both keys the ttl again once a
+-- 32nd of it has passed (a write at most that often), so that only an
+-- inbox nobody reads expires. An inbox read while it holds nothing keeps
+-- its ttl, the short one of an empty feed; once pushes have filled it, the
+-- next read renews it.
 --
 -- A script so that a page is one round trip that finds its cursor in the
 -- ring without moving the ring out of Redis, and so that the drain before
@@ -24,6 +31,14 @@ if #pending > 1 then
   --#include ring_write.lua
   --#include ring_add.lua
   drain(KEYS[2], pending, max)
+end
+local ttl = tonumber(ARGV[4])
+if ttl > 0 and count > 0 then
+  local left = redis.call('PTTL', KEYS[1])
+  if left >= 0 and left < ttl - math.floor(ttl / 32) then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    redis.call('PEXPIRE', KEYS[2], ttl)
+  end
 end
 local mark = 'i'
 if state == COMPLETE then
