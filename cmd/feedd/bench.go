@@ -278,6 +278,7 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	f.num(&o.StreamPosts, "stream-posts", o.StreamPosts, false, "posts by those two authors, alternating, in each phase of the stream scenario (with no stream open, then with them open)")
 	f.dur(&o.StreamInterval, "stream-interval", o.StreamInterval, "one post of the stream scenario's two authors every this long")
 	f.dur(&o.StreamFillerInterval, "stream-filler-interval", o.StreamFillerInterval, "meanwhile, one post by the author nobody follows every this long, for the publish latency's samples (0: none)")
+	f.str(&o.StreamTier, "stream-tier", "", false, "with --work-procs: serve the stream scenario's streams from a second feedd serve child, a streaming tier apart from the API, at a lower CPU priority: nice:N (nice -n N) or idle (chrt --idle 0); empty: from the API child")
 	f.str(&workProcs, "work-procs", "", false, "measure each model once per count in this list (e.g. 1,2,4): a feedd serve child and that many feedd work children instead of one feedd all")
 	f.boolean(&o.Keep, "keep", false, "keep each child's Redis keys and queues after its run")
 	f.str(&o.LogDir, "log-dir", "", false, "where the children's logs go (default: a new temporary directory)")

@@ -102,6 +102,12 @@ type RunOptions struct {
 	StreamPosts          int
 	StreamInterval       time.Duration
 	StreamFillerInterval time.Duration
+	// StreamTier, when set, serves the stream scenario's streams from a
+	// second `feedd serve` child, a streaming tier apart from the API
+	// (with WorkProcs only), run at a lower CPU priority: "nice:N" under
+	// nice(1) at N, "idle" under SCHED_IDLE (chrt(1)). Empty: the API
+	// child serves them.
+	StreamTier string
 	// ReadPacedFraction sets the rate of each cohort's paced read run: this
 	// share of the cohort's Redis read baseline's requests/s (0: no paced
 	// run).
@@ -164,6 +170,7 @@ type modelRun struct {
 	cache      *rediscache.Cache // feedd's inboxes, through feedd's own layout
 	pid        int               // the API child's process id; 0 with a URL
 	pprof      string            // the API child's profiles (http://host:port), with the stream scenario
+	env        []string          // the API child's environment, but its profiles' address
 	res        *report.ModelResult
 
 	created      []createdPost
@@ -384,6 +391,7 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 			apiEnv = append(slices.Clip(env), "FEEDD_PPROF_ADDR="+addr)
 			m.pprof = "http://" + addr
 		}
+		m.env = env
 		ch, err = startChild(ctx, r.o.Exe, []string{role}, apiEnv, logPath, r.o.AdminToken)
 		if err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -70,8 +71,21 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	if r.o.Exe == "" {
 		return nil, errors.New("no feedd executable to start the stream readers with")
 	}
-	if m.pid > 0 {
-		if lim, ok := openFileLimit(m.pid); ok && lim < uint64(n)+512 {
+	// The streams' process: the API child, or a streaming tier of its own.
+	sm := m
+	if r.o.StreamTier != "" && m.pid > 0 {
+		tier, stop, err := r.streamTier(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		sm = tier
+		if u, err = url.Parse(sm.url); err != nil {
+			return nil, fmt.Errorf("the streaming tier's URL: %w", err)
+		}
+	}
+	if sm.pid > 0 {
+		if lim, ok := openFileLimit(sm.pid); ok && lim < uint64(n)+512 {
 			return nil, fmt.Errorf("the serve process may open %d files, too few for %d streams: raise the hard limit (ulimit -Hn)", lim, n)
 		}
 	}
@@ -91,6 +105,9 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	authors = append(authors, &author{kind: "ordinary", a: man.TopOrdinaryAuthor})
 	res := &report.StreamResult{Authors: map[string]*report.StreamAuthor{}, PostsPerPhase: r.o.StreamPosts,
 		IntervalMS: ms(r.o.StreamInterval), FillerIntervalMS: ms(r.o.StreamFillerInterval)}
+	if sm != m {
+		res.Tier = r.o.StreamTier
+	}
 	for _, a := range authors {
 		if a.token, err = r.token(ctx, m, a.a.ID); err != nil {
 			return nil, err
@@ -182,13 +199,13 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	}
 
 	// Open them.
-	before, err := r.serveMemory(ctx, m)
+	before, err := r.serveMemory(ctx, sm)
 	if err != nil {
 		return nil, err
 	}
 	// A --url deployment may serve streams of its own users: the phase
 	// after the readers waits for the count to come back to this.
-	othersOpen, err := r.streamsOpen(ctx, m)
+	othersOpen, err := r.streamsOpen(ctx, sm)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +243,7 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	}
 	// Idle a moment (each stream's open has settled), then measure.
 	time.Sleep(time.Second)
-	after, err := r.serveMemory(ctx, m)
+	after, err := r.serveMemory(ctx, sm)
 	if err != nil {
 		return res, err
 	}
@@ -276,7 +293,7 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	}
 
 	// The phase with no stream open, again.
-	if err := r.awaitStreamsClosed(ctx, m, othersOpen); err != nil {
+	if err := r.awaitStreamsClosed(ctx, sm, othersOpen); err != nil {
 		return res, err
 	}
 	r.quiesce(ctx, m)
@@ -500,6 +517,53 @@ func (r *runner) publishAsLocked(ctx context.Context, m *modelRun, author, token
 		r.mu.Unlock()
 	}
 	return id, took, err
+}
+
+// streamTier starts a second `feedd serve` child for the streams, with
+// the API child's environment, at the lower CPU priority of StreamTier:
+// a streaming tier apart from the API, as a deployment would run it on
+// machines of its own. Here it shares the CPUs with the rest, and its
+// priority lets the publishes' processes go first. It returns the tier
+// as a modelRun (its URL, client, pid and profiles) and a func that stops
+// it.
+func (r *runner) streamTier(ctx context.Context, m *modelRun) (*modelRun, func(), error) {
+	var launcher string
+	var args []string
+	switch spec := r.o.StreamTier; {
+	case spec == "idle":
+		launcher, args = "chrt", []string{"--idle", "0"}
+	case strings.HasPrefix(spec, "nice:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(spec, "nice:"))
+		if err != nil || n < 0 || n > 19 {
+			return nil, nil, fmt.Errorf("--stream-tier %q: want nice:N with N from 0 to 19", spec)
+		}
+		launcher, args = "nice", []string{"-n", strconv.Itoa(n)}
+	default:
+		return nil, nil, fmt.Errorf("--stream-tier %q: want nice:N or idle", spec)
+	}
+	path, err := exec.LookPath(launcher)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--stream-tier %s: %w", r.o.StreamTier, err)
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, nil, err
+	}
+	env := append(slices.Clip(m.env), "FEEDD_PPROF_ADDR="+addr)
+	logPath := filepath.Join(r.o.LogDir, "feedd-bench-"+m.name+"-streams.log")
+	r.logf("   stream: starting the streaming tier, %s feedd serve (log %s)", strings.Join(append([]string{launcher}, args...), " "), logPath)
+	ch, err := startChild(ctx, path, append(args, r.o.Exe, "serve"), env, logPath, r.o.AdminToken)
+	if err != nil {
+		return nil, nil, err
+	}
+	tier := &modelRun{name: m.name, url: ch.url, cl: newClient(ch.url, r.o.AdminToken, 16), pid: ch.cmd.Process.Pid, pprof: "http://" + addr, res: m.res}
+	stop := func() {
+		tier.cl.close()
+		if err := ch.stop(); err != nil {
+			r.logf("!! stream: stop the streaming tier: %v", err)
+		}
+	}
+	return tier, stop, nil
 }
 
 // serveMem is the serve process's memory at one moment.

@@ -65,11 +65,14 @@ type StreamResult struct {
 	// The pacing of each phase: PostsPerPhase posts by the two authors,
 	// alternating, one every IntervalMS, while the author nobody follows
 	// publishes one every FillerIntervalMS.
-	PostsPerPhase     int     `json:"posts_per_phase"`
-	IntervalMS        float64 `json:"interval_ms"`
-	FillerIntervalMS  float64 `json:"filler_interval_ms"`
-	DeliveryHistogram []Bin   `json:"delivery_histogram"`
-	PublishHistogram  []Bin   `json:"publish_histogram"`
+	PostsPerPhase    int     `json:"posts_per_phase"`
+	IntervalMS       float64 `json:"interval_ms"`
+	FillerIntervalMS float64 `json:"filler_interval_ms"`
+	// Tier is how the streaming tier that served the streams ran (bench
+	// run --stream-tier: nice:N or idle); empty: the API process did.
+	Tier              string `json:"stream_tier,omitempty"`
+	DeliveryHistogram []Bin  `json:"delivery_histogram"`
+	PublishHistogram  []Bin  `json:"publish_histogram"`
 }
 
 // StreamAuthor is the delivery of one author's posts.
