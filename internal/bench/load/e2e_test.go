@@ -285,6 +285,9 @@ func checkStream(t *testing.T, tree map[string]any, model string, streams int) {
 	if n := num("stream_clients"); n != float64(streams) {
 		t.Errorf("%sstream_clients = %v; want %d", pre, n, streams)
 	}
+	if tier := get("stream_tier"); tier != "api" {
+		t.Errorf("%sstream_tier = %v; want api (no --stream-tier)", pre, tier)
+	}
 	for _, f := range []string{"stream_open_errors", "stream_missed", "stream_duplicates", "stream_publish_errors"} {
 		if v := num(f); v != 0 {
 			t.Errorf("%s%s = %v; want 0", pre, f, v)

@@ -105,6 +105,7 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	authors = append(authors, &author{kind: "ordinary", a: man.TopOrdinaryAuthor})
 	res := &report.StreamResult{Authors: map[string]*report.StreamAuthor{}, PostsPerPhase: r.o.StreamPosts,
 		IntervalMS: ms(r.o.StreamInterval), FillerIntervalMS: ms(r.o.StreamFillerInterval)}
+	res.Tier = "api"
 	if sm != m {
 		res.Tier = r.o.StreamTier
 	}

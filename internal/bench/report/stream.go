@@ -68,9 +68,9 @@ type StreamResult struct {
 	PostsPerPhase    int     `json:"posts_per_phase"`
 	IntervalMS       float64 `json:"interval_ms"`
 	FillerIntervalMS float64 `json:"filler_interval_ms"`
-	// Tier is how the streaming tier that served the streams ran (bench
-	// run --stream-tier: nice:N or idle); empty: the API process did.
-	Tier              string `json:"stream_tier,omitempty"`
+	// Tier is what served the streams: "api", the API process, or a
+	// streaming tier run as bench run --stream-tier says (idle, nice:N).
+	Tier              string `json:"stream_tier"`
 	DeliveryHistogram []Bin  `json:"delivery_histogram"`
 	PublishHistogram  []Bin  `json:"publish_histogram"`
 }
