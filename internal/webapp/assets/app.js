@@ -210,15 +210,25 @@ function pager(load, item, empty, onfirst) {
     } catch (e) {
       end.textContent = describe(e);
       end.dataset.state = 'error';
-      if (e instanceof APIError && e.status === 429) {
-        setTimeout(() => { busy = false; more(); }, (e.retryAfter || 1) * 1000);
-        return;
-      }
+      // Try again after a pause (the one a 429 asks for, else 2 s), not
+      // at once: a server that fails would be asked again at every frame.
+      const wait = e instanceof APIError && e.status === 429 ? (e.retryAfter || 1) : 2;
+      setTimeout(look, wait * 1000);
+      return;
     } finally {
       busy = false;
     }
-    // Keep going while the end is on screen (a tall window, short pages).
-    if (!done && end.getBoundingClientRect().top < window.innerHeight + 400) more();
+    look();
+  };
+  // look has the observer report where the end is now, and so load the
+  // next page if it is on screen (or near). The observer reports only
+  // changes: a reader who scrolled while a page loaded may have had the
+  // end on screen before the page came and again after, and a tall
+  // window keeps it there; neither would report anything.
+  const look = () => {
+    if (done) return;
+    io.unobserve(end);
+    io.observe(end);
   };
   const io = new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) more(); }, { rootMargin: '400px' });
   io.observe(end);
