@@ -219,6 +219,16 @@ func Run(ctx context.Context, o RunOptions) (*report.Report, error) {
 			return nil, errors.New("bench run: no feedd executable to start")
 		}
 	}
+	if o.StreamTier != "" {
+		// Checked here, not when the stream scenario comes after the
+		// others have run.
+		if o.URL != "" {
+			return nil, errors.New("bench run: --stream-tier starts a feedd child, and --url measures a deployment bench does not start")
+		}
+		if _, _, err := tierLauncher(o.StreamTier); err != nil {
+			return nil, fmt.Errorf("bench run: %w", err)
+		}
+	}
 	if o.AdminToken == "" {
 		return nil, errors.New("bench run: an admin token is needed to mint user tokens (FEEDD_ADMIN_TOKEN or --admin-token)")
 	}

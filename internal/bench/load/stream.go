@@ -528,19 +528,9 @@ func (r *runner) publishAsLocked(ctx context.Context, m *modelRun, author, token
 // as a modelRun (its URL, client, pid and profiles) and a func that stops
 // it.
 func (r *runner) streamTier(ctx context.Context, m *modelRun) (*modelRun, func(), error) {
-	var launcher string
-	var args []string
-	switch spec := r.o.StreamTier; {
-	case spec == "idle":
-		launcher, args = "chrt", []string{"--idle", "0"}
-	case strings.HasPrefix(spec, "nice:"):
-		n, err := strconv.Atoi(strings.TrimPrefix(spec, "nice:"))
-		if err != nil || n < 0 || n > 19 {
-			return nil, nil, fmt.Errorf("--stream-tier %q: want nice:N with N from 0 to 19", spec)
-		}
-		launcher, args = "nice", []string{"-n", strconv.Itoa(n)}
-	default:
-		return nil, nil, fmt.Errorf("--stream-tier %q: want nice:N or idle", spec)
+	launcher, args, err := tierLauncher(r.o.StreamTier)
+	if err != nil {
+		return nil, nil, err
 	}
 	path, err := exec.LookPath(launcher)
 	if err != nil {
@@ -565,6 +555,22 @@ func (r *runner) streamTier(ctx context.Context, m *modelRun) (*modelRun, func()
 		}
 	}
 	return tier, stop, nil
+}
+
+// tierLauncher returns the command, and its arguments before feedd's,
+// that runs a streaming tier as spec (--stream-tier) says.
+func tierLauncher(spec string) (string, []string, error) {
+	switch {
+	case spec == "idle":
+		return "chrt", []string{"--idle", "0"}, nil
+	case strings.HasPrefix(spec, "nice:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(spec, "nice:"))
+		if err != nil || n < 0 || n > 19 {
+			return "", nil, fmt.Errorf("--stream-tier %q: want nice:N with N from 0 to 19", spec)
+		}
+		return "nice", []string{"-n", strconv.Itoa(n)}, nil
+	}
+	return "", nil, fmt.Errorf("--stream-tier %q: want nice:N or idle", spec)
 }
 
 // serveMem is the serve process's memory at one moment.

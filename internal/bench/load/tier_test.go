@@ -74,3 +74,19 @@ func TestBenchStreamTier(t *testing.T) {
 		t.Errorf("the streaming tier's log: %v; want its listening line", err)
 	}
 }
+
+// TestStreamTierSpec: --stream-tier takes idle or nice:0..19 and refuses
+// anything else, before any child starts.
+func TestStreamTierSpec(t *testing.T) {
+	for spec, want := range map[string]string{"idle": "chrt --idle 0", "nice:10": "nice -n 10", "nice:0": "nice -n 0"} {
+		l, args, err := tierLauncher(spec)
+		if got := strings.Join(append([]string{l}, args...), " "); err != nil || got != want {
+			t.Errorf("tierLauncher(%q) = %q, %v; want %q", spec, got, err, want)
+		}
+	}
+	for _, spec := range []string{"nice:20", "nice:-1", "nice:", "fast", "IDLE"} {
+		if _, _, err := tierLauncher(spec); err == nil {
+			t.Errorf("tierLauncher(%q) took it; want an error", spec)
+		}
+	}
+}
