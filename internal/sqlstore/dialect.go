@@ -63,7 +63,7 @@ type dialect struct {
 	// bumpStale ends the insert of a stale feed (stale.go): an existing
 	// row counts one more miss.
 	bumpStale string
-	// addCounts ends the import's multi-row insert into users (import.go)
+	// addCounts ends the import's multi-row insert into users (importfollows.go)
 	// whose rows all exist: each row adds its follower and following
 	// counts to the stored ones, one statement for a whole batch.
 	addCounts string

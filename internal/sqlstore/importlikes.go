@@ -1,0 +1,200 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// LikeImport is what ImportLikes did with a batch of (user, post) likes.
+type LikeImport struct {
+	// Outcomes[i] is UnknownUser, UnknownPost, or Imported for a valid
+	// like; of the valid ones, Liked of them were new (the others were
+	// there already, liked or unliked since).
+	Outcomes []ImportOutcome
+	// Liked counts the new likes; Deltas is how much each post's like
+	// count moved (posts that did not move are left out).
+	Liked  int
+	Deltas map[int64]int64
+	// Users are the users of the valid likes, ascending.
+	Users []int64
+}
+
+// ImportLikes makes each user like each post unless the pair has a row
+// already (a like, or an unlike the user made since, which an import must
+// not undo), with exact like counts, also while live likes of the same
+// pairs are made (insertLikes, or ApplyLikes for a batch that meets rows
+// of some of its pairs). An imported like is versioned at its post's
+// creation, so it sorts below every live action of its user, and a
+// re-run finds its own rows stored and changes nothing.
+func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (LikeImport, error) {
+	res := LikeImport{Outcomes: make([]ImportOutcome, len(likes))}
+	var users, posts []int64
+	for _, l := range likes {
+		users, posts = append(users, l[0]), append(posts, l[1])
+	}
+	slices.Sort(users)
+	slices.Sort(posts)
+	users, posts = slices.Compact(users), slices.Compact(posts)
+	live := make(map[int64]bool, len(users))
+	for _, chunk := range idChunks(users) {
+		found, err := s.queryIDs(ctx, len(chunk), "SELECT id FROM users WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL", chunk...)
+		if err != nil {
+			return res, fmt.Errorf("sqlstore: import likes: read users: %w", err)
+		}
+		for _, id := range found {
+			live[id] = true
+		}
+	}
+	created := make(map[int64]int64, len(posts))
+	for _, chunk := range idChunks(posts) {
+		rows, err := s.db.QueryContext(ctx, "SELECT id, created_at FROM posts WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL", chunk...)
+		if err != nil {
+			return res, fmt.Errorf("sqlstore: import likes: read posts: %w", err)
+		}
+		for rows.Next() {
+			var id, at int64
+			if err := rows.Scan(&id, &at); err != nil {
+				rows.Close()
+				return res, err
+			}
+			created[id] = at
+		}
+		if err := closeRows(rows); err != nil {
+			return res, fmt.Errorf("sqlstore: import likes: read posts: %w", err)
+		}
+	}
+	var evs []feed.LikeEvent
+	seen := map[int64]bool{}
+	for i, l := range likes {
+		at, ok := created[l[1]]
+		switch {
+		case !live[l[0]]:
+			res.Outcomes[i] = UnknownUser
+			continue
+		case !ok:
+			res.Outcomes[i] = UnknownPost
+			continue
+		}
+		res.Outcomes[i] = Imported
+		// Microseconds like every like version; the post id's sequence
+		// keeps one user's likes of posts of the same millisecond apart.
+		evs = append(evs, feed.LikeEvent{User: l[0], Post: l[1], Liked: true, Version: at*1000 + (l[1]&4095)%1000})
+		if !seen[l[0]] {
+			seen[l[0]] = true
+			res.Users = append(res.Users, l[0])
+		}
+	}
+	slices.Sort(res.Users)
+	if len(evs) == 0 {
+		return res, nil
+	}
+	deltas, err := s.insertLikes(ctx, evs)
+	if errors.Is(err, errMixedLikes) {
+		// Some of the pairs have rows and some not (a run cut short, or
+		// likes made meanwhile): the batch writer's locking read tells
+		// which, under locks that keep live writers of the pairs off.
+		deltas, _, err = s.ApplyLikes(ctx, evs)
+	}
+	if err != nil {
+		return res, fmt.Errorf("sqlstore: import likes: %w", err)
+	}
+	for _, d := range deltas {
+		res.Liked += int(d)
+	}
+	res.Deltas = deltas
+	return res, nil
+}
+
+// errMixedLikes says a batch of imported likes met rows of some of its
+// pairs but not all: insertLikes undid it, for ApplyLikes to sort out.
+var errMixedLikes = errors.New("some of the pairs have rows")
+
+// insertLikes is ImportLikes' fast path. Every imported like is a liked
+// row that must not replace a row the pair has (an import's version is
+// below any live action, so ApplyLikes would keep the stored row too):
+// an insert that keeps existing rows, in primary key order, does it
+// without ApplyLikes' locking read of the pairs, whose gap locks made two
+// import batches deadlock on each other. Its count of affected rows says
+// how many pairs it added. All of them (a first run) or none (a re-run)
+// tells every post's delta exactly, since the rows an insert adds are
+// locked by it until the commit: a live writer of one of those pairs
+// waits, then reads the imported row, and one that came first left a
+// row the insert kept and did not count. Any other count is
+// errMixedLikes, with nothing written.
+func (s *Store) insertLikes(ctx context.Context, evs []feed.LikeEvent) (map[int64]int64, error) {
+	slices.SortFunc(evs, func(a, b feed.LikeEvent) int {
+		return cmp.Or(cmp.Compare(a.User, b.User), cmp.Compare(a.Post, b.Post))
+	})
+	// The same pair twice in a batch has the same version: one row.
+	evs = slices.CompactFunc(evs, func(a, b feed.LikeEvent) bool { return a.User == b.User && a.Post == b.Post })
+	var deltas map[int64]int64
+	apply := func(tx *sql.Tx) error {
+		deltas = map[int64]int64{}
+		var added int64
+		for start := 0; start < len(evs); start += importRows {
+			chunk := evs[start:min(start+importRows, len(evs))]
+			args := make([]any, 0, 3*len(chunk))
+			for _, ev := range chunk {
+				args = append(args, ev.User, ev.Post, ev.Version)
+			}
+			res, err := tx.ExecContext(ctx, "INSERT INTO likes (user_id, post_id, liked, version) VALUES "+
+				strings.TrimSuffix(strings.Repeat("(?, ?, 1, ?), ", len(chunk)), ", ")+s.d.keepLikes, args...)
+			if err != nil {
+				return fmt.Errorf("insert %d likes: %w", len(chunk), err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			added += n
+		}
+		switch added {
+		case 0:
+			return nil
+		case int64(len(evs)):
+		default:
+			return errMixedLikes
+		}
+		posts := make([]int64, 0, len(evs))
+		for _, ev := range evs {
+			if deltas[ev.Post] == 0 {
+				posts = append(posts, ev.Post)
+			}
+			deltas[ev.Post]++
+		}
+		// Post order, the batch writer's, so that the two queue on a
+		// shared post instead of deadlocking.
+		slices.Sort(posts)
+		now := millis(time.Now())
+		for start := 0; start < len(posts); start += importRows {
+			chunk := posts[start:min(start+importRows, len(posts))]
+			args := make([]any, 0, 3*len(chunk))
+			for _, p := range chunk {
+				args = append(args, p, deltas[p], now)
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT INTO post_stats (post_id, like_count, updated_at) VALUES "+
+				strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(chunk)), ", ")+s.d.upsertStats, args...); err != nil {
+				return fmt.Errorf("move %d like counts: %w", len(chunk), err)
+			}
+		}
+		return nil
+	}
+	var err error
+	for round := 0; round < 4; round++ {
+		if err = s.write(ctx, apply); err == nil || !s.d.retryable(err) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return deltas, nil
+}
