@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/feedd/feedd/internal/sqlstore"
+	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/timeline"
 )
 
@@ -93,7 +93,7 @@ func (r *run) authorsPosted(ctx context.Context, authors []int64) {
 // moved (a counter that is not cached is loaded from SQL when read) and
 // drops the recent sets of the users who liked, which would otherwise
 // answer "not liked" for the posts they now like.
-func (r *run) likesChanged(ctx context.Context, res sqlstore.LikeImport) {
+func (r *run) likesChanged(ctx context.Context, res feed.LikeImport) {
 	if r.caches.Likes == nil {
 		return
 	}

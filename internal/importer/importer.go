@@ -31,7 +31,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/feedd/feedd/internal/feed"
-	"github.com/feedd/feedd/internal/sqlstore"
 )
 
 // Kind is a kind of file, and of row.
@@ -48,20 +47,20 @@ const (
 // the kinds before it.
 var Kinds = []Kind{Users, Follows, Posts, Likes}
 
-// Store is what an import needs of SQL (sqlstore.Store).
+// Store is what an import needs of SQL (sqlstore.Store; importer_test
+// checks it satisfies Store). Its types are the domain's (feed.ImportOutcome
+// and the rest), so that the importer does not depend on the SQL store.
 type Store interface {
-	ImportUsers(ctx context.Context, users []feed.User) ([]sqlstore.ImportOutcome, error)
-	ImportFollows(ctx context.Context, edges [][2]int64) (sqlstore.FollowImport, error)
-	ImportPosts(ctx context.Context, posts []feed.Post) ([]sqlstore.ImportResult, error)
+	ImportUsers(ctx context.Context, users []feed.User) ([]feed.ImportOutcome, error)
+	ImportFollows(ctx context.Context, edges [][2]int64) (feed.FollowImport, error)
+	ImportPosts(ctx context.Context, posts []feed.Post) ([]feed.ImportResult, error)
 	Users(ctx context.Context, ids []int64) (map[int64]feed.User, error)
-	PostIDsByExternalID(ctx context.Context, keys []sqlstore.ExternalKey) (map[sqlstore.ExternalKey]int64, error)
-	ImportLikes(ctx context.Context, likes [][2]int64) (sqlstore.LikeImport, error)
+	PostIDsByExternalID(ctx context.Context, keys []feed.ExternalKey) (map[feed.ExternalKey]int64, error)
+	ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImport, error)
 	Followers(ctx context.Context, user, after int64, n int) ([]int64, error)
 	MarkPulled(ctx context.Context, high int64) (int64, error)
 	MarkFeedStale(ctx context.Context, user int64) error
 }
-
-var _ Store = (*sqlstore.Store)(nil)
 
 // LikeCounters are the cached like counters and recent sets
 // (feed.LikeCache and the caches' DropLikes).
@@ -430,19 +429,19 @@ func bytesTrimSpace(b []byte) []byte {
 }
 
 // outcomes counts a written batch's outcomes and reports its bad rows.
-func outcomes[T any](r *run, src Source, batch []item[T], out []sqlstore.ImportOutcome, why func(i int, o sqlstore.ImportOutcome) string) error {
+func outcomes[T any](r *run, src Source, batch []item[T], out []feed.ImportOutcome, why func(i int, o feed.ImportOutcome) string) error {
 	var imported, unchanged int64
 	for _, o := range out {
 		switch o {
-		case sqlstore.Imported:
+		case feed.Imported:
 			imported++
-		case sqlstore.Unchanged:
+		case feed.Unchanged:
 			unchanged++
 		}
 	}
 	r.count(src.Kind, int64(len(batch)), imported, unchanged)
 	for i, o := range out {
-		if o == sqlstore.Imported || o == sqlstore.Unchanged {
+		if o == feed.Imported || o == feed.Unchanged {
 			continue
 		}
 		if err := r.bad(src.Kind, src.Name, batch[i].line, why(i, o)); err != nil {

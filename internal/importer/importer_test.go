@@ -18,6 +18,9 @@ import (
 )
 
 // stores runs fn on the embedded SQLite store and on MariaDB.
+// The SQL store is the importer's Store.
+var _ importer.Store = (*sqlstore.Store)(nil)
+
 func stores(t *testing.T, fn func(t *testing.T, s *sqlstore.Store)) {
 	t.Run("sqlite", func(t *testing.T) {
 		s, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "feedd.db"))
@@ -182,11 +185,11 @@ func TestImport(t *testing.T) {
 		checkStore(t, s)
 
 		// A cached like counter moves with the likes an import adds.
-		ids, err := s.PostIDsByExternalID(ctx, []sqlstore.ExternalKey{{AuthorID: 3, ExternalID: "c-1"}})
+		ids, err := s.PostIDsByExternalID(ctx, []feed.ExternalKey{{AuthorID: 3, ExternalID: "c-1"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c1 := ids[sqlstore.ExternalKey{AuthorID: 3, ExternalID: "c-1"}]
+		c1 := ids[feed.ExternalKey{AuthorID: 3, ExternalID: "c-1"}]
 		if err := cache.FillLikeCounts(ctx, map[int64]int64{c1: 3}, time.Hour); err != nil {
 			t.Fatal(err)
 		}
@@ -232,10 +235,10 @@ func checkStore(t *testing.T, s *sqlstore.Store) {
 	if users[1].Name != "alice" {
 		t.Errorf("user 1 is named %q; want alice", users[1].Name)
 	}
-	key := func(author int64, ext string) sqlstore.ExternalKey {
-		return sqlstore.ExternalKey{AuthorID: author, ExternalID: ext}
+	key := func(author int64, ext string) feed.ExternalKey {
+		return feed.ExternalKey{AuthorID: author, ExternalID: ext}
 	}
-	ids, err := s.PostIDsByExternalID(ctx, []sqlstore.ExternalKey{key(3, "c-1"), key(3, "c-2"), key(2, "b-1"), key(2, "b-0")})
+	ids, err := s.PostIDsByExternalID(ctx, []feed.ExternalKey{key(3, "c-1"), key(3, "c-2"), key(2, "b-1"), key(2, "b-0")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +507,7 @@ func TestImportConcurrentLikes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids, err := s.PostIDsByExternalID(ctx, []sqlstore.ExternalKey{{AuthorID: 1, ExternalID: "p-1"}, {AuthorID: 1, ExternalID: "p-3"}})
+		ids, err := s.PostIDsByExternalID(ctx, []feed.ExternalKey{{AuthorID: 1, ExternalID: "p-1"}, {AuthorID: 1, ExternalID: "p-3"}})
 		if err != nil || len(ids) != 2 {
 			t.Fatalf("posts: %v, %v", ids, err)
 		}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
-	"github.com/feedd/feedd/internal/sqlstore"
 )
 
 // The lines of each kind, as the files carry them.
@@ -76,7 +75,7 @@ func (r *run) writeUsers(ctx context.Context, src Source, batch []item[feed.User
 	if err != nil {
 		return fmt.Errorf("importer: %s: %w", src.Name, err)
 	}
-	return outcomes(r, src, batch, out, func(i int, o sqlstore.ImportOutcome) string {
+	return outcomes(r, src, batch, out, func(i int, o feed.ImportOutcome) string {
 		return fmt.Sprintf("user %d is being deleted; its id is free again once the purge is done", users[i].ID)
 	})
 }
@@ -114,12 +113,12 @@ func (r *run) writeFollows(ctx context.Context, src Source, batch []item[[2]int6
 			r.each(ctx, res.Followers, r.caches.Streams.FollowsChanged)
 		}
 	}
-	return outcomes(r, src, batch, res.Outcomes, func(i int, o sqlstore.ImportOutcome) string {
+	return outcomes(r, src, batch, res.Outcomes, func(i int, o feed.ImportOutcome) string {
 		e := edges[i]
 		switch o {
-		case sqlstore.UnknownUser:
+		case feed.UnknownUser:
 			return fmt.Sprintf("unknown user: %d or %d does not exist", e[0], e[1])
-		case sqlstore.Blocked:
+		case feed.Blocked:
 			return fmt.Sprintf("a block between users %d and %d forbids the follow", e[0], e[1])
 		}
 		return "a user cannot follow themselves"
@@ -197,7 +196,7 @@ func (r *run) writePosts(ctx context.Context, src Source, batch []item[feed.Post
 	if err != nil {
 		return fmt.Errorf("importer: %s: %w", src.Name, err)
 	}
-	out := make([]sqlstore.ImportOutcome, len(batch))
+	out := make([]feed.ImportOutcome, len(batch))
 	reasons := map[int]string{}
 	// The posts of known authors, with their ids: each post's millisecond
 	// at the sequence feed.ImportSeq gives it (the same in every run),
@@ -206,7 +205,7 @@ func (r *run) writePosts(ctx context.Context, src Source, batch []item[feed.Post
 	attempt := make([]int, len(batch))
 	for i, it := range batch {
 		if _, ok := users[it.row.AuthorID]; !ok {
-			out[i], reasons[i] = sqlstore.UnknownUser, fmt.Sprintf("unknown user: author %d does not exist", it.row.AuthorID)
+			out[i], reasons[i] = feed.UnknownUser, fmt.Sprintf("unknown user: author %d does not exist", it.row.AuthorID)
 			continue
 		}
 		todo = append(todo, i)
@@ -224,7 +223,7 @@ func (r *run) writePosts(ctx context.Context, src Source, batch []item[feed.Post
 				}
 			}
 			if attempt[i] >= maxSeqAttempts {
-				out[i], reasons[i] = sqlstore.IDTaken, "no free id in the millisecond of created_at"
+				out[i], reasons[i] = feed.IDTaken, "no free id in the millisecond of created_at"
 				continue
 			}
 			posts = append(posts, p)
@@ -238,22 +237,22 @@ func (r *run) writePosts(ctx context.Context, src Source, batch []item[feed.Post
 		for k, rr := range res {
 			i := trying[k]
 			switch rr.Outcome {
-			case sqlstore.Imported:
-				out[i] = sqlstore.Imported
+			case feed.Imported:
+				out[i] = feed.Imported
 				if a := posts[k].AuthorID; !posted[a] {
 					posted[a] = true
 					authorsPosted = append(authorsPosted, a)
 				}
-			case sqlstore.ExternalIDExists:
-				out[i] = sqlstore.Unchanged
-			case sqlstore.IDTaken:
+			case feed.ExternalIDExists:
+				out[i] = feed.Unchanged
+			case feed.IDTaken:
 				attempt[i]++
 				todo = append(todo, i)
 			}
 		}
 	}
 	r.authorsPosted(ctx, authorsPosted)
-	return outcomes(r, src, batch, out, func(i int, o sqlstore.ImportOutcome) string { return reasons[i] })
+	return outcomes(r, src, batch, out, func(i int, o feed.ImportOutcome) string { return reasons[i] })
 }
 
 func (r *run) parseLike(line []byte) (likeLine, error) {
@@ -271,9 +270,9 @@ func (r *run) parseLike(line []byte) (likeLine, error) {
 }
 
 func (r *run) writeLikes(ctx context.Context, src Source, batch []item[likeLine]) error {
-	keys := make([]sqlstore.ExternalKey, len(batch))
+	keys := make([]feed.ExternalKey, len(batch))
 	for i, it := range batch {
-		keys[i] = sqlstore.ExternalKey{AuthorID: int64(it.row.Author), ExternalID: it.row.ExternalID}
+		keys[i] = feed.ExternalKey{AuthorID: int64(it.row.Author), ExternalID: it.row.ExternalID}
 	}
 	ids, err := r.store.PostIDsByExternalID(ctx, keys)
 	if err != nil {
@@ -282,11 +281,11 @@ func (r *run) writeLikes(ctx context.Context, src Source, batch []item[likeLine]
 	// The lines whose post exists go to the store; the others are bad.
 	var likes [][2]int64
 	var at []int
-	out := make([]sqlstore.ImportOutcome, len(batch))
+	out := make([]feed.ImportOutcome, len(batch))
 	for i, it := range batch {
 		post, ok := ids[keys[i]]
 		if !ok {
-			out[i] = sqlstore.UnknownPost
+			out[i] = feed.UnknownPost
 			continue
 		}
 		likes = append(likes, [2]int64{int64(it.row.User), post})
@@ -299,21 +298,21 @@ func (r *run) writeLikes(ctx context.Context, src Source, batch []item[likeLine]
 	valid := 0
 	for k, o := range res.Outcomes {
 		out[at[k]] = o
-		if o == sqlstore.Imported {
+		if o == feed.Imported {
 			valid++
 		}
 	}
 	// ImportLikes says how many of the valid likes were new, not which:
 	// the totals are exact, and no line needs more.
 	for i, n := 0, valid-res.Liked; i < len(out) && n > 0; i++ {
-		if out[i] == sqlstore.Imported {
-			out[i], n = sqlstore.Unchanged, n-1
+		if out[i] == feed.Imported {
+			out[i], n = feed.Unchanged, n-1
 		}
 	}
 	r.likesChanged(ctx, res)
-	return outcomes(r, src, batch, out, func(i int, o sqlstore.ImportOutcome) string {
+	return outcomes(r, src, batch, out, func(i int, o feed.ImportOutcome) string {
 		l := batch[i].row
-		if o == sqlstore.UnknownUser {
+		if o == feed.UnknownUser {
 			return fmt.Sprintf("unknown user: %d does not exist", l.User)
 		}
 		return fmt.Sprintf("unknown post: author %d has no post %q", l.Author, l.ExternalID)

@@ -110,8 +110,8 @@ func testExternalID(t *testing.T, e *env) {
 	_, _, err = createExt(t, s, 24, 1, "e-20", feed.Idempotency{})
 	wantExternalExists(t, err, 20)
 
-	got, err := s.PostIDsByExternalID(ctx, []ExternalKey{{1, "blog-1"}, {2, "blog-1"}, {1, "e-20"}, {1, "none"}, {2, "e-20"}, {1, long}})
-	want := map[ExternalKey]int64{{1, "blog-1"}: 10, {2, "blog-1"}: 12, {1, "e-20"}: 20, {1, long}: 15}
+	got, err := s.PostIDsByExternalID(ctx, []feed.ExternalKey{{AuthorID: 1, ExternalID: "blog-1"}, {AuthorID: 2, ExternalID: "blog-1"}, {AuthorID: 1, ExternalID: "e-20"}, {AuthorID: 1, ExternalID: "none"}, {AuthorID: 2, ExternalID: "e-20"}, {AuthorID: 1, ExternalID: long}})
+	want := map[feed.ExternalKey]int64{{AuthorID: 1, ExternalID: "blog-1"}: 10, {AuthorID: 2, ExternalID: "blog-1"}: 12, {AuthorID: 1, ExternalID: "e-20"}: 20, {AuthorID: 1, ExternalID: long}: 15}
 	if err != nil || len(got) != len(want) {
 		t.Fatalf("PostIDsByExternalID: got %v, %v; want %v", got, err, want)
 	}
@@ -121,12 +121,12 @@ func testExternalID(t *testing.T, e *env) {
 		}
 	}
 	// More keys than one query takes.
-	keys := make([]ExternalKey, 3*chunkSize)
+	keys := make([]feed.ExternalKey, 3*chunkSize)
 	for i := range keys {
-		keys[i] = ExternalKey{1, "none"}
+		keys[i] = feed.ExternalKey{AuthorID: 1, ExternalID: "none"}
 	}
-	keys[len(keys)-1] = ExternalKey{2, "blog-1"}
-	if got, err := s.PostIDsByExternalID(ctx, keys); err != nil || len(got) != 1 || got[ExternalKey{2, "blog-1"}] != 12 {
+	keys[len(keys)-1] = feed.ExternalKey{AuthorID: 2, ExternalID: "blog-1"}
+	if got, err := s.PostIDsByExternalID(ctx, keys); err != nil || len(got) != 1 || got[feed.ExternalKey{AuthorID: 2, ExternalID: "blog-1"}] != 12 {
 		t.Fatalf("PostIDsByExternalID(%d keys): got %v, %v; want only post 12", len(keys), got, err)
 	}
 }
@@ -246,7 +246,7 @@ func testHistoryIDs(t *testing.T, e *env) {
 	if k, err := s.NewestPostsFloor(ctx, len(ids)); err != nil || k != feed.MinID {
 		t.Errorf("NewestPostsFloor(%d) = %d, %v; want MinID", len(ids), k, err)
 	}
-	if byExt, err := s.PostIDsByExternalID(ctx, []ExternalKey{{1, "x4"}, {2, "x5"}}); err != nil || byExt[ExternalKey{1, "x4"}] != ids[4] || byExt[ExternalKey{2, "x5"}] != feed.MinID {
+	if byExt, err := s.PostIDsByExternalID(ctx, []feed.ExternalKey{{AuthorID: 1, ExternalID: "x4"}, {AuthorID: 2, ExternalID: "x5"}}); err != nil || byExt[feed.ExternalKey{AuthorID: 1, ExternalID: "x4"}] != ids[4] || byExt[feed.ExternalKey{AuthorID: 2, ExternalID: "x5"}] != feed.MinID {
 		t.Errorf("PostIDsByExternalID = %v, %v", byExt, err)
 	}
 }
@@ -274,7 +274,7 @@ func testImportPosts(t *testing.T, e *env) {
 		post(1, feed.MinID, "z"),
 	}
 	got, err := s.ImportPosts(ctx, posts)
-	want := []ImportResult{{Imported, 0}, {Imported, 0}, {ExternalIDExists, id(1)}, {IDTaken, 0}, {IDTaken, 0}, {Imported, 0}, {Imported, 0}}
+	want := []feed.ImportResult{{Outcome: feed.Imported, ExistingID: 0}, {Outcome: feed.Imported, ExistingID: 0}, {Outcome: feed.ExternalIDExists, ExistingID: id(1)}, {Outcome: feed.IDTaken, ExistingID: 0}, {Outcome: feed.IDTaken, ExistingID: 0}, {Outcome: feed.Imported, ExistingID: 0}, {Outcome: feed.Imported, ExistingID: 0}}
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("ImportPosts = %v, %v; want %v", got, err, want)
 	}
@@ -288,12 +288,12 @@ func testImportPosts(t *testing.T, e *env) {
 	// The refused ones retry with another id; a second run of everything
 	// changes nothing.
 	got, err = s.ImportPosts(ctx, []feed.Post{post(2, id(5), "c"), post(2, id(6), "d")})
-	if err != nil || !slices.Equal(got, []ImportResult{{Imported, 0}, {Imported, 0}}) {
+	if err != nil || !slices.Equal(got, []feed.ImportResult{{Outcome: feed.Imported, ExistingID: 0}, {Outcome: feed.Imported, ExistingID: 0}}) {
 		t.Fatalf("ImportPosts(retries) = %v, %v", got, err)
 	}
 	got, err = s.ImportPosts(ctx, posts)
-	want = []ImportResult{{ExternalIDExists, id(1)}, {ExternalIDExists, id(2)}, {ExternalIDExists, id(1)},
-		{ExternalIDExists, id(5)}, {ExternalIDExists, id(6)}, {ExternalIDExists, id(4)}, {ExternalIDExists, feed.MinID}}
+	want = []feed.ImportResult{{Outcome: feed.ExternalIDExists, ExistingID: id(1)}, {Outcome: feed.ExternalIDExists, ExistingID: id(2)}, {Outcome: feed.ExternalIDExists, ExistingID: id(1)},
+		{Outcome: feed.ExternalIDExists, ExistingID: id(5)}, {Outcome: feed.ExternalIDExists, ExistingID: id(6)}, {Outcome: feed.ExternalIDExists, ExistingID: id(4)}, {Outcome: feed.ExternalIDExists, ExistingID: feed.MinID}}
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("ImportPosts again = %v, %v; want %v", got, err, want)
 	}
@@ -308,13 +308,13 @@ func testImportPosts(t *testing.T, e *env) {
 		ext := fmt.Sprint("m", i)
 		many[i] = feed.Post{ID: mustIDAt(t, ts, feed.ImportSeq(1, ext, 0)), AuthorID: 1, Content: "m", CreatedAt: ts, ExternalID: ext}
 	}
-	for round, want := range []ImportOutcome{Imported, ExternalIDExists} {
+	for round, want := range []feed.ImportOutcome{feed.Imported, feed.ExternalIDExists} {
 		got, err := s.ImportPosts(ctx, many)
 		if err != nil || len(got) != len(many) {
 			t.Fatalf("round %d: ImportPosts(%d) = %d results, %v", round, len(many), len(got), err)
 		}
 		for i, r := range got {
-			if r.Outcome != want || (want == ExternalIDExists && r.ExistingID != many[i].ID) {
+			if r.Outcome != want || (want == feed.ExternalIDExists && r.ExistingID != many[i].ID) {
 				t.Fatalf("round %d: post %d: %+v; want outcome %d", round, i, r, want)
 			}
 		}
@@ -339,7 +339,7 @@ func testImportPostsRace(t *testing.T, e *env) {
 		posts[i] = feed.Post{ID: mustIDAt(t, at.Add(time.Duration(i)*time.Millisecond), feed.ImportSeq(1, ext, 0)), AuthorID: 1, Content: "r", CreatedAt: at, ExternalID: ext}
 	}
 	const n = 4
-	results := make([][]ImportResult, n)
+	results := make([][]feed.ImportResult, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -353,9 +353,9 @@ func testImportPostsRace(t *testing.T, e *env) {
 				t.Fatalf("import %d: %v", g, errs[g])
 			}
 			switch r := results[g][i]; {
-			case r.Outcome == Imported:
+			case r.Outcome == feed.Imported:
 				imported++
-			case r.Outcome != ExternalIDExists || r.ExistingID != posts[i].ID:
+			case r.Outcome != feed.ExternalIDExists || r.ExistingID != posts[i].ID:
 				t.Fatalf("import %d, post %d: %+v; want imported or exists as %d", g, i, r, posts[i].ID)
 			}
 		}

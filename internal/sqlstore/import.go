@@ -10,41 +10,6 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// ImportOutcome is what an import did with one row: ImportPosts with a
-// post, ImportUsers, ImportFollows and ImportLikes with theirs.
-type ImportOutcome int
-
-const (
-	// Imported: the post is stored.
-	Imported ImportOutcome = iota
-	// ExternalIDExists: the author has a post with this external id
-	// already (ImportResult.ExistingID), deleted or not; nothing was
-	// written. Importing a file again ends here for every post.
-	ExternalIDExists
-	// IDTaken: another post has this id (the same millisecond and
-	// sequence); nothing was written. The caller tries again with another
-	// sequence (feed.ImportSeq with the next attempt).
-	IDTaken
-)
-
-// More outcomes, of the users, follows and likes an import brings.
-const (
-	// Unchanged: the store held the row already (a re-run, or the same
-	// row twice in a batch); nothing changed.
-	Unchanged ImportOutcome = iota + IDTaken + 1
-	// UnknownUser: a user the row names does not exist, or is being
-	// deleted.
-	UnknownUser
-	// UnknownPost: the post a like names does not exist.
-	UnknownPost
-	// Blocked: a block between the two users forbids the follow.
-	Blocked
-	// SelfFollow: a follow of oneself.
-	SelfFollow
-	// Deleting: a user id whose earlier user is being purged.
-	Deleting
-)
-
 // importRows bounds the rows of one multi-row statement of the users,
 // follows and likes an import brings: under SQLite's 32766 bound
 // variables at 5 per row, and well under MySQL's default packet size.
@@ -74,8 +39,8 @@ func idChunks(ids []int64) [][]any {
 // starts at that user's token generation), and leaves existing ones as
 // they are: running it twice changes nothing. outcomes[i] is what became
 // of users[i].
-func (s *Store) ImportUsers(ctx context.Context, users []feed.User) ([]ImportOutcome, error) {
-	out := make([]ImportOutcome, len(users))
+func (s *Store) ImportUsers(ctx context.Context, users []feed.User) ([]feed.ImportOutcome, error) {
+	out := make([]feed.ImportOutcome, len(users))
 	for start := 0; start < len(users); start += importRows {
 		chunk := users[start:min(start+importRows, len(users))]
 		if err := s.importUsers(ctx, chunk, out[start:]); err != nil {
@@ -85,7 +50,7 @@ func (s *Store) ImportUsers(ctx context.Context, users []feed.User) ([]ImportOut
 	return out, nil
 }
 
-func (s *Store) importUsers(ctx context.Context, users []feed.User, out []ImportOutcome) error {
+func (s *Store) importUsers(ctx context.Context, users []feed.User, out []feed.ImportOutcome) error {
 	ids := make([]any, 0, len(users))
 	for _, u := range users {
 		ids = append(ids, u.ID)
@@ -130,10 +95,10 @@ func (s *Store) importUsers(ctx context.Context, users []feed.User, out []Import
 	for i, u := range users {
 		switch {
 		case deleted[u.ID]:
-			out[i] = Deleting
+			out[i] = feed.Deleting
 			continue
 		case exists[u.ID]:
-			out[i] = Unchanged
+			out[i] = feed.Unchanged
 			continue
 		}
 		exists[u.ID] = true // the same id again in this batch is unchanged
@@ -143,7 +108,7 @@ func (s *Store) importUsers(ctx context.Context, users []feed.User, out []Import
 		}
 		args = append(args, u.ID, u.Name, created, gens[u.ID])
 		fresh = append(fresh, i)
-		out[i] = Imported
+		out[i] = feed.Imported
 	}
 	if len(fresh) == 0 {
 		return nil
@@ -160,7 +125,7 @@ func (s *Store) importUsers(ctx context.Context, users []feed.User, out []Import
 		return err
 	}
 	for k := len(fresh) - 1; k >= 0 && int64(len(fresh)) > n; k-- {
-		out[fresh[k]] = Unchanged
+		out[fresh[k]] = feed.Unchanged
 		fresh = fresh[:k]
 	}
 	return nil

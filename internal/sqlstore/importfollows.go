@@ -9,20 +9,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/feedd/feedd/internal/feed"
 )
 
 // pair is an edge: follower a, followee b.
 type pair struct{ a, b int64 }
-
-// FollowImport is what ImportFollows did with a batch of edges.
-type FollowImport struct {
-	// Outcomes[i] is what became of edge i.
-	Outcomes []ImportOutcome
-	// Followers are the users who follow someone new: their feeds
-	// changed. Followees are the users who gained followers. Both
-	// ascending, without repeats.
-	Followers, Followees []int64
-}
 
 // ImportFollows adds the edges (follower, followee) that do not exist yet,
 // with exact counts: edges that exist are left alone and not counted
@@ -46,8 +38,8 @@ type FollowImport struct {
 // A batch that is not all new edges of live, unblocked users (a re-run,
 // a bad line, a block) is undone and run again on the locking path: every
 // user locked first, then the edges read and inserted.
-func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (FollowImport, error) {
-	var res FollowImport
+func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (feed.FollowImport, error) {
+	var res feed.FollowImport
 	var err error
 	for lockFirst := false; ; lockFirst = true {
 		err = s.write(ctx, func(tx *sql.Tx) error {
@@ -60,7 +52,7 @@ func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (FollowImpo
 		}
 	}
 	if err != nil {
-		return FollowImport{}, fmt.Errorf("sqlstore: import %d follows: %w", len(edges), err)
+		return feed.FollowImport{}, fmt.Errorf("sqlstore: import %d follows: %w", len(edges), err)
 	}
 	return res, nil
 }
@@ -69,8 +61,8 @@ func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (FollowImpo
 // that exist, users that are not live, or blocked pairs.
 var errLockFirst = errors.New("the batch takes the locking path")
 
-func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64, lockFirst bool) (FollowImport, error) {
-	res := FollowImport{Outcomes: make([]ImportOutcome, len(edges))}
+func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64, lockFirst bool) (feed.FollowImport, error) {
+	res := feed.FollowImport{Outcomes: make([]feed.ImportOutcome, len(edges))}
 	users := make([]int64, 0, 2*len(edges))
 	for _, e := range edges {
 		users = append(users, e[0], e[1])
@@ -92,13 +84,13 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64,
 	for i, e := range edges {
 		switch {
 		case e[0] == e[1]:
-			res.Outcomes[i] = SelfFollow
+			res.Outcomes[i] = feed.SelfFollow
 		case lockFirst && (!live[e[0]] || !live[e[1]]):
-			res.Outcomes[i] = UnknownUser
+			res.Outcomes[i] = feed.UnknownUser
 		case blocked[pair{e[0], e[1]}]:
-			res.Outcomes[i] = Blocked
+			res.Outcomes[i] = feed.Blocked
 		default:
-			res.Outcomes[i] = Unchanged // until found missing below
+			res.Outcomes[i] = feed.Unchanged // until found missing below
 			want = append(want, pair{e[0], e[1]})
 		}
 	}
@@ -197,7 +189,7 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64,
 	}
 	for i, e := range edges {
 		if p := (pair{e[0], e[1]}); added[p] {
-			res.Outcomes[i] = Imported
+			res.Outcomes[i] = feed.Imported
 			delete(added, p) // the same edge again in the batch is unchanged
 		}
 	}

@@ -13,20 +13,6 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// LikeImport is what ImportLikes did with a batch of (user, post) likes.
-type LikeImport struct {
-	// Outcomes[i] is UnknownUser, UnknownPost, or Imported for a valid
-	// like; of the valid ones, Liked of them were new (the others were
-	// there already, liked or unliked since).
-	Outcomes []ImportOutcome
-	// Liked counts the new likes; Deltas is how much each post's like
-	// count moved (posts that did not move are left out).
-	Liked  int
-	Deltas map[int64]int64
-	// Users are the users of the valid likes, ascending.
-	Users []int64
-}
-
 // ImportLikes makes each user like each post unless the pair has a row
 // already (a like, or an unlike the user made since, which an import must
 // not undo), with exact like counts, also while live likes of the same
@@ -34,8 +20,8 @@ type LikeImport struct {
 // of some of its pairs). An imported like is versioned at its post's
 // creation, so it sorts below every live action of its user, and a
 // re-run finds its own rows stored and changes nothing.
-func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (LikeImport, error) {
-	res := LikeImport{Outcomes: make([]ImportOutcome, len(likes))}
+func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImport, error) {
+	res := feed.LikeImport{Outcomes: make([]feed.ImportOutcome, len(likes))}
 	var users, posts []int64
 	for _, l := range likes {
 		users, posts = append(users, l[0]), append(posts, l[1])
@@ -77,13 +63,13 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (LikeImport, 
 		at, ok := created[l[1]]
 		switch {
 		case !live[l[0]]:
-			res.Outcomes[i] = UnknownUser
+			res.Outcomes[i] = feed.UnknownUser
 			continue
 		case !ok:
-			res.Outcomes[i] = UnknownPost
+			res.Outcomes[i] = feed.UnknownPost
 			continue
 		}
-		res.Outcomes[i] = Imported
+		res.Outcomes[i] = feed.Imported
 		// Microseconds like every like version; the post id's sequence
 		// keeps one user's likes of posts of the same millisecond apart.
 		evs = append(evs, feed.LikeEvent{User: l[0], Post: l[1], Liked: true, Version: at*1000 + (l[1]&4095)%1000})

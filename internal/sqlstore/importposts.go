@@ -11,12 +11,6 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// ImportResult is ImportPosts' answer for one post.
-type ImportResult struct {
-	Outcome    ImportOutcome
-	ExistingID int64 // with ExternalIDExists: the post that has the external id
-}
-
 // importChunk bounds the keys of one lookup of external ids: two
 // arguments a key.
 const importChunk = chunkSize / 2
@@ -47,8 +41,8 @@ const importAttempts = 4
 // earlier chunks stored; running the call again completes it, as every
 // post already stored answers ExternalIDExists. A post that is no valid
 // post is EINVALID, and nothing of its chunk is stored.
-func (s *Store) ImportPosts(ctx context.Context, posts []feed.Post) ([]ImportResult, error) {
-	out := make([]ImportResult, 0, len(posts))
+func (s *Store) ImportPosts(ctx context.Context, posts []feed.Post) ([]feed.ImportResult, error) {
+	out := make([]feed.ImportResult, 0, len(posts))
 	for start := 0; start < len(posts); start += importPostsPerTx {
 		chunk := posts[start:min(start+importPostsPerTx, len(posts))]
 		for _, p := range chunk {
@@ -57,7 +51,7 @@ func (s *Store) ImportPosts(ctx context.Context, posts []feed.Post) ([]ImportRes
 					"post %d by %d: an imported post has a post id (feed.ValidPostID), a positive author id and an external id", p.ID, p.AuthorID))
 			}
 		}
-		var res []ImportResult
+		var res []feed.ImportResult
 		var err error
 		for attempt := 1; ; attempt++ {
 			err = s.write(ctx, func(tx *sql.Tx) error {
@@ -79,11 +73,11 @@ func (s *Store) ImportPosts(ctx context.Context, posts []feed.Post) ([]ImportRes
 }
 
 // importChunk is one transaction of ImportPosts.
-func (s *Store) importChunk(ctx context.Context, tx *sql.Tx, chunk []feed.Post) ([]ImportResult, error) {
-	keys := make([]ExternalKey, len(chunk))
+func (s *Store) importChunk(ctx context.Context, tx *sql.Tx, chunk []feed.Post) ([]feed.ImportResult, error) {
+	keys := make([]feed.ExternalKey, len(chunk))
 	ids := make([]any, len(chunk))
 	for i, p := range chunk {
-		keys[i], ids[i] = ExternalKey{p.AuthorID, p.ExternalID}, p.ID
+		keys[i], ids[i] = feed.ExternalKey{AuthorID: p.AuthorID, ExternalID: p.ExternalID}, p.ID
 	}
 	byKey, err := externalIDsIn(ctx, tx, keys)
 	if err != nil {
@@ -102,17 +96,17 @@ func (s *Store) importChunk(ctx context.Context, tx *sql.Tx, chunk []feed.Post) 
 		taken[id] = true
 	}
 
-	res := make([]ImportResult, len(chunk))
+	res := make([]feed.ImportResult, len(chunk))
 	var values []string
 	var args []any
 	now := millis(time.Now())
 	for i, p := range chunk {
 		switch existing, ok := byKey[keys[i]]; {
 		case ok:
-			res[i] = ImportResult{Outcome: ExternalIDExists, ExistingID: existing}
+			res[i] = feed.ImportResult{Outcome: feed.ExternalIDExists, ExistingID: existing}
 			continue
 		case taken[p.ID]:
-			res[i] = ImportResult{Outcome: IDTaken}
+			res[i] = feed.ImportResult{Outcome: feed.IDTaken}
 			continue
 		}
 		// Later posts of the chunk see this one, as they would see it
@@ -140,8 +134,8 @@ func (s *Store) importChunk(ctx context.Context, tx *sql.Tx, chunk []feed.Post) 
 // primary, or a transaction), one query per chunk of keys.
 func externalIDsIn(ctx context.Context, q interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}, keys []ExternalKey) (map[ExternalKey]int64, error) {
-	ids := make(map[ExternalKey]int64, len(keys))
+}, keys []feed.ExternalKey) (map[feed.ExternalKey]int64, error) {
+	ids := make(map[feed.ExternalKey]int64, len(keys))
 	for start := 0; start < len(keys); start += importChunk {
 		chunk := keys[start:min(start+importChunk, len(keys))]
 		args := make([]any, 0, 2*len(chunk))
@@ -156,7 +150,7 @@ func externalIDsIn(ctx context.Context, q interface {
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var k ExternalKey
+				var k feed.ExternalKey
 				var id int64
 				if err := rows.Scan(&k.AuthorID, &k.ExternalID, &id); err != nil {
 					return err
@@ -172,16 +166,10 @@ func externalIDsIn(ctx context.Context, q interface {
 	return ids, nil
 }
 
-// ExternalKey is a post's external id with its author: unique among posts.
-type ExternalKey struct {
-	AuthorID   int64
-	ExternalID string
-}
-
 // PostIDsByExternalID returns the ids of the posts among keys that exist,
 // deleted ones included, with one query per chunk of keys, from the
 // primary: how an import finds which of a batch it made before.
-func (s *Store) PostIDsByExternalID(ctx context.Context, keys []ExternalKey) (map[ExternalKey]int64, error) {
+func (s *Store) PostIDsByExternalID(ctx context.Context, keys []feed.ExternalKey) (map[feed.ExternalKey]int64, error) {
 	ids, err := externalIDsIn(ctx, s.db, keys)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: post ids by external id (%d keys): %w", len(keys), err)
