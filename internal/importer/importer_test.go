@@ -17,10 +17,10 @@ import (
 	"github.com/feedd/feedd/internal/testenv"
 )
 
-// stores runs fn on the embedded SQLite store and on MariaDB.
 // The SQL store is the importer's Store.
 var _ importer.Store = (*sqlstore.Store)(nil)
 
+// stores runs fn on the embedded SQLite store and on MariaDB.
 func stores(t *testing.T, fn func(t *testing.T, s *sqlstore.Store)) {
 	t.Run("sqlite", func(t *testing.T) {
 		s, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "feedd.db"))
