@@ -1,9 +1,7 @@
 // Package export writes everything feedd holds about one user as one JSON
 // Lines document: what GDPR articles 15 (access) and 20 (portability) ask
-// for. Every line is a JSON object whose "kind" says what it is; the kinds
-// that feedd import reads (user, follow, post, like) are, without "kind",
-// lines of its files, so that one jq filter per kind splits an export into
-// import files:
+// for. Every line is a JSON object whose "kind" says what it is, in the
+// format of package jsonl, which feedd import reads as it is (--export):
 //
 //	{"kind":"user","id":"42","name":"alice"}
 //	{"kind":"profile","user_id":"42","created_at":"…","follower_count":1,"following_count":2}
@@ -23,7 +21,6 @@
 package export
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,6 +28,7 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/jsonl"
 )
 
 // ContentType is the media type of an export.
@@ -59,58 +57,6 @@ type Source interface {
 	LikedPosts(ctx context.Context, user, after int64, n int) ([]feed.Post, error)
 }
 
-// The lines, field for field the import format where there is one.
-type (
-	userLine struct {
-		Kind string `json:"kind"`
-		ID   string `json:"id"`
-		Name string `json:"name"`
-	}
-	profileLine struct {
-		Kind           string `json:"kind"`
-		UserID         string `json:"user_id"`
-		CreatedAt      string `json:"created_at"`
-		FollowerCount  int64  `json:"follower_count"`
-		FollowingCount int64  `json:"following_count"`
-	}
-	markerLine struct {
-		Kind       string `json:"kind"`
-		UserID     string `json:"user_id"`
-		Timeline   string `json:"timeline"`
-		LastReadID string `json:"last_read_id"`
-		UpdatedAt  string `json:"updated_at"`
-	}
-	followLine struct {
-		Kind       string `json:"kind"`
-		FollowerID string `json:"follower_id"`
-		FolloweeID string `json:"followee_id"`
-	}
-	muteLine struct {
-		Kind     string `json:"kind"`
-		UserID   string `json:"user_id"`
-		TargetID string `json:"target_id"`
-	}
-	blockLine struct {
-		Kind      string `json:"kind"`
-		BlockerID string `json:"blocker_id"`
-		BlockedID string `json:"blocked_id"`
-	}
-	postLine struct {
-		Kind       string          `json:"kind"`
-		AuthorID   string          `json:"author_id"`
-		ExternalID string          `json:"external_id"`
-		Content    string          `json:"content"`
-		CreatedAt  string          `json:"created_at"`
-		Data       json.RawMessage `json:"data,omitempty"`
-	}
-	likeLine struct {
-		Kind       string `json:"kind"`
-		UserID     string `json:"user_id"`
-		AuthorID   string `json:"author_id"`
-		ExternalID string `json:"external_id"`
-	}
-)
-
 // Write writes user's export to w. It reads the user first: an unknown or
 // deleted user is ENOTFOUND before anything is written, so a caller can
 // still answer with an error. An error later leaves w with a partial
@@ -137,16 +83,15 @@ func write(ctx context.Context, src Source, user int64, w io.Writer, page int) e
 type encoder struct {
 	w    io.Writer
 	page int // rows per read
-	buf  *bufio.Writer
-	enc  *json.Encoder
+	out  *jsonl.Writer
 }
 
-func (e *encoder) line(v any) error { return e.enc.Encode(v) }
+func (e *encoder) line(v any) error { return e.out.Write(v) }
 
 // flush sends what is buffered on, and through an http.ResponseWriter
 // (or anything else that buffers and can flush) to its client.
 func (e *encoder) flush() error {
-	if err := e.buf.Flush(); err != nil {
+	if err := e.out.Flush(); err != nil {
 		return err
 	}
 	if f, ok := e.w.(interface{ Flush() }); ok {
@@ -156,15 +101,13 @@ func (e *encoder) flush() error {
 }
 
 func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
-	e.buf = bufio.NewWriterSize(e.w, 64<<10)
-	e.enc = json.NewEncoder(e.buf)
-	// Content and names go out as stored, not with <, > and & escaped.
-	e.enc.SetEscapeHTML(false)
-	id := feed.FormatID(u.ID)
-	if err := e.line(userLine{"user", id, u.Name}); err != nil {
+	e.out = jsonl.NewWriter(e.w, 64<<10)
+	id := jsonl.ID(u.ID)
+	if err := e.line(jsonl.UserLine{Kind: jsonl.User, ID: id, Name: u.Name}); err != nil {
 		return err
 	}
-	if err := e.line(profileLine{"profile", id, formatTime(u.CreatedAt), u.FollowerCount, u.FollowingCount}); err != nil {
+	if err := e.line(jsonl.ProfileLine{Kind: jsonl.Profile, UserID: id, CreatedAt: formatTime(u.CreatedAt),
+		FollowerCount: u.FollowerCount, FollowingCount: u.FollowingCount}); err != nil {
 		return err
 	}
 	m, err := src.Marker(ctx, u.ID)
@@ -172,23 +115,24 @@ func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
 		return fmt.Errorf("read marker: %w", err)
 	}
 	if m.LastReadID != 0 {
-		if err := e.line(markerLine{"marker", id, "home", feed.FormatID(m.LastReadID), formatTime(m.UpdatedAt)}); err != nil {
+		if err := e.line(jsonl.MarkerLine{Kind: jsonl.Marker, UserID: id, Timeline: "home",
+			LastReadID: feed.FormatID(m.LastReadID), UpdatedAt: formatTime(m.UpdatedAt)}); err != nil {
 			return err
 		}
 	}
 	for _, l := range []struct {
 		what string
 		list func(ctx context.Context, user, after int64, n int) ([]int64, error)
-		line func(other string) any
+		line func(other jsonl.ID) any
 	}{
-		{"following", src.Following, func(o string) any { return followLine{"follow", id, o} }},
-		{"followers", src.Followers, func(o string) any { return followLine{"follow", o, id} }},
-		{"mutes", src.Mutes, func(o string) any { return muteLine{"mute", id, o} }},
-		{"blocks", src.Blocks, func(o string) any { return blockLine{"block", id, o} }},
+		{"following", src.Following, func(o jsonl.ID) any { return jsonl.FollowLine{Kind: jsonl.Follow, FollowerID: id, FolloweeID: o} }},
+		{"followers", src.Followers, func(o jsonl.ID) any { return jsonl.FollowLine{Kind: jsonl.Follow, FollowerID: o, FolloweeID: id} }},
+		{"mutes", src.Mutes, func(o jsonl.ID) any { return jsonl.MuteLine{Kind: jsonl.Mute, UserID: id, TargetID: o} }},
+		{"blocks", src.Blocks, func(o jsonl.ID) any { return jsonl.BlockLine{Kind: jsonl.Block, BlockerID: id, BlockedID: o} }},
 	} {
 		err := walk(e, l.what, func(after int64) ([]int64, error) { return l.list(ctx, u.ID, after, e.page) },
 			func(other int64) int64 { return other },
-			func(other int64) any { return l.line(feed.FormatID(other)) })
+			func(other int64) any { return l.line(jsonl.ID(other)) })
 		if err != nil {
 			return err
 		}
@@ -196,18 +140,22 @@ func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
 	postID := func(p feed.Post) int64 { return p.ID }
 	err = walk(e, "posts", func(before int64) ([]feed.Post, error) { return src.AuthorPosts(ctx, u.ID, before, e.page) }, postID,
 		func(p feed.Post) any {
-			return postLine{"post", id, externalID(p), p.Content, formatTime(p.CreatedAt), rawData(p.Data)}
+			return jsonl.PostLine{Kind: jsonl.Post, AuthorID: id, ExternalID: externalID(p), Content: p.Content,
+				CreatedAt: formatTime(p.CreatedAt), Data: rawData(p.Data)}
 		})
 	if err != nil {
 		return err
 	}
 	return walk(e, "likes", func(after int64) ([]feed.Post, error) { return src.LikedPosts(ctx, u.ID, after, e.page) }, postID,
-		func(p feed.Post) any { return likeLine{"like", id, feed.FormatID(p.AuthorID), externalID(p)} })
+		func(p feed.Post) any {
+			return jsonl.LikeLine{Kind: jsonl.Like, UserID: id, AuthorID: jsonl.ID(p.AuthorID), ExternalID: externalID(p)}
+		})
 }
 
 // walk writes a keyset-paged list: read returns the page after cursor (0
 // first), key gives the cursor of the next page from a page's last row,
-// line the row's line. Each page is flushed before the next is read.
+// line the row's line (nil: none). Each page is flushed before the next
+// is read.
 func walk[T any](e *encoder, what string, read func(cursor int64) ([]T, error), key func(T) int64, line func(T) any) error {
 	for cursor := int64(0); ; {
 		rows, err := read(cursor)
@@ -215,8 +163,10 @@ func walk[T any](e *encoder, what string, read func(cursor int64) ([]T, error), 
 			return fmt.Errorf("read %s: %w", what, err)
 		}
 		for _, r := range rows {
-			if err := e.line(line(r)); err != nil {
-				return err
+			if l := line(r); l != nil {
+				if err := e.line(l); err != nil {
+					return err
+				}
 			}
 		}
 		if err := e.flush(); err != nil {

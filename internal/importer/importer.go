@@ -31,6 +31,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/jsonl"
 )
 
 // Kind is a kind of file, and of row.
@@ -43,9 +44,16 @@ const (
 	Likes   Kind = "likes"
 )
 
+// Export is a file of every kind, as feedd export writes it: each line
+// says its kind (package jsonl).
+const Export Kind = "export"
+
 // Kinds is the order a run imports its files in: each kind names rows of
 // the kinds before it.
 var Kinds = []Kind{Users, Follows, Posts, Likes}
+
+// lineKinds are the lines of each kind in an export.
+var lineKinds = map[Kind]jsonl.Kind{Users: jsonl.User, Follows: jsonl.Follow, Posts: jsonl.Post, Likes: jsonl.Like}
 
 // Store is what an import needs of SQL (sqlstore.Store; importer_test
 // checks it satisfies Store). Its types are the domain's (feed.ImportOutcome
@@ -160,12 +168,17 @@ const DefaultWriters = 2
 
 // Source is one file to import.
 type Source struct {
+	// Kind is the kind of every line, or Export: then the lines say
+	// theirs, and the file is read once per kind (R is rewound if it is
+	// an io.Seeker, else copied to a temporary file first).
 	Kind Kind
 	// Name is the file's name as the bad lines cite it ("-" for stdin).
 	Name string
 	R    io.Reader
 	// Lines is the file's line count if known (for the progress), or 0.
 	Lines int64
+	// tagged says the pass over an export whose kind Kind now is.
+	tagged bool
 }
 
 // Counts are one kind's totals.
@@ -179,6 +192,9 @@ type Counts struct {
 type Summary struct {
 	Counts  map[Kind]*Counts
 	Seconds map[Kind]float64
+	// NotCarried counts the lines of an export of kinds an import does
+	// not carry (profile, marker, mute, block): read, and left out.
+	NotCarried map[jsonl.Kind]int64
 	// CacheErrors counts the cache entries the run failed to drop or
 	// correct: they stay stale until they expire.
 	CacheErrors int64
@@ -197,9 +213,15 @@ type LineError struct {
 func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason) }
 
 // Run imports sources in the order of Kinds (users first, likes last),
-// whatever order they are given in. It returns the summary and an error
+// whatever order they are given in; an export takes part in every kind's
+// turn with its lines of that kind. It returns the summary and an error
 // wrapping ErrSkipped if any line was bad (in strict mode the first bad
 // line's LineError, after which nothing more is read), or what failed.
+//
+// A line that is not of the format (a key its kind does not have, which
+// would be lost; a line of an export in a file of one kind) stops the run
+// whatever the mode, with its LineError, and nothing of its batch is
+// written: the file needs fixing, not skipping a line at a time.
 //
 // The caches it cannot reach are not corrected: with the embedded
 // default's in-process cache, the serving process keeps the inboxes it
@@ -222,13 +244,25 @@ func Run(ctx context.Context, store Store, caches Caches, opts Options, sources 
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := &run{store: store, caches: caches, opts: opts,
-		sum: Summary{Counts: map[Kind]*Counts{}, Seconds: map[Kind]float64{}}}
+		sum: Summary{Counts: map[Kind]*Counts{}, Seconds: map[Kind]float64{}, NotCarried: map[jsonl.Kind]int64{}}}
 	for _, k := range Kinds {
 		r.sum.Counts[k] = &Counts{}
 	}
+	sources, err := rewindable(sources)
+	if err != nil {
+		return r.sum, err
+	}
+	defer closeSpooled(sources)
 	for _, k := range Kinds {
 		for _, src := range sources {
-			if src.Kind != k {
+			switch src.Kind {
+			case k:
+			case Export:
+				if err := rewind(src); err != nil {
+					return r.sum, err
+				}
+				src.Kind, src.tagged = k, true
+			default:
 				continue
 			}
 			start := time.Now()
@@ -344,7 +378,7 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 	ch := make(chan batchOf, writers)
 	g.Go(func() error {
 		defer close(ch)
-		lr := newLineReader(src.R)
+		lr := jsonl.NewReader(src.R)
 		batch := make([]item[T], 0, rows)
 		var lines, size int64
 		flush := func(stop *LineError) error {
@@ -362,7 +396,7 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 			return nil
 		}
 		for {
-			line, err := lr.next()
+			line, err := lr.Next()
 			if errors.Is(err, io.EOF) {
 				return flush(nil)
 			}
@@ -373,24 +407,41 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 			var reason string
 			var row T
 			switch {
-			case lr.long:
-				reason = fmt.Sprintf("line longer than %d bytes", maxLine)
-			case len(bytesTrimSpace(line)) == 0:
+			case lr.Long():
+				reason = fmt.Sprintf("line longer than %d bytes", jsonl.MaxLine)
+			case jsonl.Blank(line):
 				continue // blank lines are allowed, and not rows
 			default:
-				if row, err = parse(line); err != nil {
+				var ours bool
+				if ours, err = r.admit(src, line); err == nil && !ours {
+					continue
+				}
+				if err == nil {
+					row, err = parse(line)
+				}
+				var fe *formatError
+				var ke *jsonl.KeyError
+				if errors.As(err, &fe) || errors.As(err, &ke) {
+					// The file is not what the import reads: stop before
+					// this batch is written, whatever --strict says.
+					p.Add(lines)
+					r.count(src.Kind, 1, 0, 0)
+					_ = r.bad(src.Kind, src.Name, lr.Line(), err.Error())
+					return &LineError{File: src.Name, Line: lr.Line(), Reason: err.Error()}
+				}
+				if err != nil {
 					reason = err.Error()
 				}
 			}
 			if reason != "" {
 				if r.opts.Strict {
-					return flush(&LineError{File: src.Name, Line: lr.n, Reason: reason})
+					return flush(&LineError{File: src.Name, Line: lr.Line(), Reason: reason})
 				}
 				r.count(src.Kind, 1, 0, 0)
-				_ = r.bad(src.Kind, src.Name, lr.n, reason) // not strict: nil
+				_ = r.bad(src.Kind, src.Name, lr.Line(), reason) // not strict: nil
 				continue
 			}
-			batch = append(batch, item[T]{line: lr.n, row: row})
+			batch = append(batch, item[T]{line: lr.Line(), row: row})
 			size += int64(len(line))
 			if len(batch) == rows || size >= maxBatchBytes {
 				if err := flush(nil); err != nil {
@@ -416,16 +467,6 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 		})
 	}
 	return g.Wait()
-}
-
-func bytesTrimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
 }
 
 // outcomes counts a written batch's outcomes and reports its bad rows.

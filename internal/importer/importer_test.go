@@ -316,6 +316,53 @@ func TestImportStrict(t *testing.T) {
 	})
 }
 
+// TestImportRefusesUnknownKeys: a line with a key its kind does not have
+// (a typo would lose the key's value) stops the run whatever the mode,
+// naming the line and the key, and nothing of its batch is written; so
+// does an export given as a file of one kind.
+func TestImportRefusesUnknownKeys(t *testing.T) {
+	stores(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := t.Context()
+		if _, err := importer.Run(ctx, s, importer.Caches{}, importer.Options{}, []importer.Source{
+			{Kind: importer.Users, Name: "u", R: strings.NewReader(`{"id":"1","name":"alice"}` + "\n")}}); err != nil {
+			t.Fatal(err)
+		}
+		posts := lines(
+			`{"author_id":"1","external_id":"a","content":"one","created_at":"2020-01-01T00:00:00Z"}`,
+			`{"author_id":"1","external_id":"b","content":"two","created_at":"2020-01-01T00:00:00Z","dta":{"x":1}}`,
+			`{"author_id":"1","external_id":"c","content":"three","created_at":"2020-01-01T00:00:00Z"}`,
+		)
+		for _, strict := range []bool{false, true} {
+			var bad strings.Builder
+			_, err := importer.Run(ctx, s, importer.Caches{}, importer.Options{Bad: &bad, Strict: strict},
+				[]importer.Source{{Kind: importer.Posts, Name: "posts.jsonl", R: strings.NewReader(posts)}})
+			var le *importer.LineError
+			if !errors.As(err, &le) || le.File != "posts.jsonl" || le.Line != 2 || !strings.Contains(le.Reason, `unknown key "dta"`) {
+				t.Fatalf("strict %v: Run: %v; want the LineError of posts.jsonl:2 naming the key dta", strict, err)
+			}
+			if !strings.Contains(bad.String(), `posts.jsonl:2: unknown key "dta"`) {
+				t.Errorf("strict %v: reported %q; want posts.jsonl:2 and the key", strict, bad.String())
+			}
+			ids, err := s.PostIDsByExternalID(ctx, []feed.ExternalKey{{AuthorID: 1, ExternalID: "a"}, {AuthorID: 1, ExternalID: "b"}, {AuthorID: 1, ExternalID: "c"}})
+			if err != nil || len(ids) != 0 {
+				t.Fatalf("strict %v: posts stored %v (err %v); want none of the batch", strict, ids, err)
+			}
+		}
+
+		// An export given as a file of users.
+		export := lines(`{"kind":"user","id":"2","name":"bob"}`, `{"kind":"profile","user_id":"2","created_at":"2020-01-01T00:00:00Z","follower_count":0,"following_count":0}`)
+		_, err := importer.Run(ctx, s, importer.Caches{}, importer.Options{},
+			[]importer.Source{{Kind: importer.Users, Name: "bob.jsonl", R: strings.NewReader(export)}})
+		var le *importer.LineError
+		if !errors.As(err, &le) || le.Line != 1 || !strings.Contains(le.Reason, "--export bob.jsonl") {
+			t.Fatalf("Run(an export as users): %v; want the LineError of line 1 pointing to --export", err)
+		}
+		if u, err := s.Users(ctx, []int64{2}); err != nil || len(u) != 0 {
+			t.Errorf("users stored %v (err %v); want none", u, err)
+		}
+	})
+}
+
 // TestImportConcurrentFollows: follows made through the store while an
 // import adds edges to the same users leave exact counts.
 func TestImportConcurrentFollows(t *testing.T) {

@@ -2,37 +2,13 @@ package importer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
-)
-
-// The lines of each kind, as the files carry them.
-type (
-	userLine struct {
-		ID   id     `json:"id"`
-		Name string `json:"name"`
-	}
-	followLine struct {
-		Follower id `json:"follower_id"`
-		Followee id `json:"followee_id"`
-	}
-	postLine struct {
-		Author     id              `json:"author_id"`
-		ExternalID string          `json:"external_id"`
-		Content    string          `json:"content"`
-		CreatedAt  string          `json:"created_at"`
-		Data       json.RawMessage `json:"data"`
-	}
-	likeLine struct {
-		User       id     `json:"user_id"`
-		Author     id     `json:"author_id"`
-		ExternalID string `json:"external_id"`
-	}
+	"github.com/feedd/feedd/internal/jsonl"
 )
 
 // reason turns a domain error into the sentence a bad line is reported
@@ -45,7 +21,7 @@ func reason(err error) string {
 	return err.Error()
 }
 
-func required(field string, v id) error {
+func required(field string, v jsonl.ID) error {
 	if v == 0 {
 		return fmt.Errorf("%s is required", field)
 	}
@@ -53,8 +29,8 @@ func required(field string, v id) error {
 }
 
 func (r *run) parseUser(line []byte) (feed.User, error) {
-	var l userLine
-	if err := decode(line, &l); err != nil {
+	var l jsonl.UserLine
+	if err := jsonl.Decode(line, &l); err != nil {
 		return feed.User{}, err
 	}
 	if err := required("id", l.ID); err != nil {
@@ -81,17 +57,17 @@ func (r *run) writeUsers(ctx context.Context, src Source, batch []item[feed.User
 }
 
 func (r *run) parseFollow(line []byte) ([2]int64, error) {
-	var l followLine
-	if err := decode(line, &l); err != nil {
+	var l jsonl.FollowLine
+	if err := jsonl.Decode(line, &l); err != nil {
 		return [2]int64{}, err
 	}
-	if err := errors.Join(required("follower_id", l.Follower), required("followee_id", l.Followee)); err != nil {
+	if err := errors.Join(required("follower_id", l.FollowerID), required("followee_id", l.FolloweeID)); err != nil {
 		return [2]int64{}, errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	if l.Follower == l.Followee {
+	if l.FollowerID == l.FolloweeID {
 		return [2]int64{}, errors.New("a user cannot follow themselves")
 	}
-	return [2]int64{int64(l.Follower), int64(l.Followee)}, nil
+	return [2]int64{int64(l.FollowerID), int64(l.FolloweeID)}, nil
 }
 
 func (r *run) writeFollows(ctx context.Context, src Source, batch []item[[2]int64]) error {
@@ -148,11 +124,11 @@ func (r *run) followsDone(ctx context.Context) error {
 }
 
 func (r *run) parsePost(line []byte) (feed.Post, error) {
-	var l postLine
-	if err := decode(line, &l); err != nil {
+	var l jsonl.PostLine
+	if err := jsonl.Decode(line, &l); err != nil {
 		return feed.Post{}, err
 	}
-	if err := required("author_id", l.Author); err != nil {
+	if err := required("author_id", l.AuthorID); err != nil {
 		return feed.Post{}, err
 	}
 	if err := feed.CheckExternalID(l.ExternalID); err != nil {
@@ -173,7 +149,7 @@ func (r *run) parsePost(line []byte) (feed.Post, error) {
 	if at.Before(feed.HistoryStart) || at.After(time.Now()) {
 		return feed.Post{}, fmt.Errorf("created_at %s is outside %s to now", l.CreatedAt, feed.HistoryStart.Format(time.RFC3339))
 	}
-	row := feed.Post{AuthorID: int64(l.Author), ExternalID: l.ExternalID, Content: l.Content, CreatedAt: at.UTC()}
+	row := feed.Post{AuthorID: int64(l.AuthorID), ExternalID: l.ExternalID, Content: l.Content, CreatedAt: at.UTC()}
 	if len(l.Data) > 0 && string(l.Data) != "null" {
 		if row.Data, err = feed.CheckData(l.Data); err != nil {
 			return feed.Post{}, errors.New(reason(err))
@@ -255,12 +231,12 @@ func (r *run) writePosts(ctx context.Context, src Source, batch []item[feed.Post
 	return outcomes(r, src, batch, out, func(i int, o feed.ImportOutcome) string { return reasons[i] })
 }
 
-func (r *run) parseLike(line []byte) (likeLine, error) {
-	var l likeLine
-	if err := decode(line, &l); err != nil {
+func (r *run) parseLike(line []byte) (jsonl.LikeLine, error) {
+	var l jsonl.LikeLine
+	if err := jsonl.Decode(line, &l); err != nil {
 		return l, err
 	}
-	if err := errors.Join(required("user_id", l.User), required("author_id", l.Author)); err != nil {
+	if err := errors.Join(required("user_id", l.UserID), required("author_id", l.AuthorID)); err != nil {
 		return l, errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	if err := feed.CheckExternalID(l.ExternalID); err != nil {
@@ -269,10 +245,10 @@ func (r *run) parseLike(line []byte) (likeLine, error) {
 	return l, nil
 }
 
-func (r *run) writeLikes(ctx context.Context, src Source, batch []item[likeLine]) error {
+func (r *run) writeLikes(ctx context.Context, src Source, batch []item[jsonl.LikeLine]) error {
 	keys := make([]feed.ExternalKey, len(batch))
 	for i, it := range batch {
-		keys[i] = feed.ExternalKey{AuthorID: int64(it.row.Author), ExternalID: it.row.ExternalID}
+		keys[i] = feed.ExternalKey{AuthorID: int64(it.row.AuthorID), ExternalID: it.row.ExternalID}
 	}
 	ids, err := r.store.PostIDsByExternalID(ctx, keys)
 	if err != nil {
@@ -288,7 +264,7 @@ func (r *run) writeLikes(ctx context.Context, src Source, batch []item[likeLine]
 			out[i] = feed.UnknownPost
 			continue
 		}
-		likes = append(likes, [2]int64{int64(it.row.User), post})
+		likes = append(likes, [2]int64{int64(it.row.UserID), post})
 		at = append(at, i)
 	}
 	res, err := r.store.ImportLikes(ctx, likes)
@@ -313,8 +289,8 @@ func (r *run) writeLikes(ctx context.Context, src Source, batch []item[likeLine]
 	return outcomes(r, src, batch, out, func(i int, o feed.ImportOutcome) string {
 		l := batch[i].row
 		if o == feed.UnknownUser {
-			return fmt.Sprintf("unknown user: %d does not exist", l.User)
+			return fmt.Sprintf("unknown user: %d does not exist", l.UserID)
 		}
-		return fmt.Sprintf("unknown post: author %d has no post %q", l.Author, l.ExternalID)
+		return fmt.Sprintf("unknown post: author %d has no post %q", l.AuthorID, l.ExternalID)
 	})
 }

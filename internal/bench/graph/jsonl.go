@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -13,11 +12,12 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/jsonl"
 )
 
 // JSONLWriter writes a graph as the JSON Lines files feedd import reads
 // (users.jsonl, follows.jsonl, posts.jsonl, likes.jsonl in one
-// directory), so that an import can be measured on the bench's graph.
+// directory, lines of package jsonl), so that an import can be measured on the bench's graph.
 // Each post gets LikesPerPost likes from users drawn from the post's id,
 // so the same graph writes the same likes. Calls may come from several
 // goroutines; the users must come before the posts (Graph.Load's order).
@@ -26,9 +26,8 @@ type JSONLWriter struct {
 
 	mu    sync.Mutex
 	files [4]*os.File
-	w     [4]*bufio.Writer
+	w     [4]*jsonl.Writer
 	users []int64
-	buf   []byte
 }
 
 const (
@@ -53,7 +52,7 @@ func NewJSONLWriter(dir string, likesPerPost int) (*JSONLWriter, error) {
 			w.Close()
 			return nil, fmt.Errorf("bench graph: %w", err)
 		}
-		w.files[i], w.w[i] = f, bufio.NewWriterSize(f, 1<<20)
+		w.files[i], w.w[i] = f, jsonl.NewWriter(f, 1<<20)
 	}
 	return w, nil
 }
@@ -72,33 +71,13 @@ func (w *JSONLWriter) Close() error {
 	return err
 }
 
-func (w *JSONLWriter) line(file int) error {
-	w.buf = append(w.buf, '\n')
-	_, err := w.w[file].Write(w.buf)
-	w.buf = w.buf[:0]
-	return err
-}
-
-func (w *JSONLWriter) id(key string, v int64) {
-	w.buf = append(w.buf, '"')
-	w.buf = append(w.buf, key...)
-	w.buf = append(w.buf, `":"`...)
-	w.buf = strconv.AppendInt(w.buf, v, 10)
-	w.buf = append(w.buf, '"')
-}
-
 // LoadUsers writes users.jsonl lines; the counts are the import's to
 // compute from the follows.
 func (w *JSONLWriter) LoadUsers(_ context.Context, users []feed.User) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, u := range users {
-		w.buf = append(w.buf, '{')
-		w.id("id", u.ID)
-		w.buf = append(w.buf, `,"name":`...)
-		w.buf = strconv.AppendQuote(w.buf, u.Name)
-		w.buf = append(w.buf, '}')
-		if err := w.line(jsonlUsers); err != nil {
+		if err := w.w[jsonlUsers].Write(jsonl.UserLine{ID: jsonl.ID(u.ID), Name: u.Name}); err != nil {
 			return err
 		}
 		w.users = append(w.users, u.ID)
@@ -111,12 +90,7 @@ func (w *JSONLWriter) LoadFollows(_ context.Context, edges [][2]int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, e := range edges {
-		w.buf = append(w.buf, '{')
-		w.id("follower_id", e[0])
-		w.buf = append(w.buf, ',')
-		w.id("followee_id", e[1])
-		w.buf = append(w.buf, '}')
-		if err := w.line(jsonlFollows); err != nil {
+		if err := w.w[jsonlFollows].Write(jsonl.FollowLine{FollowerID: jsonl.ID(e[0]), FolloweeID: jsonl.ID(e[1])}); err != nil {
 			return err
 		}
 	}
@@ -130,16 +104,10 @@ func (w *JSONLWriter) LoadPosts(_ context.Context, posts []feed.Post) error {
 	defer w.mu.Unlock()
 	for _, p := range posts {
 		ext := "p" + strconv.FormatInt(p.ID, 10)
-		w.buf = append(w.buf, '{')
-		w.id("author_id", p.AuthorID)
-		w.buf = append(w.buf, `,"external_id":"`...)
-		w.buf = append(w.buf, ext...)
-		w.buf = append(w.buf, `","content":`...)
-		w.buf = strconv.AppendQuote(w.buf, p.Content)
-		w.buf = append(w.buf, `,"created_at":"`...)
-		w.buf = p.CreatedAt.UTC().AppendFormat(w.buf, time.RFC3339Nano)
-		w.buf = append(w.buf, `"}`...)
-		if err := w.line(jsonlPosts); err != nil {
+		author := jsonl.ID(p.AuthorID)
+		line := jsonl.PostLine{AuthorID: author, ExternalID: ext, Content: p.Content,
+			CreatedAt: p.CreatedAt.UTC().Format(time.RFC3339Nano)}
+		if err := w.w[jsonlPosts].Write(line); err != nil {
 			return err
 		}
 		if len(w.users) == 0 {
@@ -153,14 +121,7 @@ func (w *JSONLWriter) LoadPosts(_ context.Context, posts []feed.Post) error {
 				u = w.users[rng.IntN(len(w.users))]
 			}
 			seen[u] = true
-			w.buf = append(w.buf, '{')
-			w.id("user_id", u)
-			w.buf = append(w.buf, ',')
-			w.id("author_id", p.AuthorID)
-			w.buf = append(w.buf, `,"external_id":"`...)
-			w.buf = append(w.buf, ext...)
-			w.buf = append(w.buf, `"}`...)
-			if err := w.line(jsonlLikes); err != nil {
+			if err := w.w[jsonlLikes].Write(jsonl.LikeLine{UserID: jsonl.ID(u), AuthorID: author, ExternalID: ext}); err != nil {
 				return err
 			}
 		}

@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/feedd/feedd/internal/jsonl"
 )
 
 // TestJSONLWriter: the files hold the graph's every user, edge and post,
 // LikesPerPost likes of each post by distinct users, each line a JSON
-// object of the fields feedd import reads, and likes name posts that are
-// in posts.jsonl.
+// object of the fields feedd import reads (decoded strictly, as the
+// import does), and likes name posts that are in posts.jsonl.
 func TestJSONLWriter(t *testing.T) {
 	opts := DefaultOptions()
 	opts.Users, opts.CelebrityFollowers, opts.Cohorts, opts.SampleUsers, opts.PostsPerUser = 500, 100, []int{20}, 10, 3
@@ -33,7 +35,7 @@ func TestJSONLWriter(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	read := func(name string, fields ...string) []map[string]string {
+	read := func(name string, line any, fields ...string) []map[string]string {
 		f, err := os.Open(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -44,6 +46,9 @@ func TestJSONLWriter(t *testing.T) {
 		for sc.Scan() {
 			var l map[string]any
 			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Fatalf("%s: %q: %v", name, sc.Text(), err)
+			}
+			if err := jsonl.Decode(sc.Bytes(), line); err != nil {
 				t.Fatalf("%s: %q: %v", name, sc.Text(), err)
 			}
 			row := map[string]string{}
@@ -58,10 +63,10 @@ func TestJSONLWriter(t *testing.T) {
 		}
 		return out
 	}
-	users := read("users.jsonl", "id", "name")
-	follows := read("follows.jsonl", "follower_id", "followee_id")
-	posts := read("posts.jsonl", "author_id", "external_id", "content", "created_at")
-	likes := read("likes.jsonl", "user_id", "author_id", "external_id")
+	users := read("users.jsonl", &jsonl.UserLine{}, "id", "name")
+	follows := read("follows.jsonl", &jsonl.FollowLine{}, "follower_id", "followee_id")
+	posts := read("posts.jsonl", &jsonl.PostLine{}, "author_id", "external_id", "content", "created_at")
+	likes := read("likes.jsonl", &jsonl.LikeLine{}, "user_id", "author_id", "external_id")
 	if len(users) != m.Users || int64(len(follows)) != m.Follows || int64(len(posts)) != m.Posts || len(likes) != 3*len(posts) {
 		t.Errorf("%d users, %d follows, %d posts, %d likes; want %d, %d, %d, %d",
 			len(users), len(follows), len(posts), len(likes), m.Users, m.Follows, m.Posts, 3*m.Posts)
