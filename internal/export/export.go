@@ -15,7 +15,8 @@
 //
 // A post without an external id carries its feedd id as external_id, so
 // that likes can name it and an import elsewhere has a key to keep it
-// once. The document is written as it is read, a page at a time, so
+// once. The likes of posts that a block hides from the user are left out,
+// as the API's lists of likes leave them out. The document is written as it is read, a page at a time, so
 // memory stays flat whatever the user's size; it is not one snapshot (a
 // follow made during an export may or may not be in it).
 package export
@@ -55,6 +56,9 @@ type Source interface {
 	// LikedPosts returns up to n live posts user likes with ids above
 	// after, ascending.
 	LikedPosts(ctx context.Context, user, after int64, n int) ([]feed.Post, error)
+	// Hidden returns whom user mutes and whom a block stands between it
+	// and, either way.
+	Hidden(ctx context.Context, user int64) (feed.Hidden, error)
 }
 
 // Write writes user's export to w. It reads the user first: an unknown or
@@ -146,8 +150,16 @@ func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
 	if err != nil {
 		return err
 	}
+	// Read after the lists: a block made meanwhile hides its likes too.
+	hidden, err := src.Hidden(ctx, u.ID)
+	if err != nil {
+		return fmt.Errorf("read blocks: %w", err)
+	}
 	return walk(e, "likes", func(after int64) ([]feed.Post, error) { return src.LikedPosts(ctx, u.ID, after, e.page) }, postID,
 		func(p feed.Post) any {
+			if hidden.Blocked(p.AuthorID) {
+				return nil
+			}
 			return jsonl.LikeLine{Kind: jsonl.Like, UserID: id, AuthorID: jsonl.ID(p.AuthorID), ExternalID: externalID(p)}
 		})
 }

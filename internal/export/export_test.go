@@ -186,3 +186,49 @@ func TestWriteFails(t *testing.T) {
 		t.Fatalf("got %v after %q; want unavailable after the user line", err, b.String())
 	}
 }
+
+// TestWriteHidesBlockedLikes: the likes of posts whose author is on the
+// other side of a block, either way, are left out, as the API's lists of
+// likes leave them out; the others stay.
+func TestWriteHidesBlockedLikes(t *testing.T) {
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			s := open(t)
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			const alice, bob, carol, dave = 1, 2, 3, 4
+			for id, name := range map[int64]string{alice: "alice", bob: "bob", carol: "carol", dave: "dave"} {
+				_, err := s.CreateUser(ctx, feed.User{ID: id, Name: name})
+				must(err)
+			}
+			at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+			for _, author := range []int64{bob, carol, dave} {
+				_, _, err := s.CreatePost(ctx, feed.Post{ID: 1000 * author, AuthorID: author, Content: "hi", CreatedAt: at}, feed.Idempotency{})
+				must(err)
+				_, _, err = s.ApplyLikes(ctx, []feed.LikeEvent{{User: alice, Post: 1000 * author, Liked: true, Version: author}})
+				must(err)
+			}
+			_, err := s.Block(ctx, bob, alice) // bob blocks alice
+			must(err)
+			_, err = s.Block(ctx, alice, carol) // alice blocks carol
+			must(err)
+			var b bytes.Buffer
+			must(Write(ctx, s, alice, &b))
+			var likes []string
+			for _, l := range strings.Split(b.String(), "\n") {
+				if strings.HasPrefix(l, `{"kind":"like"`) {
+					likes = append(likes, l)
+				}
+			}
+			want := []string{`{"kind":"like","user_id":"1","author_id":"4","external_id":"4000"}`}
+			if strings.Join(likes, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("likes in the export:\n%s\nwant only dave's:\n%s", strings.Join(likes, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
