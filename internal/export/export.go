@@ -54,7 +54,7 @@ type Source interface {
 	// from the newest), newest first.
 	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, error)
 	// LikedPosts returns up to n live posts user likes with ids above
-	// after, ascending.
+	// after (0: from the first, negative ids included), ascending.
 	LikedPosts(ctx context.Context, user, after int64, n int) ([]feed.Post, error)
 	// Hidden returns whom user mutes and whom a block stands between it
 	// and, either way.

@@ -349,8 +349,9 @@ func (s *Store) TopLiked(ctx context.Context, since time.Time, n int) ([]int64, 
 }
 
 // LikedPosts returns up to n of the live posts user likes, with ids above
-// after, by ascending id: pass the last id of a page as the next page's
-// after. It is the export's listing, walking the likes primary key
+// after (0: from the first, posts from before 2025 and their negative ids
+// included), by ascending id: pass the last id of a page as the next
+// page's after. It is the export's listing, walking the likes primary key
 // (user_id, post_id) rather than the version index the API's newest-first
 // listing uses, so a page is a range read whatever the likes' order.
 func (s *Store) LikedPosts(ctx context.Context, user, after int64, n int) ([]feed.Post, error) {
@@ -359,7 +360,7 @@ func (s *Store) LikedPosts(ctx context.Context, user, after int64, n int) ([]fee
 	}
 	rows, err := s.rdb.QueryContext(ctx, "SELECT "+postColumnsOf("p")+` FROM likes l JOIN posts p ON p.id = l.post_id
 		WHERE l.user_id = ? AND l.post_id > ? AND l.liked = 1 AND p.deleted_at IS NULL
-		ORDER BY l.post_id LIMIT ?`, user, after, n)
+		ORDER BY l.post_id LIMIT ?`, user, lowerBound(after), n)
 	posts, err := scanPosts(rows, err, n)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: posts %d likes after %d: %w", user, after, err)
