@@ -8,7 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -33,6 +35,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	for _, k := range importer.Kinds {
 		files[k] = fs.String(string(k), "", "JSON Lines file of "+string(k)+" to import (- reads standard input)")
 	}
+	files[importer.Export] = fs.String("export", "", "a feedd export (what feedd export writes) to import as it is (- reads standard input)")
 	strict := fs.Bool("strict", false, "stop at the first bad line instead of reporting and skipping it")
 	batch := fs.Int("batch", 0, fmt.Sprintf("rows per transaction (default %d follows, %d likes, %d users or posts)",
 		importer.FollowBatch, importer.LikeBatch, importer.DefaultBatch))
@@ -54,7 +57,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	f.num(&pullAt, "pull-threshold", int(tl.Policy.PullThreshold), true, "the deployment's pull threshold (hybrid)")
 	f.num(&activeDays, "active-days", int(tl.InboxTTL/(24*time.Hour)), true, "as the deployment's")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, `usage: feedd import [--users F] [--follows F] [--posts F] [--likes F] [flags]
+		fmt.Fprintf(stderr, `usage: feedd import [--users F] [--follows F] [--posts F] [--likes F] [--export F] [flags]
 
 Imports an existing app's data from JSON Lines files (one JSON object a
 line; - reads standard input), in the order users, follows, posts, likes:
@@ -62,6 +65,10 @@ line; - reads standard input), in the order users, follows, posts, likes:
   follows  {"follower_id":"42","followee_id":"7"}
   posts    {"author_id":"42","external_id":"blog-9913","content":"...","created_at":"2019-05-01T12:00:00Z","data":{...}}
   likes    {"user_id":"42","author_id":"7","external_id":"blog-9913"}
+  export   what feedd export writes: lines of every kind, each with its
+           "kind"; its profile, marker, mute and block lines are not
+           imported (counted and said)
+A key a line's kind does not have stops the import at that line.
 Running a file again changes nothing. A bad line is reported as FILE:LINE:
 reason and skipped (--strict stops at it); the exit status is 1 if any
 was. Safe while feedd serves; see docs/operations.md.
@@ -87,7 +94,7 @@ flags:
 		return usageError{fmt.Errorf("import: --writers %d: want 1 to 16", *writers)}
 	}
 	stdins := 0
-	for _, k := range importer.Kinds {
+	for _, k := range importer.Files {
 		if *files[k] == "-" {
 			stdins++
 		}
@@ -96,7 +103,7 @@ flags:
 		return usageError{errors.New("import: only one file can be standard input")}
 	}
 	var sources []importer.Source
-	for _, k := range importer.Kinds {
+	for _, k := range importer.Files {
 		name := *files[k]
 		if name == "" {
 			continue
@@ -119,7 +126,7 @@ flags:
 	}
 	if len(sources) == 0 {
 		fs.Usage()
-		return usageError{errors.New("import: name at least one file: --users, --follows, --posts or --likes")}
+		return usageError{errors.New("import: name at least one file: --users, --follows, --posts, --likes or --export")}
 	}
 
 	logger := newLogger(stderr, getenv("FEEDD_LOG_LEVEL"), "text")
@@ -156,6 +163,9 @@ flags:
 		},
 	}, sources)
 	writeSummary(stdout, sum)
+	for _, k := range slices.Sorted(maps.Keys(sum.NotCarried)) {
+		fmt.Fprintf(stderr, "import: %d line(s) of kind %s not imported: feedd import does not carry that kind\n", sum.NotCarried[k], k)
+	}
 	if sum.CacheErrors > 0 {
 		fmt.Fprintf(stderr, "import: %d cache entries could not be dropped or corrected; they stay stale until they expire\n", sum.CacheErrors)
 		if err == nil {

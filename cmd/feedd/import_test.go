@@ -298,3 +298,68 @@ func TestImportUsage(t *testing.T) {
 		t.Errorf("no summary on stdout:\n%s", out.String())
 	}
 }
+
+// TestImportExportFile: what feedd export writes, feedd import --export
+// takes as it is, from a file or standard input, into a fresh database,
+// whose export is then the same but for the kinds an import does not
+// carry (said on stderr); the export given as a file of users is refused,
+// pointing to --export.
+func TestImportExportFile(t *testing.T) {
+	dir := t.TempDir()
+	env := func(string) string { return "" }
+	write := func(name, body string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	users := write("users.jsonl", `{"id":"1","name":"alice"}`+"\n")
+	posts := write("posts.jsonl", `{"author_id":"1","external_id":"a","content":"old <&>","created_at":"2019-05-01T12:00:00.123Z","data":{"t":[1,"x"]}}`+"\n"+
+		`{"author_id":"1","external_id":"b","content":"newer","created_at":"2025-05-01T12:00:00Z"}`+"\n")
+	var out, errs bytes.Buffer
+	if err := runImport(t.Context(), []string{"--data-dir", filepath.Join(dir, "a"), "--users", users, "--posts", posts}, env, nil, &out, &errs); err != nil {
+		t.Fatalf("import: %v\n%s", err, errs.String())
+	}
+	exported := filepath.Join(dir, "alice.jsonl")
+	if err := runExport(t.Context(), []string{"--data-dir", filepath.Join(dir, "a"), "-user", "1", "-out", exported}, env, &out, &errs); err != nil {
+		t.Fatalf("export: %v\n%s", err, errs.String())
+	}
+	doc, err := os.ReadFile(exported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withoutProfile := func(doc string) string {
+		var keep []string
+		for _, l := range strings.SplitAfter(doc, "\n") {
+			if !strings.HasPrefix(l, `{"kind":"profile"`) {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "")
+	}
+	for name, args := range map[string][]string{"file": {"--export", exported}, "stdin": {"--export", "-"}} {
+		data := filepath.Join(dir, "fresh-"+name)
+		var out, errs bytes.Buffer
+		if err := runImport(t.Context(), append([]string{"--data-dir", data}, args...), env, bytes.NewReader(doc), &out, &errs); err != nil {
+			t.Fatalf("%s: import --export: %v\n%s", name, err, errs.String())
+		}
+		if !strings.Contains(errs.String(), "1 line(s) of kind profile not imported") {
+			t.Errorf("%s: stderr does not say the profile was not imported:\n%s", name, errs.String())
+		}
+		var again bytes.Buffer
+		if err := runExport(t.Context(), []string{"--data-dir", data, "-user", "1"}, env, &again, &errs); err != nil {
+			t.Fatalf("%s: export: %v\n%s", name, err, errs.String())
+		}
+		if got, want := withoutProfile(again.String()), withoutProfile(string(doc)); got != want || !strings.Contains(got, `"data":{"t":[1,"x"]}`) {
+			t.Errorf("%s: export after the round trip\n%s\nwant\n%s", name, got, want)
+		}
+	}
+	out.Reset()
+	errs.Reset()
+	err = runImport(t.Context(), []string{"--data-dir", filepath.Join(dir, "b"), "--users", exported}, env, nil, &out, &errs)
+	if exitCode(err) != 1 || !strings.Contains(err.Error(), "--export "+exported) {
+		t.Errorf("an export given as users: %v (exit %d); want exit 1 pointing to --export", err, exitCode(err))
+	}
+}

@@ -52,6 +52,10 @@ const Export Kind = "export"
 // the kinds before it.
 var Kinds = []Kind{Users, Follows, Posts, Likes}
 
+// Files are the kinds of file a run takes: one for each of Kinds, and
+// exports.
+var Files = []Kind{Users, Follows, Posts, Likes, Export}
+
 // lineKinds are the lines of each kind in an export.
 var lineKinds = map[Kind]jsonl.Kind{Users: jsonl.User, Follows: jsonl.Follow, Posts: jsonl.Post, Likes: jsonl.Like}
 
