@@ -11,7 +11,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
-		"strings"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
