@@ -18,21 +18,32 @@ const MaxNameRunes = 64
 // one visible character (see visible). The API and the service both check
 // with it, so a client hears the same sentence whichever layer refuses.
 func CheckContent(content string) error {
-	return checkText("content", content, MaxContentRunes, true)
+	return checkText(content, textRule{field: "content", max: MaxContentRunes, multiline: true})
 }
 
-// CheckName is CheckContent's rule for a user's name, which is one line:
-// no control character at all, and at most MaxNameRunes characters.
+// CheckName is CheckContent's rule for a user's name, which is one line
+// shown beside everything its user does: no control character at all, no
+// format character (see nameFormat), and at most MaxNameRunes characters.
 func CheckName(name string) error {
-	return checkText("name", name, MaxNameRunes, false)
+	return checkText(name, textRule{field: "name", max: MaxNameRunes, noFormat: true})
 }
 
-func checkText(field, s string, max int, multiline bool) error {
+// textRule is what checkText holds a text to.
+type textRule struct {
+	field     string
+	max       int  // characters
+	multiline bool // tab, line feed and carriage return allowed
+	noFormat  bool // format characters refused (nameFormat)
+}
+
+func checkText(s string, rule textRule) error {
+	field := rule.field
 	if s == "" {
 		return Errorf(EINVALID, "%s is required", field)
 	}
 	// One pass: this runs on every post, in the API and in the service.
 	n, seen := 0, false
+	var format rune // the first format character of a text that may hold none
 	for i, r := range s {
 		n++
 		if r == utf8.RuneError { // an invalid byte, or a real U+FFFD
@@ -44,35 +55,58 @@ func checkText(field, s string, max int, multiline bool) error {
 		// are refused along with C0 because no keyboard types them and
 		// some (U+009B, a terminal's CSI) act on whatever later prints
 		// the text.
-		if unicode.IsControl(r) && !(multiline && (r == '\t' || r == '\n' || r == '\r')) {
-			if multiline {
+		if unicode.IsControl(r) && !(rule.multiline && (r == '\t' || r == '\n' || r == '\r')) {
+			if rule.multiline {
 				return Errorf(EINVALID, "%s must not contain the control character %U: of the controls only tab, line feed and carriage return are allowed", field, r)
 			}
 			return Errorf(EINVALID, "%s must not contain the control character %U: it is one line of text", field, r)
+		}
+		if format == 0 && rule.noFormat && nameFormat(r) {
+			format = r
 		}
 		if !seen {
 			seen = visible(r)
 		}
 	}
-	if n > max {
-		return Errorf(EINVALID, "%s must be at most %d characters", field, max)
+	if n > rule.max {
+		return Errorf(EINVALID, "%s must be at most %d characters", field, rule.max)
 	}
 	if !seen {
-		return Errorf(EINVALID, "%s must have at least one visible character, not only spaces, line breaks or invisible characters such as U+200B", field)
+		return Errorf(EINVALID, "%s must have at least one visible character, not only spaces, line breaks, combining marks or invisible characters such as U+200B", field)
+	}
+	if format != 0 {
+		return Errorf(EINVALID, "%s must not contain the format character %U: direction overrides and other invisible characters could disguise it", field, format)
 	}
 	return nil
 }
 
-// visible reports whether r shows as something: it is not white space
-// (Zs, Zl, Zp and the White_Space controls), a control (Cc), a format
-// character (Cf: U+200B, U+200D, U+2060, U+FEFF, bidi marks…), a variation
-// selector, or one of the other code points Unicode says to render as
+// visible reports whether r shows as something on its own: it is not
+// white space (Zs, Zl, Zp and the White_Space controls), a control (Cc), a
+// format character (Cf: U+200B, U+200D, U+2060, U+FEFF, bidi marks…), a
+// combining mark (M: U+0301 alone is an accent over nothing), a variation
+// selector, one of the other code points Unicode says to render as
 // nothing (Other_Default_Ignorable_Code_Point: the Hangul fillers such as
-// U+3164, which are letters by category). Unicode's tables decide, so a
-// new invisible character arrives with Go's next Unicode version.
+// U+3164, which are letters by category), or the blank braille pattern
+// U+2800, a symbol by category that prints as a space. Unicode's tables
+// decide the rest, so a new invisible character arrives with Go's next
+// Unicode version.
 func visible(r rune) bool {
-	return !unicode.IsSpace(r) && !unicode.In(r, unicode.Zs, unicode.Zl, unicode.Zp, unicode.Cc, unicode.Cf,
-		unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
+	return r != brailleBlank && !unicode.IsSpace(r) && !unicode.In(r, unicode.Zs, unicode.Zl, unicode.Zp, unicode.Cc, unicode.Cf,
+		unicode.M, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
+}
+
+const brailleBlank = '\u2800'
+
+// nameFormat reports whether r is a format character (Cf) a name may not
+// hold: the bidi embeddings, overrides and isolates (U+202A–U+202E,
+// U+2066–U+2069), which make a name read as another ("evil\u202Egnp.exe")
+// and run on into what is shown after it, and the other invisible ones
+// (U+200B, U+2060, U+FEFF, U+00AD, the tag characters…), which make two
+// names that look alike differ. The zero-width non-joiner and joiner
+// (U+200C, U+200D) stay: Persian and Indic scripts and emoji sequences
+// (👩‍💻) need them.
+func nameFormat(r rune) bool {
+	return r != '\u200c' && r != '\u200d' && unicode.Is(unicode.Cf, r)
 }
 
 // MaxExternalIDBytes bounds a post's external id, in bytes of UTF-8: what
@@ -88,7 +122,7 @@ func CheckExternalID(id string) error {
 		return Errorf(EINVALID, "external_id must be at most %d bytes of UTF-8, not %d", MaxExternalIDBytes, len(id))
 	}
 	// checkText's own bound counts characters; the bytes were counted above.
-	return checkText("external_id", id, MaxExternalIDBytes, false)
+	return checkText(id, textRule{field: "external_id", max: MaxExternalIDBytes})
 }
 
 // MaxIdempotencyKey bounds an idempotency key, in bytes. A key is printable

@@ -18,7 +18,9 @@ func TestCheckContent(t *testing.T) {
 		{"tab, line feed, carriage return", "a\tb\r\nc", true},
 		{"zero-width joiner inside an emoji", "👩\u200d💻", true},
 		{"a visible character among invisible ones", "\u200b.\u200b", true},
-		{"a combining mark alone", "\u0301", true},
+		{"a letter with a combining mark", "e\u0301", true},
+		{"a braille pattern with dots", "\u2801", true},
+		{"a bidi override inside", "abc\u202edef", true}, // names refuse it, content may quote it
 		{"U+FFFD itself", "\ufffd", true},
 		{"empty", "", false},
 		{"whitespace", " \n\t\u3000 ", false},
@@ -36,6 +38,12 @@ func TestCheckContent(t *testing.T) {
 		{"bidi override", "\u202e", false},
 		{"variation selector", "\ufe0f", false},
 		{"Hangul filler", "\u3164\u115f", false},
+		{"a combining mark alone", "\u0301", false},
+		{"combining marks and a space", " \u0301\u20dd\u0903", false},
+		{"braille blank", "\u2800", false},
+		{"braille blanks and spaces", "\u2800 \u2800\n", false},
+		{"combining grapheme joiner", "\u034f", false},
+		{"soft hyphen and invisible times", "\u00ad\u2062", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,6 +74,24 @@ func TestCheckName(t *testing.T) {
 		{"a\nb", false},
 		{"\u200b\u200b", false},
 		{" \u3000\ufeff", false},
+		{"نیم\u200cفاصله", true}, // a zero-width non-joiner, as Persian writes
+		{"👩\u200d💻 dev", true},   // a zero-width joiner inside an emoji
+		{"e\u0301", true},
+		{"\u2800", false},
+		{"\u0301", false},
+		{"evil\u202egnp.exe", false},
+		{"\u202aleft", false},
+		{"\u202bright", false},
+		{"\u202cpop", false},
+		{"\u202dltr", false},
+		{"\u2066isolate\u2069", false},
+		{"\u2067rtl", false},
+		{"\u2068first", false},
+		{"bob\u200e", false}, // a left-to-right mark
+		{"bob\u200b", false}, // a zero-width space beside visible letters
+		{"bob\u2060", false},
+		{"bo\u00adb", false},
+		{"bob\U000e0041", false}, // a tag character
 	}
 	for _, tt := range tests {
 		err := CheckName(tt.name)
@@ -85,6 +111,9 @@ func TestCheckMessages(t *testing.T) {
 		{CheckContent("\u200b"), "content must have at least one visible character"},
 		{CheckName("a\tb"), "name must not contain the control character U+0009"},
 		{CheckName("\u200b"), "name must have at least one visible character"},
+		{CheckName("evil\u202egnp.exe"), "name must not contain the format character U+202E"},
+		{CheckContent("\u2800"), "content must have at least one visible character"},
+		{CheckContent("\u0301"), "content must have at least one visible character"},
 	}
 	for _, tt := range tests {
 		if tt.err == nil || !strings.Contains(tt.err.Error(), tt.want) {

@@ -91,13 +91,15 @@ func registerOrExisting[C prometheus.Collector](logger *slog.Logger, reg prometh
 // authentication (the per-user bounds need the user): read-only mode for
 // writes, the bound on the user's requests in flight, the token buckets,
 // then the body, read in full, and only then the in-flight bound of the
-// class. Each refusal is cheap and says when to come back. Routes without
-// a class (admin, probes) only have their body read first.
+// class, held while the answer is made and given back before it is written
+// (heldWriter). Each refusal is cheap and says when to come back. Routes
+// without a class (admin, probes) only have their body read first and
+// their answer written within the deadline.
 func guard(cfg Config, m *defenceMetrics, class limit.Class, next http.Handler) http.Handler {
 	if class == "" {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if readBodyFirst(w, r) {
-				next.ServeHTTP(w, r)
+				serveHeld(w, r, next, cfg.WriteTimeout, nil, nil)
 			}
 		})
 	}
@@ -113,7 +115,8 @@ func guard(cfg Config, m *defenceMetrics, class limit.Class, next http.Handler) 
 			user = p.user
 		}
 		// Held until the answer is written, body read included: a user's
-		// slow requests count against that user's own bound.
+		// slow requests (and unread answers) count against that user's
+		// own bound.
 		releaseUser, ok := cfg.UserSlots.Acquire(user)
 		if !ok {
 			m.rateLimited.WithLabelValues(string(class), "inflight").Inc()
@@ -142,8 +145,16 @@ func guard(cfg Config, m *defenceMetrics, class limit.Class, next http.Handler) 
 			writeError(w, http.StatusServiceUnavailable, feed.EUNAVAILABLE, "feedd is overloaded; retry shortly")
 			return
 		}
-		defer release()
-		next.ServeHTTP(w, r)
+		// A flush (an export's) gives the slot back while it writes and
+		// takes one again for what the route reads next.
+		take := func() (func(), bool) {
+			release, ok := cfg.Shed.Acquire(r.Context(), class)
+			if !ok {
+				m.shed.WithLabelValues(string(class)).Inc()
+			}
+			return release, ok
+		}
+		serveHeld(w, r, next, cfg.WriteTimeout, release, take)
 	})
 }
 

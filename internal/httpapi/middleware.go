@@ -33,20 +33,27 @@ func middleware(logger *slog.Logger, m *requestMetrics, maxBody int64, bodyTimeo
 // error response, for the request log.
 type statusWriter struct {
 	http.ResponseWriter
+	// status is the handler's answer: sent, or held in memory until the
+	// route's slot is given back (heldWriter notes it here at once, for
+	// announcing).
 	status int
+	sent   bool // the status went out
 	err    error
 }
 
 func (w *statusWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
+	if !w.sent && status >= 200 {
+		w.status, w.sent = status, true
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
+	if !w.sent {
+		if w.status == 0 {
+			w.status = http.StatusOK
+		}
+		w.sent = true
 	}
 	return w.ResponseWriter.Write(b)
 }
@@ -182,7 +189,7 @@ func recoverPanics(next http.Handler) http.Handler {
 				panic(v) // the server's own way to drop a connection
 			}
 			err := fmt.Errorf("httpapi: panic: %v\n%s", v, debug.Stack())
-			if sw := findStatusWriter(w); sw != nil && sw.status != 0 {
+			if sw := findStatusWriter(w); sw != nil && sw.sent {
 				// Too late for an error body; the client sees a short one.
 				sw.err = err
 				return

@@ -141,6 +141,10 @@ type Config struct {
 	// to arrive in full; later, the request gets 408 and its connection
 	// closes. 0 means DefaultBodyTimeout.
 	BodyTimeout time.Duration
+	// WriteTimeout bounds each write of an answer to its client (the
+	// live stream's events have their own); later, the connection
+	// closes. 0 means DefaultWriteTimeout.
+	WriteTimeout time.Duration
 	// Now is the clock tokens are issued and checked against; nil means
 	// time.Now. Tests pin it.
 	Now func() time.Time
@@ -188,6 +192,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BodyTimeout <= 0 {
 		c.BodyTimeout = DefaultBodyTimeout
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -245,7 +252,10 @@ func NewOps(logger *slog.Logger, ready func(context.Context) []feed.Check, metri
 	mux := http.NewServeMux()
 	for _, rt := range routes(nil, nil, nil, nil, ready, metrics, nil, nil) {
 		if rt.access == ops {
-			mux.Handle(rt.pattern(), rt.handler)
+			h := rt.handler
+			mux.Handle(rt.pattern(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				serveHeld(w, r, h, DefaultWriteTimeout, nil, nil)
+			}))
 		}
 	}
 	return middleware(logger, nil, defaultMaxBodyBytes, DefaultBodyTimeout, mux)

@@ -32,14 +32,23 @@ func (s *Service) Marker(ctx context.Context, reader int64) (feed.Marker, error)
 // may well have read a post its author deleted since, and a client must
 // not fail at random for it. Any post will do, in the feed or not: the
 // marker is a position in time, and requiring a post keeps it from being
-// set past the newest post.
+// set past the newest post. A post of a user blocked either way is
+// answered as an unknown id: the answer must not tell the reader that
+// such a post exists.
 func (s *Service) SetMarker(ctx context.Context, reader, lastRead int64) (feed.Marker, error) {
 	if !feed.ValidPostID(lastRead) {
 		return feed.Marker{}, feed.Errorf(feed.EINVALID, "last_read_id %d is not a post id", lastRead)
 	}
-	ok, err := s.postExists(ctx, lastRead)
+	author, ok, err := s.postAuthor(ctx, lastRead)
 	if err != nil {
 		return feed.Marker{}, err
+	}
+	if ok {
+		hidden, err := s.Hidden(ctx, reader)
+		if err != nil {
+			return feed.Marker{}, fmt.Errorf("timeline: hidden authors of %d: %w", reader, err)
+		}
+		ok = !hidden.Blocked(author)
 	}
 	if !ok {
 		return feed.Marker{}, feed.Errorf(feed.EINVALID, "last_read_id %d is not a post", lastRead)
@@ -61,27 +70,28 @@ func (s *Service) withUnread(ctx context.Context, reader int64, m feed.Marker) (
 	return m, nil
 }
 
-// postExists reports whether id is a post, deleted or not: process memory
-// and the post cache know posts read lately (tombstones too), SQL the rest.
-func (s *Service) postExists(ctx context.Context, id int64) (bool, error) {
+// postAuthor reports whether id is a post, deleted or not, and its
+// author: process memory and the post cache know posts read lately
+// (tombstones too), SQL the rest.
+func (s *Service) postAuthor(ctx context.Context, id int64) (author int64, ok bool, err error) {
 	if s.hot != nil {
-		if _, ok := s.hot.Get(id); ok {
-			return true, nil
+		if p, ok := s.hot.Get(id); ok {
+			return p.AuthorID, true, nil
 		}
 	}
 	if cached, err := s.cache.CachedPosts(ctx, []int64{id}); err != nil {
 		s.cacheFailed("read post cache", err)
-	} else if len(cached) > 0 {
-		return true, nil
+	} else if p, ok := cached[id]; ok {
+		return p.AuthorID, true, nil
 	}
-	_, err := s.store.Post(ctx, id)
+	p, err := s.store.Post(ctx, id)
 	switch {
 	case feed.ErrorCode(err) == feed.ENOTFOUND:
-		return false, nil
+		return 0, false, nil
 	case err != nil:
-		return false, fmt.Errorf("timeline: is %d a post: %w", id, err)
+		return 0, false, fmt.Errorf("timeline: is %d a post: %w", id, err)
 	}
-	return true, nil
+	return p.AuthorID, true, nil
 }
 
 // The marker's copy in the shared cache spares SQL a query per read. SQL

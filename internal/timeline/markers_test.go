@@ -3,6 +3,7 @@ package timeline
 import (
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,6 +176,36 @@ func TestMarkers(t *testing.T) {
 	}
 	m, err = e.svc.Marker(ctx, e.reader)
 	check("Marker with its cache copy unreadable", m, err, posts[5], 0)
+}
+
+// TestMarkerBlockedAuthor: a post of a user blocked either way is, to
+// SetMarker, an unknown id (EINVALID with the same sentence), so the
+// answer does not tell that it exists; once the block is lifted it is a
+// post again.
+func TestMarkerBlockedAuthor(t *testing.T) {
+	ctx := t.Context()
+	e := newUnreadEnv(t, feed.ModeHybrid)
+	post := publish(t, e.svc, e.stranger)
+	_, unknown := e.svc.SetMarker(ctx, e.reader, post+1)
+	if feed.ErrorCode(unknown) != feed.EINVALID {
+		t.Fatalf("SetMarker(unknown id): %v; want EINVALID", unknown)
+	}
+	want := strings.Replace(unknown.Error(), feed.FormatID(post+1), feed.FormatID(post), 1)
+	for _, b := range [][2]int64{{e.reader, e.stranger}, {e.stranger, e.reader}} {
+		if err := e.svc.Block(ctx, b[0], b[1]); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.svc.SetMarker(ctx, e.reader, post)
+		if feed.ErrorCode(err) != feed.EINVALID || err.Error() != want {
+			t.Fatalf("SetMarker(post of a user blocked, %d blocks %d): %v; want %q, as for an unknown id", b[0], b[1], err, want)
+		}
+		if err := e.svc.Unblock(ctx, b[0], b[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m, err := e.svc.SetMarker(ctx, e.reader, post); err != nil || m.LastReadID != post {
+		t.Fatalf("SetMarker(post) once unblocked: %+v, %v; want it set", m, err)
+	}
 }
 
 // TestMarkerCacheRace: a writer that read SQL before another's write and
