@@ -203,11 +203,8 @@ func (t *tokens) authenticate(r *http.Request) (principal, error) {
 	if !ok || !v.valid(t.now()) {
 		var err error
 		v, err = t.verify(token)
-		if errors.Is(err, jwt.ErrTokenExpired) {
-			return principal{}, feed.Errorf(feed.EUNAUTHORIZED, "the token has expired")
-		}
 		if err != nil {
-			return principal{}, feed.Errorf(feed.EUNAUTHORIZED, "the token is not valid")
+			return principal{}, refusal(err)
 		}
 		t.verified.Put(sum, v)
 	}
@@ -215,6 +212,29 @@ func (t *tokens) authenticate(r *http.Request) (principal, error) {
 		return principal{}, err
 	}
 	return principal{user: v.user}, nil
+}
+
+// refusal says why verify refused a token, each reason in its own words:
+// a person who pasted the wrong thing, or a token cut short or altered on
+// the way, must not be told it expired or was revoked. The status and code
+// stay those of every refused token (401, unauthorized).
+func refusal(err error) error {
+	var msg string
+	switch {
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		msg = "the token is malformed: it is not the admin token, and not a user token (a JWT: three base64url parts, separated by dots, holding JSON)"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		msg = "the token's signature does not verify: the token was altered, or signed with another secret or algorithm than feedd's"
+	case errors.Is(err, jwt.ErrTokenExpired):
+		msg = "the token has expired"
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		msg = "the token is not valid yet (its nbf is in the future)"
+	case errors.Is(err, errNoSecret):
+		msg = "the token is not valid: this feedd accepts no user tokens"
+	default:
+		msg = "the token's claims are not those of a feedd user token (sub: a user id, exp, gen)"
+	}
+	return feed.Errorf(feed.EUNAUTHORIZED, "%s", msg)
 }
 
 // stands checks what a token's signature cannot: that its user exists, and
@@ -290,11 +310,13 @@ func (c *userClaims) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, (*plain)(c))
 }
 
+var errNoSecret = errors.New("httpapi: no JWT secret configured")
+
 // verify checks a user token and returns what it says.
 func (t *tokens) verify(token string) (verifiedToken, error) {
 	if len(t.secret) == 0 {
 		// An empty HMAC key would make tokens anyone can forge.
-		return verifiedToken{}, errors.New("httpapi: no JWT secret configured")
+		return verifiedToken{}, errNoSecret
 	}
 	var claims userClaims
 	_, err := t.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return t.secret, nil })

@@ -258,3 +258,64 @@ func TestTokenNewerThanTheCopy(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenRefusalsSayWhy: every refused token is a 401 with the code
+// unauthorized and a WWW-Authenticate, and its message says what is wrong
+// with it, in words of its own: something that is not a JWT is malformed,
+// a token altered by a few characters or signed with another secret does
+// not verify, and neither is told it expired, was revoked or lost its user.
+func TestTokenRefusalsSayWhy(t *testing.T) {
+	e := newEnv(t)
+	good := userToken(t, bob)
+	head, rest, _ := strings.Cut(good, ".")
+	payload, sig, _ := strings.Cut(rest, ".")
+	// A payload that still decodes, for another user: only the signature
+	// can tell.
+	otherPayload := strings.Split(userToken(t, carol), ".")[1]
+	flip := func(s string, i int) string {
+		c := byte('A')
+		if s[i] == 'A' {
+			c = 'B'
+		}
+		return s[:i] + string(c) + s[i+1:]
+	}
+	wantStatus(t, e.do(req{method: "DELETE", path: "/v1/users/3/tokens", token: testAdmin}), http.StatusNoContent)
+	claims := func(c jwt.MapClaims) string {
+		return signToken(t, jwt.SigningMethodHS256, []byte(testSecret), c)
+	}
+	for _, tt := range []struct {
+		name, token, want string
+	}{
+		{"a word", "not-a-token", "malformed"},
+		{"an admin token one character off", testAdmin[:len(testAdmin)-1] + "X", "malformed"},
+		{"three parts of garbage", "a.b.c", "malformed"},
+		{"a signature with a few characters changed", head + "." + payload + "." + flip(flip(sig, 3), 10), "signature does not verify"},
+		{"another payload under the signature", head + "." + otherPayload + "." + sig, "signature does not verify"},
+		{"another secret", signToken(t, jwt.SigningMethodHS256, []byte("another-secret"), jwt.MapClaims{"sub": "2", "exp": testNow.Add(time.Hour).Unix()}), "signature does not verify"},
+		{"another algorithm", signToken(t, jwt.SigningMethodHS512, []byte(testSecret), jwt.MapClaims{"sub": "2", "exp": testNow.Add(time.Hour).Unix()}), "signature does not verify"},
+		{"expired", claims(jwt.MapClaims{"sub": "2", "exp": testNow.Add(-time.Minute).Unix()}), "expired"},
+		{"not valid yet", claims(jwt.MapClaims{"sub": "2", "nbf": testNow.Add(time.Hour).Unix(), "exp": testNow.Add(2 * time.Hour).Unix()}), "not valid yet"},
+		{"no exp", claims(jwt.MapClaims{"sub": "2"}), "claims"},
+		{"a sub that is no user id", claims(jwt.MapClaims{"sub": "bob", "exp": testNow.Add(time.Hour).Unix()}), "claims"},
+		{"revoked", userToken(t, carol), "revoked"},
+		{"its user deleted", userToken(t, 999), "does not exist"},
+	} {
+		r := e.do(req{method: "GET", path: "/v1/me/feed", token: tt.token})
+		wantStatus(t, r, http.StatusUnauthorized)
+		if got := r.errorCode(t); got != "unauthorized" {
+			t.Errorf("%s: code %q; want unauthorized", tt.name, got)
+		}
+		if r.header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: no WWW-Authenticate header on a 401", tt.name)
+		}
+		msg := r.errorMessage(t)
+		if !strings.Contains(msg, tt.want) {
+			t.Errorf("%s: message %q; want it to say %q", tt.name, msg, tt.want)
+		}
+		for _, other := range []string{"expired", "revoked", "does not exist", "malformed", "signature", "not valid yet"} {
+			if other != tt.want && !strings.Contains(tt.want, other) && strings.Contains(msg, other) {
+				t.Errorf("%s: message %q also says %q", tt.name, msg, other)
+			}
+		}
+	}
+}
