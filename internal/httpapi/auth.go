@@ -15,6 +15,7 @@ import (
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/lru"
+	"github.com/feedd/feedd/internal/stream"
 )
 
 // access says who may call a route.
@@ -36,8 +37,8 @@ type principal struct {
 	admin bool
 	user  int64 // the token's sub; 0 for the admin
 	// ticket is the stream ticket the request came with, checked but
-	// not spent yet (spendTicket); nil for a token.
-	ticket *heldTicket
+	// not spent yet (the stream spends it once open); nil for a token.
+	ticket *stream.Ticket
 }
 
 type principalKey struct{}
@@ -106,7 +107,7 @@ type tokens struct {
 	// cannot say.
 	users standings
 	// tickets holds stream tickets (nil: none can be redeemed).
-	tickets feed.KV
+	tickets *stream.Tickets
 }
 
 // verifiedToken is what a valid user token says.

@@ -22,6 +22,7 @@ import (
 	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/limit"
+	"github.com/feedd/feedd/internal/stream"
 )
 
 // Service is what the API needs of the timeline service: users, follows,
@@ -202,8 +203,8 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prome
 	cfg = cfg.withDefaults()
 	logger = orDiscard(logger)
 	tok := newTokens(cfg, svc)
-	if cfg.Live != nil {
-		tok.tickets = cfg.Live.Tickets
+	if cfg.Live != nil && cfg.Live.Tickets != nil {
+		tok.tickets = stream.NewTickets(cfg.Live.Tickets, cfg.Now)
 	}
 	// A closure, not the method value svc.Ready, so that building the
 	// table never touches svc.
