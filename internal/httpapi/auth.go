@@ -36,6 +36,11 @@ const (
 type principal struct {
 	admin bool
 	user  int64 // the token's sub; 0 for the admin
+	// gen and exp are the user token's generation and expiry (for a
+	// ticket, the minting token's; exp zero: unknown): a stream ends
+	// with its token.
+	gen int64
+	exp time.Time
 	// ticket is the stream ticket the request came with, checked but
 	// not spent yet (the stream spends it once open); nil for a token.
 	ticket *stream.Ticket
@@ -215,7 +220,7 @@ func (t *tokens) authenticate(r *http.Request) (principal, error) {
 	if err := t.stands(r.Context(), v); err != nil {
 		return principal{}, err
 	}
-	return principal{user: v.user}, nil
+	return principal{user: v.user, gen: v.gen, exp: v.exp}, nil
 }
 
 // stands checks what a token's signature cannot: that its user exists, and

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/feedd/feedd/internal/apijson"
@@ -38,18 +39,50 @@ func handleStream(tok *tokens, svc Service, lk Likes, lv *Live) http.Handler {
 			return feed.Errorf(feed.EUNAVAILABLE, "the live stream is not enabled on this process")
 		})
 	}
-	return stream.NewHandler(lv.Hub, svc, lk, tok.streamTickets(), streamAPI{})
+	return stream.NewHandler(lv.Hub, svc, lk, tok.streamTickets(), streamAPI{tok})
+}
+
+// getOnly answers anything but GET with 405 before it reaches the stream:
+// ServeMux hands a HEAD to a GET route, and the stream would answer it
+// 200 and then take the connection, holding a stream's slot for a request
+// that reads no body, and sending its events as the answer to whatever
+// request is pipelined after it.
+func getOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed,
+				fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, http.MethodGet))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // streamAPI is what the stream's handler needs of the API.
-type streamAPI struct{}
+type streamAPI struct{ tok *tokens }
 
 func (streamAPI) Caller(r *http.Request) (stream.Caller, error) {
 	p, _ := r.Context().Value(principalKey{}).(principal)
 	if p.admin || p.user == 0 {
 		return stream.Caller{}, errNoActor
 	}
-	return stream.Caller{User: p.user, Ticket: p.ticket}, nil
+	return stream.Caller{User: p.user, Gen: p.gen, Expires: p.exp, Ticket: p.ticket}, nil
+}
+
+func (a streamAPI) Stands(ctx context.Context, c stream.Caller) error {
+	if !c.Expires.IsZero() && !a.tok.now().Before(c.Expires) {
+		return feed.Errorf(feed.EUNAUTHORIZED, "the token has expired")
+	}
+	return a.tok.stands(ctx, verifiedToken{user: c.User, gen: c.Gen})
+}
+
+func (streamAPI) Param(r *http.Request, name string) (string, error) {
+	q, err := query(r)
+	if err != nil {
+		return "", err
+	}
+	return param(q, name)
 }
 
 func (streamAPI) Respond(w http.ResponseWriter, err error) { respondError(w, err) }
@@ -76,7 +109,9 @@ func handleStreamTicket(tok *tokens, svc Service, lv *Live) http.Handler {
 		if err != nil {
 			return err
 		}
-		ticket, exp, err := tok.streamTickets().Mint(r.Context(), me, gen)
+		// The ticket's stream ends with the token that minted it.
+		p, _ := r.Context().Value(principalKey{}).(principal)
+		ticket, exp, err := tok.streamTickets().Mint(r.Context(), me, gen, p.exp)
 		if err != nil {
 			return err
 		}
@@ -105,5 +140,5 @@ func (t *tokens) checkTicket(ctx context.Context, ticket string) (principal, err
 	if err := t.stands(ctx, verifiedToken{user: tk.User, gen: tk.Gen}); err != nil {
 		return principal{}, err
 	}
-	return principal{user: tk.User, ticket: &tk}, nil
+	return principal{user: tk.User, gen: tk.Gen, exp: tk.TokenExpires, ticket: &tk}, nil
 }

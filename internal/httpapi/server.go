@@ -218,11 +218,12 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prome
 
 	mux := http.NewServeMux()
 	for _, rt := range routes(tok, svc, lk, cfg.Switches, ready, metrics, cfg.Live, cfg.Console) {
-		h := guard(cfg, dm, classOf(rt), rt.handler)
 		if rt.path == streamPath {
-			h = guardStream(cfg, dm, rt.handler)
+			// HEAD is refused before anything: it opens no stream.
+			mux.Handle(rt.pattern(), getOnly(tok.require(rt.access, guardStream(cfg, dm, rt.handler))))
+			continue
 		}
-		mux.Handle(rt.pattern(), tok.require(rt.access, h))
+		mux.Handle(rt.pattern(), tok.require(rt.access, guard(cfg, dm, classOf(rt), rt.handler)))
 	}
 	if cfg.Pages != nil {
 		for _, p := range cfg.Pages.Patterns() {

@@ -328,8 +328,8 @@ func TestStreamTickets(t *testing.T) {
 func TestStreamLimits(t *testing.T) {
 	e := newStreamEnv(t, stream.Config{MaxPerUser: 1, Max: 2})
 	e.open(userToken(t, bob), "")
-	if _, res := e.open(userToken(t, bob), ""); res.StatusCode != 429 {
-		t.Fatalf("second stream of a user: %d; want 429", res.StatusCode)
+	if _, res := e.open(userToken(t, bob), ""); res.StatusCode != 429 || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("second stream of a user: %d, Retry-After %q; want 429 with one", res.StatusCode, res.Header.Get("Retry-After"))
 	}
 	e.open(userToken(t, carol), "")
 	_, res := e.open(userToken(t, alice), "")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/feedd/feedd/internal/apijson"
@@ -32,19 +33,31 @@ type Likes interface {
 }
 
 // API is what the stream needs of the HTTP API that mounts it: who a
-// request acts as, and its way of answering and logging errors.
+// request acts as and whether that still stands, its query as the API
+// reads every route's, and its way of answering and logging errors.
 type API interface {
 	// Caller is whom r acts as, as the API authenticated it.
 	Caller(r *http.Request) (Caller, error)
+	// Stands checks that c's token (or the token its ticket was minted
+	// with) still stands: not expired, not revoked, its user not
+	// deleted; EUNAUTHORIZED if not.
+	Stands(ctx context.Context, c Caller) error
+	// Param is r's query parameter name ("": absent), by the API's
+	// strict rules: a malformed query, or name given twice, is an error.
+	Param(r *http.Request, name string) (string, error)
 	// Respond answers err as every route of the API answers errors.
 	Respond(w http.ResponseWriter, err error)
 	// Note hands err to the request's log line.
 	Note(w http.ResponseWriter, err error)
 }
 
-// Caller is whom a stream's request acts as.
+// Caller is whom a stream's request acts as, and the token that says so:
+// its generation and expiry (zero: unknown), so that the stream ends with
+// the token.
 type Caller struct {
-	User int64
+	User    int64
+	Gen     int64
+	Expires time.Time
 	// Ticket is the ticket the request came with, checked but not spent
 	// (the stream spends it once open); nil for a token.
 	Ticket *Ticket
@@ -168,6 +181,7 @@ func (ls *liveStream) detach(r *http.Request) bool {
 type liveStream struct {
 	h   *Handler
 	w   http.ResponseWriter // nil once detached: errors go to the hub's log
+	c   Caller              // its ticket spent: nil
 	s   *Stream
 	sse *sseWriter
 }
@@ -181,12 +195,24 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) (*liveStream, err
 	if err != nil {
 		return nil, err
 	}
-	last, err := lastEventID(r)
+	// The ticket was read by the API's authentication; given twice, it
+	// is refused like any parameter given twice.
+	if _, err := h.api.Param(r, "ticket"); err != nil {
+		return nil, err
+	}
+	last, err := h.lastEventID(r)
 	if err != nil {
 		return nil, err
 	}
 	ctx := r.Context()
 	s, err := h.hub.Open(ctx, c.User)
+	if feed.ErrorCode(err) == feed.ERATELIMIT {
+		// The user has as many streams open as allowed: one whose
+		// client left without a word frees its slot at its next
+		// heartbeat at the latest (its write fails). (A 503 gets its
+		// Retry-After where the API answers every 503.)
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(h.hub.Heartbeat().Seconds()))))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +231,7 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) (*liveStream, err
 			}
 			return nil, err
 		}
+		c.Ticket = nil
 	}
 
 	sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
@@ -236,7 +263,7 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) (*liveStream, err
 		}
 	}
 	opened = true
-	return &liveStream{h: h, w: w, s: s, sse: sse}, nil
+	return &liveStream{h: h, w: w, c: c, s: s, sse: sse}, nil
 }
 
 // serve tells the client of ev, and reports whether the stream goes on.
@@ -249,6 +276,10 @@ func (ls *liveStream) serve(ctx context.Context, ev Event) bool {
 	case Delete:
 		err = sse.send(fmt.Appendf(nil, "event: delete\ndata: {\"id\":\"%d\"}\n\n", ev.ID))
 	case Ping:
+		if !ls.stands(ctx) {
+			sse.retry()
+			return false
+		}
 		err = sse.send([]byte(": ping\n\n"))
 		if err == nil {
 			// Read the hidden authors again once they are half their
@@ -274,6 +305,16 @@ func (ls *liveStream) serve(ctx context.Context, ev Event) bool {
 	return true
 }
 
+// stands reports whether the stream's token still stands, checked at each
+// heartbeat: a stream ends within a heartbeat of its token's expiry, its
+// revocation or its user's deletion (which every process sees within a
+// second), with a retry: hint whose reconnect the API then refuses. A
+// check that cannot be answered now (EUNAVAILABLE) leaves the stream
+// open: the token may well stand, and the next heartbeat asks again.
+func (ls *liveStream) stands(ctx context.Context) bool {
+	return feed.ErrorCode(ls.h.api.Stands(ctx, ls.c)) != feed.EUNAUTHORIZED
+}
+
 // fail records why the stream ends early: for the request's log line
 // while the handler serves it, in the log once detached.
 func (ls *liveStream) fail(err error) {
@@ -290,10 +331,14 @@ func (ls *liveStream) fail(err error) {
 // ticket opens one stream only, so a page that reconnects with a fresh
 // ticket must name the last id in the URL. A post id is no secret. 0: not
 // resuming.
-func lastEventID(r *http.Request) (int64, error) {
+func (h *Handler) lastEventID(r *http.Request) (int64, error) {
+	q, err := h.api.Param(r, "last_event_id")
+	if err != nil {
+		return 0, err
+	}
 	name, v := "Last-Event-ID", r.Header.Get("Last-Event-ID")
 	if v == "" {
-		name, v = "last_event_id", r.URL.Query().Get("last_event_id")
+		name, v = "last_event_id", q
 	}
 	if v == "" {
 		return 0, nil

@@ -34,9 +34,12 @@ func NewTickets(kv feed.KV, now func() time.Time) *Tickets {
 // Ticket is a redeemed ticket, checked but not spent yet (Spend).
 type Ticket struct {
 	// User is whom the ticket opens a stream as; Gen is the token
-	// generation of the token it was minted with.
-	User, Gen  int64
-	key, value string
+	// generation of the token it was minted with, and TokenExpires that
+	// token's expiry (zero: unknown, a ticket minted by an older
+	// process): the stream ends with the token.
+	User, Gen    int64
+	TokenExpires time.Time
+	key, value   string
 }
 
 func ticketKey(ticket string) string {
@@ -47,11 +50,11 @@ func ticketKey(ticket string) string {
 }
 
 // Mint returns a new ticket for user, minted with a token of generation
-// gen, and when the ticket expires.
-func (t *Tickets) Mint(ctx context.Context, user, gen int64) (string, time.Time, error) {
+// gen that expires at tokenExp, and when the ticket expires.
+func (t *Tickets) Mint(ctx context.Context, user, gen int64, tokenExp time.Time) (string, time.Time, error) {
 	ticket := rand.Text()
 	exp := t.now().UTC().Add(TicketTTL)
-	value := fmt.Sprintf("%d:%d:%d", user, gen, exp.UnixMilli())
+	value := fmt.Sprintf("%d:%d:%d:%d", user, gen, exp.UnixMilli(), tokenExp.UnixMilli())
 	ok, err := t.kv.SetNX(ctx, ticketKey(ticket), value, TicketTTL)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("stream: store stream ticket: %w", err)
@@ -83,12 +86,13 @@ func (t *Tickets) Check(ctx context.Context, ticket string) (Ticket, error) {
 	if !ok {
 		return Ticket{}, BadTicket()
 	}
-	// user:gen:exp
+	// user:gen:exp, and the minting token's expiry after them (a ticket
+	// minted by an older process has none).
 	parts := strings.Split(value, ":")
-	if len(parts) != 3 {
+	if len(parts) != 3 && len(parts) != 4 {
 		return Ticket{}, BadTicket()
 	}
-	var n [3]int64
+	var n [4]int64
 	for i, p := range parts {
 		v, err := strconv.ParseInt(p, 10, 64)
 		if err != nil {
@@ -104,7 +108,11 @@ func (t *Tickets) Check(ctx context.Context, ticket string) (Ticket, error) {
 	if !t.now().Before(time.UnixMilli(n[2])) {
 		return Ticket{}, BadTicket()
 	}
-	return Ticket{User: n[0], Gen: n[1], key: key, value: value}, nil
+	tk := Ticket{User: n[0], Gen: n[1], key: key, value: value}
+	if len(parts) == 4 {
+		tk.TokenExpires = time.UnixMilli(n[3])
+	}
+	return tk, nil
 }
 
 // Spend uses up tk: a ticket works once. Of two requests racing with one
