@@ -15,6 +15,7 @@ import (
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/lru"
+	"github.com/feedd/feedd/internal/stream"
 )
 
 // access says who may call a route.
@@ -35,9 +36,14 @@ const (
 type principal struct {
 	admin bool
 	user  int64 // the token's sub; 0 for the admin
+	// gen and exp are the user token's generation and expiry (for a
+	// ticket, the minting token's; exp zero: unknown): a stream ends
+	// with its token.
+	gen int64
+	exp time.Time
 	// ticket is the stream ticket the request came with, checked but
-	// not spent yet (spendTicket); nil for a token.
-	ticket *heldTicket
+	// not spent yet (the stream spends it once open); nil for a token.
+	ticket *stream.Ticket
 }
 
 type principalKey struct{}
@@ -106,7 +112,7 @@ type tokens struct {
 	// cannot say.
 	users standings
 	// tickets holds stream tickets (nil: none can be redeemed).
-	tickets feed.KV
+	tickets *stream.Tickets
 }
 
 // verifiedToken is what a valid user token says.
@@ -211,7 +217,7 @@ func (t *tokens) authenticate(r *http.Request) (principal, error) {
 	if err := t.stands(r.Context(), v); err != nil {
 		return principal{}, err
 	}
-	return principal{user: v.user}, nil
+	return principal{user: v.user, gen: v.gen, exp: v.exp}, nil
 }
 
 // refusal says why verify refused a token, each reason in its own words:

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
 )
 
@@ -126,7 +127,7 @@ func handlePostLikers(svc Service, lk Likes) http.Handler {
 				return err
 			}
 		}
-		page := pageJSON[userJSON]{Items: make([]userJSON, 0, limit)}
+		page := apijson.Page[apijson.User]{Items: make([]apijson.User, 0, limit)}
 		var last feed.Liker
 		more := false
 		for round := 0; round < maxLikerRounds && len(page.Items) < limit; round++ {
@@ -137,7 +138,7 @@ func handlePostLikers(svc Service, lk Likes) http.Handler {
 			}
 			for _, l := range likers {
 				if !hidden.Blocked(l.User.ID) {
-					page.Items = append(page.Items, toUserJSON(l.User))
+					page.Items = append(page.Items, apijson.NewUser(l.User))
 				}
 				last = l
 			}

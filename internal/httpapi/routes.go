@@ -29,7 +29,7 @@ func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func
 		{"PUT", "/v1/me/following/{id}", actor, announcing(lv, 'f', handleFollow(svc))},
 		{"DELETE", "/v1/me/following/{id}", actor, announcing(lv, 'f', handleUnfollow(svc))},
 		{"GET", "/v1/me/feed", actor, handleFeed(svc, lk)},
-		{"GET", streamPath, actorOrTicket, handleStream(svc, lk, lv)},
+		{"GET", streamPath, actorOrTicket, handleStream(tok, svc, lk, lv)},
 		{"POST", "/v1/me/feed/stream-tickets", actor, handleStreamTicket(tok, svc, lv)},
 		{"GET", "/v1/me/markers/home", actor, handleMarkerGet(svc)},
 		{"PUT", "/v1/me/markers/home", actor, handleMarkerPut(svc)},

@@ -22,6 +22,7 @@ import (
 	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/limit"
+	"github.com/feedd/feedd/internal/stream"
 )
 
 // Service is what the API needs of the timeline service: users, follows,
@@ -209,8 +210,8 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prome
 	cfg = cfg.withDefaults()
 	logger = orDiscard(logger)
 	tok := newTokens(cfg, svc)
-	if cfg.Live != nil {
-		tok.tickets = cfg.Live.Tickets
+	if cfg.Live != nil && cfg.Live.Tickets != nil {
+		tok.tickets = stream.NewTickets(cfg.Live.Tickets, cfg.Now)
 	}
 	// A closure, not the method value svc.Ready, so that building the
 	// table never touches svc.
@@ -224,11 +225,12 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prome
 
 	mux := http.NewServeMux()
 	for _, rt := range routes(tok, svc, lk, cfg.Switches, ready, metrics, cfg.Live, cfg.Console) {
-		h := guard(cfg, dm, classOf(rt), rt.handler)
 		if rt.path == streamPath {
-			h = guardStream(cfg, dm, rt.handler)
+			// HEAD is refused before anything: it opens no stream.
+			mux.Handle(rt.pattern(), getOnly(tok.require(rt.access, guardStream(cfg, dm, rt.handler))))
+			continue
 		}
-		mux.Handle(rt.pattern(), tok.require(rt.access, h))
+		mux.Handle(rt.pattern(), tok.require(rt.access, guard(cfg, dm, classOf(rt), rt.handler)))
 	}
 	if cfg.Pages != nil {
 		for _, p := range cfg.Pages.Patterns() {

@@ -5,7 +5,7 @@ package httpapi
 import "testing"
 
 // TestStreamIdleStackHalved checks what an idle stream's goroutines keep
-// of stack. A stream is detached from net/http (liveStream.detach): its
+// of stack. A stream is detached from net/http (stream.Handler): its
 // writer goroutine's stack grows while it opens and writes, and the
 // collector halves it again once it waits in Stream.Next using under a
 // quarter of it; its reader goroutine keeps the 2 KiB it starts with.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/inmemcache"
 	"github.com/feedd/feedd/internal/limit"
@@ -298,7 +299,7 @@ func TestStreamTickets(t *testing.T) {
 		return res.StatusCode, tk
 	}
 	status, tk := mint(userToken(t, bob))
-	if status != 201 || tk.Ticket == "" || tk.ExpiresAt != formatTime(testNow.Add(time.Minute)) {
+	if status != 201 || tk.Ticket == "" || tk.ExpiresAt != apijson.Time(testNow.Add(time.Minute)) {
 		t.Fatalf("mint: %d %+v; want 201 with a ticket expiring in 60s", status, tk)
 	}
 	if status, _ := mint(testAdmin); status != 403 {
@@ -327,8 +328,8 @@ func TestStreamTickets(t *testing.T) {
 func TestStreamLimits(t *testing.T) {
 	e := newStreamEnv(t, stream.Config{MaxPerUser: 1, Max: 2})
 	e.open(userToken(t, bob), "")
-	if _, res := e.open(userToken(t, bob), ""); res.StatusCode != 429 {
-		t.Fatalf("second stream of a user: %d; want 429", res.StatusCode)
+	if _, res := e.open(userToken(t, bob), ""); res.StatusCode != 429 || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("second stream of a user: %d, Retry-After %q; want 429 with one", res.StatusCode, res.Header.Get("Retry-After"))
 	}
 	e.open(userToken(t, carol), "")
 	_, res := e.open(userToken(t, alice), "")

@@ -9,8 +9,17 @@
 //
 // What a stream carries is ids, and for a post or an edit one Shared
 // rendering per event that all of the process's streams taking it share:
-// the HTTP layer renders the post once for all their readers, as their
-// feed pages show it.
+// the post is rendered once for all their readers, as their feed pages
+// show it.
+//
+// The package is the whole live stream: the HTTP API mounts its Handler
+// on GET /v1/me/feed/stream, and asks it for tickets (Tickets). In the
+// order a stream meets them: tickets.go (a ticket checked, spent once
+// open), handler.go (the opening, resume, the serve loop, detaching from
+// net/http), hub.go and slots.go (the hub: open streams, per-user slots,
+// delivery), conn.go (one stream's events), render.go (a post rendered
+// once for all its streams), sse.go (the SSE framing), stream.go (the
+// channel messages and the Announcer).
 package stream
 
 import (

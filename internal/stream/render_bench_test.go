@@ -1,4 +1,4 @@
-package httpapi
+package stream
 
 import (
 	"cmp"
@@ -14,10 +14,60 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/inmemcache"
-	"github.com/feedd/feedd/internal/stream"
 )
+
+// oneAuthor is a timeline and likes of one author's posts, no one hidden
+// and nothing liked: the post a benchmark delivers.
+type oneAuthor struct {
+	mu    sync.Mutex
+	posts map[int64]feed.Post
+	next  int64
+}
+
+func (f *oneAuthor) seedPost(author int64, content string) feed.Post {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.posts == nil {
+		f.posts, f.next = map[int64]feed.Post{}, 1<<40
+	}
+	f.next++
+	p := feed.Post{ID: f.next, AuthorID: author, Content: content, CreatedAt: time.Now()}
+	f.posts[p.ID] = p
+	return p
+}
+
+func (f *oneAuthor) Post(ctx context.Context, id int64) (feed.Post, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.posts[id]
+	if !ok {
+		return feed.Post{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
+	}
+	return p, nil
+}
+
+func (f *oneAuthor) PostVersion(ctx context.Context, id, _ int64) (feed.Post, error) {
+	return f.Post(ctx, id)
+}
+
+func (f *oneAuthor) FeedSince(ctx context.Context, reader, after int64, n int) ([]feed.Post, bool, error) {
+	return nil, false, nil
+}
+
+func (f *oneAuthor) Hidden(ctx context.Context, viewer int64) (feed.Hidden, error) {
+	return feed.Hidden{}, nil
+}
+
+func (f *oneAuthor) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
+	out := map[int64]feed.LikeState{}
+	for _, p := range posts {
+		out[p.ID] = feed.LikeState{}
+	}
+	return out, nil
+}
 
 // tripService is the fake service whose hidden authors and like states
 // each cost one Redis round trip, as the timeline's and the likes
@@ -26,7 +76,7 @@ import (
 // round trips as well as in CPU. The bulk likes call costs one (the
 // count) when the post has no likes, as a new post does.
 type tripService struct {
-	*fakeService
+	*oneAuthor
 	rdb *redis.Client
 }
 
@@ -36,14 +86,14 @@ func (s tripService) Hidden(ctx context.Context, viewer int64) (feed.Hidden, err
 	if err := s.trip(ctx); err != nil {
 		return feed.Hidden{}, err
 	}
-	return s.fakeService.Hidden(ctx, viewer)
+	return s.oneAuthor.Hidden(ctx, viewer)
 }
 
 func (s tripService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
 	if err := s.trip(ctx); err != nil {
 		return nil, err
 	}
-	return s.fakeService.LikeStates(ctx, viewer, posts)
+	return s.oneAuthor.LikeStates(ctx, viewer, posts)
 }
 
 func (s tripService) LikedBy(ctx context.Context, p feed.Post, readers []int64) (int64, map[int64]bool, bool, error) {
@@ -55,8 +105,8 @@ func (s tripService) LikedBy(ctx context.Context, p feed.Post, readers []int64) 
 
 // perStreamRender is how a stream rendered a post before the rendering
 // was shared: the post, the reader's hidden authors and its like state,
-// for each stream. Kept here as the benchmark's baseline.
-func perStreamRender(ctx context.Context, svc Service, lk Likes, me int64, ev stream.Event, renders chan struct{}) ([]postJSON, error) {
+// for each  Kept here as the benchmark's baseline.
+func perStreamRender(ctx context.Context, svc Timeline, lk Likes, me int64, ev Event, renders chan struct{}) ([]apijson.Post, error) {
 	renders <- struct{}{}
 	defer func() { <-renders }()
 	p, err := svc.Post(ctx, ev.ID)
@@ -70,11 +120,11 @@ func perStreamRender(ctx context.Context, svc Service, lk Likes, me int64, ev st
 	if hidden.InFeed(p.AuthorID) {
 		return nil, nil
 	}
-	page, err := showPosts(ctx, lk, me, []feed.Post{p}, false, nil)
+	states, err := lk.LikeStates(ctx, me, []feed.Post{p})
 	if err != nil {
 		return nil, err
 	}
-	return page.Items, nil
+	return apijson.NewPostsPage([]feed.Post{p}, false, states).Items, nil
 }
 
 // BenchmarkStreamDelivery measures delivering one new post to N open
@@ -85,7 +135,7 @@ func perStreamRender(ctx context.Context, svc Service, lk Likes, me int64, ev st
 // streams; deliveries/s is N per op. Needs Redis (FEEDD_TEST_REDIS_URL,
 // default 127.0.0.1:6379/1) for the round trips:
 //
-//	go test -run XXX -bench StreamDelivery -benchtime 20x ./internal/httpapi
+//	go test -run XXX -bench StreamDelivery -benchtime 20x ./internal/stream
 func BenchmarkStreamDelivery(b *testing.B) {
 	opts, err := redis.ParseURL(cmp.Or(os.Getenv("FEEDD_TEST_REDIS_URL"), "redis://127.0.0.1:6379/1"))
 	if err != nil {
@@ -98,15 +148,15 @@ func BenchmarkStreamDelivery(b *testing.B) {
 	}
 	rdb := redis.NewClient(opts)
 	b.Cleanup(func() { rdb.Close() })
+	const author = 1
 	for _, n := range []int{1000, 10000} {
-		fake := newFakeService(testNow)
-		fake.seedUser(alice, "alice")
-		svc := tripService{fakeService: fake, rdb: rdb}
+		fake := &oneAuthor{}
+		svc := tripService{oneAuthor: fake, rdb: rdb}
 		cache := inmemcache.New(inmemcache.Options{})
-		hub := stream.New(nil, stream.Config{Max: n + 1, Buffer: 4}, cache,
-			func(context.Context, int64) ([]int64, error) { return []int64{alice}, nil })
+		hub := New(nil, Config{Max: n + 1, Buffer: 4}, cache,
+			func(context.Context, int64) ([]int64, error) { return []int64{author}, nil })
 		ctx := context.Background()
-		streams := make([]*stream.Stream, n)
+		streams := make([]*Stream, n)
 		for i := range streams {
 			s, err := hub.Open(ctx, int64(1000+i))
 			if err != nil {
@@ -115,10 +165,10 @@ func BenchmarkStreamDelivery(b *testing.B) {
 			s.SetHidden(feed.Hidden{}, time.Now(), 0)
 			streams[i] = s
 		}
-		p := fake.seedPost(alice, "a post to everyone")
+		p := fake.seedPost(author, "a post to everyone")
 		renders := make(chan struct{}, rendersPerCPU*runtime.GOMAXPROCS(0))
 		b.Run(fmt.Sprintf("per-stream/streams=%d", n), func(b *testing.B) {
-			ev := stream.Event{Kind: stream.Post, ID: p.ID}
+			ev := Event{Kind: Post, ID: p.ID}
 			b.ReportAllocs()
 			for b.Loop() {
 				var wg sync.WaitGroup
@@ -132,7 +182,7 @@ func BenchmarkStreamDelivery(b *testing.B) {
 							return
 						}
 						var buf []byte
-						_, _ = io.Discard.Write(items[0].appendJSON(append(buf, "event: post\nid: "...)))
+						_, _ = io.Discard.Write(items[0].AppendJSON(append(buf, "event: post\nid: "...)))
 					}()
 				}
 				wg.Wait()
@@ -142,7 +192,7 @@ func BenchmarkStreamDelivery(b *testing.B) {
 		b.Run(fmt.Sprintf("shared/streams=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				ev := stream.Event{Kind: stream.Post, ID: p.ID, Shared: stream.NewShared(streams)}
+				ev := Event{Kind: Post, ID: p.ID, Shared: NewShared(streams)}
 				var wg sync.WaitGroup
 				for _, s := range streams {
 					wg.Add(1)
