@@ -166,7 +166,7 @@ func guard(cfg Config, m *defenceMetrics, class limit.Class, next http.Handler) 
 func guardStream(cfg Config, m *defenceMetrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The check is a call of its own: this frame stays on the idle
-		// stream's stack for hours (handleStream says why it must be
+		// stream's stack for hours (stream.Handler says why it must be
 		// small).
 		if streamRefused(cfg.Rates, m, w, r) {
 			return

@@ -207,9 +207,10 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) (*liveStream, err
 	ctx := r.Context()
 	s, err := h.hub.Open(ctx, c.User)
 	if feed.ErrorCode(err) == feed.ERATELIMIT {
-		// The user has as many streams open as allowed: one whose
-		// client left without a word frees its slot at its next
-		// heartbeat at the latest (its write fails). (A 503 gets its
+		// The user has as many streams open as allowed. A stream
+		// closed frees its slot at once; one whose client vanished
+		// without a word is found out by a heartbeat's write, so a retry
+		// sooner than a heartbeat rarely finds a slot. (A 503 gets its
 		// Retry-After where the API answers every 503.)
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(h.hub.Heartbeat().Seconds()))))
 	}
