@@ -480,3 +480,52 @@ func TestBrowserRateLimit(t *testing.T) {
 	}
 	tb.shot("rate-limited")
 }
+
+// Views never race: a view that answers after the reader has moved on
+// shows nothing and stops, and the view moved to keeps the page with its
+// own list and stream; leaving a view stops its list and stream.
+func TestBrowserNavigationRace(t *testing.T) {
+	b := newBrowser(t)
+	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir()}, nil)
+	_, readerTok := in.authorAndReader()
+	slowID, _ := in.user("slow")
+	tb := b.tab("reader", 1000, 800)
+	tb.signIn(in.url, readerTok)
+	tb.liveOn()
+	// Count the streams and list observers open, and make the slow user's
+	// page answer late (3 s).
+	js[bool](tb, `(() => {
+		window.sources = [];
+		const ES = window.EventSource;
+		window.EventSource = class extends ES { constructor(...a) { super(...a); sources.push(this); } };
+		window.observers = [];
+		const IO = window.IntersectionObserver;
+		window.IntersectionObserver = class extends IO {
+			constructor(...a) { super(...a); this.live = true; observers.push(this); }
+			disconnect() { this.live = false; super.disconnect(); }
+		};
+		const f = window.fetch;
+		window.fetch = (u, init) => String(u) === '/v1/users/`+slowID+`' ? new Promise(r => setTimeout(r, 3000)).then(() => f(u, init)) : f(u, init);
+		return true;
+	})()`)
+	open := func() (streams, lists int) {
+		v := js[[]int](tb, `[sources.filter(s => s.readyState !== EventSource.CLOSED).length, observers.filter(o => o.live).length]`)
+		return v[0], v[1]
+	}
+	// To the slow page, and home again before it answers.
+	js[bool](tb, `document.querySelector('#goto-id').value = '`+slowID+`', document.querySelector('#goto button').click(), document.querySelector('nav a[href="/"]').click(), true`)
+	tb.wait("home again", `location.pathname === '/' && !!document.querySelector('#compose')`)
+	tb.liveOn()
+	time.Sleep(4 * time.Second) // past the slow answer
+	if got := js[string](tb, `location.pathname + ' ' + !!document.querySelector('#compose') + ' ' + !!document.querySelector('.profile')`); got != "/ true false" {
+		t.Fatalf("after the slow page answered: %s; want home, and no profile", got)
+	}
+	if s, l := open(); s != 1 || l != 1 {
+		t.Fatalf("home open after a raced navigation: %d streams and %d lists open; want 1 and 1", s, l)
+	}
+	tb.do(chromedp.Click(chromedp.CSS(`nav a[href="/top"]`)))
+	tb.wait("the top page", `!!document.querySelector('#window') && document.querySelector('#view .end')?.dataset.state !== 'loading'`)
+	if s, l := open(); s != 0 || l != 1 {
+		t.Fatalf("on the top page: %d streams and %d lists open; want home's stream stopped, and top's list alone", s, l)
+	}
+}
