@@ -481,6 +481,51 @@ func TestBrowserRateLimit(t *testing.T) {
 	tb.shot("rate-limited")
 }
 
+// pillHidden is a page expression: no "new posts" pill shows.
+const pillHidden = `(p => !p || p.hidden)(document.querySelector('#pill'))`
+
+// An author's own post is no news to them: posted from the app, it shows
+// once, on top, and no pill counts it, even though the stream's event for
+// it may come before the publish's answer. A post of someone they follow,
+// published after it, is what the pill then counts, alone.
+func TestBrowserOwnPost(t *testing.T) {
+	b := newBrowser(t)
+	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir()}, nil)
+	bobID, bobTok := in.user("bob")
+	_, aliceTok := in.user("alice")
+	in.follow(aliceTok, bobID)
+
+	alice := b.tab("alice", 1000, 800)
+	alice.signIn(in.url, aliceTok)
+	alice.liveOn()
+	// The publish's answer comes 2.5 s late, so that the stream's event
+	// for the post surely comes first, as it often does on its own.
+	js[bool](alice, `(() => {
+		const f = window.fetch;
+		window.fetch = (u, init) => f(u, init).then(r => String(u) === '/v1/posts' && init.method === 'POST' ? new Promise(ok => setTimeout(() => ok(r), 2500)) : r);
+		return true;
+	})()`)
+	alice.do(chromedp.SetValue(chromedp.CSS("#compose"), "my own post"), chromedp.Click(chromedp.CSS(".compose button")))
+	alice.wait("her post on top", `document.querySelector('#view .list article .content')?.textContent === 'my own post'`)
+	alice.wait("the publish's answer", `!document.querySelector('.compose button').disabled`)
+	own := alice.feedIDs()[0]
+	if !js[bool](alice, pillHidden) {
+		t.Fatalf("after her own post the pill says %q; want no pill", js[string](alice, `document.querySelector('#pill').textContent`))
+	}
+	// The stream sends bob's post after hers: once it is in the pill, hers
+	// has come through the stream too.
+	bobs := in.post(bobTok, "bob's post")
+	alice.wait("the pill for bob's post", `(p => p && !p.hidden && p.textContent === '1 new post')(document.querySelector('#pill'))`)
+	if got := alice.feedIDs(); !slices.Equal(got, []string{own}) {
+		t.Fatalf("before the pill is clicked the page shows %v; want her post once [%s]", got, own)
+	}
+	alice.do(chromedp.Click(chromedp.CSS("#pill")))
+	alice.wait("no pill", pillHidden)
+	if got := alice.feedIDs(); !slices.Equal(got, []string{bobs, own}) {
+		t.Fatalf("after the pill the page shows %v; want [%s %s]", got, bobs, own)
+	}
+}
+
 // Views never race: a view that answers after the reader has moved on
 // shows nothing and stops, and the view moved to keeps the page with its
 // own list and stream; leaving a view stops its list and stream.

@@ -38,6 +38,8 @@ export function homeView(v) {
       key = null;
       text.value = '';
       count.textContent = '0 / 5000';
+      // The stream may have brought the post before its answer came.
+      unpend(p.id);
       prepend(feed, [p], item);
       notice('');
     } catch (e) {
@@ -66,6 +68,13 @@ export function homeView(v) {
   const live = liveStream(v.call, {
     post: (p) => {
       if (feed.shown.has(p.id) || pending.some((q) => q.id === p.id)) return;
+      // One's own post is no news to its author: it goes on the page
+      // (this tab's publish may not have had its answer yet; another
+      // tab's shows here at once), never into the pill.
+      if (p.author_id === s.me) {
+        prepend(feed, [p], item);
+        return;
+      }
       pending.push(p);
       showPill();
     },
