@@ -526,6 +526,37 @@ func TestBrowserOwnPost(t *testing.T) {
 	}
 }
 
+// An edit reaches an open home page: the stream's update event shows the
+// post's new content where it was, marked edited, and nothing twice.
+func TestBrowserEdit(t *testing.T) {
+	b := newBrowser(t)
+	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir()}, nil)
+	authorTok, readerTok := in.authorAndReader()
+	older := in.post(authorTok, "an older post")
+	in.feedEventually(readerTok, 20, []string{older})
+
+	tb := b.tab("reader", 1000, 800)
+	tb.signIn(in.url, readerTok)
+	tb.liveOn()
+	id := in.post(authorTok, "frist post")
+	tb.wait("the pill", `(p => p && !p.hidden && p.textContent === '1 new post')(document.querySelector('#pill'))`)
+	tb.do(chromedp.Click(chromedp.CSS("#pill")))
+	article := `document.querySelector('#view .list article[data-id="` + id + `"]')`
+	tb.wait("the post on top", article+`?.querySelector('.content').textContent === 'frist post'`)
+	if js[bool](tb, `!!`+article+`.querySelector('.edited')`) {
+		t.Fatal("a post never edited is marked edited")
+	}
+	in.must(200, "PATCH", "/v1/posts/"+id, authorTok, map[string]any{"content": "first post"})
+	tb.wait("the edit", article+`?.querySelector('.content').textContent === 'first post' && !!`+article+`.querySelector('.edited')`)
+	if got := tb.feedIDs(); !slices.Equal(got, []string{id, older}) {
+		t.Fatalf("after the edit the page shows %v; want [%s %s]", got, id, older)
+	}
+	if !js[bool](tb, pillHidden) {
+		t.Fatal("the edit shows as a new post in the pill")
+	}
+	tb.shot("edited")
+}
+
 // Views never race: a view that answers after the reader has moved on
 // shows nothing and stops, and the view moved to keeps the page with its
 // own list and stream; leaving a view stops its list and stream.

@@ -78,6 +78,12 @@ export function homeView(v) {
       pending.push(p);
       showPill();
     },
+    update: (p) => {
+      // An edit: the post is shown again as it is now, where it is.
+      const i = pending.findIndex((q) => q.id === p.id);
+      if (i >= 0) pending[i] = p;
+      for (const a of feed.list.querySelectorAll('article[data-id="' + p.id + '"]')) a.replaceWith(item(p));
+    },
     remove: (id) => {
       unpend(id);
       const a = feed.list.querySelector('article[data-id="' + id + '"]');

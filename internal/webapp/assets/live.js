@@ -6,7 +6,8 @@ import { notice } from './ui.js';
 // stream only, and EventSource would reconnect to the same URL by itself,
 // so on any error the stream is closed and reopened with a fresh ticket
 // and the last post id seen (?last_event_id=), after a growing pause.
-// on has post(p), remove(id) and reset(). call is the API for the view that owns the
+// on has post(p), update(p) (an edit of a post the stream sent),
+// remove(id) and reset(). call is the API for the view that owns the
 // stream; stop() ends it for good.
 export function liveStream(call, on) {
   let es = null;
@@ -42,6 +43,9 @@ export function liveStream(call, on) {
       last = ev.lastEventId || last;
       on.post(JSON.parse(ev.data));
     });
+    // An update has no id: line (it must not move the resume point back
+    // to an older post), so it leaves last alone.
+    es.addEventListener('update', (ev) => on.update(JSON.parse(ev.data)));
     es.addEventListener('delete', (ev) => on.remove(JSON.parse(ev.data).id));
     es.addEventListener('reset', (ev) => {
       last = ev.lastEventId || last;
