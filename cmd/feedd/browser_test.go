@@ -557,6 +557,54 @@ func TestBrowserEdit(t *testing.T) {
 	tb.shot("edited")
 }
 
+// The sign-in form says what is wrong with what was typed, in feedd's
+// words: something that is not a token is malformed and stays here (it
+// is not taken for the admin token); a user token with a few characters
+// changed does not verify. The admin token goes to the console.
+func TestBrowserSignIn(t *testing.T) {
+	b := newBrowser(t)
+	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir()}, nil)
+	_, tok := in.user("alice")
+	head, rest, _ := strings.Cut(tok, ".")
+	payload, sig, _ := strings.Cut(rest, ".")
+	c := byte('A')
+	if sig[5] == 'A' {
+		c = 'B'
+	}
+	tampered := head + "." + payload + "." + sig[:5] + string(c) + sig[6:]
+
+	tb := b.tab("visitor", 1000, 800)
+	for _, tt := range []struct{ typed, says string }{
+		{"hunter2", "malformed"},
+		{tampered, "signature does not verify"},
+	} {
+		tb.do(chromedp.Navigate(in.url+"/"), chromedp.WaitVisible(chromedp.CSS("#token")),
+			chromedp.SetValue(chromedp.CSS("#token"), tt.typed), chromedp.Click(chromedp.CSS("#signin button")))
+		tb.wait("why the token is refused", `(n => n && !n.hidden && n.textContent.includes(`+quote(tt.says)+`))(document.querySelector('#notice'))`)
+		got := js[string](tb, `location.pathname + ' ' + JSON.stringify(Object.keys(sessionStorage))`)
+		if got != "/ []" {
+			t.Errorf("after signing in with %q: %s; want / and nothing stored", tt.typed, got)
+		}
+		if n := js[string](tb, `document.querySelector('#notice').textContent`); strings.Contains(n, "expired") || strings.Contains(n, "revoked") {
+			t.Errorf("after signing in with %q the page says %q; want only what is wrong", tt.typed, n)
+		}
+	}
+	tb.shot("signin-refused")
+	tb.do(chromedp.SetValue(chromedp.CSS("#token"), in.admin), chromedp.Click(chromedp.CSS("#signin button")))
+	// The page navigates: ask again until the console answers.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`location.pathname === '/ops' && !!document.querySelector('#switch-L2')`))
+		cancel()
+		if err == nil && ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after signing in with the admin token: not the console (%v); the page says: %s", err, tb.text())
+		}
+	}
+}
+
 // Views never race: a view that answers after the reader has moved on
 // shows nothing and stops, and the view moved to keeps the page with its
 // own list and stream; leaving a view stops its list and stream.

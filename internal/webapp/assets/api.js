@@ -58,7 +58,9 @@ export function describe(err) {
     case 0:
       return err.message;
     case 401:
-      return 'Your token is not accepted (it expired, was revoked, or its user was deleted). Sign in again.';
+      // feedd says what is wrong with the token: malformed, a signature
+      // that does not verify, expired, revoked, or its user deleted.
+      return 'Your token is not accepted: ' + err.message + '. Sign in again.';
     case 403:
       return 'Not allowed: ' + err.message;
     case 404:

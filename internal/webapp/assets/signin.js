@@ -1,11 +1,11 @@
 // The sign-in view, and the token a console hands to a tab it opened.
-import { describe } from './api.js';
+import { client, describe, APIError } from './api.js';
 import { el, notice } from './ui.js';
 
 const ADMIN = 'feedd.admin'; // the console's key: an admin token pasted here goes there
 
 // userOf returns the user id a user token speaks for (the JWT's sub), or
-// null for anything that is not a user token (the admin token).
+// null for anything that is not shaped as a user token.
 export function userOf(token) {
   const parts = token.split('.');
   if (parts.length !== 3) return null;
@@ -31,16 +31,21 @@ export function signInView(v, signIn, message) {
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const t = input.value.trim();
-    if (!userOf(t)) {
-      // The admin token belongs to the console.
+    try {
+      if (userOf(t)) {
+        await signIn(t);
+        return;
+      }
+      // Not a user token. The admin token belongs to the console, but
+      // only feedd can tell the admin token from a mistyped one: an
+      // admin-only call says which.
+      await client(t)('GET', '/v1/admin/degradation');
       sessionStorage.setItem(ADMIN, t);
       location.assign('/ops');
-      return;
-    }
-    try {
-      await signIn(t);
     } catch (e) {
-      notice(describe(e), 'error');
+      // feedd's 401 says what is wrong with the token (malformed, a
+      // signature that does not verify, expired, revoked…).
+      notice(e instanceof APIError && e.status === 401 ? 'That token is not accepted: ' + e.message + '.' : describe(e), 'error');
     }
   });
   v.show(form);
