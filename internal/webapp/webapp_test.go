@@ -191,8 +191,9 @@ func TestBudget(t *testing.T) {
 }
 
 // Every module is embedded and loaded: the app's views and the console
-// import only modules that exist (pageBytes fails on a 404), and no
-// module lies embedded that neither page loads.
+// import only modules that exist (pageBytes fails on a 404), no module
+// lies embedded that neither page loads, and the app's page preloads
+// each of its modules.
 func TestEveryModuleLoaded(t *testing.T) {
 	h := newHandler(t)
 	loaded := map[string]bool{}
@@ -210,6 +211,15 @@ func TestEveryModuleLoaded(t *testing.T) {
 	for name := range h.files {
 		if strings.HasSuffix(name, ".js") && !loaded[name] {
 			t.Errorf("%s is embedded but no page loads it", name)
+		}
+	}
+	// The app's page preloads every module the app imports, so that the
+	// browser asks for them at once.
+	index := string(h.files["/assets/index.html"].body)
+	_, app := pageBytes(t, h, "/")
+	for _, f := range app {
+		if strings.HasSuffix(f, ".js") && f != "/assets/app.js" && !strings.Contains(index, `<link rel="modulepreload" href="`+f+`">`) {
+			t.Errorf("index.html does not preload %s", f)
 		}
 	}
 }
