@@ -480,3 +480,176 @@ func TestBrowserRateLimit(t *testing.T) {
 	}
 	tb.shot("rate-limited")
 }
+
+// pillHidden is a page expression: no "new posts" pill shows.
+const pillHidden = `(p => !p || p.hidden)(document.querySelector('#pill'))`
+
+// An author's own post is no news to them: posted from the app, it shows
+// once, on top, and no pill counts it, even though the stream's event for
+// it may come before the publish's answer. A post of someone they follow,
+// published after it, is what the pill then counts, alone.
+func TestBrowserOwnPost(t *testing.T) {
+	b := newBrowser(t)
+	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir()}, nil)
+	bobID, bobTok := in.user("bob")
+	_, aliceTok := in.user("alice")
+	in.follow(aliceTok, bobID)
+
+	alice := b.tab("alice", 1000, 800)
+	alice.signIn(in.url, aliceTok)
+	alice.liveOn()
+	// The publish's answer comes 2.5 s late, so that the stream's event
+	// for the post surely comes first, as it often does on its own.
+	js[bool](alice, `(() => {
+		const f = window.fetch;
+		window.fetch = (u, init) => f(u, init).then(r => String(u) === '/v1/posts' && init.method === 'POST' ? new Promise(ok => setTimeout(() => ok(r), 2500)) : r);
+		return true;
+	})()`)
+	alice.do(chromedp.SetValue(chromedp.CSS("#compose"), "my own post"), chromedp.Click(chromedp.CSS(".compose button")))
+	alice.wait("her post on top", `document.querySelector('#view .list article .content')?.textContent === 'my own post'`)
+	alice.wait("the publish's answer", `!document.querySelector('.compose button').disabled`)
+	own := alice.feedIDs()[0]
+	if !js[bool](alice, pillHidden) {
+		t.Fatalf("after her own post the pill says %q; want no pill", js[string](alice, `document.querySelector('#pill').textContent`))
+	}
+	// The stream sends bob's post after hers: once it is in the pill, hers
+	// has come through the stream too.
+	bobs := in.post(bobTok, "bob's post")
+	alice.wait("the pill for bob's post", `(p => p && !p.hidden && p.textContent === '1 new post')(document.querySelector('#pill'))`)
+	if got := alice.feedIDs(); !slices.Equal(got, []string{own}) {
+		t.Fatalf("before the pill is clicked the page shows %v; want her post once [%s]", got, own)
+	}
+	alice.do(chromedp.Click(chromedp.CSS("#pill")))
+	alice.wait("no pill", pillHidden)
+	if got := alice.feedIDs(); !slices.Equal(got, []string{bobs, own}) {
+		t.Fatalf("after the pill the page shows %v; want [%s %s]", got, bobs, own)
+	}
+}
+
+// An edit reaches an open home page: the stream's update event shows the
+// post's new content where it was, marked edited, and nothing twice.
+func TestBrowserEdit(t *testing.T) {
+	b := newBrowser(t)
+	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir()}, nil)
+	authorTok, readerTok := in.authorAndReader()
+	older := in.post(authorTok, "an older post")
+	in.feedEventually(readerTok, 20, []string{older})
+
+	tb := b.tab("reader", 1000, 800)
+	tb.signIn(in.url, readerTok)
+	tb.liveOn()
+	id := in.post(authorTok, "frist post")
+	tb.wait("the pill", `(p => p && !p.hidden && p.textContent === '1 new post')(document.querySelector('#pill'))`)
+	tb.do(chromedp.Click(chromedp.CSS("#pill")))
+	article := `document.querySelector('#view .list article[data-id="` + id + `"]')`
+	tb.wait("the post on top", article+`?.querySelector('.content').textContent === 'frist post'`)
+	if js[bool](tb, `!!`+article+`.querySelector('.edited')`) {
+		t.Fatal("a post never edited is marked edited")
+	}
+	in.must(200, "PATCH", "/v1/posts/"+id, authorTok, map[string]any{"content": "first post"})
+	tb.wait("the edit", article+`?.querySelector('.content').textContent === 'first post' && !!`+article+`.querySelector('.edited')`)
+	if got := tb.feedIDs(); !slices.Equal(got, []string{id, older}) {
+		t.Fatalf("after the edit the page shows %v; want [%s %s]", got, id, older)
+	}
+	if !js[bool](tb, pillHidden) {
+		t.Fatal("the edit shows as a new post in the pill")
+	}
+	tb.shot("edited")
+}
+
+// The sign-in form says what is wrong with what was typed, in feedd's
+// words: something that is not a token is malformed and stays here (it
+// is not taken for the admin token); a user token with a few characters
+// changed does not verify. The admin token goes to the console.
+func TestBrowserSignIn(t *testing.T) {
+	b := newBrowser(t)
+	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir()}, nil)
+	_, tok := in.user("alice")
+	head, rest, _ := strings.Cut(tok, ".")
+	payload, sig, _ := strings.Cut(rest, ".")
+	c := byte('A')
+	if sig[5] == 'A' {
+		c = 'B'
+	}
+	tampered := head + "." + payload + "." + sig[:5] + string(c) + sig[6:]
+
+	tb := b.tab("visitor", 1000, 800)
+	for _, tt := range []struct{ typed, says string }{
+		{"hunter2", "malformed"},
+		{tampered, "signature does not verify"},
+	} {
+		tb.do(chromedp.Navigate(in.url+"/"), chromedp.WaitVisible(chromedp.CSS("#token")),
+			chromedp.SetValue(chromedp.CSS("#token"), tt.typed), chromedp.Click(chromedp.CSS("#signin button")))
+		tb.wait("why the token is refused", `(n => n && !n.hidden && n.textContent.includes(`+quote(tt.says)+`))(document.querySelector('#notice'))`)
+		got := js[string](tb, `location.pathname + ' ' + JSON.stringify(Object.keys(sessionStorage))`)
+		if got != "/ []" {
+			t.Errorf("after signing in with %q: %s; want / and nothing stored", tt.typed, got)
+		}
+		if n := js[string](tb, `document.querySelector('#notice').textContent`); strings.Contains(n, "expired") || strings.Contains(n, "revoked") {
+			t.Errorf("after signing in with %q the page says %q; want only what is wrong", tt.typed, n)
+		}
+	}
+	tb.shot("signin-refused")
+	tb.do(chromedp.SetValue(chromedp.CSS("#token"), in.admin), chromedp.Click(chromedp.CSS("#signin button")))
+	// The page navigates: ask again until the console answers.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`location.pathname === '/ops' && !!document.querySelector('#switch-L2')`))
+		cancel()
+		if err == nil && ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after signing in with the admin token: not the console (%v); the page says: %s", err, tb.text())
+		}
+	}
+}
+
+// Views never race: a view that answers after the reader has moved on
+// shows nothing and stops, and the view moved to keeps the page with its
+// own list and stream; leaving a view stops its list and stream.
+func TestBrowserNavigationRace(t *testing.T) {
+	b := newBrowser(t)
+	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir()}, nil)
+	_, readerTok := in.authorAndReader()
+	slowID, _ := in.user("slow")
+	tb := b.tab("reader", 1000, 800)
+	tb.signIn(in.url, readerTok)
+	tb.liveOn()
+	// Count the streams and list observers open, and make the slow user's
+	// page answer late (3 s).
+	js[bool](tb, `(() => {
+		window.sources = [];
+		const ES = window.EventSource;
+		window.EventSource = class extends ES { constructor(...a) { super(...a); sources.push(this); } };
+		window.observers = [];
+		const IO = window.IntersectionObserver;
+		window.IntersectionObserver = class extends IO {
+			constructor(...a) { super(...a); this.live = true; observers.push(this); }
+			disconnect() { this.live = false; super.disconnect(); }
+		};
+		const f = window.fetch;
+		window.fetch = (u, init) => String(u) === '/v1/users/`+slowID+`' ? new Promise(r => setTimeout(r, 3000)).then(() => f(u, init)) : f(u, init);
+		return true;
+	})()`)
+	open := func() (streams, lists int) {
+		v := js[[]int](tb, `[sources.filter(s => s.readyState !== EventSource.CLOSED).length, observers.filter(o => o.live).length]`)
+		return v[0], v[1]
+	}
+	// To the slow page, and home again before it answers.
+	js[bool](tb, `document.querySelector('#goto-id').value = '`+slowID+`', document.querySelector('#goto button').click(), document.querySelector('nav a[href="/"]').click(), true`)
+	tb.wait("home again", `location.pathname === '/' && !!document.querySelector('#compose')`)
+	tb.liveOn()
+	time.Sleep(4 * time.Second) // past the slow answer
+	if got := js[string](tb, `location.pathname + ' ' + !!document.querySelector('#compose') + ' ' + !!document.querySelector('.profile')`); got != "/ true false" {
+		t.Fatalf("after the slow page answered: %s; want home, and no profile", got)
+	}
+	if s, l := open(); s != 1 || l != 1 {
+		t.Fatalf("home open after a raced navigation: %d streams and %d lists open; want 1 and 1", s, l)
+	}
+	tb.do(chromedp.Click(chromedp.CSS(`nav a[href="/top"]`)))
+	tb.wait("the top page", `!!document.querySelector('#window') && document.querySelector('#view .end')?.dataset.state !== 'loading'`)
+	if s, l := open(); s != 0 || l != 1 {
+		t.Fatalf("on the top page: %d streams and %d lists open; want home's stream stopped, and top's list alone", s, l)
+	}
+}

@@ -45,7 +45,7 @@ func TestPagesAndHeaders(t *testing.T) {
 		"/users/42":         `<script type="module" src="/assets/app.js">`,
 		"/posts/7":          `<script type="module" src="/assets/app.js">`,
 		"/ops":              `<script type="module" src="/assets/ops.js">`,
-		"/assets/app.js":    `import { client`,
+		"/assets/app.js":    `import { homeView } from './home.js';`,
 		"/assets/style.css": `:root`,
 		"/favicon.ico":      `<svg`,
 	} {
@@ -186,6 +186,40 @@ func TestBudget(t *testing.T) {
 		}
 		if len(files) < 4 {
 			t.Errorf("%s: only %v counted; the walk missed the assets", page, files)
+		}
+	}
+}
+
+// Every module is embedded and loaded: the app's views and the console
+// import only modules that exist (pageBytes fails on a 404), no module
+// lies embedded that neither page loads, and the app's page preloads
+// each of its modules.
+func TestEveryModuleLoaded(t *testing.T) {
+	h := newHandler(t)
+	loaded := map[string]bool{}
+	for _, page := range []string{"/", "/ops"} {
+		_, files := pageBytes(t, h, page)
+		for _, f := range files {
+			loaded[f] = true
+		}
+	}
+	for _, want := range []string{"app.js", "home.js", "top.js", "user.js", "post.js", "signin.js", "list.js", "live.js", "api.js", "ui.js", "ops.js"} {
+		if !loaded["/assets/"+want] {
+			t.Errorf("/assets/%s is not loaded by / or /ops", want)
+		}
+	}
+	for name := range h.files {
+		if strings.HasSuffix(name, ".js") && !loaded[name] {
+			t.Errorf("%s is embedded but no page loads it", name)
+		}
+	}
+	// The app's page preloads every module the app imports, so that the
+	// browser asks for them at once.
+	index := string(h.files["/assets/index.html"].body)
+	_, app := pageBytes(t, h, "/")
+	for _, f := range app {
+		if strings.HasSuffix(f, ".js") && f != "/assets/app.js" && !strings.Contains(index, `<link rel="modulepreload" href="`+f+`">`) {
+			t.Errorf("index.html does not preload %s", f)
 		}
 	}
 }

@@ -12,12 +12,13 @@ export class APIError extends Error {
 }
 
 // client returns call(method, path, body?, headers?) → the decoded JSON
-// (null for 204), with token as the bearer.
-export function client(token) {
+// (null for 204), with token as the bearer. With a signal, the calls end
+// when it aborts, rejecting with the signal's AbortError (see isAbort).
+export function client(token, signal) {
   return async function call(method, path, body, headers = {}) {
     const h = { ...headers };
     if (token) h.Authorization = 'Bearer ' + token;
-    const init = { method, headers: h, cache: 'no-store' };
+    const init = { method, headers: h, cache: 'no-store', signal };
     if (body !== undefined) {
       h['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
@@ -26,6 +27,7 @@ export function client(token) {
     try {
       res = await fetch(path, init);
     } catch (e) {
+      if (signal && signal.aborted) throw e; // not a failure: nobody waits for the answer
       throw new APIError(0, 'unreachable', 'feedd is not answering: check that it is running, then try again.', 0);
     }
     if (res.status === 204) return null;
@@ -33,6 +35,7 @@ export function client(token) {
     try {
       data = await res.json();
     } catch (e) {
+      if (signal && signal.aborted) throw e;
       data = null;
     }
     if (res.ok) return data;
@@ -40,6 +43,11 @@ export function client(token) {
     const retry = parseInt(res.headers.get('Retry-After') || '0', 10) || 0;
     throw new APIError(res.status, err.code || 'http_' + res.status, err.message || res.statusText, retry);
   };
+}
+
+// isAbort reports whether err is the end of a call whose signal aborted.
+export function isAbort(err) {
+  return !!err && err.name === 'AbortError';
 }
 
 // describe puts an error in words for the person at the screen.
@@ -50,7 +58,9 @@ export function describe(err) {
     case 0:
       return err.message;
     case 401:
-      return 'Your token is not accepted (it expired, was revoked, or its user was deleted). Sign in again.';
+      // feedd says what is wrong with the token: malformed, a signature
+      // that does not verify, expired, revoked, or its user deleted.
+      return 'Your token is not accepted: ' + err.message + '. Sign in again.';
     case 403:
       return 'Not allowed: ' + err.message;
     case 404:
