@@ -154,7 +154,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			Pages:     pages,
 		}, svc, newLikes(cfg, d, logger, svc, switches, likesBreaker), d.register(), apiMetrics)
 	} else {
-		handler = httpapi.NewOps(logger, workReady, apiMetrics)
+		handler = httpapi.NewProbes(logger, workReady, apiMetrics)
 	}
 	work.Go(func() { reporter.Run(workCtx) })
 
