@@ -97,10 +97,10 @@
 //	redis-cli --scan --pattern 'feedd:inbox:{*' | xargs -r -n 500 redis-cli unlink
 //	redis-cli --scan --pattern 'feedd:ob:inbox:{*' | xargs -r -n 500 redis-cli unlink
 //	redis-cli --scan --pattern 'feedd:ob:inbox2:{*' | xargs -r -n 500 redis-cli unlink
-//
-// The last pattern frees the author lists' keys from before they moved
-// from the prefix "ob:" to AuthorListPrefix.
 //	redis-cli --scan --pattern 'feedd:feed:{*}' | xargs -r -n 500 redis-cli unlink
+//
+// The "ob:inbox2:" pattern frees the author lists' keys from before they
+// moved from the prefix "ob:" to AuthorListPrefix.
 package rediscache
 
 import (
