@@ -93,7 +93,7 @@ func TestAuthMatrix(t *testing.T) {
 			}
 			var attempts []attempt
 			switch rt.Access {
-			case "anyone", "ops":
+			case "anyone", "probe":
 				// No token needed: a bad one must not turn the route away.
 				for _, c := range unauthenticated {
 					attempts = append(attempts, attempt{c.name, c.header, 0})

@@ -243,7 +243,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	num(&c.hotPosts, "hot-posts", 10_000, "post bodies kept in process memory in front of the cache (0: none)")
 	dur(&c.hotPostTTL, "hot-post-ttl", 5*time.Second, "how long a post body stays in process memory")
 	num(&c.unreadCap, "unread-cap", timeline.DefaultUnreadCap, "GET/PUT /v1/me/markers/home count unread posts up to this many (unread_capped beyond it); a count reads at most this many ids")
-	dur(&c.idempotencyTTL, "idempotency-ttl", tl.IdempotencyTTL, "how long a POST /v1/posts Idempotency-Key is kept: a retry within it gets the first answer, after it the key is new; the work role purges expired keys")
+	dur(&c.idempotencyTTL, "idempotency-ttl", tl.IdempotencyTTL, "how long a POST /v1/posts Idempotency-Key is kept: a retry within it gets the first answer, after it the key is new; the work role sweeps expired keys")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: feedd [role] [flags]\n\nroles:\n")
 		for _, r := range []string{"all", "serve", "work", "migrate"} {

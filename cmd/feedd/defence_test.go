@@ -251,10 +251,9 @@ func TestSwitchesEndToEnd(t *testing.T) {
 		merged := func() string {
 			return metricValue(string(in.do("GET", "/metrics", "", nil).raw), `feedd_feed_reads_total{path="merged"}`)
 		}
-		// The label "outbox" is the author lists' old name, kept.
 		listReads := func() string {
 			m := string(in.do("GET", "/metrics", "", nil).raw)
-			return metricValue(m, `feedd_cache_lookups_total{cache="outbox",result="hit"}`) + "/" + metricValue(m, `feedd_cache_lookups_total{cache="outbox",result="miss"}`)
+			return metricValue(m, `feedd_cache_lookups_total{cache="author_list",result="hit"}`) + "/" + metricValue(m, `feedd_cache_lookups_total{cache="author_list",result="miss"}`)
 		}
 		set(`{"L2": true}`)
 		m0, o0 := merged(), listReads()

@@ -229,10 +229,8 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 			return nil, fmt.Errorf("redis: %w", err)
 		}
 		if cfg.fanoutMode == feed.ModeHybrid {
-			// Same client: closing the inbox cache closes it. The prefix
-			// "ob:" is the lists' old name ("outboxes"), kept so that a
-			// deployment's existing lists stay readable.
-			d.authorLists = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix + "ob:", InboxMax: authorListMax, InboxGroups: cfg.inboxGroups, InboxTTL: cfg.inboxTTL()})
+			// Same client: closing the inbox cache closes it.
+			d.authorLists = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix + rediscache.AuthorListPrefix, InboxMax: authorListMax, InboxGroups: cfg.inboxGroups, InboxTTL: cfg.inboxTTL()})
 		}
 	} else {
 		mc := inmemcache.New(inmemcache.Options{InboxMax: cfg.inboxMax, InboxTTL: cfg.inboxTTL()})

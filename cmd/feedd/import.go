@@ -152,7 +152,7 @@ flags:
 		caches.Inboxes, caches.Likes, caches.KV = rc, rc, rc
 		caches.Streams = stream.NewAnnouncer(rc)
 		// Whatever the mode now: lists left from a hybrid period go too.
-		caches.AuthorLists = rediscache.New(client, rediscache.Options{Prefix: redisPrefix + "ob:", InboxMax: authorListMax, InboxGroups: inboxGroups})
+		caches.AuthorLists = rediscache.New(client, rediscache.Options{Prefix: redisPrefix + rediscache.AuthorListPrefix, InboxMax: authorListMax, InboxGroups: inboxGroups})
 	} else {
 		fmt.Fprintln(stderr, "import: no FEEDD_REDIS_URL: the cache is the serving feedd's own memory, which this command cannot reach; restart feedd after the import so that its feeds are rebuilt from SQL")
 	}

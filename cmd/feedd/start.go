@@ -154,7 +154,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			Pages:     pages,
 		}, svc, newLikes(cfg, d, logger, svc, switches, likesBreaker), d.register(), apiMetrics)
 	} else {
-		handler = httpapi.NewOps(logger, workReady, apiMetrics)
+		handler = httpapi.NewProbes(logger, workReady, apiMetrics)
 	}
 	work.Go(func() { reporter.Run(workCtx) })
 
@@ -215,8 +215,8 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			Announce: announcer.PostCreated,
 		}, d.workStore, d.cache, d.authorLists, d.broker, d.register())
 		work.Go(func() { _ = rel.Run(workCtx) })
-		purge := timeline.NewKeyPurge(logger, d.workStore, cfg.idempotencyTTL, d.reg)
-		work.Go(func() { purge.Run(workCtx) })
+		keySweep := timeline.NewKeySweep(logger, d.workStore, cfg.idempotencyTTL, d.reg)
+		work.Go(func() { keySweep.Run(workCtx) })
 		var counters timeline.LikeCounters
 		if lc, ok := d.likes.(timeline.LikeCounters); ok {
 			counters = lc

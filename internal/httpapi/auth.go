@@ -23,7 +23,7 @@ type access int
 
 const (
 	anyone access = iota // no token: the API description
-	ops                  // no token, and also served by NewOps: probes and metrics
+	probe                // no token, and also served by NewProbes: probes and metrics
 	admin                // the admin token only
 	reader               // the admin token or any user token: reads that need no "me"
 	actor                // a user token only: the route acts as the token's user
@@ -160,7 +160,7 @@ func newTokens(cfg Config, users standings) *tokens {
 // require wraps h so that it runs only for a principal that a has room for,
 // with the principal in the request's context.
 func (t *tokens) require(a access, h http.Handler) http.Handler {
-	if a == anyone || a == ops {
+	if a == anyone || a == probe {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

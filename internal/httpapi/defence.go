@@ -29,7 +29,7 @@ import (
 // an operator can reach a process that is shedding or read-only.
 func classOf(rt route) limit.Class {
 	switch {
-	case rt.access == admin || rt.access == ops || rt.access == anyone:
+	case rt.access == admin || rt.access == probe || rt.access == anyone:
 		return ""
 	case rt.method == http.MethodGet || rt.method == http.MethodHead:
 		return limit.Read

@@ -1136,7 +1136,7 @@ func TestOps(t *testing.T) {
 	}
 }
 
-func TestNewOps(t *testing.T) {
+func TestNewProbes(t *testing.T) {
 	// The probe runs on the server's goroutines: share the answer atomically.
 	var down atomic.Bool
 	ready := func(ctx context.Context) []feed.Check {
@@ -1146,7 +1146,7 @@ func TestNewOps(t *testing.T) {
 		return []feed.Check{{Name: "broker", Required: true}}
 	}
 	reg := prometheus.NewRegistry()
-	srv := httptest.NewServer(NewOps(nil, ready, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	srv := httptest.NewServer(NewProbes(nil, ready, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	t.Cleanup(srv.Close)
 	for _, tt := range []struct {
 		path   string

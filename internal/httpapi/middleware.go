@@ -244,7 +244,7 @@ func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
 func (p *headerProbe) WriteHeader(status int)      { p.status = status }
 
 // requestMetrics is the latency histogram; a nil *requestMetrics records
-// nothing, for NewOps and for callers that pass no registry.
+// nothing, for NewProbes and for callers that pass no registry.
 type requestMetrics struct {
 	duration *prometheus.HistogramVec
 }

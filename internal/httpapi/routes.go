@@ -55,9 +55,9 @@ func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func
 		{"GET", "/v1/admin/overview", admin, handleOverview(con)},
 		{"POST", "/v1/admin/dead-letters/requeue", admin, handleRequeue(con)},
 		{"GET", "/v1/openapi.json", anyone, handleOpenAPI()},
-		{"GET", "/healthz", ops, handleHealth()},
-		{"GET", "/readyz", ops, handleReady(ready)},
-		{"GET", "/metrics", ops, handleMetrics(metrics)},
+		{"GET", "/healthz", probe, handleHealth()},
+		{"GET", "/readyz", probe, handleReady(ready)},
+		{"GET", "/metrics", probe, handleMetrics(metrics)},
 	}
 }
 

@@ -243,17 +243,17 @@ func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prome
 	return middleware(logger, newRequestMetrics(logger, reg), cfg.MaxBodyBytes, cfg.BodyTimeout, mux)
 }
 
-// NewOps returns only /healthz, /readyz and /metrics, for processes that
+// NewProbes returns only /healthz, /readyz and /metrics, for processes that
 // serve no API (the `feedd work` role) but must still be probed and
 // scraped. ready nil means always ready.
-func NewOps(logger *slog.Logger, ready func(context.Context) []feed.Check, metrics http.Handler) http.Handler {
+func NewProbes(logger *slog.Logger, ready func(context.Context) []feed.Check, metrics http.Handler) http.Handler {
 	logger = orDiscard(logger)
 	if ready == nil {
 		ready = func(context.Context) []feed.Check { return nil }
 	}
 	mux := http.NewServeMux()
 	for _, rt := range routes(nil, nil, nil, nil, ready, metrics, nil, nil) {
-		if rt.access == ops {
+		if rt.access == probe {
 			h := rt.handler
 			mux.Handle(rt.pattern(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				serveHeld(w, r, h, DefaultWriteTimeout, nil, nil)

@@ -6,7 +6,7 @@ package httpapi
 type RouteAccess struct {
 	Method string
 	Path   string // the ServeMux pattern's path, with {wildcards}
-	// Access is who may call the route: "anyone" and "ops" need no token,
+	// Access is who may call the route: "anyone" and "probe" need no token,
 	// "admin" the admin token, "reader" the admin or any user token,
 	// "actor" a user token (the route acts as the token's user).
 	Access string
@@ -29,8 +29,8 @@ func (a access) String() string {
 	switch a {
 	case anyone:
 		return "anyone"
-	case ops:
-		return "ops"
+	case probe:
+		return "probe"
 	case admin:
 		return "admin"
 	case reader:

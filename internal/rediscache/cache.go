@@ -96,7 +96,11 @@
 //
 //	redis-cli --scan --pattern 'feedd:inbox:{*' | xargs -r -n 500 redis-cli unlink
 //	redis-cli --scan --pattern 'feedd:ob:inbox:{*' | xargs -r -n 500 redis-cli unlink
+//	redis-cli --scan --pattern 'feedd:ob:inbox2:{*' | xargs -r -n 500 redis-cli unlink
 //	redis-cli --scan --pattern 'feedd:feed:{*}' | xargs -r -n 500 redis-cli unlink
+//
+// The "ob:inbox2:" pattern frees the author lists' keys from before they
+// moved from the prefix "ob:" to AuthorListPrefix.
 package rediscache
 
 import (
@@ -114,6 +118,15 @@ import (
 // DefaultInboxGroups is the number of inbox hash tags when
 // Options.InboxGroups is not set.
 const DefaultInboxGroups = 256
+
+// AuthorListPrefix follows the deployment's prefix on the keys of the
+// author lists, a second Cache of inboxes beside the readers' (hybrid
+// fan-out): "<prefix>al:inbox2:{g<group>}:<author>". It was once "ob:"
+// (the lists were called outboxes); an upgraded process does
+// not read the old keys, and rebuilds each list from SQL on its first
+// read, as after any miss. The old keys expire with their ttl, or free
+// them at once as "Upgrading" says.
+const AuthorListPrefix = "al:"
 
 // Options configure a Cache.
 type Options struct {

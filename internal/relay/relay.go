@@ -20,7 +20,7 @@ import (
 // Outbox is the store side of the relay.
 type Outbox interface {
 	RelayOutbox(ctx context.Context, n int, publish func(ctx context.Context, evs []feed.OutboxEvent) error) (int, error)
-	PurgeOutbox(ctx context.Context, sentBefore time.Time) (int64, error)
+	SweepOutbox(ctx context.Context, sentBefore time.Time) (int64, error)
 	OutboxBacklog(ctx context.Context) (int64, error)
 }
 
@@ -29,7 +29,7 @@ type Config struct {
 	Workers int           // concurrent relay loops in this process
 	Batch   int           // events per transaction and per confirmed publish
 	Poll    time.Duration // idle poll interval when nobody calls Notify
-	Retain  time.Duration // sent events are kept this long, then purged
+	Retain  time.Duration // sent events are kept this long, then swept
 	// MaxPending pauses relaying while the posts queue holds more than
 	// this many messages (0: never). The queue depth is read at most
 	// every DepthEvery.
@@ -141,7 +141,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	for i := 0; i < r.cfg.Workers; i++ {
 		wg.Go(func() { r.loop(ctx) })
 	}
-	wg.Go(func() { r.purge(ctx) })
+	wg.Go(func() { r.sweep(ctx) })
 	wg.Wait()
 	return nil
 }
@@ -268,12 +268,12 @@ func (r *Relay) logRelayed(ctx context.Context, evs []feed.OutboxEvent) {
 	}
 }
 
-func (r *Relay) purge(ctx context.Context) {
+func (r *Relay) sweep(ctx context.Context) {
 	for {
-		if n, err := r.outbox.PurgeOutbox(ctx, time.Now().Add(-r.cfg.Retain)); err != nil && ctx.Err() == nil {
-			r.logger.Warn("purging sent outbox events failed", "err", err)
+		if n, err := r.outbox.SweepOutbox(ctx, time.Now().Add(-r.cfg.Retain)); err != nil && ctx.Err() == nil {
+			r.logger.Warn("sweeping sent outbox events failed", "err", err)
 		} else if n > 0 {
-			r.logger.Debug("purged sent outbox events", "n", n)
+			r.logger.Debug("swept sent outbox events", "n", n)
 		}
 		if !sleep(ctx, 10*time.Minute, nil) {
 			return

@@ -16,7 +16,7 @@ import (
 var errReplay = errors.New("idempotency key already used")
 
 // keyAttempts bounds CreatePost's rounds of finding its idempotency key
-// taken, then gone (purged, or its first request rolled back) or expired
+// taken, then gone (swept, or its first request rolled back) or expired
 // and taken over by a twin: each round is another request racing for the
 // key, so giving up says "in flight".
 const keyAttempts = 4
@@ -95,17 +95,17 @@ func (rec keyRec) answer(idem feed.Idempotency) (feed.Post, error) {
 	return rec.post, nil
 }
 
-// PurgeIdempotencyKeys deletes the idempotency keys expired at now, at
-// most purgeChunk per statement, and returns how many it deleted.
-func (s *Store) PurgeIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
+// SweepIdempotencyKeys deletes the idempotency keys expired at now, at
+// most sweepChunk per statement, and returns how many it deleted.
+func (s *Store) SweepIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
 	var total int64
 	cutoff := millis(now)
 	for {
-		// Two statements per chunk, as in PurgeOutbox. The delete checks
+		// Two statements per chunk, as in SweepOutbox. The delete checks
 		// the expiry again: a key taken over meanwhile is kept.
 		keys, err := s.expiredKeys(ctx, cutoff)
 		if err != nil {
-			return total, fmt.Errorf("sqlstore: purge idempotency keys: %w", err)
+			return total, fmt.Errorf("sqlstore: sweep idempotency keys: %w", err)
 		}
 		if len(keys) == 0 {
 			return total, nil
@@ -118,16 +118,16 @@ func (s *Store) PurgeIdempotencyKeys(ctx context.Context, now time.Time) (int64,
 		res, err := s.db.ExecContext(ctx, "DELETE FROM idempotency WHERE expires_at <= ? AND (author_id, idem_key) IN ("+
 			strings.TrimSuffix(strings.Repeat("(?, ?), ", len(keys)), ", ")+")", args...)
 		if err != nil {
-			return total, fmt.Errorf("sqlstore: purge idempotency keys: %w", err)
+			return total, fmt.Errorf("sqlstore: sweep idempotency keys: %w", err)
 		}
 		deleted, err := res.RowsAffected()
 		if err != nil {
-			return total, fmt.Errorf("sqlstore: purge idempotency keys: %w", err)
+			return total, fmt.Errorf("sqlstore: sweep idempotency keys: %w", err)
 		}
 		total += deleted
 		// deleted == 0: every key was taken over meanwhile; stop rather
 		// than read them again.
-		if len(keys) < purgeChunk || deleted == 0 {
+		if len(keys) < sweepChunk || deleted == 0 {
 			return total, nil
 		}
 	}
@@ -138,11 +138,11 @@ type authorKey struct {
 	key    string
 }
 
-// expiredKeys returns up to purgeChunk keys expired at cutoff, oldest
+// expiredKeys returns up to sweepChunk keys expired at cutoff, oldest
 // first, along idempotency_expires.
 func (s *Store) expiredKeys(ctx context.Context, cutoff int64) ([]authorKey, error) {
 	rows, err := s.rdb.QueryContext(ctx,
-		"SELECT author_id, idem_key FROM idempotency WHERE expires_at <= ? ORDER BY expires_at LIMIT ?", cutoff, purgeChunk)
+		"SELECT author_id, idem_key FROM idempotency WHERE expires_at <= ? ORDER BY expires_at LIMIT ?", cutoff, sweepChunk)
 	if err != nil {
 		return nil, err
 	}

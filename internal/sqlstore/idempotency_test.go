@@ -311,14 +311,14 @@ func testIdempotencyExpiry(t *testing.T, e *env) {
 	}
 }
 
-func testIdempotencyPurge(t *testing.T, e *env) {
+func testIdempotencySweep(t *testing.T, e *env) {
 	ctx := t.Context()
 	s := e.store(t)
 	mustUsers(t, s, 1, 2)
 	// More expired keys than one statement deletes, a live one, and one
 	// that expires exactly now.
 	now := time.Now()
-	const expired = purgeChunk + purgeChunk/2
+	const expired = sweepChunk + sweepChunk/2
 	var ids []int64
 	for i := range int64(expired) {
 		ids = append(ids, 1000+i)
@@ -331,9 +331,9 @@ func testIdempotencyPurge(t *testing.T, e *env) {
 	if _, err := s.DB().ExecContext(ctx, "INSERT INTO idempotency (author_id, idem_key, post_id, created_at, expires_at) VALUES (2, 'edge', 7, 0, ?)", millis(now)); err != nil {
 		t.Fatal(err)
 	}
-	n, err := s.PurgeIdempotencyKeys(ctx, now)
+	n, err := s.SweepIdempotencyKeys(ctx, now)
 	if err != nil || n != expired+1 {
-		t.Fatalf("PurgeIdempotencyKeys: got %d, %v; want %d", n, err, expired+1)
+		t.Fatalf("SweepIdempotencyKeys: got %d, %v; want %d", n, err, expired+1)
 	}
 	var left []string
 	rows, err := s.DB().QueryContext(ctx, "SELECT idem_key FROM idempotency")
@@ -351,8 +351,8 @@ func testIdempotencyPurge(t *testing.T, e *env) {
 	if len(left) != 1 || left[0] != "live" {
 		t.Fatalf("keys after the purge: got %v; want [live]", left)
 	}
-	if n, err := s.PurgeIdempotencyKeys(ctx, now); err != nil || n != 0 {
-		t.Fatalf("PurgeIdempotencyKeys again: got %d, %v; want 0", n, err)
+	if n, err := s.SweepIdempotencyKeys(ctx, now); err != nil || n != 0 {
+		t.Fatalf("SweepIdempotencyKeys again: got %d, %v; want 0", n, err)
 	}
 	// The live key still replays.
 	if p, created, err := createWith(t, s, 8, 2, "live", idemKey("live", "live")); err != nil || created || p.ID != 7 {
@@ -414,7 +414,7 @@ func testIdempotencyMigration(t *testing.T, e *env) {
 	if p, created, err := createWith(t, s, 3, 1, "anything", idemKey("recent", "anything")); err != nil || created || p.ID != 1 {
 		t.Fatalf("CreatePost with a key from before: got %+v, %v, %v; want post 1", p, created, err)
 	}
-	if n, err := s.PurgeIdempotencyKeys(ctx, time.Now()); err != nil || n != 1 {
-		t.Fatalf("PurgeIdempotencyKeys: got %d, %v; want the old key", n, err)
+	if n, err := s.SweepIdempotencyKeys(ctx, time.Now()); err != nil || n != 1 {
+		t.Fatalf("SweepIdempotencyKeys: got %d, %v; want the old key", n, err)
 	}
 }

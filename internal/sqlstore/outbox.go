@@ -94,22 +94,22 @@ func (s *Store) OutboxOldest(ctx context.Context) (int64, time.Time, error) {
 	return n, fromMillis(created), nil
 }
 
-// purgeChunk bounds the rows one purge statement deletes, so that no
+// sweepChunk bounds the rows one sweep statement deletes, so that no
 // statement holds locks or grows the log for long.
-const purgeChunk = 1000
+const sweepChunk = 1000
 
-// PurgeOutbox deletes the events sent before sentBefore, a chunk at a
+// SweepOutbox deletes the events sent before sentBefore, a chunk at a
 // time, and returns how many it deleted.
-func (s *Store) PurgeOutbox(ctx context.Context, sentBefore time.Time) (int64, error) {
+func (s *Store) SweepOutbox(ctx context.Context, sentBefore time.Time) (int64, error) {
 	var total int64
 	for {
 		// Two statements per chunk because neither MySQL (no LIMIT in an
 		// IN subquery) nor stock SQLite (no DELETE ... LIMIT) deletes a
 		// bounded set in one.
-		ids, err := s.queryIDs(ctx, purgeChunk,
-			"SELECT id FROM outbox WHERE sent_at < ? ORDER BY sent_at, id LIMIT ?", millis(sentBefore), purgeChunk)
+		ids, err := s.queryIDs(ctx, sweepChunk,
+			"SELECT id FROM outbox WHERE sent_at < ? ORDER BY sent_at, id LIMIT ?", millis(sentBefore), sweepChunk)
 		if err != nil {
-			return total, fmt.Errorf("sqlstore: purge outbox: %w", err)
+			return total, fmt.Errorf("sqlstore: sweep outbox: %w", err)
 		}
 		if len(ids) == 0 {
 			return total, nil
@@ -120,14 +120,14 @@ func (s *Store) PurgeOutbox(ctx context.Context, sentBefore time.Time) (int64, e
 		}
 		res, err := s.db.ExecContext(ctx, "DELETE FROM outbox WHERE id IN ("+placeholders(len(ids))+")", args...)
 		if err != nil {
-			return total, fmt.Errorf("sqlstore: purge outbox: %w", err)
+			return total, fmt.Errorf("sqlstore: sweep outbox: %w", err)
 		}
 		deleted, err := res.RowsAffected()
 		if err != nil {
-			return total, fmt.Errorf("sqlstore: purge outbox: %w", err)
+			return total, fmt.Errorf("sqlstore: sweep outbox: %w", err)
 		}
 		total += deleted
-		if len(ids) < purgeChunk {
+		if len(ids) < sweepChunk {
 			return total, nil
 		}
 	}

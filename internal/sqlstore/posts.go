@@ -86,7 +86,7 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempoten
 		rec, err := s.keyRecord(ctx, p.AuthorID, idem.Key)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			// Purged, or its first call rolled back: the key is new.
+			// Swept, or its first call rolled back: the key is new.
 			takeOver = false
 		case err != nil:
 			return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d by %d: replay key: %w", p.ID, p.AuthorID, err)

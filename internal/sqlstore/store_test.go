@@ -160,7 +160,7 @@ var suite = []struct {
 	{"IdempotencyRace", testIdempotencyRace},
 	{"IdempotencyInFlight", testIdempotencyInFlight},
 	{"IdempotencyExpiry", testIdempotencyExpiry},
-	{"IdempotencyPurge", testIdempotencyPurge},
+	{"IdempotencySweep", testIdempotencySweep},
 	{"IdempotencyMigration", testIdempotencyMigration},
 	{"DuplicatePostID", testDuplicatePostID},
 	{"ExternalID", testExternalID},
@@ -1392,11 +1392,11 @@ func testRelay(t *testing.T, e *env) {
 
 	// Purge takes sent rows only, and only those sent before the time.
 	mustPost(t, s, 4, 1)
-	if n, err := s.PurgeOutbox(ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
-		t.Fatalf("PurgeOutbox(an hour ago): got %d, %v; want 0", n, err)
+	if n, err := s.SweepOutbox(ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("SweepOutbox(an hour ago): got %d, %v; want 0", n, err)
 	}
-	if n, err := s.PurgeOutbox(ctx, time.Now().Add(time.Second)); err != nil || n != 3 {
-		t.Fatalf("PurgeOutbox(now): got %d, %v; want 3", n, err)
+	if n, err := s.SweepOutbox(ctx, time.Now().Add(time.Second)); err != nil || n != 3 {
+		t.Fatalf("SweepOutbox(now): got %d, %v; want 3", n, err)
 	}
 	if got, err := s.OutboxBacklog(ctx); err != nil || got != 1 {
 		t.Fatalf("OutboxBacklog after purge: got %d, %v; want 1", got, err)
@@ -1408,12 +1408,12 @@ func testRelay(t *testing.T, e *env) {
 
 	// Purging more than one chunk.
 	var ids []int64
-	for id := int64(1); id <= purgeChunk+5; id++ {
+	for id := int64(1); id <= sweepChunk+5; id++ {
 		ids = append(ids, id)
 	}
 	bulkInsert(t, s, "INSERT INTO outbox (payload, created_at, sent_at) VALUES ", "('{}', 0, ?)", ids)
-	if n, err := s.PurgeOutbox(ctx, time.UnixMilli(purgeChunk+3)); err != nil || n != purgeChunk+2 {
-		t.Fatalf("PurgeOutbox over chunks: got %d, %v; want %d", n, err, purgeChunk+2)
+	if n, err := s.SweepOutbox(ctx, time.UnixMilli(sweepChunk+3)); err != nil || n != sweepChunk+2 {
+		t.Fatalf("SweepOutbox over chunks: got %d, %v; want %d", n, err, sweepChunk+2)
 	}
 
 	if e.backend == "mysql" {

@@ -17,10 +17,9 @@ type metrics struct {
 	// staleMarked and staleReset count readers whose cached feed missed a
 	// change (stale.go), and the resets that caught up.
 	staleMarked, staleReset prometheus.Counter
-	// cacheLookups counts lookups by cache (inbox, outbox, outbox_head,
-	// post, hot_post) and result (hit, miss): the hit ratios. "outbox" and
-	// "outbox_head" are the author lists and their in-process heads: the
-	// labels keep the lists' old name, which dashboards select on.
+	// cacheLookups counts lookups by cache (inbox, author_list,
+	// author_list_head: a process's copy of a list's newest ids, post,
+	// hot_post) and result (hit, miss): the hit ratios.
 	cacheLookups *prometheus.CounterVec
 	// collapsed counts post loads that joined another reader's SQL load
 	// instead of sending their own.
@@ -92,7 +91,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "feedd_stale_feeds_reset_total", Help: "Marked readers whose cached feed was reset once the cache answered again.",
 		}),
 		cacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "feedd_cache_lookups_total", Help: "Cache lookups by cache (inbox, outbox, post, hot_post) and result (hit, miss).",
+			Name: "feedd_cache_lookups_total", Help: "Cache lookups by cache (inbox, author_list, author_list_head, post, hot_post) and result (hit, miss).",
 		}, []string{"cache", "result"}),
 		collapsed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_post_loads_collapsed_total", Help: "Post ids a read did not load from SQL because a concurrent read was already loading them.",

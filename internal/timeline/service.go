@@ -12,7 +12,7 @@
 // without SQL). guard.go puts the SQL breaker in front of the store;
 // posts.go, follows.go and users.go are the write side; markers.go keeps
 // read markers and counts what is unread with the feed's own page loop;
-// keys.go purges the publishes' expired idempotency keys (in the work
+// keysweep.go sweeps the publishes' expired idempotency keys (in the work
 // role).
 package timeline
 

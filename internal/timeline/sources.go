@@ -186,13 +186,11 @@ type listHead struct {
 // false when the list is absent or unreadable (the caller takes the long
 // way).
 func (s *Service) head(ctx context.Context, author int64) (listHead, bool) {
-	// The labels "outbox_head" and "outbox" (below) keep the author
-	// lists' old name: dashboards and alerts select on them.
 	if h, ok := s.heads.Get(author); ok {
-		s.metrics.cacheLookups.WithLabelValues("outbox_head", "hit").Inc()
+		s.metrics.cacheLookups.WithLabelValues("author_list_head", "hit").Inc()
 		return h, true
 	}
-	s.metrics.cacheLookups.WithLabelValues("outbox_head", "miss").Inc()
+	s.metrics.cacheLookups.WithLabelValues("author_list_head", "miss").Inc()
 	v, err, _ := s.headLoads.Do(strconv.FormatInt(author, 10), func() (any, error) {
 		ctx, cancel := detached(ctx)
 		defer cancel()
@@ -226,7 +224,7 @@ func (o authorListSource) next(ctx context.Context, pos int64, want int) ([]int6
 	}
 	pg, err := s.authorLists.InboxPage(ctx, o.author, pos, want)
 	if err == nil {
-		s.metrics.cacheLookups.WithLabelValues("outbox", hitOrMiss(pg.Exists)).Inc()
+		s.metrics.cacheLookups.WithLabelValues("author_list", hitOrMiss(pg.Exists)).Inc()
 	}
 	if err == nil && !pg.Exists {
 		// A celebrity's list is read by every one of its followers: when

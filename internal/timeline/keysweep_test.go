@@ -11,15 +11,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// purger hands out results one purge at a time (a negative one fails)
+// keySweeper hands out results one sweep at a time (a negative one fails)
 // and records when it ran.
-type purger struct {
+type keySweeper struct {
 	mu      sync.Mutex
 	results []int64
 	calls   chan time.Time
 }
 
-func (p *purger) PurgeIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
+func (p *keySweeper) SweepIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls <- now
@@ -34,17 +34,17 @@ func (p *purger) PurgeIdempotencyKeys(ctx context.Context, now time.Time) (int64
 	return n, nil
 }
 
-// TestKeyPurge: the purge runs at once, then every TTL (here), counts
+// TestKeySweep: the sweep runs at once, then every TTL (here), counts
 // what it deleted, carries on after a failure, and stops with its context.
-func TestKeyPurge(t *testing.T) {
-	p := &purger{results: []int64{1500, -1, 7}, calls: make(chan time.Time, 10)}
+func TestKeySweep(t *testing.T) {
+	p := &keySweeper{results: []int64{1500, -1, 7}, calls: make(chan time.Time, 10)}
 	reg := prometheus.NewRegistry()
-	k := NewKeyPurge(slog.New(slog.DiscardHandler), p, time.Second, reg)
+	k := NewKeySweep(slog.New(slog.DiscardHandler), p, time.Second, reg)
 	if k.every != time.Second {
 		t.Fatalf("every = %s; want the TTL, 1s", k.every)
 	}
-	if long := NewKeyPurge(slog.New(slog.DiscardHandler), p, 24*time.Hour, nil); long.every != MaxKeyPurgeEvery {
-		t.Fatalf("every with a day's TTL = %s; want %s", long.every, MaxKeyPurgeEvery)
+	if long := NewKeySweep(slog.New(slog.DiscardHandler), p, 24*time.Hour, nil); long.every != MaxKeySweepEvery {
+		t.Fatalf("every with a day's TTL = %s; want %s", long.every, MaxKeySweepEvery)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -56,7 +56,7 @@ func TestKeyPurge(t *testing.T) {
 	<-done
 	mfs, err := reg.Gather()
 	if err != nil || len(mfs) != 1 || mfs[0].GetName() != "feedd_idempotency_keys_purged_total" {
-		t.Fatalf("registry: got %v, %v; want the purge counter", mfs, err)
+		t.Fatalf("registry: got %v, %v; want the sweep counter", mfs, err)
 	}
 	if got := mfs[0].GetMetric()[0].GetCounter().GetValue(); got != 1507 {
 		t.Fatalf("feedd_idempotency_keys_purged_total = %v; want 1507", got)
