@@ -12,10 +12,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/importer"
 	"github.com/feedd/feedd/internal/likes"
+	"github.com/feedd/feedd/internal/progress"
 	"github.com/feedd/feedd/internal/rediscache"
 	"github.com/feedd/feedd/internal/sqlstore"
 	"github.com/feedd/feedd/internal/stream"
@@ -152,7 +152,7 @@ flags:
 	sum, err := importer.Run(ctx, store, caches, importer.Options{
 		Strict: *strict, Batch: *batch, Writers: *writers, Policy: policy, Bad: stderr, Logger: logger,
 		Progress: func(k importer.Kind, name string, total int64) importer.Progress {
-			return report.NewProgress(stderr, string(k)+" "+name, total)
+			return progress.New(stderr, string(k)+" "+name, total)
 		},
 	}, sources)
 	writeSummary(stdout, sum)
