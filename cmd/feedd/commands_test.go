@@ -18,7 +18,8 @@ func TestCommandFlagsFromEnv(t *testing.T) {
 		"FEEDD_BENCH_DRY":      "true",
 		"FEEDD_MYSQL_DSN":      "root@tcp(db)/feedd",
 	}
-	c := newCommandFlags("feedd bench run", func(k string) string { return env[k] }, io.Discard)
+	c := newBenchFlags("run", func(k string) string { return env[k] }, io.Discard, "")
+	var cfg config
 	var (
 		workers  int
 		interval time.Duration
@@ -26,14 +27,15 @@ func TestCommandFlagsFromEnv(t *testing.T) {
 		dry      bool
 		dsn      string
 	)
-	c.num(&workers, "workers", 1, false, "")
+	c.num(&workers, "workers", 1, "")
 	c.dur(&interval, "interval", time.Second, "")
 	c.float(&share, "share", 0.5, "")
 	c.boolean(&dry, "dry", false, "")
-	c.str(&dsn, "mysql-dsn", "", true, "")
+	c.settings(&cfg, "mysql-dsn")
 	if err := c.parse([]string{"--interval", "5s"}); err != nil {
 		t.Fatalf("parse: %v", err)
 	}
+	dsn = cfg.mysqlDSN
 	if workers != 7 || interval != 5*time.Second || share != 0.25 || !dry || dsn != "root@tcp(db)/feedd" {
 		t.Fatalf("workers %d, interval %v, share %v, dry %v, dsn %q; want 7, 5s (the flag), 0.25, true, the variable's DSN",
 			workers, interval, share, dry, dsn)
@@ -41,8 +43,8 @@ func TestCommandFlagsFromEnv(t *testing.T) {
 
 	for name, bad := range map[string]string{"FEEDD_BENCH_WORKERS": "many", "FEEDD_BENCH_INTERVAL": "3", "FEEDD_BENCH_SHARE": "half", "FEEDD_BENCH_DRY": "maybe"} {
 		env := map[string]string{name: bad}
-		c := newCommandFlags("feedd bench run", func(k string) string { return env[k] }, io.Discard)
-		c.num(&workers, "workers", 1, false, "")
+		c := newBenchFlags("run", func(k string) string { return env[k] }, io.Discard, "")
+		c.num(&workers, "workers", 1, "")
 		c.dur(&interval, "interval", time.Second, "")
 		c.float(&share, "share", 0.5, "")
 		c.boolean(&dry, "dry", false, "")

@@ -21,7 +21,7 @@ func runOnce(t *testing.T, env map[string]string, args ...string) (string, error
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var out testenv.SyncBuffer
-	err := run(ctx, args, func(k string) string { return env[k] }, &out, &out)
+	err := run(ctx, args, func(k string) string { return env[k] }, nil, &out, &out)
 	if ctx.Err() != nil {
 		t.Fatalf("feedd %s did not end within 60s; output:\n%s", strings.Join(args, " "), out.String())
 	}
@@ -41,7 +41,7 @@ func runUntilStopped(t *testing.T, env map[string]string, use func(url string), 
 	defer cancel()
 	var out testenv.SyncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, &out, &out) }()
+	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, &out, &out) }()
 	var url string
 	testenv.Eventually(t, 30*time.Second, "feedd listens", func() bool {
 		select {
@@ -244,7 +244,7 @@ func TestExitStatus(t *testing.T) {
 		{"-typo", nil, []string{"-typo"}, 2, "-typo"},
 		{"a short FEEDD_ADMIN_TOKEN", map[string]string{"FEEDD_ADMIN_TOKEN": short}, nil, 2, "FEEDD_ADMIN_TOKEN"},
 		{"a short FEEDD_JWT_SECRET", map[string]string{"FEEDD_ADMIN_TOKEN": long, "FEEDD_JWT_SECRET": short}, nil, 2, "FEEDD_JWT_SECRET"},
-		{"a short -jwt-secret", nil, []string{"serve", "-jwt-secret", short}, 2, "FEEDD_JWT_SECRET"},
+		{"a short -jwt-secret", nil, []string{"serve", "-jwt-secret", short}, 2, "-jwt-secret"},
 		{"a short secret for bench's children", map[string]string{"FEEDD_JWT_SECRET": short}, []string{"bench", "run", "-graph", "/nonexistent"}, 2, "FEEDD_JWT_SECRET"},
 		{"MySQL unreachable", map[string]string{"FEEDD_ADMIN_TOKEN": long, "FEEDD_JWT_SECRET": long, "FEEDD_MYSQL_DSN": "root@tcp(127.0.0.1:1)/feedd"}, nil, 1, "127.0.0.1:1"},
 	} {
