@@ -82,6 +82,7 @@ func roleRunner(role string) commandFunc {
 		if err != nil {
 			return err
 		}
+		cfg.cmdline = newRedactor(args, getenv).string(strings.Join(append([]string{"feedd", role}, args...), "\x00"))
 		logger := newLogger(stderr, cfg.logLevel, cfg.logFormat)
 		if cfg.role == "migrate" {
 			return migrate(ctx, cfg, logger, stdout)

@@ -17,6 +17,9 @@ import (
 // environment.
 type config struct {
 	role string
+	// cmdline is the command line as /debug/pprof/cmdline serves it:
+	// NUL-separated, secrets hidden.
+	cmdline string
 
 	addr           string
 	dataDir        string

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -404,4 +406,37 @@ func TestDataDirPrivate(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestProfilesCmdlineHidesSecrets: /debug/pprof/cmdline serves the command
+// line with the secrets passed as flags hidden (pprof.Cmdline served them
+// as typed), and the other flags as they were.
+func TestProfilesCmdlineHidesSecrets(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pprofAddr := ln.Addr().String()
+	ln.Close()
+	admin, jwt, pw := "adm"+testenv.RandHex(16), "jwt"+testenv.RandHex(16), "pw"+testenv.RandHex(6)
+	env := map[string]string{"FEEDD_DATA_DIR": t.TempDir()}
+	args := []string{"-pprof-addr", pprofAddr, "-admin-token", admin, "-jwt-secret=" + jwt, "-redis-prefix", "p" + pw[:2] + ":"}
+	runUntilStopped(t, env, func(string) {
+		res, err := http.Get("http://" + pprofAddr + "/debug/pprof/cmdline")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		got := string(body)
+		for _, s := range []string{admin, jwt} {
+			if strings.Contains(got, s) {
+				t.Errorf("/debug/pprof/cmdline shows the secret %q: %q", s, got)
+			}
+		}
+		want := strings.Join([]string{"feedd", "all", "-pprof-addr", pprofAddr, "-admin-token", "***", "-jwt-secret=***", "-redis-prefix", "p" + pw[:2] + ":"}, "\x00")
+		if got != want {
+			t.Errorf("/debug/pprof/cmdline = %q; want %q", got, want)
+		}
+	}, args...)
 }
