@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
 )
 
@@ -152,15 +151,5 @@ func runHelp(ctx context.Context, args []string, getenv func(string) string, std
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
-	return err
-}
-
-// runVersion is `feedd version`.
-func runVersion(_ context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
-	f := newFlagSet("feedd version", getenv, stderr, "usage: feedd version\n\nPrints the module version (a tag when built by `go install …@version`, (devel) in a\ncheckout) and the VCS revision feedd was built from, +dirty if its files differed.\n")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(stdout, "feedd %s %s\n", version(), runtime.Version())
 	return err
 }

@@ -1,6 +1,13 @@
 // Command feedd is the follow-feed service: one binary that runs the API,
 // the outbox relay, the fan-out dispatcher and workers, together (the
 // default) or as separate roles sharing MySQL, Redis and RabbitMQ.
+//
+// A command line goes through main.go (run), commands.go (the command
+// table: which role or command runs), settings.go and flags.go (the
+// settings table, and how a variable or flag becomes a value of config.go's
+// config), then, for a role, deps.go (the backends it opens) and start.go
+// (what it runs, and its shutdown). The commands have a file each:
+// bench.go, import.go, export.go, requeue.go, version.go.
 package main
 
 import (
