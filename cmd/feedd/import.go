@@ -51,6 +51,7 @@ was. Safe while feedd serves; see docs/operations.md.
 	// environment variables, a flag winning.
 	var cfg config
 	f.settings(&cfg, "mysql-dsn", "data-dir", "redis-url", "redis-cluster", "redis-prefix", "inbox-groups", "inbox-max", "fanout-mode", "pull-threshold", "active-days", "log-level")
+	f.reword("redis-url", "Redis URL of the deployment, whose cached inboxes and counters the import corrects; empty: the serving feedd's own memory, which the import cannot reach")
 	if err := f.parse(args); err != nil {
 		return err
 	}
