@@ -20,47 +20,56 @@ import (
 	"github.com/feedd/feedd/internal/sqlstore"
 )
 
-// runBench is `feedd bench graph|run`: the load tool, in the same binary
-// so that it can start feedd itself for each timeline model. The backend
-// settings are feedd's own (FEEDD_MYSQL_DSN, FEEDD_REDIS_URL, ...); the
-// bench's own knobs are flags, each also read from FEEDD_BENCH_<FLAG>.
-func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	usage := func() {
-		fmt.Fprintf(stderr, `usage: feedd bench <command> [flags]
-
-commands:
-  graph   write a synthetic social graph into the SQL store (FEEDD_MYSQL_DSN or the embedded SQLite)
-  run     drive workloads over the HTTP API for push, pull and hybrid, and report
-  floor   serve one file on every request: the HTTP floor bench run measures reads against
-
-"feedd bench <command> -h" lists the command's flags; docs/BENCH.md explains the figures.
-`)
-	}
+// runBench is `feedd bench graph|run|floor`: the load tool, in the same
+// binary so that it can start feedd itself for each timeline model. The
+// backend settings are feedd's own (FEEDD_MYSQL_DSN, FEEDD_REDIS_URL, ...);
+// the bench's own knobs are flags, each also read from
+// FEEDD_BENCH_<FLAG>.
+func runBench(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	table := benchCommands()
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		usage()
+		var b strings.Builder
+		b.WriteString("usage: feedd bench <command> [flags]\n\nThe load tool: it writes a synthetic graph, drives workloads over the HTTP API\nfor each timeline model and reports the figures.\n\ncommands:\n")
+		writeCommands(&b, table)
+		b.WriteString("\n\"feedd help bench <command>\" lists the command's flags; docs/BENCH.md explains the figures.\n")
+		io.WriteString(stderr, b.String())
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
 			return flag.ErrHelp
 		}
 		return usageError{errors.New("bench: want a command: graph, run or floor")}
 	}
-	command := "feedd bench " + quoteArgs(args)
-	switch args[0] {
-	case "graph":
-		return benchGraph(ctx, args[1:], getenv, stdout, stderr)
-	case "run":
-		return benchRun(ctx, command, args[1:], getenv, stdout, stderr)
-	case "floor":
-		return benchFloor(ctx, args[1:], getenv, stdout, stderr)
-	case "stream-readers":
-		// Internal, so not in the usage: bench run's stream scenario
-		// starts it to read the live streams out of its own process.
-		if len(args) > 1 {
-			return usageError{errors.New("bench stream-readers: no flags; bench run starts it and sends its streams on stdin")}
-		}
-		return load.RunStreamReaders(ctx, os.Stdin, stdout)
+	c, ok := findCommand(table, args[0])
+	if !ok {
+		return usageError{fmt.Errorf("bench: unknown command %q: want graph, run or floor", args[0])}
 	}
-	usage()
-	return usageError{fmt.Errorf("bench: unknown command %q: want graph, run or floor", args[0])}
+	return c.run(ctx, args[1:], getenv, stdin, stdout, stderr)
+}
+
+// benchCommands is bench's command table.
+func benchCommands() []command {
+	return []command{
+		{name: "graph", summary: "write a synthetic social graph into the SQL store (FEEDD_MYSQL_DSN or the embedded SQLite)", run: benchGraph},
+		{name: "run", summary: "drive workloads over the HTTP API for push, pull and hybrid, and report", run: benchRun},
+		{name: "floor", summary: "serve one file on every request: the HTTP floor bench run measures reads against", run: benchFloor},
+		// bench run's stream scenario starts it to read the live streams
+		// out of its own process.
+		{name: "stream-readers", hidden: true, run: benchStreamReaders},
+	}
+}
+
+func benchStreamReaders(ctx context.Context, args []string, _ func(string) string, stdin io.Reader, stdout, _ io.Writer) error {
+	if len(args) > 0 {
+		return usageError{errors.New("bench stream-readers: no flags; bench run starts it and sends its streams on stdin")}
+	}
+	return load.RunStreamReaders(ctx, stdin, stdout)
+}
+
+// newBenchFlags is the flag set of a bench command: its own flags read
+// FEEDD_BENCH_<FLAG>.
+func newBenchFlags(name string, getenv func(string) string, stderr io.Writer, about string) *flagSet {
+	f := newFlagSet("feedd bench "+name, getenv, stderr, "usage: feedd bench "+name+" [flags]\n\n"+about+"\n")
+	f.envPrefix = "FEEDD_BENCH_"
+	return f
 }
 
 func quoteArgs(args []string) string {
@@ -100,7 +109,7 @@ func list(s string) []string {
 	return out
 }
 
-func benchGraph(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func benchGraph(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	o := graph.DefaultOptions()
 	var cfg config
 	var out, cohorts string
@@ -109,28 +118,28 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	var appendTo bool
 	var jsonl string
 	var likesPerPost int
-	f := newCommandFlags("feedd bench graph", getenv, stderr)
-	f.str(&cfg.mysqlDSN, "mysql-dsn", "", true, "MySQL/MariaDB DSN of the store to fill; empty: the embedded SQLite in the data dir")
-	f.str(&cfg.dataDir, "data-dir", "./data", true, "directory of the embedded SQLite database")
-	f.num(&o.Users, "users", o.Users, false, "accounts in the graph, special ones included")
-	f.num(&o.Celebrities, "celebrities", o.Celebrities, false, "authors with exactly --celebrity-followers followers each")
-	f.num(&o.CelebrityFollowers, "celebrity-followers", o.CelebrityFollowers, false, "followers of each celebrity (at most --users minus the zero-follower author and the cohort readers)")
-	f.num(&o.PostsPerUser, "posts-per-user", o.PostsPerUser, false, "posts of every user, spread over --post-span before now, inserted without outbox events")
+	f := newBenchFlags("graph", getenv, stderr, "Writes a synthetic social graph into the SQL store (or, with --jsonl, as files for\nfeedd import) and a manifest for bench run; docs/BENCH.md describes its shape.")
+	f.settings(&cfg, "mysql-dsn", "data-dir")
+	f.reword("mysql-dsn", "MySQL/MariaDB DSN of the store to fill; empty: the embedded SQLite in the data dir")
+	f.num(&o.Users, "users", o.Users, "accounts in the graph, special ones included")
+	f.num(&o.Celebrities, "celebrities", o.Celebrities, "authors with exactly --celebrity-followers followers each")
+	f.num(&o.CelebrityFollowers, "celebrity-followers", o.CelebrityFollowers, "followers of each celebrity (at most --users minus the zero-follower author and the cohort readers)")
+	f.num(&o.PostsPerUser, "posts-per-user", o.PostsPerUser, "posts of every user, spread over --post-span before now, inserted without outbox events")
 	f.dur(&o.PostSpan, "post-span", o.PostSpan, "how far back the posts go")
-	f.num(&o.PostBytes, "post-bytes", o.PostBytes, false, "length of a post's content")
-	f.num(&o.Following, "following", o.Following, false, "mean number of ordinary authors an ordinary user follows")
+	f.num(&o.PostBytes, "post-bytes", o.PostBytes, "length of a post's content")
+	f.num(&o.Following, "following", o.Following, "mean number of ordinary authors an ordinary user follows")
 	f.float(&o.ZipfS, "zipf-s", o.ZipfS, "Zipf exponent (> 1) of the follower counts of ordinary authors")
-	f.num(&o.MaxFollowers, "max-followers", 0, false, "expected followers of the most followed ordinary author; 0: min(users/50, celebrity-followers/10)")
-	f.str(&cohorts, "cohorts", "50,500,5000", false, "following counts of the reader cohorts")
-	f.num(&o.CohortReaders, "cohort-readers", o.CohortReaders, false, "readers per cohort")
-	f.num(&o.CohortCelebrities, "cohort-celebrities", o.CohortCelebrities, false, "celebrities among a cohort reader's followees (at most --celebrities)")
-	f.num(&o.SampleUsers, "sample-users", o.SampleUsers, false, "random ordinary users listed in the manifest (the memory scenario's readers)")
-	f.num(&seed, "seed", int(o.Seed), false, "random seed: the same seed draws the same graph shape")
-	f.num(&workers, "workers", 4, false, "concurrent insert transactions (SQLite serializes them anyway)")
-	f.str(&out, "out", "bench-graph.json", false, "manifest file to write, for bench run --graph")
+	f.num(&o.MaxFollowers, "max-followers", 0, "expected followers of the most followed ordinary author; 0: min(users/50, celebrity-followers/10)")
+	f.str(&cohorts, "cohorts", "50,500,5000", "following counts of the reader cohorts")
+	f.num(&o.CohortReaders, "cohort-readers", o.CohortReaders, "readers per cohort")
+	f.num(&o.CohortCelebrities, "cohort-celebrities", o.CohortCelebrities, "celebrities among a cohort reader's followees (at most --celebrities)")
+	f.num(&o.SampleUsers, "sample-users", o.SampleUsers, "random ordinary users listed in the manifest (the memory scenario's readers)")
+	f.num(&seed, "seed", int(o.Seed), "random seed: the same seed draws the same graph shape")
+	f.num(&workers, "workers", 4, "concurrent insert transactions (SQLite serializes them anyway)")
+	f.str(&out, "out", "bench-graph.json", "manifest file to write, for bench run --graph")
 	f.boolean(&appendTo, "append", false, "allow a database that already holds users (bench graph expects a fresh one)")
-	f.str(&jsonl, "jsonl", "", false, "write the graph as JSON Lines files for feedd import into this directory (users.jsonl, follows.jsonl, posts.jsonl, likes.jsonl), not into the store")
-	f.num(&likesPerPost, "likes-per-post", 4, false, "with --jsonl: likes of every post, by users drawn from the post's id")
+	f.str(&jsonl, "jsonl", "", "write the graph as JSON Lines files for feedd import into this directory (users.jsonl, follows.jsonl, posts.jsonl, likes.jsonl), not into the store")
+	f.num(&likesPerPost, "likes-per-post", 4, "with --jsonl: likes of every post, by users drawn from the post's id")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -223,11 +232,11 @@ func benchGraphJSONL(ctx context.Context, g *graph.Graph, o graph.Options, dir s
 }
 
 // benchFloor is `feedd bench floor`, the server of bench run's HTTP floor.
-func benchFloor(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func benchFloor(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
 	var addr, bodyFile string
-	f := newCommandFlags("feedd bench floor", getenv, stderr)
-	f.str(&addr, "addr", "127.0.0.1:0", false, "address to listen on")
-	f.str(&bodyFile, "body", "", false, "file whose bytes answer every request, as application/json")
+	f := newBenchFlags("floor", getenv, stderr, "Serves one file on every request, as application/json: the HTTP floor bench run\nmeasures feedd's reads against (--read-floor).")
+	f.str(&addr, "addr", "127.0.0.1:0", "address to listen on")
+	f.str(&bodyFile, "body", "", "file whose bytes answer every request, as application/json")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -238,7 +247,8 @@ func benchFloor(ctx context.Context, args []string, getenv func(string) string, 
 	return load.ServeFloor(ctx, addr, body, stdout)
 }
 
-func benchRun(ctx context.Context, command string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func benchRun(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	command := "feedd bench " + quoteArgs(append([]string{"run"}, args...))
 	o := load.DefaultRunOptions()
 	var graphFile, models, scenarios, jsonOut, htmlOut, exe, workProcs string
 	var maxReq int
@@ -246,48 +256,53 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	if v, err := strconv.Atoi(getenv("FEEDD_WORKERS")); err == nil && v > 0 {
 		workers = v
 	}
-	f := newCommandFlags("feedd bench run", getenv, stderr)
-	f.str(&graphFile, "graph", "bench-graph.json", false, "manifest written by bench graph")
-	f.str(&models, "models", strings.Join(load.AllModels, ","), false, "timeline models to measure, each with its own feedd child")
-	f.str(&scenarios, "scenarios", "fanout,publish,read,memory", false, "scenarios to run (always in the order fanout, read, memory, stream, publish, mixed); stream, the live streams, and mixed, the 90/7/2/1 load, only when named")
-	f.str(&o.URL, "url", "", false, "measure this running deployment instead of starting feedd per model")
-	f.str(&o.Label, "label", "", false, "name of the --url deployment in the report (default: the one --models value, or target)")
-	f.str(&o.AdminToken, "admin-token", "", true, "admin token: the --url deployment's, or the one bench gives its children (generated when empty)")
-	f.str(&o.JWTSecret, "jwt-secret", "", true, "user-token secret given to the children; generated when empty")
-	f.str(&o.RedisURL, "redis-url", "", true, "Redis of the deployment: bench materializes inboxes, measures baselines and memory there")
-	f.str(&o.RedisCluster, "redis-cluster", "", true, "seed nodes of the deployment's Redis Cluster (host:port,…), when FEEDD_REDIS_URL is not a redis+cluster:// URL")
-	f.str(&o.RedisPrefix, "redis-prefix", o.RedisPrefix, true, "with --url, the deployment's Redis key prefix")
-	f.str(&o.AMQPURL, "amqp-url", "", true, "RabbitMQ of the children, whose queues bench deletes afterwards")
-	f.num(&o.InboxMax, "inbox-max", o.InboxMax, true, "the deployment's inbox length")
-	f.num(&o.InboxGroups, "inbox-groups", o.InboxGroups, true, "the deployment's inbox hash tags")
-	f.str(&o.RunPrefix, "run-prefix", o.RunPrefix, false, "start of every Redis and RabbitMQ prefix bench gives its children and its own keys")
-	f.num(&o.Concurrency, "concurrency", o.Concurrency, false, "concurrent clients of the read scenario")
+	f := newBenchFlags("run", getenv, stderr, "Drives workloads over the HTTP API, for each timeline model with a feedd child of\nits own (or against --url), and reports the figures; docs/BENCH.md explains them.")
+	f.str(&graphFile, "graph", "bench-graph.json", "manifest written by bench graph")
+	f.str(&models, "models", strings.Join(load.AllModels, ","), "timeline models to measure, each with its own feedd child")
+	f.str(&scenarios, "scenarios", "fanout,publish,read,memory", "scenarios to run (always in the order fanout, read, memory, stream, publish, mixed); stream, the live streams, and mixed, the 90/7/2/1 load, only when named")
+	f.str(&o.URL, "url", "", "measure this running deployment instead of starting feedd per model")
+	f.str(&o.Label, "label", "", "name of the --url deployment in the report (default: the one --models value, or target)")
+	// The deployment's settings: the roles' own, read as bench means them.
+	var cfg config
+	f.settings(&cfg, "admin-token", "jwt-secret", "redis-url", "redis-cluster", "redis-prefix", "amqp-url", "inbox-max", "inbox-groups")
+	f.reword("admin-token", "admin token: the --url deployment's, or the one bench gives its children (generated when empty)")
+	f.reword("jwt-secret", "user-token secret given to the children; generated when empty")
+	f.reword("redis-url", "Redis of the deployment: bench materializes inboxes, measures baselines and memory there")
+	f.reword("redis-cluster", "seed nodes of the deployment's Redis Cluster (host:port,…), when FEEDD_REDIS_URL is not a redis+cluster:// URL")
+	f.reword("redis-prefix", "with --url, the deployment's Redis key prefix")
+	f.reword("amqp-url", "RabbitMQ of the children, whose queues bench deletes afterwards")
+	f.reword("inbox-max", "the deployment's inbox length")
+	f.reword("inbox-groups", "the deployment's inbox hash tags")
+	f.str(&o.RunPrefix, "run-prefix", o.RunPrefix, "start of every Redis and RabbitMQ prefix bench gives its children and its own keys")
+	f.num(&o.Concurrency, "concurrency", o.Concurrency, "concurrent clients of the read scenario")
 	f.dur(&o.Duration, "duration", o.Duration, "how long each cohort's reads run, and the mixed load")
 	f.dur(&o.BaselineDuration, "baseline-duration", o.BaselineDuration, "how long each cohort's Redis read baseline runs")
 	f.float(&o.ReadPacedFraction, "read-paced-fraction", o.ReadPacedFraction, "after the baseline, each cohort's reads run again for --duration, paced: the --concurrency clients offer this share of the baseline's requests/s, open loop (0: no paced run)")
 	f.boolean(&o.ReadFloor, "read-floor", o.ReadFloor, "after the baseline, each cohort's HTTP floor: the same clients read one of feedd's pages for --baseline-duration from a server that does nothing else (feedd bench floor)")
-	f.num(&maxReq, "max-requests", int(o.MaxRequests), false, "upper bound on the requests of one read run")
-	f.num(&o.PublishCount, "publish-count", o.PublishCount, false, "publishes per author in the publish scenario")
-	f.str(&o.FanoutAuthor, "fanout-author", "", false, "author id of the fanout scenario (default: the first celebrity)")
+	f.num(&maxReq, "max-requests", int(o.MaxRequests), "upper bound on the requests of one read run")
+	f.num(&o.PublishCount, "publish-count", o.PublishCount, "publishes per author in the publish scenario")
+	f.str(&o.FanoutAuthor, "fanout-author", "", "author id of the fanout scenario (default: the first celebrity)")
 	f.dur(&o.FanoutTimeout, "fanout-timeout", o.FanoutTimeout, "give up on a fan-out, or the publish loop, after this long")
-	f.num(&o.VerifySample, "verify-sample", o.VerifySample, false, "inboxes checked for the post after the fan-out")
-	f.num(&o.BaselineGoroutines, "baseline-goroutines", workers, false, "goroutines of the raw ZADD baseline (default: FEEDD_WORKERS, as many as feedd's batch workers)")
-	f.num(&o.MemoryReaders, "memory-readers", o.MemoryReaders, false, "sample readers who read once before the memory is measured")
-	f.num(&o.MemoryMaxKeys, "memory-max-keys", o.MemoryMaxKeys, false, "measure at most this many keys (a random sample) and extrapolate")
-	f.num(&o.StreamClients, "stream-clients", o.StreamClients, false, "live streams the stream scenario opens, for followers of the first celebrity and of the most followed ordinary author")
-	f.num(&o.StreamPosts, "stream-posts", o.StreamPosts, false, "posts by those two authors, alternating, in each phase of the stream scenario (with no stream open, then with them open)")
+	f.num(&o.VerifySample, "verify-sample", o.VerifySample, "inboxes checked for the post after the fan-out")
+	f.num(&o.BaselineGoroutines, "baseline-goroutines", workers, "goroutines of the raw ZADD baseline (default: FEEDD_WORKERS, as many as feedd's batch workers)")
+	f.num(&o.MemoryReaders, "memory-readers", o.MemoryReaders, "sample readers who read once before the memory is measured")
+	f.num(&o.MemoryMaxKeys, "memory-max-keys", o.MemoryMaxKeys, "measure at most this many keys (a random sample) and extrapolate")
+	f.num(&o.StreamClients, "stream-clients", o.StreamClients, "live streams the stream scenario opens, for followers of the first celebrity and of the most followed ordinary author")
+	f.num(&o.StreamPosts, "stream-posts", o.StreamPosts, "posts by those two authors, alternating, in each phase of the stream scenario (with no stream open, then with them open)")
 	f.dur(&o.StreamInterval, "stream-interval", o.StreamInterval, "one post of the stream scenario's two authors every this long")
 	f.dur(&o.StreamFillerInterval, "stream-filler-interval", o.StreamFillerInterval, "meanwhile, one post by the author nobody follows every this long, for the publish latency's samples (0: none)")
-	f.str(&o.StreamTier, "stream-tier", "", false, "with --work-procs: serve the stream scenario's streams from a second feedd serve child, a streaming tier apart from the API, at a lower CPU priority: nice:N (nice -n N) or idle (chrt --idle 0); empty: from the API child")
-	f.str(&workProcs, "work-procs", "", false, "measure each model once per count in this list (e.g. 1,2,4): a feedd serve child and that many feedd work children instead of one feedd all")
+	f.str(&o.StreamTier, "stream-tier", "", "with --work-procs: serve the stream scenario's streams from a second feedd serve child, a streaming tier apart from the API, at a lower CPU priority: nice:N (nice -n N) or idle (chrt --idle 0); empty: from the API child")
+	f.str(&workProcs, "work-procs", "", "measure each model once per count in this list (e.g. 1,2,4): a feedd serve child and that many feedd work children instead of one feedd all")
 	f.boolean(&o.Keep, "keep", false, "keep each child's Redis keys and queues after its run")
-	f.str(&o.LogDir, "log-dir", "", false, "where the children's logs go (default: a new temporary directory)")
-	f.str(&jsonOut, "json", "", false, "write every figure to this JSON file")
-	f.str(&htmlOut, "html", "", false, "write a self-contained HTML report with SVG charts to this file")
-	f.str(&exe, "exe", "", false, "feedd binary to start per model (default: this one)")
+	f.str(&o.LogDir, "log-dir", "", "where the children's logs go (default: a new temporary directory)")
+	f.str(&jsonOut, "json", "", "write every figure to this JSON file")
+	f.str(&htmlOut, "html", "", "write a self-contained HTML report with SVG charts to this file")
+	f.str(&exe, "exe", "", "feedd binary to start per model (default: this one)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
+	o.AdminToken, o.JWTSecret, o.RedisURL, o.RedisCluster = cfg.adminToken, cfg.jwtSecret, cfg.redisURL, cfg.redisCluster
+	o.RedisPrefix, o.AMQPURL, o.InboxMax, o.InboxGroups = cfg.redisPrefix, cfg.amqpURL, cfg.inboxMax, cfg.inboxGroups
 	o.MaxRequests = int64(maxReq)
 	for _, s := range list(workProcs) {
 		n, err := strconv.Atoi(s)
@@ -311,13 +326,6 @@ func benchRun(ctx context.Context, command string, args []string, getenv func(st
 	}
 	if o.ReadPacedFraction < 0 || math.IsNaN(o.ReadPacedFraction) || math.IsInf(o.ReadPacedFraction, 0) {
 		return usageError{fmt.Errorf("bench run: --read-paced-fraction %v: want a share of the baseline's rate, e.g. 0.3, or 0 for no paced run", o.ReadPacedFraction)}
-	}
-	if o.URL == "" {
-		// The children would refuse them one by one.
-		if err := errors.Join(checkSecretLength("FEEDD_ADMIN_TOKEN", "admin-token", o.AdminToken),
-			checkSecretLength("FEEDD_JWT_SECRET", "jwt-secret", o.JWTSecret)); err != nil {
-			return usageError{fmt.Errorf("bench run: %w", err)}
-		}
 	}
 
 	raw, err := os.ReadFile(graphFile)

@@ -27,7 +27,7 @@ func TestBenchGraphEmbedded(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"bench", "graph", "--users", "600", "--celebrities", "2", "--celebrity-followers", "300",
 		"--posts-per-user", "2", "--cohorts", "20,100", "--cohort-readers", "4", "--out", out},
-		func(k string) string { return env[k] }, &stdout, &stderr)
+		func(k string) string { return env[k] }, nil, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench graph: %v\n%s", err, stderr.String())
 	}
@@ -84,7 +84,7 @@ func TestBenchGraphEmbedded(t *testing.T) {
 
 	// A second graph into the same database is refused.
 	err = run(context.Background(), []string{"bench", "graph", "--users", "10", "--celebrities", "0", "--out", out},
-		func(k string) string { return env[k] }, &stdout, &stderr)
+		func(k string) string { return env[k] }, nil, &stdout, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "already holds users") {
 		t.Fatalf("second bench graph: err %v; want a refusal", err)
 	}
@@ -93,25 +93,25 @@ func TestBenchGraphEmbedded(t *testing.T) {
 func TestBenchUsage(t *testing.T) {
 	getenv := func(string) string { return "" }
 	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), []string{"bench"}, getenv, &stdout, &stderr); err == nil || !strings.Contains(stderr.String(), "graph") {
+	if err := run(context.Background(), []string{"bench"}, getenv, nil, &stdout, &stderr); err == nil || !strings.Contains(stderr.String(), "graph") {
 		t.Errorf("feedd bench: err %v, usage %q; want an error and the usage", err, stderr.String())
 	}
-	if err := run(context.Background(), []string{"bench", "-h"}, getenv, &stdout, &stderr); !errors.Is(err, flag.ErrHelp) {
+	if err := run(context.Background(), []string{"bench", "-h"}, getenv, nil, &stdout, &stderr); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("feedd bench -h: err %v; want flag.ErrHelp", err)
 	}
-	if err := run(context.Background(), []string{"bench", "run", "--graph", filepath.Join(t.TempDir(), "none.json")}, getenv, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "manifest") {
+	if err := run(context.Background(), []string{"bench", "run", "--graph", filepath.Join(t.TempDir(), "none.json")}, getenv, nil, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "manifest") {
 		t.Errorf("bench run without a manifest: err %v", err)
 	}
 	for _, f := range []string{"-0.3", "NaN"} {
-		if err := run(context.Background(), []string{"bench", "run", "--read-paced-fraction", f}, getenv, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "read-paced-fraction") {
+		if err := run(context.Background(), []string{"bench", "run", "--read-paced-fraction", f}, getenv, nil, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "read-paced-fraction") {
 			t.Errorf("bench run --read-paced-fraction %s: err %v; want it refused", f, err)
 		}
 	}
-	if err := run(context.Background(), []string{"bench", "floor", "--body", filepath.Join(t.TempDir(), "none.json")}, getenv, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--body") {
+	if err := run(context.Background(), []string{"bench", "floor", "--body", filepath.Join(t.TempDir(), "none.json")}, getenv, nil, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--body") {
 		t.Errorf("bench floor without its body file: err %v; want it named", err)
 	}
 	env := map[string]string{"FEEDD_BENCH_USERS": "many"}
-	if err := run(context.Background(), []string{"bench", "graph"}, func(k string) string { return env[k] }, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "FEEDD_BENCH_USERS") {
+	if err := run(context.Background(), []string{"bench", "graph"}, func(k string) string { return env[k] }, nil, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "FEEDD_BENCH_USERS") {
 		t.Errorf("bad FEEDD_BENCH_USERS: err %v; want it named", err)
 	}
 }

@@ -37,7 +37,7 @@ func runFeedd(t *testing.T, env map[string]string, overrides ...string) (*instan
 	ctx, cancel := context.WithCancel(context.Background())
 	out, logs := &testenv.SyncBuffer{}, &testenv.SyncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"all"}, func(k string) string { return merged[k] }, out, logs) }()
+	go func() { done <- run(ctx, []string{"all"}, func(k string) string { return merged[k] }, nil, out, logs) }()
 	in := &instance{t: t, http: &http.Client{Timeout: 30 * time.Second}, out: out}
 	deadline := time.Now().Add(20 * time.Second)
 	for in.url == "" || in.admin == "" {

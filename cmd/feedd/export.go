@@ -17,35 +17,27 @@ import (
 // operator answering a data-access or portability request. It reads only,
 // so it is safe while feedd serves. A command of its own, like
 // requeue-dead: it has flags no role has and needs only SQL.
-func runExport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f := newCommandFlags("feedd export", getenv, stderr)
-	fs := f.fs
-	user := fs.String("user", "", "the id of the user to export (required)")
-	out := fs.String("out", "-", "the file to write; - is standard output. The file is written whole or not at all (it appears once complete), readable by its owner only")
-	// The store settings are the roles' own: same flags, same
-	// environment variables, a flag winning.
+func runExport(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	var user, out string
 	var cfg config
-	f.str(&cfg.mysqlDSN, "mysql-dsn", "", true, "MySQL/MariaDB DSN of the deployment; empty: the embedded SQLite database in the data dir")
-	f.str(&cfg.dataDir, "data-dir", "./data", true, "directory of the embedded SQLite database")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, `usage: feedd export -user ID [-out FILE] [flags]
+	f := newFlagSet("feedd export", getenv, stderr, `usage: feedd export -user ID [-out FILE] [flags]
 
 Writes everything feedd holds about a user (profile, posts with their data,
 follows both ways, likes, mutes, blocks, read marker) as JSON Lines, one
 object per line with a "kind"; the user, follow, post and like lines are in
 feedd import's format once "kind" is removed. See docs/operations.md,
 "Exporting a user's data".
-
-flags:
 `)
-		fs.PrintDefaults()
-	}
+	f.str(&user, "user", "", "the id of the user to export (required)")
+	f.str(&out, "out", "-", "the file to write; - is standard output. The file is written whole or not at all (it appears once complete), readable by its owner only")
+	// The store settings are the roles' own.
+	f.settings(&cfg, "mysql-dsn", "data-dir")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	id, err := feed.ParseID(*user)
+	id, err := feed.ParseID(user)
 	if err != nil {
-		return usageError{fmt.Errorf("export: -user %q: want the user's id, a positive integer", *user)}
+		return usageError{fmt.Errorf("export: -user %q: want the user's id, a positive integer", user)}
 	}
 
 	if cfg.embedded() {
@@ -59,10 +51,10 @@ flags:
 		return fmt.Errorf("export: %w", err)
 	}
 	defer store.Close()
-	if *out == "-" {
+	if out == "-" {
 		return export.Write(ctx, store, id, stdout)
 	}
-	return writeFileAtomically(*out, func(w io.Writer) error { return export.Write(ctx, store, id, w) })
+	return writeFileAtomically(out, func(w io.Writer) error { return export.Write(ctx, store, id, w) })
 }
 
 // writeFileAtomically writes path through fill: into a temporary file of

@@ -222,7 +222,7 @@ func TestExport(t *testing.T) {
 		getenv := func(k string) string { return env[k] }
 		out := filepath.Join(t.TempDir(), "alice.jsonl")
 		var stdout, stderr bytes.Buffer
-		if err := run(context.Background(), []string{"export", "-user", alice, "-out", out}, getenv, &stdout, &stderr); err != nil {
+		if err := run(context.Background(), []string{"export", "-user", alice, "-out", out}, getenv, nil, &stdout, &stderr); err != nil {
 			t.Fatalf("feedd export: %v; stderr %s", err, stderr.String())
 		}
 		file, err := os.ReadFile(out)
@@ -236,17 +236,17 @@ func TestExport(t *testing.T) {
 			t.Errorf("export file mode %v, %v; want 0600", fi.Mode().Perm(), err)
 		}
 		stdout.Reset()
-		if err := run(context.Background(), []string{"export", "-user", alice}, getenv, &stdout, &stderr); err != nil || !bytes.Equal(stdout.Bytes(), body) {
+		if err := run(context.Background(), []string{"export", "-user", alice}, getenv, nil, &stdout, &stderr); err != nil || !bytes.Equal(stdout.Bytes(), body) {
 			t.Errorf("feedd export to standard output: %v, %d bytes; want the API's %d", err, stdout.Len(), len(body))
 		}
-		err = run(context.Background(), []string{"export", "-user", dave, "-out", out + ".dave"}, getenv, io.Discard, io.Discard)
+		err = run(context.Background(), []string{"export", "-user", dave, "-out", out + ".dave"}, getenv, nil, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "not_found") || exitCode(err) != 1 {
 			t.Errorf("feedd export of a deleted user: %v (exit %d); want not found, exit 1", err, exitCode(err))
 		}
 		if _, err := os.Stat(out + ".dave"); !os.IsNotExist(err) {
 			t.Errorf("a failed export left its file: %v", err)
 		}
-		if err := run(context.Background(), []string{"export"}, getenv, io.Discard, io.Discard); exitCode(err) != 2 {
+		if err := run(context.Background(), []string{"export"}, getenv, nil, io.Discard, io.Discard); exitCode(err) != 2 {
 			t.Errorf("feedd export without -user: %v (exit %d); want a usage error, exit 2", err, exitCode(err))
 		}
 	})

@@ -5,23 +5,20 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"slices"
 	"text/tabwriter"
-	"time"
 
-	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/importer"
 	"github.com/feedd/feedd/internal/likes"
+	"github.com/feedd/feedd/internal/progress"
 	"github.com/feedd/feedd/internal/rediscache"
 	"github.com/feedd/feedd/internal/sqlstore"
 	"github.com/feedd/feedd/internal/stream"
-	"github.com/feedd/feedd/internal/timeline"
 )
 
 // runImport is `feedd import`: an existing app's users, follows, posts
@@ -29,35 +26,7 @@ import (
 // serves (docs/operations.md, "Importing an existing app's data"). A
 // command of its own, like requeue-dead: it has flags no role has.
 func runImport(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	f := newCommandFlags("feedd import", getenv, stderr)
-	fs := f.fs
-	files := map[importer.Kind]*string{}
-	for _, k := range importer.Kinds {
-		files[k] = fs.String(string(k), "", "JSON Lines file of "+string(k)+" to import (- reads standard input)")
-	}
-	files[importer.Export] = fs.String("export", "", "a feedd export (what feedd export writes) to import as it is (- reads standard input)")
-	strict := fs.Bool("strict", false, "stop at the first bad line instead of reporting and skipping it")
-	batch := fs.Int("batch", 0, fmt.Sprintf("rows per transaction (default %d follows, %d likes, %d users or posts)",
-		importer.FollowBatch, importer.LikeBatch, importer.DefaultBatch))
-	writers := fs.Int("writers", importer.DefaultWriters, "transactions at once (--strict: one)")
-	// The deployment's settings are the roles' own: same flags, same
-	// environment variables, a flag winning.
-	tl := timeline.DefaultConfig()
-	var cfg config
-	var redisURL, redisCluster, redisPrefix, mode string
-	var inboxGroups, inboxMax, pullAt, activeDays int
-	f.str(&cfg.mysqlDSN, "mysql-dsn", "", true, "MySQL/MariaDB DSN of the deployment; empty: the embedded SQLite in the data dir")
-	f.str(&cfg.dataDir, "data-dir", "./data", true, "directory of the embedded SQLite database")
-	f.str(&redisURL, "redis-url", "", true, "Redis URL of the deployment, whose cached inboxes and counters the import corrects")
-	f.str(&redisCluster, "redis-cluster", "", true, "Redis Cluster seed nodes, as the deployment's")
-	f.str(&redisPrefix, "redis-prefix", "feedd:", true, "prefix of the deployment's Redis keys")
-	f.num(&inboxGroups, "inbox-groups", rediscache.DefaultInboxGroups, true, "as the deployment's")
-	f.num(&inboxMax, "inbox-max", feed.DefaultInboxMax, true, "as the deployment's")
-	f.str(&mode, "fanout-mode", string(tl.Policy.Mode), true, "the deployment's timeline model: push, pull or hybrid")
-	f.num(&pullAt, "pull-threshold", int(tl.Policy.PullThreshold), true, "the deployment's pull threshold (hybrid)")
-	f.num(&activeDays, "active-days", int(tl.InboxTTL/(24*time.Hour)), true, "as the deployment's")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, `usage: feedd import [--users F] [--follows F] [--posts F] [--likes F] [--export F] [flags]
+	f := newFlagSet("feedd import", getenv, stderr, `usage: feedd import [--users F] [--follows F] [--posts F] [--likes F] [--export F] [flags]
 
 Imports an existing app's data from JSON Lines files (one JSON object a
 line; - reads standard input), in the order users, follows, posts, likes:
@@ -72,27 +41,30 @@ A key a line's kind does not have stops the import at that line.
 Running a file again changes nothing. A bad line is reported as FILE:LINE:
 reason and skipped (--strict stops at it); the exit status is 1 if any
 was. Safe while feedd serves; see docs/operations.md.
-
-flags:
 `)
-		fs.PrintDefaults()
+	files := map[importer.Kind]*string{}
+	for _, k := range importer.Kinds {
+		files[k] = new(string)
+		f.str(files[k], string(k), "", "JSON Lines file of "+string(k)+" to import (- reads standard input)")
 	}
+	files[importer.Export] = new(string)
+	f.str(files[importer.Export], "export", "", "a feedd export (what feedd export writes) to import as it is (- reads standard input)")
+	var strict bool
+	var batch, writers int
+	f.boolean(&strict, "strict", false, "stop at the first bad line instead of reporting and skipping it")
+	f.own("batch", fmt.Sprintf("rows per transaction (default %d follows, %d likes, %d users or posts)", importer.FollowBatch, importer.LikeBatch, importer.DefaultBatch),
+		bind(intKind, &batch, 0, func(n int) error { return checkRange(n, 1, maxImportBatch) }))
+	f.own("writers", "transactions at once (--strict: one)", bind(intKind, &writers, importer.DefaultWriters, func(n int) error { return checkRange(n, 1, 16) }))
+	// The deployment's settings are the roles' own: same flags, same
+	// environment variables, a flag winning.
+	var cfg config
+	f.settings(&cfg, "mysql-dsn", "data-dir", "redis-url", "redis-cluster", "redis-prefix", "inbox-groups", "inbox-max", "fanout-mode", "pull-threshold", "active-days", "log-level")
+	f.reword("redis-url", "Redis URL of the deployment, whose cached inboxes and counters the import corrects; empty: the serving feedd's own memory, which the import cannot reach")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	policy := feed.DeliveryPolicy{PullThreshold: int64(pullAt)}
-	var err error
-	if policy.Mode, err = feed.ParseFanoutMode(mode); err != nil {
-		return usageError{fmt.Errorf("import: %w", err)}
-	}
-	batchSet := false
-	fs.Visit(func(fl *flag.Flag) { batchSet = batchSet || fl.Name == "batch" })
-	if batchSet && (*batch <= 0 || *batch > maxImportBatch) {
-		return usageError{fmt.Errorf("import: --batch %d: want 1 to %d", *batch, maxImportBatch)}
-	}
-	if *writers <= 0 || *writers > 16 {
-		return usageError{fmt.Errorf("import: --writers %d: want 1 to 16", *writers)}
-	}
+	usage := func() { f.help(stderr) }
+	policy := feed.DeliveryPolicy{Mode: cfg.fanoutMode, PullThreshold: int64(cfg.pullAt)}
 	stdins := 0
 	for _, k := range importer.Files {
 		if *files[k] == "-" {
@@ -125,11 +97,11 @@ flags:
 		sources = append(sources, src)
 	}
 	if len(sources) == 0 {
-		fs.Usage()
+		usage()
 		return usageError{errors.New("import: name at least one file: --users, --follows, --posts, --likes or --export")}
 	}
 
-	logger := newLogger(stderr, getenv("FEEDD_LOG_LEVEL"), "text")
+	logger := newLogger(stderr, cfg.logLevel, "text")
 	store, err := openStore(ctx, cfg, sqlstore.Pools{Write: 4})
 	if err != nil {
 		return err
@@ -138,28 +110,28 @@ flags:
 	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	caches := importer.Caches{InboxTTL: time.Duration(activeDays) * 24 * time.Hour, LikeCountTTL: likes.DefaultCountTTL}
-	if redisURL != "" || redisCluster != "" {
-		client, err := rediscache.NewClient(redisURL, redisCluster, 0)
+	caches := importer.Caches{InboxTTL: cfg.inboxTTL(), LikeCountTTL: likes.DefaultCountTTL}
+	if cfg.redis() {
+		client, err := rediscache.NewClient(cfg.redisURL, cfg.redisCluster, 0)
 		if err != nil {
 			return fmt.Errorf("FEEDD_REDIS_URL: %w", err)
 		}
 		defer client.Close()
-		rc := rediscache.New(client, rediscache.Options{Prefix: redisPrefix, InboxMax: inboxMax, InboxGroups: inboxGroups})
+		rc := rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax, InboxGroups: cfg.inboxGroups})
 		if err := rc.Ping(ctx); err != nil {
 			return fmt.Errorf("redis: %w", err)
 		}
 		caches.Inboxes, caches.Likes, caches.KV = rc, rc, rc
 		caches.Streams = stream.NewAnnouncer(rc)
 		// Whatever the mode now: lists left from a hybrid period go too.
-		caches.AuthorLists = rediscache.New(client, rediscache.Options{Prefix: redisPrefix + rediscache.AuthorListPrefix, InboxMax: authorListMax, InboxGroups: inboxGroups})
+		caches.AuthorLists = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix + rediscache.AuthorListPrefix, InboxMax: authorListMax, InboxGroups: cfg.inboxGroups})
 	} else {
 		fmt.Fprintln(stderr, "import: no FEEDD_REDIS_URL: the cache is the serving feedd's own memory, which this command cannot reach; restart feedd after the import so that its feeds are rebuilt from SQL")
 	}
 	sum, err := importer.Run(ctx, store, caches, importer.Options{
-		Strict: *strict, Batch: *batch, Writers: *writers, Policy: policy, Bad: stderr, Logger: logger,
+		Strict: strict, Batch: batch, Writers: writers, Policy: policy, Bad: stderr, Logger: logger,
 		Progress: func(k importer.Kind, name string, total int64) importer.Progress {
-			return report.NewProgress(stderr, string(k)+" "+name, total)
+			return progress.New(stderr, string(k)+" "+name, total)
 		},
 	}, sources)
 	writeSummary(stdout, sum)
@@ -225,3 +197,11 @@ func countLines(f *os.File) (int64, error) {
 // those users wait; memory grows with it (75 MB of peak RSS at 100,000
 // follows).
 const maxImportBatch = 100_000
+
+// checkRange refuses a count outside least..most.
+func checkRange(n, least, most int) error {
+	if n < least || n > most {
+		return fmt.Errorf("want %d to %d", least, most)
+	}
+	return nil
+}

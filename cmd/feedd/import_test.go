@@ -70,7 +70,7 @@ func importSummary(t *testing.T, env map[string]string, dir string) map[string][
 	for _, k := range []string{"users", "follows", "posts", "likes"} {
 		args = append(args, "--"+k, filepath.Join(dir, k+".jsonl"))
 	}
-	if err := run(t.Context(), args, func(k string) string { return env[k] }, &out, &errs); err != nil {
+	if err := run(t.Context(), args, func(k string) string { return env[k] }, nil, &out, &errs); err != nil {
 		t.Fatalf("feedd import: %v\n%s", err, errs.String())
 	}
 	sum := map[string][4]int{}
@@ -96,7 +96,7 @@ func TestImportGraph(t *testing.T) {
 		err := run(t.Context(), []string{"bench", "graph", "--jsonl", dir, "--out", filepath.Join(dir, "manifest.json"),
 			"--users", "60", "--celebrities", "1", "--celebrity-followers", "25", "--cohorts", "12", "--cohort-readers", "3",
 			"--cohort-celebrities", "1", "--sample-users", "5", "--posts-per-user", "4", "--following", "4",
-			"--post-span", "150000h", "--likes-per-post", "3"}, func(string) string { return "" }, &out, &out)
+			"--post-span", "150000h", "--likes-per-post", "3"}, func(string) string { return "" }, nil, &out, &out)
 		if err != nil {
 			t.Fatalf("bench graph --jsonl: %v\n%s", err, out.String())
 		}
@@ -274,12 +274,12 @@ func TestImportUsage(t *testing.T) {
 	}{
 		{[]string{"import"}, 2, "name at least one file"},
 		{[]string{"import", "--users", "a", "--follows", "-", "--posts", "-"}, 2, "only one file can be standard input"},
-		{[]string{"import", "--follows", "f", "--fanout-mode", "sideways"}, 2, "fan-out mode"},
-		{[]string{"import", "--follows", "f", "--batch", "0"}, 2, "--batch 0"},
+		{[]string{"import", "--follows", "f", "--fanout-mode", "sideways"}, 2, `-fanout-mode "sideways": want push, pull or hybrid`},
+		{[]string{"import", "--follows", "f", "--batch", "0"}, 2, `-batch "0": want 1 to 100000`},
 		{[]string{"import", "--follows", filepath.Join(dir, "absent.jsonl")}, 1, "no such file"},
 	} {
 		var out, errs bytes.Buffer
-		err := run(t.Context(), c.args, env, &out, &errs)
+		err := run(t.Context(), c.args, env, nil, &out, &errs)
 		if exitCode(err) != c.code || err == nil || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%v: %v (exit %d); want exit %d saying %q", c.args, err, exitCode(err), c.code, c.says)
 		}
@@ -290,7 +290,7 @@ func TestImportUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errs bytes.Buffer
-	err := run(t.Context(), []string{"import", "--data-dir", filepath.Join(dir, "data"), "--users", users}, env, &out, &errs)
+	err := run(t.Context(), []string{"import", "--data-dir", filepath.Join(dir, "data"), "--users", users}, env, nil, &out, &errs)
 	if exitCode(err) != 1 || !strings.Contains(errs.String(), users+":2: name is required") {
 		t.Errorf("import with a bad line: %v (exit %d), stderr:\n%s\nwant exit 1 and the line reported", err, exitCode(err), errs.String())
 	}
@@ -323,7 +323,7 @@ func TestImportExportFile(t *testing.T) {
 		t.Fatalf("import: %v\n%s", err, errs.String())
 	}
 	exported := filepath.Join(dir, "alice.jsonl")
-	if err := runExport(t.Context(), []string{"--data-dir", filepath.Join(dir, "a"), "-user", "1", "-out", exported}, env, &out, &errs); err != nil {
+	if err := runExport(t.Context(), []string{"--data-dir", filepath.Join(dir, "a"), "-user", "1", "-out", exported}, env, nil, &out, &errs); err != nil {
 		t.Fatalf("export: %v\n%s", err, errs.String())
 	}
 	doc, err := os.ReadFile(exported)
@@ -349,7 +349,7 @@ func TestImportExportFile(t *testing.T) {
 			t.Errorf("%s: stderr does not say the profile was not imported:\n%s", name, errs.String())
 		}
 		var again bytes.Buffer
-		if err := runExport(t.Context(), []string{"--data-dir", data, "-user", "1"}, env, &again, &errs); err != nil {
+		if err := runExport(t.Context(), []string{"--data-dir", data, "-user", "1"}, env, nil, &again, &errs); err != nil {
 			t.Fatalf("%s: export: %v\n%s", name, err, errs.String())
 		}
 		if got, want := withoutProfile(again.String()), withoutProfile(string(doc)); got != want || !strings.Contains(got, `"data":{"t":[1,"x"]}`) {

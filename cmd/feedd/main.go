@@ -1,6 +1,13 @@
 // Command feedd is the follow-feed service: one binary that runs the API,
 // the outbox relay, the fan-out dispatcher and workers, together (the
 // default) or as separate roles sharing MySQL, Redis and RabbitMQ.
+//
+// A command line goes through main.go (run), commands.go (the command
+// table: which role or command runs), settings.go and flags.go (the
+// settings table, and how a variable or flag becomes a value of config.go's
+// config), then, for a role, deps.go (the backends it opens) and start.go
+// (what it runs, and its shutdown). The commands have a file each:
+// bench.go, import.go, export.go, requeue.go, version.go.
 package main
 
 import (
@@ -17,9 +24,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(os.Stderr, "feedd: %v\n", err)
+		if errors.As(err, new(usageError)) {
+			fmt.Fprintln(os.Stderr, `run "feedd help" or "feedd help <role or command>" for usage`)
+		}
 	}
 	stop()
 	os.Exit(exitCode(err))
@@ -47,36 +57,11 @@ func exitCode(err error) int {
 
 // run is feedd's whole life, with every outside dependency passed in, so
 // that tests start the real program in process.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	// Whatever goes wrong, the configuration's secrets stay out of the
 	// output: usage texts, log lines and the error main prints.
 	red := newRedactor(args, getenv)
 	stdout, stderr = red.writer(stdout), red.writer(stderr)
 	defer func() { err = red.err(err) }()
-	if len(args) > 0 && args[0] == "bench" {
-		return runBench(ctx, args[1:], getenv, stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "import" {
-		return runImport(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "requeue-dead" {
-		return runRequeueDead(ctx, args[1:], getenv, stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "export" {
-		return runExport(ctx, args[1:], getenv, stdout, stderr)
-	}
-	cfg, err := parseConfig(args, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	logger := newLogger(stderr, cfg.logLevel, cfg.logFormat)
-	if cfg.role == "migrate" {
-		return migrate(ctx, cfg, logger, stdout)
-	}
-	d, err := openDeps(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer d.close(logger)
-	return start(ctx, cfg, d, logger, stdout)
+	return dispatch(ctx, commandTable(), args, getenv, stdin, stdout, stderr)
 }

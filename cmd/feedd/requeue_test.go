@@ -41,7 +41,7 @@ func TestRequeueDead(t *testing.T) {
 			requeueDead := func(args ...string) string {
 				t.Helper()
 				var stdout, stderr bytes.Buffer
-				err := run(ctx, append([]string{"requeue-dead"}, args...), func(k string) string { return env[k] }, &stdout, &stderr)
+				err := run(ctx, append([]string{"requeue-dead"}, args...), func(k string) string { return env[k] }, nil, &stdout, &stderr)
 				if err != nil {
 					t.Fatalf("requeue-dead %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 				}
@@ -149,15 +149,15 @@ func TestRequeueDeadUsage(t *testing.T) {
 	}{
 		{nil, nil, "FEEDD_AMQP_URL is not set: without RabbitMQ, feedd's queue is the embedded one inside the running feedd process"},
 		{[]string{"-queue", "bogus"}, withURL, `-queue "bogus": want posts, tasks, likes or all`},
-		{[]string{"-max", "-1"}, withURL, "-max -1: want 0 (all) or a positive count"},
-		{[]string{"-max", "x"}, withURL, `invalid value "x" for flag -max`},
+		{[]string{"-max", "-1"}, withURL, `-max "-1": want 0 or more`},
+		{[]string{"-max", "x"}, withURL, `-max "x": want an integer`},
 		{[]string{"-nope"}, withURL, "flag provided but not defined: -nope"},
 		{[]string{"posts"}, withURL, `unexpected argument "posts"`},
 		{nil, map[string]string{"FEEDD_AMQP_URL": "amqp://x/", "FEEDD_AMQP_QUEUE_TYPE": "stream"}, `FEEDD_AMQP_QUEUE_TYPE="stream": want quorum or classic`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			err := run(t.Context(), append([]string{"requeue-dead"}, tc.args...), func(k string) string { return tc.env[k] }, &stdout, &stderr)
+			err := run(t.Context(), append([]string{"requeue-dead"}, tc.args...), func(k string) string { return tc.env[k] }, nil, &stdout, &stderr)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v; want one containing %q", err, tc.want)
 			}

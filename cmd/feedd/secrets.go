@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -22,7 +21,8 @@ import (
 // of guessing for a bearer token.
 const minSecretLen = 32
 
-// secretKind says how a setting holds a secret.
+// secretKind says how a setting holds a secret (the settings table,
+// settings.go, marks which do).
 type secretKind int
 
 const (
@@ -32,19 +32,6 @@ const (
 	// may carry a password in its userinfo.
 	credentialURL
 )
-
-// secretSettings are the flags (and, through their names, the
-// environment variables) whose values are secret or may hold one. Every
-// command's flag set shares these names, so one table covers them all.
-var secretSettings = map[string]secretKind{
-	"admin-token":    wholeSecret,
-	"jwt-secret":     wholeSecret,
-	"mysql-dsn":      credentialURL,
-	"mysql-read-dsn": credentialURL,
-	"redis-url":      credentialURL,
-	"redis-cluster":  credentialURL,
-	"amqp-url":       credentialURL,
-}
 
 // showSecret is how a secret setting's value may be shown: "(set)" for a
 // token, the URL or DSN with "***" for its password.
@@ -57,17 +44,6 @@ func showSecret(kind secretKind, v string) string {
 	}
 	shown, _ := redactURLs(v)
 	return shown
-}
-
-// hideSecretDefaults makes fs's usage show secret settings as showSecret
-// does: a flag's default is the value of its environment variable, which
-// -h and every flag error would otherwise print.
-func hideSecretDefaults(fs *flag.FlagSet) {
-	fs.VisitAll(func(f *flag.Flag) {
-		if kind, ok := secretSettings[f.Name]; ok {
-			f.DefValue = showSecret(kind, f.DefValue)
-		}
-	})
 }
 
 // redactURLs returns s with the password of every URL or DSN in it
@@ -148,14 +124,19 @@ func newRedactor(args []string, getenv func(string) string) *redactor {
 		value string
 	}
 	var found []setting
-	for name, kind := range secretSettings {
-		if v := getenv(envName(name, true)); v != "" {
-			found = append(found, setting{kind, v})
+	kinds := map[string]secretKind{} // by flag name
+	for _, o := range settings(&config{}) {
+		if o.secret == 0 {
+			continue
+		}
+		kinds[o.name] = o.secret
+		if v := getenv(o.env); v != "" {
+			found = append(found, setting{o.secret, v})
 		}
 	}
 	for i, a := range args {
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		kind, ok := secretSettings[name]
+		kind, ok := kinds[name]
 		if !ok || !strings.HasPrefix(a, "-") {
 			continue
 		}
@@ -292,15 +273,6 @@ type redactedError struct {
 
 func (e redactedError) Error() string { return e.msg }
 func (e redactedError) Unwrap() error { return e.err }
-
-// checkSecretLength refuses an operator's admin token or JWT secret that
-// is too short to resist guessing.
-func checkSecretLength(name, flagName, v string) error {
-	if v != "" && len(v) < minSecretLen {
-		return fmt.Errorf("%s (-%s) is %d bytes long: want at least %d, e.g. the output of `openssl rand -hex 32`", name, flagName, len(v), minSecretLen)
-	}
-	return nil
-}
 
 // secrets returns the admin token and JWT secret. On the embedded default
 // a missing one is generated once and kept in the data dir; with MySQL the

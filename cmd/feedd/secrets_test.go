@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,7 +23,7 @@ func runOnce(t *testing.T, env map[string]string, args ...string) (string, error
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var out testenv.SyncBuffer
-	err := run(ctx, args, func(k string) string { return env[k] }, &out, &out)
+	err := run(ctx, args, func(k string) string { return env[k] }, nil, &out, &out)
 	if ctx.Err() != nil {
 		t.Fatalf("feedd %s did not end within 60s; output:\n%s", strings.Join(args, " "), out.String())
 	}
@@ -41,7 +43,7 @@ func runUntilStopped(t *testing.T, env map[string]string, use func(url string), 
 	defer cancel()
 	var out testenv.SyncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, &out, &out) }()
+	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, nil, &out, &out) }()
 	var url string
 	testenv.Eventually(t, 30*time.Second, "feedd listens", func() bool {
 		select {
@@ -244,7 +246,7 @@ func TestExitStatus(t *testing.T) {
 		{"-typo", nil, []string{"-typo"}, 2, "-typo"},
 		{"a short FEEDD_ADMIN_TOKEN", map[string]string{"FEEDD_ADMIN_TOKEN": short}, nil, 2, "FEEDD_ADMIN_TOKEN"},
 		{"a short FEEDD_JWT_SECRET", map[string]string{"FEEDD_ADMIN_TOKEN": long, "FEEDD_JWT_SECRET": short}, nil, 2, "FEEDD_JWT_SECRET"},
-		{"a short -jwt-secret", nil, []string{"serve", "-jwt-secret", short}, 2, "FEEDD_JWT_SECRET"},
+		{"a short -jwt-secret", nil, []string{"serve", "-jwt-secret", short}, 2, "-jwt-secret"},
 		{"a short secret for bench's children", map[string]string{"FEEDD_JWT_SECRET": short}, []string{"bench", "run", "-graph", "/nonexistent"}, 2, "FEEDD_JWT_SECRET"},
 		{"MySQL unreachable", map[string]string{"FEEDD_ADMIN_TOKEN": long, "FEEDD_JWT_SECRET": long, "FEEDD_MYSQL_DSN": "root@tcp(127.0.0.1:1)/feedd"}, nil, 1, "127.0.0.1:1"},
 	} {
@@ -404,4 +406,37 @@ func TestDataDirPrivate(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestProfilesCmdlineHidesSecrets: /debug/pprof/cmdline serves the command
+// line with the secrets passed as flags hidden (pprof.Cmdline served them
+// as typed), and the other flags as they were.
+func TestProfilesCmdlineHidesSecrets(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pprofAddr := ln.Addr().String()
+	ln.Close()
+	admin, jwt, pw := "adm"+testenv.RandHex(16), "jwt"+testenv.RandHex(16), "pw"+testenv.RandHex(6)
+	env := map[string]string{"FEEDD_DATA_DIR": t.TempDir()}
+	args := []string{"-pprof-addr", pprofAddr, "-admin-token", admin, "-jwt-secret=" + jwt, "-redis-prefix", "p" + pw[:2] + ":"}
+	runUntilStopped(t, env, func(string) {
+		res, err := http.Get("http://" + pprofAddr + "/debug/pprof/cmdline")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		got := string(body)
+		for _, s := range []string{admin, jwt} {
+			if strings.Contains(got, s) {
+				t.Errorf("/debug/pprof/cmdline shows the secret %q: %q", s, got)
+			}
+		}
+		want := strings.Join([]string{"feedd", "all", "-pprof-addr", pprofAddr, "-admin-token", "***", "-jwt-secret=***", "-redis-prefix", "p" + pw[:2] + ":"}, "\x00")
+		if got != want {
+			t.Errorf("/debug/pprof/cmdline = %q; want %q", got, want)
+		}
+	}, args...)
 }

@@ -170,7 +170,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", metrics)
 		if cfg.pprofAddr == cfg.metricsAddr {
-			handleProfiles(mux)
+			handleProfiles(mux, cfg.cmdline)
 		}
 		p, err := servePrivate("metrics", cfg.metricsAddr, mux, logger)
 		if err != nil {
@@ -181,7 +181,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	}
 	if cfg.pprofAddr != "" && cfg.pprofAddr != cfg.metricsAddr {
 		mux := http.NewServeMux()
-		handleProfiles(mux)
+		handleProfiles(mux, cfg.cmdline)
 		p, err := servePrivate("profiles", cfg.pprofAddr, mux, logger)
 		if err != nil {
 			return err
@@ -318,9 +318,16 @@ func servePrivate(what, addr string, mux *http.ServeMux, logger *slog.Logger) (*
 func (p *privateServer) shutdown(ctx context.Context) { _ = p.srv.Shutdown(ctx) }
 func (p *privateServer) close()                       { _ = p.srv.Close() }
 
-func handleProfiles(mux *http.ServeMux) {
+// handleProfiles serves Go's profiles, and the command line as cmdline
+// (pprof.Cmdline's format): with its secrets hidden, where pprof.Cmdline
+// would serve os.Args as typed, -admin-token's value included.
+func handleProfiles(mux *http.ServeMux, cmdline string) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/cmdline", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, cmdline)
+	})
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

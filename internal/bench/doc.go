@@ -9,8 +9,9 @@
 //     against the raw Redis and HTTP baselines (bench run), and serves the
 //     HTTP floor (bench floor);
 //   - report holds the figures of a run and writes them as JSON, a table
-//     and an HTML page, and draws the progress bars.
+//     and an HTML page.
 //
-// load reads graph's manifest and fills report's results; graph draws
-// report's progress bars; report depends on neither.
+// load reads graph's manifest and fills report's results; report depends
+// on neither. The progress bars are package progress's, which feedd
+// import draws too.
 package bench

@@ -20,8 +20,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/progress"
 )
 
 // Options shape a synthetic social graph.
@@ -523,14 +523,14 @@ func (g *Graph) userName(i int32) string {
 
 // Load writes the graph through l with workers concurrent writers
 // (follows first, then the users with their exact counts, then the
-// posts), showing progress bars on progress, and returns the manifest.
-func (g *Graph) Load(ctx context.Context, l Loader, workers int, progress io.Writer) (*Manifest, error) {
+// posts), showing progress bars on bars, and returns the manifest.
+func (g *Graph) Load(ctx context.Context, l Loader, workers int, bars io.Writer) (*Manifest, error) {
 	begin := time.Now()
 	workers = max(workers, 1)
 	n := len(g.ids)
 	in, out := make([]int64, n), make([]int64, n)
 
-	bar := report.NewProgress(progress, "follows", g.follows)
+	bar := progress.New(bars, "follows", g.follows)
 	err := pump(ctx, workers, func(ctx context.Context, send func([][2]int64) error) error {
 		return g.eachEdgeBatch(ctx, 10_000, in, out, send)
 	}, func(ctx context.Context, b [][2]int64) error {
@@ -545,7 +545,7 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, progress io.Wri
 		return nil, fmt.Errorf("bench graph: follows: %w", err)
 	}
 
-	bar = report.NewProgress(progress, "users", int64(n))
+	bar = progress.New(bars, "users", int64(n))
 	err = pump(ctx, workers, func(ctx context.Context, send func([]feed.User) error) error {
 		const size = 10_000
 		for s := 0; s < n; s += size {
@@ -570,7 +570,7 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, progress io.Wri
 		return nil, fmt.Errorf("bench graph: users: %w", err)
 	}
 
-	bar = report.NewProgress(progress, "posts", g.Posts())
+	bar = progress.New(bars, "posts", g.Posts())
 	err = pump(ctx, workers, func(ctx context.Context, send func([]feed.Post) error) error {
 		return g.eachPostBatch(ctx, 5_000, send)
 	}, func(ctx context.Context, b []feed.Post) error {

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	fclient "github.com/feedd/feedd/client"
-	"github.com/feedd/feedd/internal/bench/report"
+	"github.com/feedd/feedd/internal/progress"
 )
 
 // client is bench's side of feedd's HTTP API: package client, with the
@@ -122,7 +122,7 @@ func (c *client) feedRaw(ctx context.Context, token string, buf *bytes.Buffer) (
 }
 
 // followers pages through every follower id of user, 100 a request.
-func (c *client) followers(ctx context.Context, token, user string, progress *report.Progress) ([]int64, error) {
+func (c *client) followers(ctx context.Context, token, user string, progress *progress.Bar) ([]int64, error) {
 	uid, err := fclient.ParseID(user)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/bench/report"
+	"github.com/feedd/feedd/internal/progress"
 )
 
 // pace is an open-loop load: clients that together offer rate requests
@@ -46,7 +47,7 @@ type paceResult struct {
 // A request that could not be sent within p.grace after the end is given
 // up, and counts in the histogram with the time it had waited by then (a
 // lower bound) and as late. Only answers without error count as items.
-func paced(ctx context.Context, p pace, bar *report.Progress, f func(ctx context.Context, worker int, i int64) (items int, err error)) paceResult {
+func paced(ctx context.Context, p pace, bar *progress.Bar, f func(ctx context.Context, worker int, i int64) (items int, err error)) paceResult {
 	total := int64(p.rate * p.dur.Seconds())
 	if p.maxReq > 0 {
 		total = min(total, p.maxReq)
@@ -132,7 +133,7 @@ func (r *runner) readPaced(ctx context.Context, m *modelRun, co graph.Cohort, re
 	}
 	res.ReadPacedRPSTarget = p.rate
 	bufs := make([]bytes.Buffer, p.clients)
-	bar := report.NewProgress(r.o.Progress, "paced "+co.Name, int64(p.rate*p.dur.Seconds()))
+	bar := progress.New(r.o.Progress, "paced "+co.Name, int64(p.rate*p.dur.Seconds()))
 	pr := paced(ctx, p, bar, func(ctx context.Context, w int, i int64) (int, error) {
 		return m.cl.feedRaw(ctx, toks[int(i)%len(toks)], &bufs[w])
 	})

@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/feedd/feedd/internal/bench/report"
+	"github.com/feedd/feedd/internal/progress"
 )
 
 // readersReportEvery is how often the stream readers report their counts.
@@ -279,7 +279,7 @@ func (rd *streamReaders) readOutput(stdout io.Reader) {
 
 // waitOpen waits until the child has tried every stream, and shows the
 // streams opening on bar; it returns the child's "open" line.
-func (rd *streamReaders) waitOpen(ctx context.Context, bar *report.Progress) (readersMsg, error) {
+func (rd *streamReaders) waitOpen(ctx context.Context, bar *progress.Bar) (readersMsg, error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {

@@ -30,6 +30,7 @@ import (
 	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/progress"
 	"github.com/feedd/feedd/internal/rediscache"
 	"github.com/feedd/feedd/internal/stream"
 )
@@ -576,7 +577,7 @@ func (r *runner) followersOf(ctx context.Context, m *modelRun, token, author str
 	if ok {
 		return ids, nil
 	}
-	bar := report.NewProgress(r.o.Progress, "list followers", int64(n))
+	bar := progress.New(r.o.Progress, "list followers", int64(n))
 	ids, err := m.cl.followers(ctx, token, author, bar)
 	bar.Done()
 	if err != nil {
@@ -594,7 +595,7 @@ func (r *runner) followersOf(ctx context.Context, m *modelRun, token, author str
 // even against a real deployment no feed loses a post.
 func (r *runner) materialize(ctx context.Context, m *modelRun, readers []int64) (time.Duration, error) {
 	start := time.Now()
-	bar := report.NewProgress(r.o.Progress, "materialize inboxes", int64(len(readers)))
+	bar := progress.New(r.o.Progress, "materialize inboxes", int64(len(readers)))
 	err := forEach(ctx, redisGoroutines, len(readers), func(ctx context.Context, i int) error {
 		if err := m.cache.FillInbox(ctx, readers[i], nil, false, materializeTTL); err != nil {
 			return err
@@ -614,7 +615,7 @@ func (r *runner) dropInboxes(ctx context.Context, m *modelRun) error {
 	if len(readers) == 0 {
 		return nil
 	}
-	bar := report.NewProgress(r.o.Progress, "drop inboxes", int64(len(readers)))
+	bar := progress.New(r.o.Progress, "drop inboxes", int64(len(readers)))
 	defer bar.Done()
 	return forEach(ctx, redisGoroutines, len(readers), func(ctx context.Context, i int) error {
 		bar.Add(1)

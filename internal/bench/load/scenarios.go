@@ -18,6 +18,7 @@ import (
 	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/progress"
 	"github.com/feedd/feedd/internal/rediscache"
 )
 
@@ -78,7 +79,7 @@ func (r *runner) fanout(ctx context.Context, m *modelRun) (*report.FanoutResult,
 	// small fan-out is timed to better than the 100 ms of the later polls.
 	// A pulled author writes no inbox: watch for a second that nothing is
 	// written, and report no rates.
-	bar := report.NewProgress(r.o.Progress, "fanout", int64(n))
+	bar := progress.New(r.o.Progress, "fanout", int64(n))
 	var last float64
 	lastMove := start
 	var pollErrs int
@@ -189,7 +190,7 @@ func (r *runner) fanout(ctx context.Context, m *modelRun) (*report.FanoutResult,
 
 // load runs f on conc goroutines until dur has passed or maxReq calls were
 // made, and returns the latencies of the calls that succeeded.
-func load(ctx context.Context, conc int, dur time.Duration, maxReq int64, bar *report.Progress, f func(ctx context.Context, worker int, i int64) (items int, err error)) (h *report.Histogram, reqs, errs, items int64, elapsed time.Duration) {
+func load(ctx context.Context, conc int, dur time.Duration, maxReq int64, bar *progress.Bar, f func(ctx context.Context, worker int, i int64) (items int, err error)) (h *report.Histogram, reqs, errs, items int64, elapsed time.Duration) {
 	var nreq, nerr, nitems atomic.Int64
 	hists := make([]*report.Histogram, conc)
 	start := time.Now()
@@ -275,7 +276,7 @@ func (r *runner) readCohort(ctx context.Context, m *modelRun, co graph.Cohort) (
 	res := &report.ReadResult{Following: co.Following, Celebrities: co.Celebrities, Readers: len(co.Readers), Concurrency: r.o.Concurrency}
 	before, _ := r.metrics(ctx, m)
 	bufs := make([]bytes.Buffer, r.o.Concurrency)
-	bar := report.NewProgress(r.o.Progress, "read "+co.Name, 0)
+	bar := progress.New(r.o.Progress, "read "+co.Name, 0)
 	h, reqs, nerr, items, el := load(ctx, r.o.Concurrency, r.o.Duration, r.o.MaxRequests, bar, func(ctx context.Context, w int, i int64) (int, error) {
 		return m.cl.feedRaw(ctx, toks[int(i)%len(toks)], &bufs[w])
 	})
@@ -382,7 +383,7 @@ func (r *runner) memory(ctx context.Context, m *modelRun) (*report.MemoryResult,
 	if err != nil {
 		return nil, err
 	}
-	bar := report.NewProgress(r.o.Progress, "memory: warm readers", int64(len(toks)))
+	bar := progress.New(r.o.Progress, "memory: warm readers", int64(len(toks)))
 	err = forEach(ctx, 16, len(toks), func(ctx context.Context, i int) error {
 		_, err := m.cl.feedPage(ctx, toks[i], 20)
 		bar.Add(1)
@@ -634,7 +635,7 @@ func (r *runner) publish(ctx context.Context, m *modelRun) (*report.PublishResul
 		}
 	}
 	deadline := time.Now().Add(r.o.FanoutTimeout)
-	bar := report.NewProgress(r.o.Progress, "publish", int64(r.o.PublishCount*len(sides)))
+	bar := progress.New(r.o.Progress, "publish", int64(r.o.PublishCount*len(sides)))
 	for i := 0; i < r.o.PublishCount && time.Now().Before(deadline); i++ {
 		for _, s := range sides {
 			if err := ctx.Err(); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/bench/report"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/progress"
 )
 
 const (
@@ -169,7 +170,7 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	for i, id := range readers {
 		ids[i] = feed.FormatID(id)
 	}
-	bar := report.NewProgress(r.o.Progress, "stream: reader tokens", 0)
+	bar := progress.New(r.o.Progress, "stream: reader tokens", 0)
 	toks, err := r.tokensFor(ctx, m, ids)
 	bar.Done()
 	if err != nil {
@@ -210,7 +211,7 @@ func (r *runner) stream(ctx context.Context, m *modelRun) (*report.StreamResult,
 	if err != nil {
 		return nil, err
 	}
-	bar = report.NewProgress(r.o.Progress, "stream: open", int64(len(readers)))
+	bar = progress.New(r.o.Progress, "stream: open", int64(len(readers)))
 	start := time.Now()
 	rd, err := startStreamReaders(r.o.Exe, []string{"bench", "stream-readers"}, r.o.Env,
 		filepath.Join(r.o.LogDir, "feedd-bench-stream-readers-"+m.name+".log"), u.Host, toks)
@@ -485,7 +486,7 @@ func (r *runner) streamPhase(ctx context.Context, m *modelRun, ph *streamPhase, 
 			}
 		})
 	}
-	bar := report.NewProgress(r.o.Progress, "stream: posts", int64(r.o.StreamPosts))
+	bar := progress.New(r.o.Progress, "stream: posts", int64(r.o.StreamPosts))
 	for i := 0; i < r.o.StreamPosts && ctx.Err() == nil; i++ {
 		time.Sleep(time.Until(start.Add(time.Duration(i) * r.o.StreamInterval)))
 		author, tok, k := b, bTok, 1

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedd/feedd/internal/bench/report"
+	"github.com/feedd/feedd/internal/progress"
 )
 
 // TestStreamClientReadsPosts serves a stream the way feedd frames it —
@@ -112,7 +112,7 @@ func TestStreamReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rd.kill()
-	bar := report.NewProgress(io.Discard, "open", 3)
+	bar := progress.New(io.Discard, "open", 3)
 	op, err := rd.waitOpen(ctx, bar)
 	bar.Done()
 	if err != nil {

@@ -3,8 +3,8 @@
 // them), the histograms their latencies are read from, and their three
 // renderings: JSON, whose field names are a stable interface that
 // docs/BENCH.md documents, a plain-text table and a self-contained HTML
-// page with SVG charts. The progress bars bench shows while it works are
-// here too, with the number formats they share with the table.
+// page with SVG charts. Its counts are written as the progress bars
+// (package progress) write them.
 package report
 
 import (
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/progress"
 )
 
 // Report is everything one bench run measured. Its JSON field names are a
@@ -588,3 +589,6 @@ func pathsStr(p map[string]float64) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Count renders n as the progress bars do: 1234567 -> 1.23M.
+func Count(n int64) string { return progress.Count(n) }

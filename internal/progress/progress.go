@@ -1,4 +1,8 @@
-package report
+// Package progress draws one-line progress bars on a terminal, or a line
+// every ten seconds in a log: what a long command (feedd import, feedd
+// bench) shows while it works. It depends on nothing of feedd's, so every
+// command can use it.
+package progress
 
 import (
 	"fmt"
@@ -10,11 +14,11 @@ import (
 	"time"
 )
 
-// Progress is a one-line progress bar on a terminal, redrawn in place with
+// Bar is a one-line progress bar on a terminal, redrawn in place with
 // \r a few times a second by a goroutine it owns until Done. On anything
 // that is not a terminal (a CI log, a file) it prints a line every ten
 // seconds and one at the end, so logs stay readable.
-type Progress struct {
+type Bar struct {
 	w     io.Writer
 	label string
 	total int64
@@ -37,9 +41,9 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// NewProgress starts a bar for total units (0: unknown total, a counter).
-func NewProgress(w io.Writer, label string, total int64) *Progress {
-	p := &Progress{w: w, label: label, total: total, tty: isTerminal(w), start: time.Now(), stop: make(chan struct{})}
+// New starts a bar for total units (0: unknown total, a counter).
+func New(w io.Writer, label string, total int64) *Bar {
+	p := &Bar{w: w, label: label, total: total, tty: isTerminal(w), start: time.Now(), stop: make(chan struct{})}
 	every := 10 * time.Second
 	if p.tty {
 		every = 150 * time.Millisecond
@@ -60,13 +64,13 @@ func NewProgress(w io.Writer, label string, total int64) *Progress {
 }
 
 // Add counts n more units done.
-func (p *Progress) Add(n int64) { p.done.Add(n) }
+func (p *Bar) Add(n int64) { p.done.Add(n) }
 
 // Set sets the units done.
-func (p *Progress) Set(n int64) { p.done.Store(n) }
+func (p *Bar) Set(n int64) { p.done.Store(n) }
 
 // Done stops the bar and prints its final state on its own line.
-func (p *Progress) Done() {
+func (p *Bar) Done() {
 	p.once.Do(func() {
 		close(p.stop)
 		p.wg.Wait()
@@ -74,7 +78,7 @@ func (p *Progress) Done() {
 	})
 }
 
-func (p *Progress) draw(final bool) {
+func (p *Bar) draw(final bool) {
 	n := p.done.Load()
 	if !p.tty {
 		// Off a terminal a final line that repeats the last one adds
