@@ -50,7 +50,7 @@ func runTests(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "client test: go build feedd: %v\n%s", err, out)
 		return 1
 	}
-	return m.Run()
+	return feedtest.Main(m)
 }
 
 // proc is a running feedd.
