@@ -45,7 +45,7 @@ func runTests(m *testing.M) int {
 		}
 		_ = flag.Set("test.skip", "^Example")
 		code := m.Run()
-		fmt.Println("client test: the examples skipped: need feedd's repository around this module, to build feedd")
+		say(code, "!!! client: the examples skipped, missing: feedd's repository around this module, to build feedd")
 		return code
 	}
 	dir, err := os.MkdirTemp("", "feedd-client-test-")
@@ -73,6 +73,21 @@ func runTests(m *testing.M) int {
 		code = 1
 	}
 	return code
+}
+
+// say prints the line that ends a run with skipped tests. go test shows a
+// passing package's output only with -v, so without it the line goes to
+// the terminal the tests run from, as the server's packages do
+// (feedtest.Main).
+func say(code int, line string) {
+	if !testing.Verbose() && code == 0 {
+		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+			fmt.Fprintln(tty, line)
+			tty.Close()
+			return
+		}
+	}
+	fmt.Println(line)
 }
 
 // isFeeddRepo reports whether dir holds the server module.
