@@ -22,8 +22,10 @@ import (
 // TestCostPerOperation measures what one API call costs the backends, in
 // SQL statements and Redis commands, from feedd's own counters
 // (feedd_sql_statements_total, feedd_redis_commands_total): the figures
-// docs/capacity.md builds on. The API runs in a `serve` instance, which
-// does nothing in the background, so its counts are exact; the fan-out
+// docs/capacity.md builds on. The API runs in a `serve` instance, whose
+// one background job that sends SQL, the stale-feed sweep (a SELECT a
+// second), is counted apart (feedd_sql_job_statements_total) and taken
+// out, so what is left is the requests' own; the fan-out
 // runs in a `work` instance, whose relay polls the outbox while idle (one
 // transaction of BEGIN, one SELECT … FOR UPDATE SKIP LOCKED, COMMIT per
 // poll), so its SELECTs less its BEGINs are the fan-out's own. The test
@@ -71,7 +73,9 @@ func sum(m map[string]float64) float64 {
 	return t
 }
 
-// counts scrapes an instance's statement and command counters.
+// counts scrapes an instance's statement and command counters. The SQL
+// statements of background jobs are left out: what is counted is what
+// the requests and the fan-out sent.
 func counts(t *testing.T, in *instance) (sqlc, redisc map[string]float64) {
 	t.Helper()
 	res, err := http.Get(in.url + "/metrics")
@@ -98,6 +102,8 @@ func counts(t *testing.T, in *instance) (sqlc, redisc map[string]float64) {
 		switch {
 		case strings.HasPrefix(series, "feedd_sql_statements_total{"):
 			sqlc[label("pool")+"/"+label("verb")] += v
+		case strings.HasPrefix(series, "feedd_sql_job_statements_total{"):
+			sqlc[label("pool")+"/"+label("verb")] -= v
 		case strings.HasPrefix(series, "feedd_redis_commands_total{"):
 			redisc[label("command")] += v
 		}
@@ -194,8 +200,14 @@ func measureCosts(t *testing.T, env map[string]string) []cost {
 	// long enough that the second pass over the readers ("within the
 	// refresh interval") is within it on a loaded machine too: at 5 s,
 	// 100 pages a pass at load 20 outlasted it and the pass counted SQL.
-	serve := startRole(t, "serve", env, nil, "FEEDD_FANOUT_MODE", "push", "FEEDD_REFRESH_INTERVAL", "1m")
-	work := startRole(t, "work", env, nil, "FEEDD_FANOUT_MODE", "push")
+	// The processes' background Redis commands (the switches' poll, the
+	// heartbeat, and the renewal of the process's stream-slot key at each
+	// stream heartbeat; no stream opens here) run once at the start and
+	// then not within the test: their SETs in a publish's window read as
+	// the publish's.
+	quiet := []string{"FEEDD_SWITCH_POLL", "1h", "FEEDD_HEARTBEAT", "1h", "FEEDD_STREAM_HEARTBEAT", "1h"}
+	serve := startRole(t, "serve", env, nil, append([]string{"FEEDD_FANOUT_MODE", "push", "FEEDD_REFRESH_INTERVAL", "1m"}, quiet...)...)
+	work := startRole(t, "work", env, nil, append([]string{"FEEDD_FANOUT_MODE", "push"}, quiet...)...)
 	ctx := context.Background()
 	client, err := rediscache.NewClient(env["FEEDD_REDIS_URL"], "", 0)
 	if err != nil {
@@ -286,9 +298,11 @@ func measureCosts(t *testing.T, env map[string]string) []cost {
 	follow := api.end("follow (with backfill)", len(newTok))
 	costs = append(costs, follow)
 
-	// The promises, with room for the small fixed costs around them.
-	// None, but for the process's background work that may land in the
-	// same counters (well under one statement per page).
+	// The promises, with room for the one-off loads of a pass (the three
+	// posts' rows and like counts, read from SQL by its first page). The
+	// background job's statements are not counted: the stale-feed sweep's
+	// SELECT a second, counted in, made a pass that a loaded machine
+	// stretched to 12 s cost "3.12" statements a page.
 	if n := warm.SQL; sum(n) > 0.05 {
 		t.Errorf("a first page within the refresh interval sent SQL %v; want none", n)
 	}
@@ -317,7 +331,7 @@ func measureCosts(t *testing.T, env map[string]string) []cost {
 	// their mute and block set from SQL once each (neither is cached yet:
 	// one query answers the page and fills it); later pages read them
 	// from Redis or the process.
-	if n := refreshed.sqlTotal(); n < 2.9 || n > 3.1 {
+	if n := refreshed.sqlTotal(); n < 3 || n > 3.1 {
 		t.Errorf("a first page with a smart refresh sent %.2f SQL statements; want 3 (the refresh, and the reader's likes state and mute and block set once)", n)
 	}
 	if n := rebuilt.sqlTotal(); n < 1 || n > 3 {

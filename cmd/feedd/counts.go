@@ -19,7 +19,7 @@ type costCollector struct {
 	stores []*sqlstore.Store
 	redis  *rediscache.CommandCounter // nil without Redis
 
-	sqlDesc, redisDesc *prometheus.Desc
+	sqlDesc, sqlJobDesc, redisDesc *prometheus.Desc
 }
 
 func newCostCollector(redis *rediscache.CommandCounter, stores ...*sqlstore.Store) *costCollector {
@@ -35,6 +35,9 @@ func newCostCollector(redis *rediscache.CommandCounter, stores ...*sqlstore.Stor
 		sqlDesc: prometheus.NewDesc("feedd_sql_statements_total",
 			"SQL statements sent to MySQL, by pool (primary, replica) and verb (select, insert, begin, commit…).",
 			[]string{"pool", "verb"}, nil),
+		sqlJobDesc: prometheus.NewDesc("feedd_sql_job_statements_total",
+			"The part of feedd_sql_statements_total that the process's background jobs sent, by job (stale_sweep), pool and verb.",
+			[]string{"pool", "job", "verb"}, nil),
 		redisDesc: prometheus.NewDesc("feedd_redis_commands_total",
 			"Redis commands sent, by name; a pipeline's commands one by one, a script as one evalsha.",
 			[]string{"command"}, nil),
@@ -43,6 +46,7 @@ func newCostCollector(redis *rediscache.CommandCounter, stores ...*sqlstore.Stor
 
 func (c *costCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.sqlDesc
+	ch <- c.sqlJobDesc
 	ch <- c.redisDesc
 }
 
@@ -56,6 +60,16 @@ func (c *costCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range sums {
 		ch <- prometheus.MustNewConstMetric(c.sqlDesc, prometheus.CounterValue, float64(n), k.pool, k.verb)
+	}
+	type jobKey struct{ pool, job, verb string }
+	jobs := map[jobKey]int64{}
+	for _, st := range c.stores {
+		for _, s := range st.JobStatements() {
+			jobs[jobKey{s.Pool, s.Job, s.Verb}] += s.N
+		}
+	}
+	for k, n := range jobs {
+		ch <- prometheus.MustNewConstMetric(c.sqlJobDesc, prometheus.CounterValue, float64(n), k.pool, k.job, k.verb)
 	}
 	if c.redis != nil {
 		for name, n := range c.redis.Counts() {

@@ -61,7 +61,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	built = time.Since(start)
-	return m.Run()
+	return feedtest.Main(m)
 }
 
 // services are the addresses of the real backends.

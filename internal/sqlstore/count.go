@@ -22,16 +22,44 @@ type StatementCount struct {
 	N          int64
 }
 
-// counter counts statements by verb for one pool.
+// JobStatementCount is one (pool, job, verb) triple and how many
+// statements a background job sent.
+type JobStatementCount struct {
+	Pool, Job, Verb string
+	N               int64
+}
+
+// A statement sent with a context from forJob is counted by job too: the
+// statements a process sends on its own, apart from its requests', so
+// that the cost of an API call can be measured exactly on a process that
+// also runs background work (the stale-feed sweep of every API process).
+type jobKey struct{}
+
+func forJob(ctx context.Context, job string) context.Context {
+	return context.WithValue(ctx, jobKey{}, job)
+}
+
+// counter counts statements by verb for one pool, and those of background
+// jobs by job and verb.
 type counter struct {
 	pool  string
 	verbs sync.Map // verb -> *atomic.Int64
+	jobs  sync.Map // jobVerb -> *atomic.Int64
 }
 
-func (c *counter) add(verb string) {
-	v, ok := c.verbs.Load(verb)
+type jobVerb struct{ job, verb string }
+
+func (c *counter) add(ctx context.Context, verb string) {
+	inc(&c.verbs, verb)
+	if job, _ := ctx.Value(jobKey{}).(string); job != "" {
+		inc(&c.jobs, jobVerb{job, verb})
+	}
+}
+
+func inc(m *sync.Map, k any) {
+	v, ok := m.Load(k)
 	if !ok {
-		v, _ = c.verbs.LoadOrStore(verb, new(atomic.Int64))
+		v, _ = m.LoadOrStore(k, new(atomic.Int64))
 	}
 	v.(*atomic.Int64).Add(1)
 }
@@ -53,6 +81,20 @@ func (s *Store) Statements() []StatementCount {
 	for _, c := range s.counters {
 		c.verbs.Range(func(k, v any) bool {
 			out = append(out, StatementCount{Pool: c.pool, Verb: k.(string), N: v.(*atomic.Int64).Load()})
+			return true
+		})
+	}
+	return out
+}
+
+// JobStatements returns what the store's background jobs sent so far on
+// its MySQL pools (a part of Statements); nil on SQLite.
+func (s *Store) JobStatements() []JobStatementCount {
+	var out []JobStatementCount
+	for _, c := range s.counters {
+		c.jobs.Range(func(k, v any) bool {
+			jv := k.(jobVerb)
+			out = append(out, JobStatementCount{Pool: c.pool, Job: jv.job, Verb: jv.verb, N: v.(*atomic.Int64).Load()})
 			return true
 		})
 	}
@@ -94,27 +136,27 @@ var (
 )
 
 func (c *countingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	c.c.add(verbOf(query))
+	c.c.add(ctx, verbOf(query))
 	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 }
 
 func (c *countingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	c.c.add(verbOf(query))
+	c.c.add(ctx, verbOf(query))
 	return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
 }
 
 func (c *countingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	c.c.add(verbOf(query))
+	c.c.add(ctx, verbOf(query))
 	return c.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 }
 
 func (c *countingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	c.c.add("begin")
+	c.c.add(ctx, "begin")
 	tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	return countingTx{Tx: tx, c: c.c}, nil
+	return countingTx{Tx: tx, c: c.c, ctx: ctx}, nil
 }
 
 func (c *countingConn) Ping(ctx context.Context) error {
@@ -130,15 +172,17 @@ func (c *countingConn) IsValid() bool { return c.Conn.(driver.Validator).IsValid
 type countingTx struct {
 	driver.Tx
 	c *counter
+	// ctx is the transaction's, whose job its end is counted under.
+	ctx context.Context
 }
 
 func (t countingTx) Commit() error {
-	t.c.add("commit")
+	t.c.add(t.ctx, "commit")
 	return t.Tx.Commit()
 }
 
 func (t countingTx) Rollback() error {
-	t.c.add("rollback")
+	t.c.add(t.ctx, "rollback")
 	return t.Tx.Rollback()
 }
 

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -18,7 +21,81 @@ func Missing(tb testing.TB, format string, args ...any) {
 	if os.Getenv("CI") == "true" {
 		tb.Fatalf("%s; CI=true requires it", msg)
 	}
+	skipped.add(msg)
 	tb.Skipf("!!! SKIPPING %s: %s", tb.Name(), msg)
+}
+
+// skipped is what Missing skipped in this test binary, for Main's summary
+// line. It is package state because the binary is the one thing the tests
+// that skip and the TestMain that reports share.
+var skipped skipLog
+
+type skipLog struct {
+	mu    sync.Mutex
+	n     int
+	needs []string // what was missing, each once, in order of first skip
+}
+
+func (l *skipLog) add(need string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n++
+	if !slices.Contains(l.needs, need) {
+		l.needs = append(l.needs, need)
+	}
+}
+
+// summary is the line Main prints: empty when nothing was skipped.
+func (l *skipLog) summary(pkg string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == 0 {
+		return ""
+	}
+	tests := "tests"
+	if l.n == 1 {
+		tests = "test"
+	}
+	return fmt.Sprintf("!!! %s: %d %s skipped, missing: %s\n", pkg, l.n, tests, strings.Join(l.needs, "; "))
+}
+
+// Main runs a package's tests (call it from TestMain) and then, when
+// Missing skipped any, prints one line that counts them and says what they
+// needed. Without -v, go test shows a passing package's output nowhere,
+// so a run whose services were missing would read "ok" like a full one:
+// the line goes to the terminal the tests run from (/dev/tty) when the
+// output is hidden, and to the output otherwise (-v, a failure, -json).
+func Main(m *testing.M) int {
+	code := m.Run()
+	line := skipped.summary(packageName())
+	if line == "" {
+		return code
+	}
+	if !testing.Verbose() && code == 0 {
+		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+			fmt.Fprint(tty, line)
+			tty.Close()
+			return code
+		}
+	}
+	fmt.Print(line)
+	return code
+}
+
+// packageName names the package under test by its directory, which is
+// where go test runs its binary.
+func packageName() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "feedd"
+	}
+	if i := strings.LastIndex(wd, "/internal/"); i >= 0 {
+		return wd[i+1:]
+	}
+	if i := strings.LastIndex(wd, "/cmd/"); i >= 0 {
+		return wd[i+1:]
+	}
+	return wd
 }
 
 // RequireServices dials the services at addrs (host:port) and reports the

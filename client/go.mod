@@ -1,0 +1,3 @@
+module github.com/feedd/feedd/client
+
+go 1.24
