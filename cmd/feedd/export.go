@@ -32,9 +32,9 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 
 Writes everything feedd holds about a user (profile, posts with their data,
 follows both ways, likes, mutes, blocks, read marker) as JSON Lines, one
-object per line with a "kind"; the user, follow, post and like lines are in
-feedd import's format once "kind" is removed. See docs/operations.md,
-"Exporting a user's data".
+object per line with a "kind"; feedd import --export takes it as it is
+(users, follows, posts and likes). See docs/operations.md, "Exporting a
+user's data".
 
 flags:
 `)
