@@ -29,6 +29,7 @@ func TestDecode(t *testing.T) {
 		{`{"id":"-1","name":"a"}`, "is not a user id", ""},
 		{`{"id":"42","name":7}`, `field "name": want string`, ""},
 		{`[1]`, "want a JSON object", ""},
+		{` null`, "want a JSON object, got JSON null", ""},
 		{`{"id":`, "malformed JSON", ""},
 	} {
 		var l UserLine

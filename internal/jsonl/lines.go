@@ -57,7 +57,11 @@ func Decode(line []byte, v any) error {
 func checkKeys(line []byte, names map[string]bool) error {
 	var seen [8][]byte
 	keys := seen[:0]
-	i := skipSpace(line, 0) + 1 // past {
+	i := skipSpace(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return fmt.Errorf("want a JSON object, got JSON %s", bytes.TrimSpace(line))
+	}
+	i++
 	for {
 		i = skipSpace(line, i)
 		if i >= len(line) || line[i] == '}' {
