@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -18,37 +17,15 @@ import (
 // tests (BulkCreateUsers, BulkFollow). It is not for a database that
 // serves: an import goes through the Import* methods instead.
 
-// BulkCreateUsers stores many new users, a chunk per transaction, with the
-// rules of CreateUser. It is for tools, seeding and load tests: an
-// existing id is ECONFLICT and leaves the users of earlier chunks stored.
+// BulkCreateUsers stores many new users, with the rules of CreateUser
+// (counts start at zero), in one transaction: BulkLoadUsers with no
+// counts. An existing id is ECONFLICT, and nothing is stored.
 func (s *Store) BulkCreateUsers(ctx context.Context, users []feed.User) error {
-	now := time.Now()
-	for chunk := range slices.Chunk(users, chunkSize) {
-		rows := make([]string, len(chunk))
-		args := make([]any, 0, 3*len(chunk))
-		for i, u := range chunk {
-			if u.ID <= 0 || utf8.RuneCountInString(u.Name) > maxNameRunes {
-				return fmt.Errorf("sqlstore: bulk create users: %w",
-					feed.Errorf(feed.EINVALID, "user %d: ids are positive and names at most %d characters", u.ID, maxNameRunes))
-			}
-			created := u.CreatedAt
-			if created.IsZero() {
-				created = now
-			}
-			rows[i] = "(?, ?, 0, 0, ?)"
-			args = append(args, u.ID, u.Name, millis(created))
-		}
-		_, err := s.db.ExecContext(ctx,
-			"INSERT INTO users (id, name, follower_count, following_count, created_at) VALUES "+strings.Join(rows, ", "),
-			args...)
-		if s.d.duplicate(err) {
-			err = feed.Errorf(feed.ECONFLICT, "one of users %d..%d already exists", chunk[0].ID, chunk[len(chunk)-1].ID)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlstore: bulk create users: %w", err)
-		}
+	fresh := make([]feed.User, len(users))
+	for i, u := range users {
+		fresh[i] = feed.User{ID: u.ID, Name: u.Name, CreatedAt: u.CreatedAt}
 	}
-	return nil
+	return s.BulkLoadUsers(ctx, fresh)
 }
 
 // BulkFollow makes every one of followers follow followee, with exact
@@ -145,8 +122,8 @@ const loadChunk = 2000
 // edges are not checked against users, and posts get no outbox event, so
 // nothing fans out. Each call is one transaction of multi-row INSERTs on
 // the write pool, so that several goroutines keep the database busy
-// without paying a commit per row; an existing key fails that call and
-// rolls back only it. Nothing is retried: InnoDB does not deadlock
+// without paying a commit per row; an existing key fails that call
+// (ECONFLICT for a user) and rolls back only it. Nothing is retried: InnoDB does not deadlock
 // inserts of new keys into tables without unique secondary indexes,
 // which these tables are. The caller keeps the counts equal to the edges
 // it loads with BulkLoadFollows.
@@ -167,6 +144,9 @@ func (s *Store) BulkLoadUsers(ctx context.Context, users []feed.User) error {
 			}
 			return append(args, u.ID, u.Name, u.FollowerCount, u.FollowingCount, millis(created))
 		})
+	if s.d.duplicate(err) {
+		err = feed.Errorf(feed.ECONFLICT, "one of users %d..%d already exists", users[0].ID, users[len(users)-1].ID)
+	}
 	if err != nil {
 		return fmt.Errorf("sqlstore: bulk load %d users: %w", len(users), err)
 	}

@@ -1562,9 +1562,7 @@ func testBulkLoad(t *testing.T, e *env) {
 		t.Fatalf("AnyUsers = %v, %v; want true", any, err)
 	}
 	// User 3 is new, user 2 is not: neither is stored.
-	if err := s.BulkLoadUsers(ctx, []feed.User{{ID: 3, Name: "c"}, {ID: 2, Name: "b"}}); err == nil {
-		t.Fatal("BulkLoadUsers of an existing id: no error")
-	}
+	wantCode(t, s.BulkLoadUsers(ctx, []feed.User{{ID: 3, Name: "c"}, {ID: 2, Name: "b"}}), feed.ECONFLICT)
 	if got, err := s.Users(ctx, []int64{3}); err != nil || len(got) != 0 {
 		t.Fatalf("Users(3) = %v, %v; want none", got, err)
 	}
