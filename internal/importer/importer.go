@@ -1,6 +1,7 @@
 // Package importer is feedd import: it brings an existing app's users,
-// follow graph, posts and likes into the SQL store from JSON Lines files,
-// in batches of multi-row statements, and makes the caches forget what
+// follow graph, posts and likes into the SQL store from JSON Lines files
+// (package jsonl: a file of each kind, or feedd export's documents, which
+// export.go reads), in batches of multi-row statements, and makes the caches forget what
 // the import changed, so that the next read rebuilds it from SQL.
 //
 // A run is safe while feedd serves: every batch is a transaction that
