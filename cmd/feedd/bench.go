@@ -165,16 +165,15 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	// The graph goes straight into the tables through the store's write
-	// pool, past the store's rules (graph.SQLLoader says which).
-	db, _ := store.Pools()
-	if has, err := graph.HasUsers(ctx, db); err != nil {
+	// The graph goes straight into the tables through the store's bulk
+	// API, past the store's rules (sqlstore's BulkLoadUsers says which).
+	if has, err := store.AnyUsers(ctx); err != nil {
 		return err
 	} else if has && !appendTo {
 		return errors.New("bench graph: the database already holds users; use a fresh database, or --append")
 	}
 	fmt.Fprintf(stderr, "bench graph: %d users, %d follows, %d posts into %s\n", o.Users, g.Follows(), g.Posts(), sqlKind(cfg))
-	m, err := g.Load(ctx, graph.NewSQLLoader(db), workers, stderr)
+	m, err := g.Load(ctx, graph.NewSQLLoader(store), workers, stderr)
 	if err != nil {
 		return err
 	}

@@ -24,9 +24,9 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, _
 
 Writes everything feedd holds about a user (profile, posts with their data,
 follows both ways, likes, mutes, blocks, read marker) as JSON Lines, one
-object per line with a "kind"; the user, follow, post and like lines are in
-feedd import's format once "kind" is removed. See docs/operations.md,
-"Exporting a user's data".
+object per line with a "kind"; feedd import --export takes it as it is
+(users, follows, posts and likes). See docs/operations.md, "Exporting a
+user's data".
 `)
 	f.str(&user, "user", "", "the id of the user to export (required)")
 	f.str(&out, "out", "-", "the file to write; - is standard output. The file is written whole or not at all (it appears once complete), readable by its owner only")

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/feed"
 )
 
@@ -64,8 +63,7 @@ func TestFollowRetryRepairsInbox(t *testing.T) {
 		for i := range old {
 			old[i].CreatedAt = feed.IDTime(old[i].ID)
 		}
-		db, _ := in.d.store.Pools()
-		if err := graph.NewSQLLoader(db).LoadPosts(ctx, old); err != nil {
+		if err := in.d.store.BulkLoadPosts(ctx, old); err != nil {
 			t.Fatal(err)
 		}
 		in.follow(bobTok, carol)

@@ -35,8 +35,8 @@ line; - reads standard input), in the order users, follows, posts, likes:
   posts    {"author_id":"42","external_id":"blog-9913","content":"...","created_at":"2019-05-01T12:00:00Z","data":{...}}
   likes    {"user_id":"42","author_id":"7","external_id":"blog-9913"}
   export   what feedd export writes: lines of every kind, each with its
-           "kind"; its profile, marker, mute and block lines are not
-           imported (counted and said)
+           "kind"; a profile gives its user's creation time; marker,
+           mute and block lines are not imported (counted and said)
 A key a line's kind does not have stops the import at that line.
 Running a file again changes nothing. A bad line is reported as FILE:LINE:
 reason and skipped (--strict stops at it); the exit status is 1 if any

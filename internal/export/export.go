@@ -16,9 +16,10 @@
 // A post without an external id carries its feedd id as external_id, so
 // that likes can name it and an import elsewhere has a key to keep it
 // once. The likes of posts that a block hides from the user are left out,
-// as the API's lists of likes leave them out. The document is written as it is read, a page at a time, so
-// memory stays flat whatever the user's size; it is not one snapshot (a
-// follow made during an export may or may not be in it).
+// as the API's lists of likes leave them out. The document is written as
+// it is read, a page at a time, so memory stays flat whatever the user's
+// size; it is not one snapshot (a follow made during an export may or may
+// not be in it).
 package export
 
 import (

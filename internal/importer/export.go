@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"slices"
+	"time"
 
+	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/jsonl"
 )
 
@@ -22,9 +24,8 @@ var kindKey = []byte(`"kind"`)
 
 // admit says whether line is a row of src's pass. Every line of a file of
 // one kind is, and must not say a kind; a line of an export is a row of
-// the pass of its kind, and the pass of users, the first, reports what
-// no pass takes: lines of the kinds an import does not carry (counted),
-// and lines without a kind or of a kind no feedd writes (refused).
+// the pass of its kind, and the pass of users, the first, refuses lines
+// without a kind or of a kind no feedd writes.
 func (r *run) admit(src Source, line []byte) (bool, error) {
 	if !src.tagged {
 		// Only a line that names "kind" somewhere is read twice.
@@ -40,8 +41,10 @@ func (r *run) admit(src Source, line []byte) (bool, error) {
 	first := src.Kind == Kinds[0]
 	k, err := jsonl.Tagged(line)
 	switch {
+	case err != nil && first:
+		return true, err // reported once, by the first pass
 	case err != nil:
-		return first, err
+		return false, nil
 	case k == lineKinds[src.Kind]:
 		return true, nil
 	case !first:
@@ -51,15 +54,48 @@ func (r *run) admit(src Source, line []byte) (bool, error) {
 	case !slices.Contains(jsonl.Kinds, k):
 		return false, &formatError{fmt.Sprintf("unknown kind %q", k)}
 	}
+	return false, nil
+}
+
+// notCarried counts, in the first pass over an export, a line of a kind
+// that no pass imports (a profile that completed its user is carried).
+func (r *run) notCarried(src Source, line []byte) {
+	if !src.tagged || src.Kind != Kinds[0] {
+		return
+	}
+	k, err := jsonl.Tagged(line)
+	if err != nil {
+		return
+	}
 	for _, carried := range lineKinds {
 		if k == carried {
-			return false, nil
+			return
 		}
 	}
 	r.mu.Lock()
 	r.sum.NotCarried[k]++
 	r.mu.Unlock()
-	return false, nil
+}
+
+// profile completes the user before it in an export with the profile's
+// creation time; its counts follow from the follows.
+func (r *run) profile(last *feed.User, line []byte) (bool, error) {
+	if k, err := jsonl.Tagged(line); err != nil || k != jsonl.Profile {
+		return false, nil
+	}
+	var l jsonl.ProfileLine
+	if err := jsonl.Decode(line, &l); err != nil {
+		return false, err
+	}
+	if int64(l.UserID) != last.ID {
+		return false, nil
+	}
+	at, err := time.Parse(time.RFC3339Nano, l.CreatedAt)
+	if err != nil || at.After(time.Now()) {
+		return false, fmt.Errorf("profile of user %d: created_at %q is not an RFC 3339 time before now", l.UserID, l.CreatedAt)
+	}
+	last.CreatedAt = at.UTC()
+	return true, nil
 }
 
 // rewindable returns sources with every export that cannot be rewound

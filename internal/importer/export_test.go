@@ -16,9 +16,9 @@ import (
 )
 
 // notCarried are the kinds of an export's lines that an import does not
-// bring: a profile's counts follow from the follows, and its creation
-// time, the marker, mutes and blocks are not imported.
-var notCarried = []jsonl.Kind{jsonl.Profile, jsonl.Marker, jsonl.Mute, jsonl.Block}
+// bring (a profile's counts follow from the follows, and its creation
+// time completes its user).
+var notCarried = []jsonl.Kind{jsonl.Marker, jsonl.Mute, jsonl.Block}
 
 // carried returns an export's lines without those of notCarried.
 func carried(doc string) string {
@@ -43,9 +43,10 @@ func containsKind(ks []jsonl.Kind, k jsonl.Kind) bool {
 
 // TestImportExport: the exports of every user of a store, imported as
 // they are (--export) into a fresh store, give the same users, follows,
-// posts (content, data, external id, time) and likes: the fresh store's
-// exports are the first ones but for the kinds an import does not carry,
-// which the summary counts. Importing them again changes nothing.
+// posts (content, data, external id, time) and likes, and users created
+// when they were: the fresh store's exports are the first ones but for
+// the kinds an import does not carry, which the summary counts. Importing
+// them again changes nothing.
 func TestImportExport(t *testing.T) {
 	stores(t, func(t *testing.T, s *sqlstore.Store) {
 		ctx := t.Context()
@@ -128,9 +129,9 @@ func TestImportExport(t *testing.T) {
 		if c := sum.Counts[importer.Likes]; c.Imported != 4 {
 			t.Errorf("likes %+v; want the 4 the exports hold", *c)
 		}
-		want := map[jsonl.Kind]int64{jsonl.Profile: 4, jsonl.Marker: 1, jsonl.Mute: 1, jsonl.Block: 1}
+		want := map[jsonl.Kind]int64{jsonl.Marker: 1, jsonl.Mute: 1, jsonl.Block: 1}
 		for k, n := range want {
-			if sum.NotCarried[k] != n {
+			if sum.NotCarried[k] != n || len(sum.NotCarried) != len(want) {
 				t.Errorf("not carried: %v; want %v", sum.NotCarried, want)
 				break
 			}
@@ -161,6 +162,14 @@ func TestImportExport(t *testing.T) {
 			if c.Imported != 0 || c.Skipped != 0 {
 				t.Errorf("again: %s %+v; want nothing imported nor skipped", k, *c)
 			}
+		}
+
+		// A malformed line is reported once, not once a kind.
+		var bad2 strings.Builder
+		sum, err = importer.Run(ctx, fresh, importer.Caches{}, importer.Options{Bad: &bad2},
+			[]importer.Source{{Kind: importer.Export, Name: "m", R: strings.NewReader(docs[alice] + "{\"kind\":\n")}})
+		if !errors.Is(err, importer.ErrSkipped) || strings.Count(bad2.String(), "\n") != 1 || sum.Counts[importer.Users].Skipped != 1 {
+			t.Errorf("Run(export with a malformed line): %v, reported %q; want it skipped and reported once", err, bad2.String())
 		}
 
 		// A line of a kind no feedd writes, or without a kind, stops

@@ -1,6 +1,7 @@
 // Package importer is feedd import: it brings an existing app's users,
-// follow graph, posts and likes into the SQL store from JSON Lines files,
-// in batches of multi-row statements, and makes the caches forget what
+// follow graph, posts and likes into the SQL store from JSON Lines files
+// (package jsonl: a file of each kind, or feedd export's documents, which
+// export.go reads), in batches of multi-row statements, and makes the caches forget what
 // the import changed, so that the next read rebuilds it from SQL.
 //
 // A run is safe while feedd serves: every batch is a transaction that
@@ -345,13 +346,13 @@ func (r *run) file(ctx context.Context, src Source) error {
 	defer p.Done()
 	switch src.Kind {
 	case Users:
-		return pipeline(ctx, r, src, p, r.parseUser, r.writeUsers)
+		return pipeline(ctx, r, src, p, r.parseUser, r.writeUsers, r.profile)
 	case Follows:
-		return pipeline(ctx, r, src, p, r.parseFollow, r.writeFollows)
+		return pipeline(ctx, r, src, p, r.parseFollow, r.writeFollows, nil)
 	case Posts:
-		return pipeline(ctx, r, src, p, r.parsePost, r.writePosts)
+		return pipeline(ctx, r, src, p, r.parsePost, r.writePosts, nil)
 	case Likes:
-		return pipeline(ctx, r, src, p, r.parseLike, r.writeLikes)
+		return pipeline(ctx, r, src, p, r.parseLike, r.writeLikes, nil)
 	}
 	return fmt.Errorf("importer: unknown kind %q", src.Kind)
 }
@@ -359,10 +360,14 @@ func (r *run) file(ctx context.Context, src Source) error {
 // pipeline runs parse over src's lines on one goroutine, handing batches
 // of good rows through a short channel to write. A line that does not
 // parse is reported and counted as read and skipped; write counts the
-// rest.
+// rest. In an export, amend (if not nil) may complete the row before a
+// line of another kind with it (a user's profile, which follows its user
+// line), and reports whether it did: a batch is handed on only when the
+// next row comes, so that its last row can still be completed.
 func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 	parse func(line []byte) (T, error),
-	write func(ctx context.Context, src Source, batch []item[T]) error) error {
+	write func(ctx context.Context, src Source, batch []item[T]) error,
+	amend func(last *T, line []byte) (bool, error)) error {
 	g, ctx := errgroup.WithContext(ctx)
 	// Writers batches in flight and as many queued: the reader parses
 	// the next while the writers store theirs, and memory holds a few
@@ -416,9 +421,17 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 			case jsonl.Blank(line):
 				continue // blank lines are allowed, and not rows
 			default:
-				var ours bool
+				var ours, amended bool
 				if ours, err = r.admit(src, line); err == nil && !ours {
-					continue
+					if src.tagged && amend != nil && len(batch) > 0 {
+						amended, err = amend(&batch[len(batch)-1].row, line)
+					}
+					if err == nil {
+						if !amended {
+							r.notCarried(src, line)
+						}
+						continue
+					}
 				}
 				if err == nil {
 					row, err = parse(line)
@@ -445,13 +458,13 @@ func pipeline[T any](ctx context.Context, r *run, src Source, p Progress,
 				_ = r.bad(src.Kind, src.Name, lr.Line(), reason) // not strict: nil
 				continue
 			}
-			batch = append(batch, item[T]{line: lr.Line(), row: row})
-			size += int64(len(line))
 			if len(batch) == rows || size >= maxBatchBytes {
 				if err := flush(nil); err != nil {
 					return err
 				}
 			}
+			batch = append(batch, item[T]{line: lr.Line(), row: row})
+			size += int64(len(line))
 		}
 	})
 	for range writers {

@@ -22,10 +22,14 @@ func TestDecode(t *testing.T) {
 		{`{"id":"42","name":"alice","nmae":"x"}`, `unknown key "nmae"`, "nmae"},
 		{`{"id":"42","Name":"alice"}`, `unknown key "Name"`, "Name"},
 		{`{"id":"42","name":"a","name":"b"}`, `key "name" appears twice`, "name"},
-		{`{"id":"42","name":"a"} {}`, "data after the object", ""},
+		{`{"id":"42","name":"a"} {}`, "malformed JSON", ""},
+		{` { "id" : 42 , "n\u0061me" : "alice" } `, "", ""},
+		{`{"id":"42","name":"alice","n\u0061me":"x"}`, `key "name" appears twice`, "name"},
+		{`{"id":"42","name":"alice","x\"}":1}`, `unknown key "x\"}"`, `x"}`},
 		{`{"id":"-1","name":"a"}`, "is not a user id", ""},
 		{`{"id":"42","name":7}`, `field "name": want string`, ""},
 		{`[1]`, "want a JSON object", ""},
+		{` null`, "want a JSON object, got JSON null", ""},
 		{`{"id":`, "malformed JSON", ""},
 	} {
 		var l UserLine
@@ -45,8 +49,11 @@ func TestDecode(t *testing.T) {
 	}
 	// A post's data is a value of its own: its keys are not the line's.
 	var p PostLine
-	if err := Decode([]byte(`{"author_id":"1","external_id":"e","content":"c","created_at":"2020-01-01T00:00:00Z","data":{"kind":1,"x":[{"y":2}]}}`), &p); err != nil || string(p.Data) != `{"kind":1,"x":[{"y":2}]}` {
-		t.Errorf("Decode(post with data) = %v, %s", err, p.Data)
+	if err := Decode([]byte(`{"author_id":"1","data":{"kind":1,"x":[{"y":"}],\""}]},"external_id":"e","content":"{[,\"","created_at":"2020-01-01T00:00:00Z"}`), &p); err != nil || string(p.Data) != `{"kind":1,"x":[{"y":"}],\""}]}` || p.Content != `{[,"` {
+		t.Errorf("Decode(post with data) = %v, %s, %q", err, p.Data, p.Content)
+	}
+	if err := Decode([]byte(`{"author_id":"1","data":{"a":[1,{}]},"external_id":"e","content":"c","created_at":"2020-01-01T00:00:00Z","dta":1}`), &p); err == nil || err.Error() != `unknown key "dta" (keys are case-sensitive)` {
+		t.Errorf("Decode(post with dta after data) = %v; want the unknown key dta", err)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"strings"
 	"sync"
@@ -33,9 +32,7 @@ func (e *KeyError) Error() string {
 // once), with values of their types. Its error is a reason a person can
 // act on; a key the kind does not have is a *KeyError.
 func Decode(line []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := json.Unmarshal(line, v); err != nil {
 		var ute *json.UnmarshalTypeError
 		var ide idError
 		switch {
@@ -46,54 +43,106 @@ func Decode(line []byte, v any) error {
 		case errors.As(err, &ute):
 			return fmt.Errorf("want a JSON object, got JSON %s", ute.Value)
 		}
-		if key, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return &KeyError{Key: strings.Trim(key, `"`)}
-		}
 		return fmt.Errorf("malformed JSON: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("malformed JSON: data after the object")
 	}
 	return checkKeys(line, keysOf(reflect.TypeOf(v)))
 }
 
-// checkKeys is what encoding/json leaves unchecked in a line it accepted:
-// that every key is named exactly (it matches keys to fields whatever
-// their case) and appears once (it keeps the last).
+// checkKeys is what encoding/json leaves unchecked in a line it accepted
+// (one JSON object, whose values it has checked): that every key is one
+// of names, named exactly (it matches keys to fields whatever their case,
+// and skips the others), and appears once (it keeps the last). One pass
+// over the bytes, without allocating for a line without escapes in its
+// keys: the import reads millions of lines.
 func checkKeys(line []byte, names map[string]bool) error {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if _, err := dec.Token(); err != nil { // {
-		return fmt.Errorf("malformed JSON: %v", err)
+	var seen [8][]byte
+	keys := seen[:0]
+	i := skipSpace(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return fmt.Errorf("want a JSON object, got JSON %s", bytes.TrimSpace(line))
 	}
-	var seen []string
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return fmt.Errorf("malformed JSON: %v", err)
+	i++
+	for {
+		i = skipSpace(line, i)
+		if i >= len(line) || line[i] == '}' {
+			return nil
 		}
-		key, _ := t.(string)
-		switch {
-		case !names[key]:
-			return &KeyError{Key: key}
-		case contains(seen, key):
-			return &KeyError{Key: key, Twice: true}
+		end := stringEnd(line, i)
+		key := line[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var k string
+			if json.Unmarshal(line[i:end], &k) != nil {
+				return errors.New("malformed JSON: a key is no string")
+			}
+			key = []byte(k)
 		}
-		seen = append(seen, key)
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return fmt.Errorf("malformed JSON: %v", err)
+		if !names[string(key)] {
+			return &KeyError{Key: string(key)}
+		}
+		for _, k := range keys {
+			if bytes.Equal(k, key) {
+				return &KeyError{Key: string(key), Twice: true}
+			}
+		}
+		keys = append(keys, key)
+		i = skipValue(line, skipSpace(line, end)+1) // past :
+		i = skipSpace(line, i)
+		if i < len(line) && line[i] == ',' {
+			i++
 		}
 	}
-	return nil
 }
 
-func contains(keys []string, k string) bool {
-	for _, s := range keys {
-		if s == k {
-			return true
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index after the string that starts at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
 		}
 	}
-	return false
+	return len(b)
+}
+
+// skipValue returns the index after the value that starts at or after
+// b[i]: a string, an object or array (whatever it holds), or a literal.
+func skipValue(b []byte, i int) int {
+	i = skipSpace(b, i)
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i)
+			if depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // the end of the line's object
+			}
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+	}
+	return i
 }
 
 // lineKeys caches keysOf: a type's keys never change.

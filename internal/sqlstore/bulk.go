@@ -3,8 +3,8 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -12,37 +12,20 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// BulkCreateUsers stores many new users, a chunk per transaction, with the
-// rules of CreateUser. It is for tools, seeding and load tests: an
-// existing id is ECONFLICT and leaves the users of earlier chunks stored.
+// The bulk API is for tools that fill a database faster than its rules
+// would let them: bench graph's synthetic graphs (BulkLoad*), seeding and
+// tests (BulkCreateUsers, BulkFollow). It is not for a database that
+// serves: an import goes through the Import* methods instead.
+
+// BulkCreateUsers stores many new users, with the rules of CreateUser
+// (counts start at zero), in one transaction: BulkLoadUsers with no
+// counts. An existing id is ECONFLICT, and nothing is stored.
 func (s *Store) BulkCreateUsers(ctx context.Context, users []feed.User) error {
-	now := time.Now()
-	for chunk := range slices.Chunk(users, chunkSize) {
-		rows := make([]string, len(chunk))
-		args := make([]any, 0, 3*len(chunk))
-		for i, u := range chunk {
-			if u.ID <= 0 || utf8.RuneCountInString(u.Name) > maxNameRunes {
-				return fmt.Errorf("sqlstore: bulk create users: %w",
-					feed.Errorf(feed.EINVALID, "user %d: ids are positive and names at most %d characters", u.ID, maxNameRunes))
-			}
-			created := u.CreatedAt
-			if created.IsZero() {
-				created = now
-			}
-			rows[i] = "(?, ?, 0, 0, ?)"
-			args = append(args, u.ID, u.Name, millis(created))
-		}
-		_, err := s.db.ExecContext(ctx,
-			"INSERT INTO users (id, name, follower_count, following_count, created_at) VALUES "+strings.Join(rows, ", "),
-			args...)
-		if s.d.duplicate(err) {
-			err = feed.Errorf(feed.ECONFLICT, "one of users %d..%d already exists", chunk[0].ID, chunk[len(chunk)-1].ID)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlstore: bulk create users: %w", err)
-		}
+	fresh := make([]feed.User, len(users))
+	for i, u := range users {
+		fresh[i] = feed.User{ID: u.ID, Name: u.Name, CreatedAt: u.CreatedAt}
 	}
-	return nil
+	return s.BulkLoadUsers(ctx, fresh)
 }
 
 // BulkFollow makes every one of followers follow followee, with exact
@@ -126,4 +109,140 @@ func (s *Store) followChunk(ctx context.Context, tx *sql.Tx, followee int64, chu
 	}
 	_, err = tx.ExecContext(ctx, "UPDATE users SET follower_count = follower_count + ? WHERE id = ?", len(added), followee)
 	return err
+}
+
+// loadChunk bounds the rows of one of BulkLoad's statements: large enough
+// to amortize a round trip, small enough for SQLite's 32766 bound
+// variables and MySQL's default packet size.
+const loadChunk = 2000
+
+// BulkLoadUsers stores new users with the follower and following counts
+// they carry. Unlike CreateUser, Follow and CreatePost, the BulkLoad
+// methods trust their caller (bench graph): counts are stored as given,
+// edges are not checked against users, and posts get no outbox event, so
+// nothing fans out. Each call is one transaction of multi-row INSERTs on
+// the write pool, so that several goroutines keep the database busy
+// without paying a commit per row; an existing key fails that call
+// (ECONFLICT for a user) and rolls back only it. Nothing is retried: InnoDB does not deadlock
+// inserts of new keys into tables without unique secondary indexes,
+// which these tables are. The caller keeps the counts equal to the edges
+// it loads with BulkLoadFollows.
+func (s *Store) BulkLoadUsers(ctx context.Context, users []feed.User) error {
+	now := time.Now()
+	for _, u := range users {
+		if u.ID <= 0 || utf8.RuneCountInString(u.Name) > maxNameRunes || u.FollowerCount < 0 || u.FollowingCount < 0 {
+			return fmt.Errorf("sqlstore: bulk load users: %w", feed.Errorf(feed.EINVALID,
+				"user %d: ids are positive, names at most %d characters, counts not negative", u.ID, maxNameRunes))
+		}
+	}
+	err := s.bulkInsert(ctx, "INSERT INTO users (id, name, follower_count, following_count, created_at) VALUES ",
+		"(?, ?, ?, ?, ?)", len(users), func(i int, args []any) []any {
+			u := users[i]
+			created := u.CreatedAt
+			if created.IsZero() {
+				created = now
+			}
+			return append(args, u.ID, u.Name, u.FollowerCount, u.FollowingCount, millis(created))
+		})
+	if s.d.duplicate(err) {
+		err = feed.Errorf(feed.ECONFLICT, "one of users %d..%d already exists", users[0].ID, users[len(users)-1].ID)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlstore: bulk load %d users: %w", len(users), err)
+	}
+	return nil
+}
+
+// BulkLoadFollows stores follow edges, each {follower, followee}, without
+// touching any count (see BulkLoadUsers). Edges sorted by follower then
+// followee insert fastest: that is the primary key's order.
+func (s *Store) BulkLoadFollows(ctx context.Context, edges [][2]int64) error {
+	for _, e := range edges {
+		if e[0] <= 0 || e[1] <= 0 || e[0] == e[1] {
+			return fmt.Errorf("sqlstore: bulk load follows: %w", feed.Errorf(feed.EINVALID,
+				"edge %d -> %d: ids are positive and nobody follows themselves", e[0], e[1]))
+		}
+	}
+	now := millis(time.Now())
+	err := s.bulkInsert(ctx, "INSERT INTO follows (follower_id, followee_id, created_at) VALUES ",
+		"(?, ?, ?)", len(edges), func(i int, args []any) []any {
+			return append(args, edges[i][0], edges[i][1], now)
+		})
+	if err != nil {
+		return fmt.Errorf("sqlstore: bulk load %d follows: %w", len(edges), err)
+	}
+	return nil
+}
+
+// BulkLoadPosts stores posts (ID, AuthorID, Content and CreatedAt chosen
+// by the caller) without outbox events: they are history, already
+// delivered as far as the fan-out is concerned, and readers find them
+// when their inbox is rebuilt from SQL (see BulkLoadUsers).
+func (s *Store) BulkLoadPosts(ctx context.Context, posts []feed.Post) error {
+	for _, p := range posts {
+		if !feed.ValidPostID(p.ID) || p.AuthorID <= 0 {
+			return fmt.Errorf("sqlstore: bulk load posts: %w", feed.Errorf(feed.EINVALID,
+				"post id %d must be a post id (feed.ValidPostID) and author id %d positive", p.ID, p.AuthorID))
+		}
+	}
+	now := time.Now()
+	err := s.bulkInsert(ctx, "INSERT INTO posts (id, author_id, content, created_at, deleted_at) VALUES ",
+		"(?, ?, ?, ?, NULL)", len(posts), func(i int, args []any) []any {
+			p := posts[i]
+			created := p.CreatedAt
+			if created.IsZero() {
+				created = now
+			}
+			return append(args, p.ID, p.AuthorID, p.Content, millis(created))
+		})
+	if err != nil {
+		return fmt.Errorf("sqlstore: bulk load %d posts: %w", len(posts), err)
+	}
+	return nil
+}
+
+// bulkInsert inserts n rows in one transaction, loadChunk rows per
+// statement; row appends the arguments of row i.
+func (s *Store) bulkInsert(ctx context.Context, insert, tuple string, n int, row func(i int, args []any) []any) error {
+	if n == 0 {
+		return nil
+	}
+	perRow := strings.Count(tuple, "?")
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for start := 0; start < n; start += loadChunk {
+		end := min(start+loadChunk, n)
+		var q strings.Builder
+		q.Grow(len(insert) + (end-start)*(len(tuple)+2))
+		q.WriteString(insert)
+		args := make([]any, 0, (end-start)*perRow)
+		for i := start; i < end; i++ {
+			if i > start {
+				q.WriteString(", ")
+			}
+			q.WriteString(tuple)
+			args = row(i, args)
+		}
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// AnyUsers reports whether any user exists, deleted or not: bench graph
+// refuses to mix a synthetic graph into a database that holds real data.
+func (s *Store) AnyUsers(ctx context.Context) (bool, error) {
+	var one int
+	err := s.db.QueryRowContext(ctx, "SELECT 1 FROM users LIMIT 1").Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("sqlstore: any users: %w", err)
+	}
+	return true, nil
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/feed"
 )
 
@@ -50,14 +49,12 @@ func BenchmarkFollow(b *testing.B) {
 			if err := s.Migrate(ctx); err != nil {
 				b.Fatalf("Migrate: %v", err)
 			}
-			// The graph goes in through bench's bulk loader: one
-			// transaction of multi-row INSERTs, counts as given.
-			db, _ := s.Pools()
-			loader := graph.NewSQLLoader(db)
-			if err := loader.LoadUsers(ctx, g.users); err != nil {
+			// The graph goes in through the bulk API: one transaction
+			// of multi-row INSERTs, counts as given.
+			if err := s.BulkLoadUsers(ctx, g.users); err != nil {
 				b.Fatal(err)
 			}
-			if err := loader.LoadFollows(ctx, g.edges); err != nil {
+			if err := s.BulkLoadFollows(ctx, g.edges); err != nil {
 				b.Fatal(err)
 			}
 			if variant.drop {

@@ -153,6 +153,7 @@ var suite = []struct {
 	{"Blocks", testBlocks},
 	{"BlockFollowRace", testBlockFollowRace},
 	{"Bulk", testBulk},
+	{"BulkLoad", testBulkLoad},
 	{"FollowBatch", testFollowBatch},
 	{"FollowBatchRace", testFollowBatchRace},
 	{"CreatePost", testCreatePost},
@@ -1527,4 +1528,43 @@ func testRelayConcurrent(t *testing.T, e *env) {
 		t.Fatalf("relays publishing at once: got at most %d; want several", maxInFlight.Load())
 	}
 	t.Logf("%d events in %d batches, up to %d relays publishing at once", events, batches, maxInFlight.Load())
+}
+
+// testBulkLoad: the bulk load trusts its caller (counts as given, posts
+// without outbox events), and a call with a key that exists fails and
+// leaves nothing of itself.
+func testBulkLoad(t *testing.T, e *env) {
+	ctx := t.Context()
+	s := e.store(t)
+	if any, err := s.AnyUsers(ctx); err != nil || any {
+		t.Fatalf("AnyUsers of an empty store = %v, %v; want false", any, err)
+	}
+	users := []feed.User{{ID: 1, Name: "a", FollowerCount: 1}, {ID: 2, Name: "b", FollowingCount: 1}}
+	if err := s.BulkLoadUsers(ctx, users); err != nil {
+		t.Fatalf("BulkLoadUsers: %v", err)
+	}
+	if err := s.BulkLoadFollows(ctx, [][2]int64{{2, 1}}); err != nil {
+		t.Fatalf("BulkLoadFollows: %v", err)
+	}
+	wantCounts(t, s, 1, 1, 0)
+	wantCounts(t, s, 2, 0, 1)
+	id := feed.NewIDGen(time.Now).Next()
+	if err := s.BulkLoadPosts(ctx, []feed.Post{{ID: id, AuthorID: 1, Content: "old"}}); err != nil {
+		t.Fatalf("BulkLoadPosts: %v", err)
+	}
+	if p, err := s.Post(ctx, id); err != nil || p.Content != "old" {
+		t.Fatalf("Post after BulkLoadPosts = %+v, %v", p, err)
+	}
+	if n, err := s.OutboxBacklog(ctx); err != nil || n != 0 {
+		t.Fatalf("outbox backlog %d, %v; want no event", n, err)
+	}
+	if any, err := s.AnyUsers(ctx); err != nil || !any {
+		t.Fatalf("AnyUsers = %v, %v; want true", any, err)
+	}
+	// User 3 is new, user 2 is not: neither is stored.
+	wantCode(t, s.BulkLoadUsers(ctx, []feed.User{{ID: 3, Name: "c"}, {ID: 2, Name: "b"}}), feed.ECONFLICT)
+	if got, err := s.Users(ctx, []int64{3}); err != nil || len(got) != 0 {
+		t.Fatalf("Users(3) = %v, %v; want none", got, err)
+	}
+	wantCode(t, s.BulkLoadFollows(ctx, [][2]int64{{1, 1}}), feed.EINVALID)
 }
