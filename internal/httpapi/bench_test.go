@@ -26,8 +26,8 @@ type pageService struct {
 	states map[int64]feed.LikeState
 }
 
-func (s pageService) Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
-	return s.posts[:min(n, len(s.posts))], true, nil
+func (s pageService) Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error) {
+	return feed.PageOf(s.posts[:min(n, len(s.posts))], true), nil
 }
 
 // TokenGeneration: every reader exists, its tokens never revoked (what a
@@ -38,8 +38,8 @@ func (s pageService) CurrentTokenGeneration(ctx context.Context, user int64) (in
 	return 0, nil
 }
 
-func (s pageService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
-	return s.states, nil
+func (s pageService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, bool, error) {
+	return s.states, false, nil
 }
 
 // newPageService returns a pageService of 20 posts of 80 bytes.

@@ -475,19 +475,17 @@ func (f *fakeService) AuthorPosts(ctx context.Context, author, before int64, n i
 	return posts, more, nil
 }
 
-func (f *fakeService) Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
+func (f *fakeService) Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("Feed", reader, before, n); err != nil {
-		return nil, false, err
+		return feed.Page{}, err
 	}
 	if f.feedNext != 0 && before == 0 {
-		feed.SetNext(ctx, f.feedNext)
-		return nil, true, nil
+		return feed.Page{Next: f.feedNext}, nil
 	}
 	followees := f.follows[reader]
-	posts, more := f.postPage(func(p feed.Post) bool { return followees[p.AuthorID] }, before, n)
-	return posts, more, nil
+	return feed.PageOf(f.postPage(func(p feed.Post) bool { return followees[p.AuthorID] }, before, n)), nil
 }
 
 func (f *fakeService) FeedSince(ctx context.Context, reader, after int64, n int) ([]feed.Post, bool, error) {
@@ -553,11 +551,11 @@ func (f *fakeService) Unlike(ctx context.Context, user, post int64) (feed.LikeSt
 
 // LikeStates is not recorded: every post-showing route calls it, and the
 // call logs of the other tests name the call that chose the posts.
-func (f *fakeService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
+func (f *fakeService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.fail["LikeStates"]; err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := map[int64]feed.LikeState{}
 	for _, p := range posts {
@@ -565,7 +563,7 @@ func (f *fakeService) LikeStates(ctx context.Context, viewer int64, posts []feed
 		_, mine := likers[viewer]
 		out[p.ID] = feed.LikeState{Count: int64(len(likers)), LikedByMe: mine}
 	}
-	return out, nil
+	return out, false, nil
 }
 
 func (f *fakeService) PostLikers(ctx context.Context, post, version, user int64, n int) ([]feed.Liker, bool, error) {

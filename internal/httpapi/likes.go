@@ -19,8 +19,9 @@ type Likes interface {
 	Unlike(ctx context.Context, user, post int64) (feed.LikeState, error)
 	// LikeStates returns the count of each post and whether viewer (0:
 	// nobody) likes it; nil when degradation switch L1 drops that
-	// enrichment (the posts then carry no likes fields).
-	LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error)
+	// enrichment (the posts then carry no likes fields). degraded says
+	// SQL failed and the states are what the cache knew.
+	LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (states map[int64]feed.LikeState, degraded bool, err error)
 	// PostLikers pages a post's likers after the position (version, user),
 	// newest first.
 	PostLikers(ctx context.Context, post, version, user int64, n int) ([]feed.Liker, bool, error)
@@ -194,7 +195,7 @@ func handleUserLikes(svc Service, lk Likes) http.Handler {
 			}
 			before = last
 		}
-		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, false, nil)
+		page, _, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), feed.Page{Posts: posts})
 		if err != nil {
 			return err
 		}
@@ -260,7 +261,7 @@ func handleTopPosts(svc Service, lk Likes) http.Handler {
 			return err
 		}
 		posts = withoutBlocked(hidden, posts)
-		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, false, nil)
+		page, _, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), feed.Page{Posts: posts})
 		if err != nil {
 			return err
 		}

@@ -107,19 +107,23 @@ func postPageLikes(posts []feed.Post, more bool, states map[int64]feed.LikeState
 }
 
 // showPosts is the one place a response's posts get their likes: it
-// returns posts as a page ready to encode, each with its like count and
+// returns pg as a page ready to encode, each post with its like count and
 // whether viewer (0: nobody) likes it, or neither while the likes service
-// drops that enrichment (degradation switch L1). notes (nil: none) are
-// those the page's service calls ran under, ctx's: a page the timeline or
-// the likes answered from the cache alone is marked degraded.
-func showPosts(ctx context.Context, lk Likes, viewer int64, posts []feed.Post, more bool, notes *feed.Notes) (postsPageJSON, error) {
-	states, err := lk.LikeStates(ctx, viewer, posts)
+// drops that enrichment (degradation switch L1). The cursor and the
+// degraded mark are pg's, as the service decided them; likesDegraded says
+// the likes were answered from the cache alone.
+func showPosts(ctx context.Context, lk Likes, viewer int64, pg feed.Page) (page postsPageJSON, likesDegraded bool, err error) {
+	states, likesDegraded, err := lk.LikeStates(ctx, viewer, pg.Posts)
 	if err != nil {
-		return postsPageJSON{}, err
+		return postsPageJSON{}, false, err
 	}
-	page := postPageLikes(posts, more, states)
-	page.Degraded = notes.Degraded()
-	return page, nil
+	page = postPageLikes(pg.Posts, false, states)
+	if pg.More() {
+		c := feed.EncodeCursor(feed.CursorFeed, pg.Next)
+		page.NextCursor = &c
+	}
+	page.Degraded = pg.Degraded
+	return page, likesDegraded, nil
 }
 
 // postData is a post's data in a request body, checked and compacted
@@ -257,7 +261,7 @@ func handlePostEdit(svc Service, lk Likes, lv *Live) http.Handler {
 		if err != nil {
 			return err
 		}
-		page, err := showPosts(r.Context(), lk, me, []feed.Post{p}, false, nil)
+		page, _, err := showPosts(r.Context(), lk, me, feed.Page{Posts: []feed.Post{p}})
 		if err != nil {
 			return err
 		}
@@ -285,7 +289,7 @@ func handlePostGet(svc Service, lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
-		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), []feed.Post{p}, false, nil)
+		page, _, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), feed.Page{Posts: []feed.Post{p}})
 		if err != nil {
 			return err
 		}
@@ -325,7 +329,7 @@ func handleAuthorPosts(svc Service, lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
-		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, more, nil)
+		page, _, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), feed.PageOf(posts, more))
 		if err != nil {
 			return err
 		}
@@ -344,21 +348,17 @@ func handleFeed(svc Service, lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
-		ctx, notes := feed.WithNotes(r.Context())
-		posts, more, err := svc.Feed(ctx, me, before, limit)
+		pg, err := svc.Feed(r.Context(), me, before, limit)
 		if err != nil {
 			return err
 		}
-		page, err := showPosts(ctx, lk, me, posts, more, notes)
+		page, likesDegraded, err := showPosts(r.Context(), lk, me, pg)
 		if err != nil {
 			return err
 		}
-		if next := notes.Next(); next != 0 && more {
-			// The page stopped early, filtering: the cursor goes on from
-			// where its reading stopped.
-			c := feed.EncodeCursor(feed.CursorFeed, next)
-			page.NextCursor = &c
-		}
+		// A home feed page is degraded when its posts or their likes came
+		// from the cache alone; other pages do not say.
+		page.Degraded = page.Degraded || likesDegraded
 		encode(w, http.StatusOK, page)
 		return nil
 	})

@@ -70,8 +70,9 @@ type Service interface {
 	// (0: from the newest), newest first; ENOTFOUND for an unknown author.
 	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, bool, error)
 	// Feed returns up to n posts of reader's home feed with ids below
-	// before (0: from the newest), newest first.
-	Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error)
+	// before (0: from the newest), newest first, with the next page's
+	// position and whether the page was served degraded.
+	Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error)
 	// FeedSince returns up to n posts of reader's home feed with ids above
 	// after, newest first, from SQL (not from caches a fan-out may not
 	// have reached yet), and whether there were more.

@@ -460,7 +460,7 @@ func resume(ctx context.Context, svc Service, lk Likes, me, last int64, s *strea
 		}
 		return sse.send(fmt.Appendf(nil, "event: reset\nid: %d\ndata: {}\n\n", posts[0].ID))
 	}
-	page, err := showPosts(ctx, lk, me, posts[:n], false, nil)
+	page, _, err := showPosts(ctx, lk, me, feed.Page{Posts: posts[:n]})
 	if err != nil {
 		return err
 	}
@@ -715,7 +715,7 @@ func likedBy(ctx context.Context, lk Likes, p feed.Post, readers []int64) (*read
 	}
 	out := &readersLikes{liked: map[int64]bool{}}
 	for _, r := range readers {
-		st, err := lk.LikeStates(ctx, r, []feed.Post{p})
+		st, _, err := lk.LikeStates(ctx, r, []feed.Post{p})
 		if err != nil {
 			return nil, err
 		}

@@ -39,9 +39,9 @@ func (s tripService) Hidden(ctx context.Context, viewer int64) (feed.Hidden, err
 	return s.fakeService.Hidden(ctx, viewer)
 }
 
-func (s tripService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
+func (s tripService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, bool, error) {
 	if err := s.trip(ctx); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	return s.fakeService.LikeStates(ctx, viewer, posts)
 }
@@ -70,7 +70,7 @@ func perStreamRender(ctx context.Context, svc Service, lk Likes, me int64, ev st
 	if hidden.InFeed(p.AuthorID) {
 		return nil, nil
 	}
-	page, err := showPosts(ctx, lk, me, []feed.Post{p}, false, nil)
+	page, _, err := showPosts(ctx, lk, me, feed.Page{Posts: []feed.Post{p}})
 	if err != nil {
 		return nil, err
 	}

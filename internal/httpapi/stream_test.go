@@ -587,7 +587,7 @@ func (l *countingLikes) LikedBy(ctx context.Context, p feed.Post, readers []int6
 	liked := map[int64]bool{}
 	var count int64
 	for _, r := range readers {
-		st, err := l.fakeService.LikeStates(ctx, r, []feed.Post{p})
+		st, _, err := l.fakeService.LikeStates(ctx, r, []feed.Post{p})
 		if err != nil {
 			return 0, nil, false, err
 		}
