@@ -53,6 +53,29 @@ type fakeService struct {
 	mutes    map[[2]int64]bool // (user, target)
 	blocks   map[[2]int64]bool // (blocker, blocked)
 	purges   map[int64]feed.Purge
+	// announcer, when set, is told of follows, mutes, blocks, edits and
+	// deletes, as the timeline tells the live streams.
+	announcer feed.Announcer
+}
+
+// announced tells the announcer of a change that err says was made.
+func (f *fakeService) announced(err error, tell func(a feed.Announcer) error) error {
+	if err == nil && f.announcer != nil {
+		return tell(f.announcer)
+	}
+	return err
+}
+
+// followsChanged is announced's FollowsChanged of readers.
+func (f *fakeService) followsChanged(ctx context.Context, err error, readers ...int64) error {
+	return f.announced(err, func(a feed.Announcer) error {
+		for _, r := range readers {
+			if err := a.FollowsChanged(ctx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func newFakeService(now time.Time) *fakeService {
@@ -235,6 +258,10 @@ func (f *fakeService) Following(ctx context.Context, user, after int64, n int) (
 }
 
 func (f *fakeService) Follow(ctx context.Context, follower, followee int64) error {
+	return f.followsChanged(ctx, f.follow(follower, followee), follower)
+}
+
+func (f *fakeService) follow(follower, followee int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("Follow", follower, followee); err != nil {
@@ -254,6 +281,10 @@ func (f *fakeService) Follow(ctx context.Context, follower, followee int64) erro
 }
 
 func (f *fakeService) Unfollow(ctx context.Context, follower, followee int64) error {
+	return f.followsChanged(ctx, f.unfollow(follower, followee), follower)
+}
+
+func (f *fakeService) unfollow(follower, followee int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("Unfollow", follower, followee); err != nil {
@@ -380,6 +411,11 @@ func (f *fakeService) Publish(ctx context.Context, author int64, d feed.Draft, i
 }
 
 func (f *fakeService) EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (feed.Post, error) {
+	p, err := f.editPost(actor, id, e)
+	return p, f.announced(err, func(a feed.Announcer) error { return a.PostEdited(ctx, actor, id, p.Version()) })
+}
+
+func (f *fakeService) editPost(actor, id int64, e feed.PostEdit) (feed.Post, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	args := []any{actor, id}
@@ -429,6 +465,11 @@ func (f *fakeService) PostVersion(ctx context.Context, id, _ int64) (feed.Post, 
 }
 
 func (f *fakeService) DeletePost(ctx context.Context, actor, id int64) error {
+	err := f.deletePost(actor, id)
+	return f.announced(err, func(a feed.Announcer) error { return a.PostDeleted(ctx, actor, id) })
+}
+
+func (f *fakeService) deletePost(actor, id int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("DeletePost", actor, id); err != nil {
@@ -760,19 +801,19 @@ func (f *fakeService) relate(method string, set map[[2]int64]bool, user, target 
 }
 
 func (f *fakeService) Mute(ctx context.Context, user, target int64) error {
-	return f.relate("Mute", f.mutes, user, target, true)
+	return f.followsChanged(ctx, f.relate("Mute", f.mutes, user, target, true), user)
 }
 
 func (f *fakeService) Unmute(ctx context.Context, user, target int64) error {
-	return f.relate("Unmute", f.mutes, user, target, false)
+	return f.followsChanged(ctx, f.relate("Unmute", f.mutes, user, target, false), user)
 }
 
 func (f *fakeService) Block(ctx context.Context, user, target int64) error {
-	return f.relate("Block", f.blocks, user, target, true)
+	return f.followsChanged(ctx, f.relate("Block", f.blocks, user, target, true), target, user)
 }
 
 func (f *fakeService) Unblock(ctx context.Context, user, target int64) error {
-	return f.relate("Unblock", f.blocks, user, target, false)
+	return f.followsChanged(ctx, f.relate("Unblock", f.blocks, user, target, false), target, user)
 }
 
 func (f *fakeService) relatedPage(method string, set map[[2]int64]bool, user, after int64, n int) ([]feed.User, bool, error) {

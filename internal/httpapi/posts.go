@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
-	"github.com/feedd/feedd/internal/stream"
 )
 
 // timeFormat is the domain's: RFC 3339, UTC, milliseconds.
@@ -245,9 +244,9 @@ func (req editPostRequest) edit() feed.PostEdit {
 	return feed.PostEdit{Content: req.Content, SetData: req.Data.set, Data: req.Data.json}
 }
 
-// handlePostEdit edits a post and tells the live streams, so that those
-// that sent the post send it again as edited (event: update).
-func handlePostEdit(svc Service, lk Likes, lv *Live) http.Handler {
+// handlePostEdit edits a post (the timeline tells the live streams, so that
+// those that sent the post send it again as edited).
+func handlePostEdit(svc Service, lk Likes) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, id, err := actingUserAndPostID(r)
 		if err != nil {
@@ -266,9 +265,6 @@ func handlePostEdit(svc Service, lk Likes, lv *Live) http.Handler {
 			return err
 		}
 		encode(w, http.StatusOK, page.Items[0])
-		announce(w, r, lv, func(ctx context.Context, a *stream.Announcer) error {
-			return a.PostEdited(ctx, me, id, p.Version())
-		})
 		return nil
 	})
 }

@@ -21,15 +21,13 @@ import (
 )
 
 // Live is what the live stream needs beyond the timeline and the likes:
-// the process's hub of open streams, the announcer that tells every
-// process's streams of deletes and follow changes, and the shared
-// key-value store that holds stream tickets (so that a ticket minted by
-// one process is redeemed on another). A nil Live, or a nil Hub, answers
-// the stream 503.
+// the process's hub of open streams and the shared key-value store that
+// holds stream tickets (so that a ticket minted by one process is redeemed
+// on another). A nil Live, or a nil Hub, answers the stream 503. The
+// services that make changes announce them to the streams themselves.
 type Live struct {
-	Hub      *stream.Hub
-	Announce *stream.Announcer
-	Tickets  feed.KV
+	Hub     *stream.Hub
+	Tickets feed.KV
 }
 
 const (
@@ -45,9 +43,6 @@ const (
 	// streamWriteTimeout bounds each write to a stream's client: one that
 	// stops reading is cut off rather than holding its goroutine.
 	streamWriteTimeout = 10 * time.Second
-	// announceTimeout bounds telling the streams of a change the client
-	// already has its answer for.
-	announceTimeout = 2 * time.Second
 )
 
 type ticketJSON struct {
@@ -155,56 +150,6 @@ func spendTicket(ctx context.Context, tickets feed.KV) error {
 		return badTicket()
 	}
 	return nil
-}
-
-// announcing runs h and, when it succeeded, tells the streams: a follow,
-// unfollow, mute or unmute ('f': the reader's streams read their authors
-// and hidden authors again), a block or unblock ('b': both users'
-// streams do), or a delete ('d': streams that sent the post send its
-// delete).
-func announcing(lv *Live, what byte, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r)
-		if sw := findStatusWriter(w); sw == nil || sw.status < 200 || sw.status > 299 {
-			return
-		}
-		parse := actingUserAndID
-		if what == 'd' {
-			parse = actingUserAndPostID
-		}
-		me, id, err := parse(r)
-		if err != nil {
-			return
-		}
-		announce(w, r, lv, func(ctx context.Context, a *stream.Announcer) error {
-			switch what {
-			case 'd':
-				return a.PostDeleted(ctx, me, id)
-			case 'b':
-				// A block hides each from the other's feed: both
-				// readers' streams read their hidden authors again.
-				if err := a.FollowsChanged(ctx, id); err != nil {
-					return err
-				}
-			}
-			return a.FollowsChanged(ctx, me)
-		})
-	})
-}
-
-// announce tells the streams of a change already made and answered, within
-// announceTimeout, even if the client has gone.
-func announce(w http.ResponseWriter, r *http.Request, lv *Live, tell func(context.Context, *stream.Announcer) error) {
-	if lv == nil || lv.Announce == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), announceTimeout)
-	defer cancel()
-	if err := tell(ctx, lv.Announce); err != nil {
-		// The change is made; open streams learn of it late (a
-		// reconnect reads the feed afresh). The request log says so.
-		noteError(w, fmt.Errorf("httpapi: announce to the live streams: %w", err))
-	}
 }
 
 // rendersPerCPU bounds how many posts a process renders for its streams

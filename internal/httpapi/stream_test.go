@@ -66,11 +66,12 @@ func newStreamEnvWith(t *testing.T, cfg stream.Config, tweak func(*Config)) *str
 	now := &atomic.Int64{}
 	now.Store(testNow.UnixNano())
 	ann := stream.NewAnnouncer(cache)
+	svc.announcer = ann
 	apiCfg := Config{
 		AdminToken: testAdmin,
 		JWTSecret:  []byte(testSecret),
 		Now:        func() time.Time { return time.Unix(0, now.Load()) },
-		Live:       &Live{Hub: hub, Announce: ann, Tickets: cache},
+		Live:       &Live{Hub: hub, Tickets: cache},
 	}
 	if tweak != nil {
 		tweak(&apiCfg)
@@ -567,7 +568,8 @@ func newStreamEnvOf(t *testing.T, fake *fakeService, svc Service, lk Likes) *str
 	go hub.Run(ctx)
 	t.Cleanup(cancel)
 	ann := stream.NewAnnouncer(cache)
-	cfg := Config{AdminToken: testAdmin, JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }, Live: &Live{Hub: hub, Announce: ann, Tickets: cache}}
+	fake.announcer = ann
+	cfg := Config{AdminToken: testAdmin, JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }, Live: &Live{Hub: hub, Tickets: cache}}
 	srv := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), cfg, svc, lk, nil, nil))
 	t.Cleanup(srv.Close)
 	t.Cleanup(hub.Shutdown) // before srv.Close, which waits for the streams

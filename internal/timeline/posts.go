@@ -112,6 +112,8 @@ func (s *Service) DeletePost(ctx context.Context, actor, id int64) error {
 	if err := s.cache.CachePosts(ctx, []feed.Post{tomb}, s.cfg.PostTTL); err != nil {
 		s.cacheFailed("cache tombstone", err)
 	}
+	// Streams that sent the post send its delete.
+	s.announce(ctx, "delete", func(ctx context.Context, a feed.Announcer) error { return a.PostDeleted(ctx, actor, id) })
 	return nil
 }
 
@@ -153,6 +155,8 @@ func (s *Service) EditPost(ctx context.Context, actor, id int64, e feed.PostEdit
 	if err := s.cache.CachePosts(ctx, []feed.Post{p}, s.cfg.PostTTL); err != nil {
 		s.cacheFailed("cache edited post", err)
 	}
+	// Streams that sent the post send it again as edited (event: update).
+	s.announce(ctx, "edit", func(ctx context.Context, a feed.Announcer) error { return a.PostEdited(ctx, actor, id, p.Version()) })
 	return p, nil
 }
 

@@ -53,6 +53,7 @@ func (s *Service) Mute(ctx context.Context, user, target int64) error {
 		s.cacheFailed("mute removal", err)
 		s.dropInbox(ctx, user)
 	}
+	s.followsChanged(ctx, "mute", user)
 	return nil
 }
 
@@ -72,6 +73,7 @@ func (s *Service) Unmute(ctx context.Context, user, target int64) error {
 	s.hiddenChanged(ctx, user)
 	s.forgetPullees(ctx, user)
 	s.dropInbox(ctx, user)
+	s.followsChanged(ctx, "unmute", user)
 	return nil
 }
 
@@ -95,6 +97,9 @@ func (s *Service) Block(ctx context.Context, blocker, blocked int64) error {
 			s.dropInbox(ctx, e[0])
 		}
 	}
+	// A block hides each from the other's feed: both readers' streams
+	// read their hidden authors again.
+	s.followsChanged(ctx, "block", blocked, blocker)
 	return nil
 }
 
@@ -111,6 +116,7 @@ func (s *Service) Unblock(ctx context.Context, blocker, blocked int64) error {
 		return err
 	}
 	s.hiddenChanged(ctx, blocker, blocked)
+	s.followsChanged(ctx, "unblock", blocked, blocker)
 	return nil
 }
 

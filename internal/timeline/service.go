@@ -194,6 +194,8 @@ type Service struct {
 	// published is told (without blocking) that the outbox has a new
 	// event, so an in-process relay need not wait for its next poll.
 	published func()
+	// announcer tells the live streams of committed changes (nil: none).
+	announcer feed.Announcer
 	rebuilds  singleflight.Group
 	modes     modesEpoch
 
