@@ -583,6 +583,13 @@ func (f *fakeService) setLike(method string, user, post int64, liked bool) (feed
 }
 
 func (f *fakeService) Like(ctx context.Context, user, post int64) (feed.LikeState, error) {
+	f.mu.Lock()
+	p, ok := f.posts[post]
+	hidden := ok && f.blockedLocked(user, p.AuthorID)
+	f.mu.Unlock()
+	if hidden {
+		return feed.LikeState{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", post)
+	}
 	return f.setLike("Like", user, post, true)
 }
 
@@ -607,36 +614,44 @@ func (f *fakeService) LikeStates(ctx context.Context, viewer int64, posts []feed
 	return out, false, nil
 }
 
-func (f *fakeService) PostLikers(ctx context.Context, post, version, user int64, n int) ([]feed.Liker, bool, error) {
+// blockedLocked reports whether a block stands between a and b, either
+// way.
+func (f *fakeService) blockedLocked(a, b int64) bool {
+	return f.blocks[[2]int64{a, b}] || f.blocks[[2]int64{b, a}]
+}
+
+// PostLikers, UserLikes and TopPosts leave out what a block hides, as the
+// likes service does (its read-ahead is its own test's: likes).
+func (f *fakeService) PostLikers(ctx context.Context, viewer, post, version, user int64, n int) (feed.LikerPage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("PostLikers", post, version, user, n); err != nil {
-		return nil, false, err
+		return feed.LikerPage{}, err
 	}
-	if p, ok := f.posts[post]; !ok || p.Deleted {
-		return nil, false, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", post)
+	if p, ok := f.posts[post]; !ok || p.Deleted || f.blockedLocked(viewer, p.AuthorID) {
+		return feed.LikerPage{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", post)
 	}
 	var out []feed.Liker
 	for u, v := range f.likesOf(post) {
-		if version == 0 || v < version {
+		if (version == 0 || v < version) && !f.blockedLocked(viewer, u) {
 			out = append(out, feed.Liker{User: f.users[u], Version: v})
 		}
 	}
 	slices.SortFunc(out, func(a, b feed.Liker) int { return cmp.Compare(b.Version, a.Version) })
 	if len(out) > n {
-		return out[:n], true, nil
+		return feed.LikerPage{Likers: out[:n], Next: out[n-1]}, nil
 	}
-	return out, false, nil
+	return feed.LikerPage{Likers: out}, nil
 }
 
-func (f *fakeService) UserLikes(ctx context.Context, user, before int64, n int) ([]feed.LikedPost, bool, error) {
+func (f *fakeService) UserLikes(ctx context.Context, viewer, user, before int64, n int) (feed.Page, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("UserLikes", user, before, n); err != nil {
-		return nil, false, err
+		return feed.Page{}, err
 	}
-	if _, ok := f.users[user]; !ok {
-		return nil, false, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
+	if _, ok := f.users[user]; !ok || f.blockedLocked(viewer, user) {
+		return feed.Page{}, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
 	}
 	var out []feed.LikedPost
 	for post, likers := range f.likes {
@@ -645,21 +660,30 @@ func (f *fakeService) UserLikes(ctx context.Context, user, before int64, n int) 
 		}
 	}
 	slices.SortFunc(out, func(a, b feed.LikedPost) int { return cmp.Compare(b.Version, a.Version) })
+	var pg feed.Page
 	if len(out) > n {
-		return out[:n], true, nil
+		out, pg.Next = out[:n], out[n-1].Version
 	}
-	return out, false, nil
+	for _, l := range out {
+		if !l.Post.Deleted && !f.blockedLocked(viewer, l.Post.AuthorID) {
+			pg.Posts = append(pg.Posts, l.Post)
+		}
+	}
+	return pg, nil
 }
 
-func (f *fakeService) TopPosts(ctx context.Context, window time.Duration, n int) ([]feed.Post, error) {
+func (f *fakeService) TopPosts(ctx context.Context, viewer int64, window string, n int) ([]feed.Post, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("TopPosts", window, n); err != nil {
 		return nil, err
 	}
+	if window != "" && window != "7d" && window != "24h" {
+		return nil, feed.Errorf(feed.EINVALID, "window must be a duration from 1s to 30d, like 24h, 90m or 7d")
+	}
 	var out []feed.Post
 	for post, likers := range f.likes {
-		if p, ok := f.posts[post]; ok && !p.Deleted && len(likers) > 0 {
+		if p, ok := f.posts[post]; ok && !p.Deleted && len(likers) > 0 && !f.blockedLocked(viewer, p.AuthorID) {
 			out = append(out, p)
 		}
 	}

@@ -11,8 +11,8 @@ import (
 // who does not exist: GET /v1/users/{id}, its posts, likes and follow lists, and
 // GET /v1/posts/{id} of its posts answer 404 to the other side (as on
 // Twitter and Mastodon, nothing tells a blocked user apart from a missing
-// one). Lists (likers, a user's likes, top posts) leave the other's
-// entries out; a post's like_count stays the true count.
+// one). The likes lists (likers, a user's likes, top posts) leave the
+// other's entries out: the likes service does (likes/visible.go).
 
 // relation is Service.Mute, Unmute, Block or Unblock as a method
 // expression.
@@ -69,19 +69,4 @@ func notBlocked(ctx context.Context, svc Service, user int64) error {
 		return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
 	}
 	return nil
-}
-
-// withoutBlocked returns posts without those whose author is blocked
-// either way by the viewer.
-func withoutBlocked(h feed.Hidden, posts []feed.Post) []feed.Post {
-	if h.Empty() {
-		return posts
-	}
-	kept := make([]feed.Post, 0, len(posts))
-	for _, p := range posts {
-		if !h.Blocked(p.AuthorID) {
-			kept = append(kept, p)
-		}
-	}
-	return kept
 }

@@ -58,6 +58,13 @@ func (r *roundTrips) reset() { r.trips.Store(0); r.cmds.Store(0) }
 // timeline service.
 type storePosts struct{ s *sqlstore.Store }
 
+func (p storePosts) Hidden(ctx context.Context, viewer int64) (feed.Hidden, error) {
+	if viewer == 0 {
+		return feed.Hidden{}, nil
+	}
+	return p.s.Hidden(ctx, viewer)
+}
+
 func (p storePosts) LivePosts(ctx context.Context, ids []int64) ([]feed.Post, error) {
 	found, err := p.s.Posts(ctx, ids)
 	if err != nil {
@@ -288,7 +295,7 @@ func TestUserLikesMergesInFlight(t *testing.T) {
 	}
 	page := func(before int64, n int) ([]int, bool, int64) {
 		t.Helper()
-		got, more, err := svc.UserLikes(ctx, 2, before, n)
+		got, more, err := svc.userLikes(ctx, 2, before, n)
 		if err != nil {
 			t.Fatal(err)
 		}

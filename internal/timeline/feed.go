@@ -14,16 +14,8 @@ import (
 const maxReadRounds = 8
 
 // A reader who mutes or blocks may have most of its feed filtered out, so
-// its page reads further ahead, in proportion to the share filtered so
-// far, for more rounds, each of at most maxRoundIDs ids: a page hydrates
-// at most maxFilteredRounds*maxRoundIDs ids (8,000) whatever the number of
-// mutes. If that does not fill it, the page is returned short with a
-// cursor at the last id read, so the next page goes on from there: pages
-// may be short, never repeat, and never loop.
-const (
-	maxFilteredRounds = 16
-	maxRoundIDs       = 500
-)
+// its page reads further ahead, for more rounds: feed.ReadAhead's policy,
+// at most feed.MaxFilteredRounds rounds of feed.MaxRoundIDs ids.
 
 // Feed returns up to n live posts of reader's home feed with ids below
 // before (0: from the newest), newest first, and whether more exist.
@@ -103,7 +95,7 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.P
 
 	rounds := maxReadRounds
 	if !hidden.Empty() {
-		rounds = maxFilteredRounds
+		rounds = feed.MaxFilteredRounds
 	}
 	out := make([]feed.Post, 0, n+1)
 	pos := before
@@ -116,10 +108,8 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.P
 		want := need
 		if round > 0 {
 			// Read ahead by the share of ids that did not make it so far
-			// (deleted or hidden), plus half again.
-			want = need * (read + 1) / (shown + 1)
-			want += want / 2
-			want = max(need, min(want, maxRoundIDs))
+			// (deleted or hidden).
+			want = feed.ReadAhead(need, read, shown)
 		}
 		lists, err := fetchAll(ctx, srcs, pos, want)
 		if err != nil {
