@@ -26,7 +26,9 @@ func (s *Service) UserLikes(ctx context.Context, viewer, user, before int64, n i
 		return feed.Page{}, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
 	}
 	liked, last, more, err := filtered(n, before, h.HasBlocks(),
-		func(before int64, want int) ([]feed.LikedPost, bool, error) { return s.userLikes(ctx, user, before, want) },
+		func(before int64, want int) ([]feed.LikedPost, bool, error) {
+			return s.userLikes(ctx, user, before, want)
+		},
 		func(l feed.LikedPost) int64 { return l.Version },
 		func(l feed.LikedPost) bool { return l.Post.ID != 0 && !h.Blocked(l.Post.AuthorID) })
 	if err != nil {
