@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/limit"
@@ -109,7 +110,7 @@ func BenchmarkFeedPage(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			w := httptest.NewRecorder()
-			encode(w, http.StatusOK, postPageLikes(svc.posts, true, svc.states))
+			encode(w, http.StatusOK, apijson.NewPostsPage(svc.posts, true, svc.states))
 		}
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
 )
 
@@ -54,13 +55,13 @@ func encode[T any](w http.ResponseWriter, status int, v T) {
 	// A failed write means the client went away; there is no one to tell.
 }
 
-// marshal appends v's JSON and a newline to buf: through its own appendJSON
+// marshal appends v's JSON and a newline to buf: through its own AppendJSON
 // when it has one (pages, written on every read), else encoding/json.
 func marshal(buf *bytes.Buffer, v any) error {
-	if a, ok := v.(jsonAppender); ok {
+	if a, ok := v.(apijson.Appender); ok {
 		// Appended in buf's spare capacity, so the Write that takes it
 		// in allocates nothing (bytes.Buffer.AvailableBuffer's idiom).
-		buf.Write(append(a.appendJSON(buf.AvailableBuffer()), '\n'))
+		buf.Write(append(a.AppendJSON(buf.AvailableBuffer()), '\n'))
 		return nil
 	}
 	return json.NewEncoder(buf).Encode(v)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
 )
 
@@ -92,9 +93,9 @@ func handlePostLikers(lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
-		page := pageJSON[userJSON]{Items: make([]userJSON, 0, len(pg.Likers))}
+		page := apijson.Page[apijson.User]{Items: make([]apijson.User, 0, len(pg.Likers))}
 		for _, l := range pg.Likers {
-			page.Items = append(page.Items, toUserJSON(l.User))
+			page.Items = append(page.Items, apijson.NewUser(l.User))
 		}
 		if pg.More() {
 			c := feed.EncodeLikerCursor(pg.Next.Version, pg.Next.User.ID)

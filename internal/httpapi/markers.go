@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
 )
 
@@ -17,7 +18,7 @@ type markerJSON struct {
 func toMarkerJSON(m feed.Marker) markerJSON {
 	out := markerJSON{UnreadCount: m.Unread, UnreadCapped: m.UnreadCapped}
 	if m.LastReadID != 0 {
-		id, at := feed.FormatID(m.LastReadID), formatTime(m.UpdatedAt)
+		id, at := feed.FormatID(m.LastReadID), apijson.Time(m.UpdatedAt)
 		out.LastReadID, out.UpdatedAt = &id, &at
 	}
 	return out

@@ -97,30 +97,3 @@ func idempotencyKey(r *http.Request) (string, error) {
 	}
 	return key, nil
 }
-
-// pageJSON is a page of a list: items, and the cursor of the next page or
-// null when this is the last.
-type pageJSON[T any] struct {
-	Items      []T     `json:"items"`
-	NextCursor *string `json:"next_cursor"`
-	// Degraded marks a page served from the cache alone (SQL unavailable,
-	// or a degradation switch): it may miss posts. Absent when false.
-	Degraded bool `json:"degraded,omitempty"`
-}
-
-// newPage renders items. The cursor names the last item the service
-// returned, so a page the API trimmed (see postPageLikes) still resumes right.
-func newPage[T, J any](items []T, more bool, kind byte, id func(T) int64, render func(T) (J, bool)) pageJSON[J] {
-	page := pageJSON[J]{Items: make([]J, 0, len(items))}
-	for _, it := range items {
-		if j, ok := render(it); ok {
-			page.Items = append(page.Items, j)
-		}
-	}
-	// An empty page that claims more would send a client round in circles.
-	if more && len(items) > 0 {
-		c := feed.EncodeCursor(kind, id(items[len(items)-1]))
-		page.NextCursor = &c
-	}
-	return page
-}

@@ -4,106 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"time"
 
+	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// timeFormat is the domain's: RFC 3339, UTC, milliseconds.
-const timeFormat = feed.TimeFormat
-
-// formatTime is t.UTC().Format(timeFormat), written out by hand: every
-// post of every page passes here, and Format reads its layout anew on each
-// call (a tenth of the API's CPU per feed page, BenchmarkFeedPage).
-func formatTime(t time.Time) string {
-	t = t.UTC()
-	year, month, day := t.Date()
-	if year < 0 || year > 9999 {
-		return t.Format(timeFormat)
-	}
-	hour, minute, sec := t.Clock()
-	var b [len("2006-01-02T15:04:05.000Z")]byte
-	digits := func(at, v, n int) {
-		for i := at + n - 1; i >= at; i-- {
-			b[i] = byte('0' + v%10)
-			v /= 10
-		}
-	}
-	digits(0, year, 4)
-	b[4] = '-'
-	digits(5, int(month), 2)
-	b[7] = '-'
-	digits(8, day, 2)
-	b[10] = 'T'
-	digits(11, hour, 2)
-	b[13] = ':'
-	digits(14, minute, 2)
-	b[16] = ':'
-	digits(17, sec, 2)
-	b[19] = '.'
-	digits(20, t.Nanosecond()/int(time.Millisecond), 3)
-	b[23] = 'Z'
-	return string(b[:])
-}
-
-type postJSON struct {
-	ID       string `json:"id"`
-	AuthorID string `json:"author_id"`
-	Content  string `json:"content"`
-	// Data is the post's data as stored (compact JSON), absent if none:
-	// appendJSON writes it byte for byte.
-	Data      json.RawMessage `json:"data,omitempty"`
-	CreatedAt string          `json:"created_at"`
-	// EditedAt is absent on a post never edited.
-	EditedAt string `json:"edited_at,omitempty"`
-	// ExternalID is absent on a post created without one.
-	ExternalID string `json:"external_id,omitempty"`
-	// Every post a client sees carries its likes (likes.go), unless
-	// degradation switch L1 dropped that enrichment: then both are absent
-	// rather than a misleading 0 and false.
-	LikeCount *int64 `json:"like_count,omitempty"`
-	LikedByMe *bool  `json:"liked_by_me,omitempty"`
-}
-
-func toPostJSON(p feed.Post) postJSON {
-	j := postJSON{
-		ID:        feed.FormatID(p.ID),
-		AuthorID:  feed.FormatID(p.AuthorID),
-		Content:   p.Content,
-		CreatedAt: formatTime(p.CreatedAt),
-	}
-	if p.Data != "" {
-		j.Data = json.RawMessage(p.Data)
-	}
-	if !p.EditedAt.IsZero() {
-		j.EditedAt = formatTime(p.EditedAt)
-	}
-	j.ExternalID = p.ExternalID
-	return j
-}
-
-// toPostJSONLikes is toPostJSON with p's likes from states; a nil states
-// (the service dropped enrichment, L1) leaves them out.
-func toPostJSONLikes(p feed.Post, states map[int64]feed.LikeState) postJSON {
-	j := toPostJSON(p)
-	if states != nil {
-		st := states[p.ID]
-		j.LikeCount, j.LikedByMe = &st.Count, &st.LikedByMe
-	}
-	return j
-}
-
 // noLikesYet is the likes of a post just created: 0 and false.
 var noLikesYet = map[int64]feed.LikeState{}
-
-// postPageLikes renders a page of posts, each with its likes from states
-// (nil: none). A deleted post never reaches a client, even if a cache
-// handed the service a stale one.
-func postPageLikes(posts []feed.Post, more bool, states map[int64]feed.LikeState) postsPageJSON {
-	return postsPageJSON(newPage(posts, more, feed.CursorFeed,
-		func(p feed.Post) int64 { return p.ID },
-		func(p feed.Post) (postJSON, bool) { return toPostJSONLikes(p, states), !p.Deleted }))
-}
 
 // showPosts is the one place a response's posts get their likes: it
 // returns pg as a page ready to encode, each post with its like count and
@@ -111,12 +18,12 @@ func postPageLikes(posts []feed.Post, more bool, states map[int64]feed.LikeState
 // drops that enrichment (degradation switch L1). The cursor and the
 // degraded mark are pg's, as the service decided them; likesDegraded says
 // the likes were answered from the cache alone.
-func showPosts(ctx context.Context, lk Likes, viewer int64, pg feed.Page) (page postsPageJSON, likesDegraded bool, err error) {
+func showPosts(ctx context.Context, lk Likes, viewer int64, pg feed.Page) (page apijson.PostsPage, likesDegraded bool, err error) {
 	states, likesDegraded, err := lk.LikeStates(ctx, viewer, pg.Posts)
 	if err != nil {
-		return postsPageJSON{}, false, err
+		return apijson.PostsPage{}, false, err
 	}
-	page = postPageLikes(pg.Posts, false, states)
+	page = apijson.NewPostsPage(pg.Posts, false, states)
 	if pg.More() {
 		c := feed.EncodeCursor(feed.CursorFeed, pg.Next)
 		page.NextCursor = &c
@@ -218,7 +125,7 @@ func handlePostCreate(svc Service) http.Handler {
 			return err
 		}
 		w.Header().Set("Location", "/v1/posts/"+feed.FormatID(p.ID))
-		encode(w, http.StatusCreated, toPostJSONLikes(p, noLikesYet))
+		encode(w, http.StatusCreated, apijson.NewPostLikes(p, noLikesYet))
 		return nil
 	})
 }

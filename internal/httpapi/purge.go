@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
 )
 
@@ -36,11 +37,11 @@ type purgeRemovedJSON struct {
 func toJobJSON(p feed.Purge) jobJSON {
 	j := jobJSON{
 		ID: feed.FormatID(p.User), Kind: "user_purge", UserID: feed.FormatID(p.User),
-		Status: p.Status(), RequestedAt: formatTime(p.RequestedAt),
+		Status: p.Status(), RequestedAt: apijson.Time(p.RequestedAt),
 		Removed: purgeRemovedJSON{Following: p.Following, Followers: p.Followers, Likes: p.Likes, Posts: p.Posts},
 	}
 	if p.Done() {
-		j.FinishedAt = formatTime(p.FinishedAt)
+		j.FinishedAt = apijson.Time(p.FinishedAt)
 	}
 	return j
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/stream"
 )
@@ -83,7 +84,7 @@ func handleStreamTicket(tok *tokens, svc Service, lv *Live) http.Handler {
 		if !ok { // 130 random bits: never
 			return fmt.Errorf("httpapi: stream ticket collision")
 		}
-		encode(w, http.StatusCreated, ticketJSON{Ticket: ticket, ExpiresAt: formatTime(exp)})
+		encode(w, http.StatusCreated, ticketJSON{Ticket: ticket, ExpiresAt: apijson.Time(exp)})
 		return nil
 	})
 }
@@ -574,7 +575,7 @@ func renderShared(ctx context.Context, svc Service, lk Likes, ev stream.Event) (
 		if states != nil {
 			st = map[int64]feed.LikeState{p.ID: {Count: states.count, LikedByMe: likedByMe}}
 		}
-		page := postPageLikes([]feed.Post{p}, false, st)
+		page := apijson.NewPostsPage([]feed.Post{p}, false, st)
 		if len(page.Items) == 0 {
 			return nil
 		}
@@ -587,7 +588,7 @@ func renderShared(ctx context.Context, svc Service, lk Likes, ev stream.Event) (
 			b = append(append(b, "event: post\nid: "...), it.ID...)
 		}
 		b = append(b, "\ndata: "...)
-		b = it.appendJSON(b)
+		b = it.AppendJSON(b)
 		return append(b, "\n\n"...)
 	}
 	out.plain = render(false)
@@ -714,7 +715,7 @@ func (s *sseWriter) end() {
 // none.
 var itemBufs = sync.Pool{New: func() any { return new([]byte) }}
 
-func (s *sseWriter) sendPost(it postJSON) error {
+func (s *sseWriter) sendPost(it apijson.Post) error {
 	return s.sendItem(func(b []byte) []byte {
 		return append(append(b, "event: post\nid: "...), it.ID...)
 	}, it)
@@ -724,17 +725,17 @@ func (s *sseWriter) sendPost(it postJSON) error {
 // older than the last one sent, and an id: line would move the client's
 // Last-Event-ID back to it, so a resume would send again every post sent
 // since.
-func (s *sseWriter) sendUpdate(it postJSON) error {
+func (s *sseWriter) sendUpdate(it apijson.Post) error {
 	return s.sendItem(func(b []byte) []byte { return append(b, "event: update"...) }, it)
 }
 
 // sendItem sends the event begun by head with it as its data.
-func (s *sseWriter) sendItem(head func([]byte) []byte, it postJSON) error {
+func (s *sseWriter) sendItem(head func([]byte) []byte, it apijson.Post) error {
 	bp := itemBufs.Get().(*[]byte)
 	defer itemBufs.Put(bp)
 	b := head((*bp)[:0])
 	b = append(b, "\ndata: "...)
-	b = it.appendJSON(b) // the bytes of a feed page's item
+	b = it.AppendJSON(b) // the bytes of a feed page's item
 	b = append(b, "\n\n"...)
 	*bp = b
 	return s.send(b)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/inmemcache"
 	"github.com/feedd/feedd/internal/stream"
@@ -56,7 +57,7 @@ func (s tripService) LikedBy(ctx context.Context, p feed.Post, readers []int64) 
 // perStreamRender is how a stream rendered a post before the rendering
 // was shared: the post, the reader's hidden authors and its like state,
 // for each stream. Kept here as the benchmark's baseline.
-func perStreamRender(ctx context.Context, svc Service, lk Likes, me int64, ev stream.Event, renders chan struct{}) ([]postJSON, error) {
+func perStreamRender(ctx context.Context, svc Service, lk Likes, me int64, ev stream.Event, renders chan struct{}) ([]apijson.Post, error) {
 	renders <- struct{}{}
 	defer func() { <-renders }()
 	p, err := svc.Post(ctx, ev.ID)
@@ -132,7 +133,7 @@ func BenchmarkStreamDelivery(b *testing.B) {
 							return
 						}
 						var buf []byte
-						_, _ = io.Discard.Write(items[0].appendJSON(append(buf, "event: post\nid: "...)))
+						_, _ = io.Discard.Write(items[0].AppendJSON(append(buf, "event: post\nid: "...)))
 					}()
 				}
 				wg.Wait()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/inmemcache"
 	"github.com/feedd/feedd/internal/limit"
@@ -299,7 +300,7 @@ func TestStreamTickets(t *testing.T) {
 		return res.StatusCode, tk
 	}
 	status, tk := mint(userToken(t, bob))
-	if status != 201 || tk.Ticket == "" || tk.ExpiresAt != formatTime(testNow.Add(time.Minute)) {
+	if status != 201 || tk.Ticket == "" || tk.ExpiresAt != apijson.Time(testNow.Add(time.Minute)) {
 		t.Fatalf("mint: %d %+v; want 201 with a ticket expiring in 60s", status, tk)
 	}
 	if status, _ := mint(testAdmin); status != 403 {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
 )
 
@@ -13,26 +14,6 @@ const (
 	defaultTokenTTL = 3600
 	maxTokenTTL     = 365 * 24 * 3600
 )
-
-type userJSON struct {
-	ID             string `json:"id"`
-	Name           string `json:"name"`
-	FollowerCount  int64  `json:"follower_count"`
-	FollowingCount int64  `json:"following_count"`
-	// DeliveryMode is how the user's posts reach readers ("push" or
-	// "pull"); GET /v1/users/{id} shows it, lists leave it out.
-	DeliveryMode string `json:"delivery_mode,omitempty"`
-}
-
-func toUserJSON(u feed.User) userJSON {
-	return userJSON{
-		ID:             feed.FormatID(u.ID),
-		Name:           u.Name,
-		FollowerCount:  u.FollowerCount,
-		FollowingCount: u.FollowingCount,
-		DeliveryMode:   u.DeliveryMode,
-	}
-}
 
 type createUserRequest struct {
 	Name string `json:"name"`
@@ -52,7 +33,7 @@ func handleUserCreate(svc Service) http.Handler {
 			return err
 		}
 		w.Header().Set("Location", "/v1/users/"+feed.FormatID(u.ID))
-		encode(w, http.StatusCreated, toUserJSON(u))
+		encode(w, http.StatusCreated, apijson.NewUser(u))
 		return nil
 	})
 }
@@ -102,7 +83,7 @@ func handleTokenCreate(tok *tokens, svc Service) http.Handler {
 		if err != nil {
 			return err
 		}
-		encode(w, http.StatusCreated, tokenJSON{Token: token, ExpiresAt: formatTime(exp)})
+		encode(w, http.StatusCreated, tokenJSON{Token: token, ExpiresAt: apijson.Time(exp)})
 		return nil
 	})
 }
@@ -136,7 +117,7 @@ func handleUserGet(svc Service) http.Handler {
 		if err != nil {
 			return userError(r, svc, id, err)
 		}
-		encode(w, http.StatusOK, toUserJSON(u))
+		encode(w, http.StatusOK, apijson.NewUser(u))
 		return nil
 	})
 }
@@ -171,9 +152,9 @@ func writeUserPage(w http.ResponseWriter, r *http.Request, svc Service, list use
 	if err != nil {
 		return err
 	}
-	encode(w, http.StatusOK, newPage(users, more, feed.CursorUsers,
+	encode(w, http.StatusOK, apijson.NewPage(users, more, feed.CursorUsers,
 		func(u feed.User) int64 { return u.ID },
-		func(u feed.User) (userJSON, bool) { return toUserJSON(u), true }))
+		func(u feed.User) (apijson.User, bool) { return apijson.NewUser(u), true }))
 	return nil
 }
 

@@ -1,16 +1,14 @@
-package httpapi
+package apijson
 
 import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
 
-// TestPostsPageJSON holds postsPageJSON's own encoding to encoding/json's,
+// TestPostsPageJSON holds PostsPage's own encoding to encoding/json's,
 // byte for byte, over pages of random posts whose strings mix everything
 // encoding/json escapes or checks.
 func TestPostsPageJSON(t *testing.T) {
@@ -19,7 +17,7 @@ func TestPostsPageJSON(t *testing.T) {
 		"é", "中文", "🙂", "\u2028", "\u2029", "\xff", "\xc3", "\xe2\x80", "abc/def", "'",
 	}
 	// Data as the API stores it, compact; without <, > and &, which
-	// encoding/json would escape and appendJSON writes as stored.
+	// encoding/json would escape and AppendJSON writes as stored.
 	datas := []string{`{}`, `{"a":1}`, `{"t":"é\"\\\u0000","n":[1,2.5,null,true,{"x":{}}]}`, `{"s":"中文🙂"}`}
 	rng := rand.New(rand.NewPCG(1, 2))
 	str := func() string {
@@ -30,10 +28,10 @@ func TestPostsPageJSON(t *testing.T) {
 		return b.String()
 	}
 	for i := range 2000 {
-		var p postsPageJSON
-		p.Items = make([]postJSON, rng.IntN(4))
+		var p PostsPage
+		p.Items = make([]Post, rng.IntN(4))
 		for j := range p.Items {
-			it := postJSON{ID: str(), AuthorID: str(), Content: str(), CreatedAt: str()}
+			it := Post{ID: str(), AuthorID: str(), Content: str(), CreatedAt: str()}
 			if rng.IntN(3) == 0 {
 				it.Data = json.RawMessage(datas[rng.IntN(len(datas))])
 			}
@@ -53,28 +51,12 @@ func TestPostsPageJSON(t *testing.T) {
 		}
 		p.Degraded = rng.IntN(4) == 0
 
-		want, err := json.Marshal(p) // postsPageJSON is no json.Marshaler: reflection
+		want, err := json.Marshal(p) // PostsPage is no json.Marshaler: reflection
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := p.appendJSON(nil); !bytes.Equal(got, want) {
+		if got := p.AppendJSON(nil); !bytes.Equal(got, want) {
 			t.Fatalf("page %d:\n got %s\nwant %s", i, got, want)
 		}
-	}
-}
-
-// TestEncodeAppender checks that encode writes an appender's body as a
-// json.Encoder would: status, headers, the JSON and a newline.
-func TestEncodeAppender(t *testing.T) {
-	n, liked := int64(3), true
-	page := postsPageJSON{Items: []postJSON{{ID: "1", AuthorID: "2", Content: "a <b>", CreatedAt: "t", LikeCount: &n, LikedByMe: &liked}}}
-	rec := httptest.NewRecorder()
-	encode(rec, http.StatusCreated, page)
-	var want bytes.Buffer
-	if err := json.NewEncoder(&want).Encode(pageJSON[postJSON](page)); err != nil {
-		t.Fatal(err)
-	}
-	if rec.Code != http.StatusCreated || rec.Header().Get("Content-Type") != contentTypeJSON || rec.Body.String() != want.String() {
-		t.Fatalf("encode = %d %q %q; want 201 %q %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String(), contentTypeJSON, want.String())
 	}
 }

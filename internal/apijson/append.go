@@ -1,4 +1,4 @@
-package httpapi
+package apijson
 
 import (
 	"encoding/json"
@@ -7,33 +7,36 @@ import (
 
 // A page of posts is the API's most frequent body, 20 posts of every home
 // feed read: encoding/json spent a fifth of feedd's CPU per page on it,
-// walking the same structs by reflection each time. postsPageJSON writes
+// walking the same structs by reflection each time. PostsPage writes
 // itself instead, byte for byte what encoding/json writes (the tests hold
 // it to that), so clients see no difference; the one exception is a
 // post's data, written as stored, where encoding/json would also escape
 // <, > and &.
 
-// jsonAppender is a body that can append its own JSON encoding.
-type jsonAppender interface {
-	appendJSON(b []byte) []byte
+// Appender is a body that can append its own JSON encoding.
+type Appender interface {
+	AppendJSON(b []byte) []byte
 }
 
-// postsPageJSON is a page of posts, encoded by appendJSON.
-type postsPageJSON pageJSON[postJSON]
+var (
+	_ Appender = PostsPage{}
+	_ Appender = Post{}
+)
 
-func (p postsPageJSON) appendJSON(b []byte) []byte {
+// AppendJSON appends p's JSON encoding to b.
+func (p PostsPage) AppendJSON(b []byte) []byte {
 	b = append(b, `{"items":[`...)
 	for i, it := range p.Items {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = it.appendJSON(b)
+		b = it.AppendJSON(b)
 	}
 	b = append(b, `],"next_cursor":`...)
 	if p.NextCursor == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(b, *p.NextCursor)
+		b = appendString(b, *p.NextCursor)
 	}
 	if p.Degraded {
 		b = append(b, `,"degraded":true`...)
@@ -41,13 +44,15 @@ func (p postsPageJSON) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-func (p postJSON) appendJSON(b []byte) []byte {
+// AppendJSON appends p's JSON encoding to b: the bytes of a feed page's
+// item, which a stream's event carries too.
+func (p Post) AppendJSON(b []byte) []byte {
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, p.ID)
+	b = appendString(b, p.ID)
 	b = append(b, `,"author_id":`...)
-	b = appendJSONString(b, p.AuthorID)
+	b = appendString(b, p.AuthorID)
 	b = append(b, `,"content":`...)
-	b = appendJSONString(b, p.Content)
+	b = appendString(b, p.Content)
 	if len(p.Data) > 0 {
 		// As stored: compact JSON the API checked. encoding/json would
 		// escape <, > and & in it too; the client's own bytes are kept.
@@ -55,14 +60,14 @@ func (p postJSON) appendJSON(b []byte) []byte {
 		b = append(b, p.Data...)
 	}
 	b = append(b, `,"created_at":`...)
-	b = appendJSONString(b, p.CreatedAt)
+	b = appendString(b, p.CreatedAt)
 	if p.EditedAt != "" {
 		b = append(b, `,"edited_at":`...)
-		b = appendJSONString(b, p.EditedAt)
+		b = appendString(b, p.EditedAt)
 	}
 	if p.ExternalID != "" {
 		b = append(b, `,"external_id":`...)
-		b = appendJSONString(b, p.ExternalID)
+		b = appendString(b, p.ExternalID)
 	}
 	if p.LikeCount != nil {
 		b = append(b, `,"like_count":`...)
@@ -75,11 +80,11 @@ func (p postJSON) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// appendJSONString appends s as a JSON string. Plain ASCII, the common
-// case, is copied; anything encoding/json would escape or check (control
+// appendString appends s as a JSON string. Plain ASCII, the common case,
+// is copied; anything encoding/json would escape or check (control
 // characters, quotes, backslashes, <, > and &, any byte above 0x7f for
 // invalid UTF-8 and U+2028/U+2029) goes through encoding/json itself.
-func appendJSONString(b []byte, s string) []byte {
+func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			q, _ := json.Marshal(s) // a string always marshals
