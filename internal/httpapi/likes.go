@@ -6,6 +6,7 @@ import (
 
 	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/pages"
 )
 
 // Likes is what the API needs of the likes service. The lists leave out
@@ -106,7 +107,7 @@ func handlePostLikers(lk Likes) http.Handler {
 	})
 }
 
-func handleUserLikes(lk Likes) http.Handler {
+func handleUserLikes(pg *pages.Service) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
@@ -116,26 +117,17 @@ func handleUserLikes(lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
-		viewer := viewerFrom(r.Context())
-		pg, err := lk.UserLikes(r.Context(), viewer, id, before, limit)
-		if err != nil {
-			return err
-		}
-		page, _, err := showPosts(r.Context(), lk, viewer, feed.Page{Posts: pg.Posts})
+		page, err := pg.UserLikes(r.Context(), viewerFrom(r.Context()), id, before, limit)
 		if err != nil {
 			return err
 		}
 		// The cursor names the last like, even one of a post deleted since.
-		if pg.More() {
-			c := feed.EncodeCursor(feed.CursorLikes, pg.Next)
-			page.NextCursor = &c
-		}
-		encode(w, http.StatusOK, page)
+		encode(w, http.StatusOK, renderPosts(page, feed.CursorLikes))
 		return nil
 	})
 }
 
-func handleTopPosts(lk Likes) http.Handler {
+func handleTopPosts(pg *pages.Service) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		q, err := query(r)
 		if err != nil {
@@ -152,16 +144,11 @@ func handleTopPosts(lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
-		viewer := viewerFrom(r.Context())
-		posts, err := lk.TopPosts(r.Context(), viewer, window, limit)
+		page, err := pg.TopPosts(r.Context(), viewerFrom(r.Context()), window, limit)
 		if err != nil {
 			return err
 		}
-		page, _, err := showPosts(r.Context(), lk, viewer, feed.Page{Posts: posts})
-		if err != nil {
-			return err
-		}
-		encode(w, http.StatusOK, page)
+		encode(w, http.StatusOK, renderPosts(page, feed.CursorFeed))
 		return nil
 	})
 }

@@ -7,29 +7,34 @@ import (
 
 	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/pages"
 )
 
 // noLikesYet is the likes of a post just created: 0 and false.
 var noLikesYet = map[int64]feed.LikeState{}
 
-// showPosts is the one place a response's posts get their likes: it
-// returns pg as a page ready to encode, each post with its like count and
-// whether viewer (0: nobody) likes it, or neither while the likes service
-// drops that enrichment (degradation switch L1). The cursor and the
-// degraded mark are pg's, as the service decided them; likesDegraded says
-// the likes were answered from the cache alone.
-func showPosts(ctx context.Context, lk Likes, viewer int64, pg feed.Page) (page apijson.PostsPage, likesDegraded bool, err error) {
-	states, likesDegraded, err := lk.LikeStates(ctx, viewer, pg.Posts)
-	if err != nil {
-		return apijson.PostsPage{}, false, err
-	}
-	page = apijson.NewPostsPage(pg.Posts, false, states)
+// renderPosts renders a page of posts with their likes (joined by package
+// pages) as the API sends it: the cursor of kind names pg's Next, as the
+// service decided it.
+func renderPosts(pg pages.Page, kind byte) apijson.PostsPage {
+	page := apijson.NewPostsPage(pg.Posts, false, pg.States)
 	if pg.More() {
-		c := feed.EncodeCursor(feed.CursorFeed, pg.Next)
+		c := feed.EncodeCursor(kind, pg.Next)
 		page.NextCursor = &c
 	}
 	page.Degraded = pg.Degraded
-	return page, likesDegraded, nil
+	return page
+}
+
+// showPosts joins posts with their likes (pages.Join) and renders them,
+// for the live stream's resume; likesDegraded says the likes came from the
+// cache alone.
+func showPosts(ctx context.Context, lk Likes, viewer int64, pg feed.Page) (page apijson.PostsPage, likesDegraded bool, err error) {
+	joined, likesDegraded, err := pages.Join(ctx, lk, viewer, pg)
+	if err != nil {
+		return apijson.PostsPage{}, false, err
+	}
+	return renderPosts(joined, feed.CursorFeed), likesDegraded, nil
 }
 
 // postData is a post's data in a request body, checked and compacted
@@ -153,7 +158,7 @@ func (req editPostRequest) edit() feed.PostEdit {
 
 // handlePostEdit edits a post (the timeline tells the live streams, so that
 // those that sent the post send it again as edited).
-func handlePostEdit(svc Service, lk Likes) http.Handler {
+func handlePostEdit(pg *pages.Service) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, id, err := actingUserAndPostID(r)
 		if err != nil {
@@ -163,40 +168,26 @@ func handlePostEdit(svc Service, lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
-		p, err := svc.EditPost(r.Context(), me, id, req.edit())
+		page, err := pg.EditPost(r.Context(), me, id, req.edit())
 		if err != nil {
 			return err
 		}
-		page, _, err := showPosts(r.Context(), lk, me, feed.Page{Posts: []feed.Post{p}})
-		if err != nil {
-			return err
-		}
-		encode(w, http.StatusOK, page.Items[0])
+		encode(w, http.StatusOK, renderPosts(page, feed.CursorFeed).Items[0])
 		return nil
 	})
 }
 
-func handlePostGet(svc Service, lk Likes) http.Handler {
+func handlePostGet(pg *pages.Service) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathPostID(r)
 		if err != nil {
 			return err
 		}
-		p, err := svc.Post(r.Context(), id)
-		if err == nil && p.Deleted {
-			err = feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
-		}
-		if err == nil && notBlocked(r.Context(), svc, p.AuthorID) != nil {
-			err = feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
-		}
+		page, err := pg.Post(r.Context(), viewerFrom(r.Context()), id)
 		if err != nil {
 			return err
 		}
-		page, _, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), feed.Page{Posts: []feed.Post{p}})
-		if err != nil {
-			return err
-		}
-		encode(w, http.StatusOK, page.Items[0])
+		encode(w, http.StatusOK, renderPosts(page, feed.CursorFeed).Items[0])
 		return nil
 	})
 }
@@ -215,7 +206,7 @@ func handlePostDelete(svc Service) http.Handler {
 	})
 }
 
-func handleAuthorPosts(svc Service, lk Likes) http.Handler {
+func handleAuthorPosts(pg *pages.Service) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
@@ -225,23 +216,16 @@ func handleAuthorPosts(svc Service, lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
-		if err := notBlocked(r.Context(), svc, id); err != nil {
-			return err
-		}
-		posts, more, err := svc.AuthorPosts(r.Context(), id, before, limit)
+		page, err := pg.AuthorPosts(r.Context(), viewerFrom(r.Context()), id, before, limit)
 		if err != nil {
 			return err
 		}
-		page, _, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), feed.PageOf(posts, more))
-		if err != nil {
-			return err
-		}
-		encode(w, http.StatusOK, page)
+		encode(w, http.StatusOK, renderPosts(page, feed.CursorFeed))
 		return nil
 	})
 }
 
-func handleFeed(svc Service, lk Likes) http.Handler {
+func handleFeed(pg *pages.Service) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {
@@ -251,18 +235,11 @@ func handleFeed(svc Service, lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
-		pg, err := svc.Feed(r.Context(), me, before, limit)
+		page, err := pg.Feed(r.Context(), me, before, limit)
 		if err != nil {
 			return err
 		}
-		page, likesDegraded, err := showPosts(r.Context(), lk, me, pg)
-		if err != nil {
-			return err
-		}
-		// A home feed page is degraded when its posts or their likes came
-		// from the cache alone; other pages do not say.
-		page.Degraded = page.Degraded || likesDegraded
-		encode(w, http.StatusOK, page)
+		encode(w, http.StatusOK, renderPosts(page, feed.CursorFeed))
 		return nil
 	})
 }

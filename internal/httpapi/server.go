@@ -1,6 +1,7 @@
 // Package httpapi is feedd's HTTP API: the JSON contract that clients and
 // test suites are written against. It turns requests into calls on the
-// timeline (Service) and the likes (Likes), domain error codes into
+// timeline (Service), the likes (Likes) and the pages that join the two
+// (package pages), renders what they return, turns domain error codes into
 // statuses (one table, in errors.go), and owns what only the edge knows
 // about: bearer tokens, request bodies, cursors in query strings, request
 // logs, latency metrics and panics. It knows nothing of the backends
