@@ -103,6 +103,15 @@ type PostEdit struct {
 	Data    string
 }
 
+// Check refuses an edit that changes nothing: the one rule and sentence
+// for it.
+func (e PostEdit) Check() error {
+	if e.Content == nil && !e.SetData {
+		return Errorf(EINVALID, "send the content, the data or both to edit a post")
+	}
+	return nil
+}
+
 // MaxContentRunes bounds a post's content.
 const MaxContentRunes = 5000
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -267,8 +268,8 @@ func (f *fakeService) follow(follower, followee int64) error {
 	if err := f.record("Follow", follower, followee); err != nil {
 		return err
 	}
-	if follower == followee {
-		return feed.Errorf(feed.EINVALID, "you cannot follow yourself")
+	if err := feed.CheckNotSelf("follow", follower, followee); err != nil {
+		return err
 	}
 	if _, ok := f.users[followee]; !ok {
 		return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", followee)
@@ -806,8 +807,8 @@ func (f *fakeService) relate(method string, set map[[2]int64]bool, user, target 
 	if err := f.record(method, user, target); err != nil {
 		return err
 	}
-	if user == target {
-		return feed.Errorf(feed.EINVALID, "you cannot do this to yourself")
+	if err := feed.CheckNotSelf(strings.ToLower(strings.TrimPrefix(method, "Un")), user, target); err != nil {
+		return err
 	}
 	if _, ok := f.users[target]; !ok {
 		return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", target)

@@ -143,8 +143,8 @@ type editPostRequest struct {
 }
 
 func (req editPostRequest) valid() error {
-	if req.Content == nil && !req.Data.set {
-		return feed.Errorf(feed.EINVALID, "send the content, the data or both to edit a post")
+	if err := req.edit().Check(); err != nil {
+		return err
 	}
 	if req.Content != nil {
 		return feed.CheckContent(*req.Content)

@@ -164,9 +164,6 @@ func handleFollow(svc Service) http.Handler {
 		if err != nil {
 			return err
 		}
-		if id == me {
-			return feed.Errorf(feed.EINVALID, "you cannot follow yourself")
-		}
 		if err := svc.Follow(r.Context(), me, id); err != nil {
 			return err
 		}

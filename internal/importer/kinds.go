@@ -89,8 +89,8 @@ func (r *run) parseFollow(line []byte) ([2]int64, error) {
 	if err := errors.Join(required("follower_id", l.Follower), required("followee_id", l.Followee)); err != nil {
 		return [2]int64{}, errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	if l.Follower == l.Followee {
-		return [2]int64{}, errors.New("a user cannot follow themselves")
+	if err := feed.CheckNotSelf("follow", int64(l.Follower), int64(l.Followee)); err != nil {
+		return [2]int64{}, errors.New(feed.ErrorMessage(err))
 	}
 	return [2]int64{int64(l.Follower), int64(l.Followee)}, nil
 }

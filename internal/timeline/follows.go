@@ -16,8 +16,8 @@ import (
 // retry of the idempotent PUT is what repairs it (the chaos test found
 // this). The copy is idempotent, so a repeat costs two reads and no harm.
 func (s *Service) Follow(ctx context.Context, follower, followee int64) error {
-	if follower == followee {
-		return feed.Errorf(feed.EINVALID, "you cannot follow yourself")
+	if err := feed.CheckNotSelf("follow", follower, followee); err != nil {
+		return err
 	}
 	changed, err := s.store.Follow(ctx, follower, followee)
 	if err != nil {
