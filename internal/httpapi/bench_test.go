@@ -21,7 +21,7 @@ import (
 // pageService serves the same page of posts to every reader, with likes,
 // so that a benchmark measures the API layer alone.
 type pageService struct {
-	Service
+	Timeline
 	Likes
 	posts  []feed.Post
 	states map[int64]feed.LikeState

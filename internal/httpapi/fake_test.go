@@ -25,11 +25,11 @@ func (c call) String() string { return fmt.Sprintf("%s%v", c.method, c.args) }
 
 // services is what NewServer takes: the timeline and the likes.
 type services interface {
-	Service
+	Timeline
 	Likes
 }
 
-// fakeService is an in-memory Service and Likes (one fake, so that likes
+// fakeService is an in-memory Timeline and Likes (one fake, so that likes
 // see its posts) that records every call, so tests can assert what the
 // API asked for (the actor is the token's sub) and that bad input never
 // reached a service at all.

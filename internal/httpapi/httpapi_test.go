@@ -40,7 +40,7 @@ const (
 	carol int64 = 3
 )
 
-// env is a server over real HTTP with a fake Service behind it.
+// env is a server over real HTTP with a fake Timeline behind it.
 type env struct {
 	t    *testing.T
 	url  string

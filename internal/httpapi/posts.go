@@ -105,7 +105,7 @@ func (req createPostRequest) fingerprint() ([]byte, error) {
 	}{d.Content, json.RawMessage(d.Data), d.ExternalID})
 }
 
-func handlePostCreate(svc Service) http.Handler {
+func handlePostCreate(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {
@@ -192,7 +192,7 @@ func handlePostGet(pg *pages.Service) http.Handler {
 	})
 }
 
-func handlePostDelete(svc Service) http.Handler {
+func handlePostDelete(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, id, err := actingUserAndPostID(r)
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 // Handler makers only capture their arguments, so the table can be built
 // with nil services. Each route's class for rate limits and load shedding
 // follows from its method and access (classOf, in defence.go).
-func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func(context.Context) []feed.Check, metrics http.Handler, lv *Live, con Console) []route {
+func routes(tok *tokens, svc Timeline, lk Likes, sw *degrade.Switches, ready func(context.Context) []feed.Check, metrics http.Handler, lv *Live, con Console) []route {
 	pg := pages.New(svc, lk)
 	return []route{
 		{"POST", "/v1/users", admin, handleUserCreate(svc)},

@@ -1,6 +1,6 @@
 // Package httpapi is feedd's HTTP API: the JSON contract that clients and
 // test suites are written against. It turns requests into calls on the
-// timeline (Service), the likes (Likes) and the pages that join the two
+// timeline (Timeline), the likes (Likes) and the pages that join the two
 // (package pages), renders what they return, turns domain error codes into
 // statuses (one table, in errors.go), and owns what only the edge knows
 // about: bearer tokens, request bodies, cursors in query strings, request
@@ -25,11 +25,11 @@ import (
 	"github.com/feedd/feedd/internal/limit"
 )
 
-// Service is what the API needs of the timeline service: users, follows,
+// Timeline is what the API needs of the timeline service: users, follows,
 // posts and feeds (Likes, in likes.go, is the rest). It is declared here,
 // where it is used, so the API can be tested against a fake and the domain
 // can grow without the API noticing.
-type Service interface {
+type Timeline interface {
 	// CreateUser creates a user; id 0 asks for a generated id. ECONFLICT if
 	// the id is taken.
 	CreateUser(ctx context.Context, id int64, name string) (feed.User, error)
@@ -122,8 +122,8 @@ type Service interface {
 	Ready(ctx context.Context) error
 }
 
-// checker is a Service that reports each dependency by name, for /readyz;
-// a Service without it is ready or not as a whole.
+// checker is a Timeline that reports each dependency by name, for /readyz;
+// a Timeline without it is ready or not as a whole.
 type checker interface {
 	Checks(ctx context.Context) []feed.Check
 }
@@ -200,7 +200,7 @@ func (c Config) withDefaults() Config {
 // NewServer returns the whole public API, probes and metrics included,
 // over the timeline service svc and the likes service lk. It registers the request-duration histogram on reg (nil: no histogram) and
 // serves metrics at /metrics (nil: 404).
-func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prometheus.Registerer, metrics http.Handler) http.Handler {
+func NewServer(logger *slog.Logger, cfg Config, svc Timeline, lk Likes, reg prometheus.Registerer, metrics http.Handler) http.Handler {
 	cfg = cfg.withDefaults()
 	logger = orDiscard(logger)
 	tok := newTokens(cfg, svc)

@@ -61,7 +61,7 @@ func ticketKey(ticket string) string {
 // handleStreamTicket mints a single-use ticket that opens one stream as
 // the caller within ticketTTL, for EventSource, which cannot send an
 // Authorization header: the token itself never goes in a URL.
-func handleStreamTicket(tok *tokens, svc Service, lv *Live) http.Handler {
+func handleStreamTicket(tok *tokens, svc Timeline, lv *Live) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {
@@ -179,7 +179,7 @@ const writesPerCPU = 4
 // frames on the idle path are kept small: the opening (openStream) and
 // each event (liveStream.serve) run in calls that have returned while the
 // stream waits, and the loops hold little else.
-func handleStream(svc Service, lk Likes, lv *Live) http.Handler {
+func handleStream(svc Timeline, lk Likes, lv *Live) http.Handler {
 	renders := make(chan struct{}, rendersPerCPU*runtime.GOMAXPROCS(0))
 	writes := make(chan struct{}, writesPerCPU*runtime.GOMAXPROCS(0))
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
@@ -249,7 +249,7 @@ func (ls *liveStream) detach(r *http.Request, logger *slog.Logger) bool {
 type liveStream struct {
 	w               http.ResponseWriter // nil once detached
 	logger          *slog.Logger        // once detached: errors are logged here
-	svc             Service
+	svc             Timeline
 	lk              Likes
 	s               *stream.Stream
 	sse             *sseWriter
@@ -260,7 +260,7 @@ type liveStream struct {
 // the open comment, and on a resume the posts the client missed. A nil
 // stream with a nil error: the stream is over (ended with a retry hint);
 // a nil stream with an error: the error answers the request.
-func openStream(w http.ResponseWriter, r *http.Request, svc Service, lk Likes, lv *Live) (*liveStream, error) {
+func openStream(w http.ResponseWriter, r *http.Request, svc Timeline, lk Likes, lv *Live) (*liveStream, error) {
 	me, err := actingUser(r)
 	if err != nil {
 		return nil, err
@@ -392,7 +392,7 @@ func lastEventID(r *http.Request) (int64, error) {
 
 // resume sends the posts of me's feed newer than last, oldest first, or a
 // reset when more than resumeMax were missed.
-func resume(ctx context.Context, svc Service, lk Likes, me, last int64, s *stream.Stream, sse *sseWriter) error {
+func resume(ctx context.Context, svc Timeline, lk Likes, me, last int64, s *stream.Stream, sse *sseWriter) error {
 	posts, more, err := svc.FeedSince(ctx, me, last, resumeMax+1)
 	if err != nil {
 		return err
@@ -429,7 +429,7 @@ func resume(ctx context.Context, svc Service, lk Likes, me, last int64, s *strea
 // picks its bytes and writes them to its client, all within a slot of
 // writes (writesPerCPU says why), not of renders: a slow client holds up
 // no rendering.
-func sendShared(ctx context.Context, svc Service, lk Likes, s *stream.Stream, ev stream.Event, sse *sseWriter, renders, writes chan struct{}) error {
+func sendShared(ctx context.Context, svc Timeline, lk Likes, s *stream.Stream, ev stream.Event, sse *sseWriter, renders, writes chan struct{}) error {
 	if ev.Shared == nil { // an event not from the hub: this stream's alone
 		ev.Shared = stream.NewShared([]*stream.Stream{s})
 	}
@@ -479,7 +479,7 @@ const renderTimeout = 10 * time.Second
 const hiddenLoads = 8
 
 // loadHidden reads s's reader's hidden authors into s.
-func loadHidden(ctx context.Context, svc Service, s *stream.Stream) error {
+func loadHidden(ctx context.Context, svc Timeline, s *stream.Stream) error {
 	_, _, gen := s.Hidden(time.Now())
 	at := time.Now()
 	h, err := svc.Hidden(ctx, s.Reader())
@@ -522,7 +522,7 @@ func (p *sharedPost) bytesFor(s *stream.Stream) ([]byte, error) {
 // predate an edit made on another), each reader's hidden authors from its
 // stream, and the like count and each reader's liked_by_me in one bulk
 // call of the likes service.
-func renderShared(ctx context.Context, svc Service, lk Likes, ev stream.Event) (*sharedPost, error) {
+func renderShared(ctx context.Context, svc Timeline, lk Likes, ev stream.Event) (*sharedPost, error) {
 	var p feed.Post
 	var err error
 	if ev.Kind == stream.Update {
@@ -601,7 +601,7 @@ func renderShared(ctx context.Context, svc Service, lk Likes, ev stream.Event) (
 // freshHidden reads the hidden authors of the streams that hold none
 // fresh, hiddenLoads at a time, and returns the streams it could not read
 // them for.
-func freshHidden(ctx context.Context, svc Service, streams []*stream.Stream) map[*stream.Stream]error {
+func freshHidden(ctx context.Context, svc Timeline, streams []*stream.Stream) map[*stream.Stream]error {
 	now := time.Now()
 	var stale []*stream.Stream
 	for _, s := range streams {

@@ -57,7 +57,7 @@ func (s tripService) LikedBy(ctx context.Context, p feed.Post, readers []int64) 
 // perStreamRender is how a stream rendered a post before the rendering
 // was shared: the post, the reader's hidden authors and its like state,
 // for each stream. Kept here as the benchmark's baseline.
-func perStreamRender(ctx context.Context, svc Service, lk Likes, me int64, ev stream.Event, renders chan struct{}) ([]apijson.Post, error) {
+func perStreamRender(ctx context.Context, svc Timeline, lk Likes, me int64, ev stream.Event, renders chan struct{}) ([]apijson.Post, error) {
 	renders <- struct{}{}
 	defer func() { <-renders }()
 	p, err := svc.Post(ctx, ev.ID)

@@ -24,7 +24,7 @@ import (
 
 // streamEnv is a server with a live stream: a real hub and announcer on
 // the in-process notifier, tickets in the in-process cache, a fake
-// Service, and a clock tests can move.
+// Timeline, and a clock tests can move.
 type streamEnv struct {
 	t   *testing.T
 	url string
@@ -559,7 +559,7 @@ func TestStreamUpdate(t *testing.T) {
 
 // newStreamEnvOf is the API in front of svc and lk with a hub whose every
 // reader follows alice; fake is what svc and lk fake.
-func newStreamEnvOf(t *testing.T, fake *fakeService, svc Service, lk Likes) *streamEnv {
+func newStreamEnvOf(t *testing.T, fake *fakeService, svc Timeline, lk Likes) *streamEnv {
 	t.Helper()
 	cache := inmemcache.New(inmemcache.Options{})
 	t.Cleanup(func() { cache.Close() })
