@@ -52,7 +52,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	announcer := stream.NewAnnouncer(d.notifier)
 	var rel *relay.Relay
 	if runWork {
-		rel = relay.New(logger, relay.Config{Workers: cfg.relayWorkers, MaxPending: cfg.relayMaxPending, Announce: announcer.PostCreated}, d.workStore, d.broker, d.reg)
+		rel = relay.New(logger, relay.Config{Workers: cfg.relayWorkers, MaxPending: cfg.relayMaxPending, Announce: announcer}, d.workStore, d.broker, d.reg)
 	}
 	// A work process needs every backend: without one it cannot move a
 	// post along.
@@ -104,6 +104,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			timeline.WithBreaker(breaker.Config{Failures: cfg.breakerFailures, Timeout: cfg.sqlTimeout, Cooldown: cfg.breakerCooldown}),
 			timeline.WithSwitches(switches),
 			timeline.WithHotPosts(cfg.hotPosts, cfg.hotPostTTL),
+			timeline.WithAnnouncer(announcer),
 		}
 		if rel != nil {
 			opts = append(opts, timeline.WithPublishHook(rel.Notify))
@@ -149,7 +150,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			UserSlots: limit.NewUserSlots(cfg.userMaxInflight),
 			Shed:      shed,
 			Switches:  switches,
-			Live:      &httpapi.Live{Hub: hub, Announce: announcer, Tickets: d.cache},
+			Live:      &httpapi.Live{Hub: hub, Tickets: d.cache},
 			Console:   census.NewConsole(logger, reporter, d.beats, d.store, d.queues, switches),
 			Pages:     pages,
 		}, svc, newLikes(cfg, d, logger, svc, switches, likesBreaker), d.register(), apiMetrics)
@@ -212,7 +213,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			DirectFanout: cfg.directFanout, BatchSize: cfg.batchSize, Policy: policy,
 			MaxPendingTasks: cfg.tasksMaxPending, SQLReads: cfg.fanoutSQLReads,
 			RetryFor: cfg.fanoutRetryFor, Done: workCtx.Done(),
-			Announce: announcer.PostCreated,
+			Announce: announcer,
 		}, d.workStore, d.cache, d.authorLists, d.broker, d.register())
 		work.Go(func() { _ = rel.Run(workCtx) })
 		keySweep := timeline.NewKeySweep(logger, d.workStore, cfg.idempotencyTTL, d.reg)

@@ -122,7 +122,7 @@ func (d *Dispatcher) Handle(ctx context.Context, del feed.Delivery) error {
 	d.logger.DebugContext(ctx, "dispatching post", "post", ev.PostID, "author", ev.AuthorID, "attempt", del.Attempt)
 	if d.cfg.Announce != nil {
 		// First: the streams need no inbox, and readers wait on this.
-		if err := d.cfg.Announce(ctx, ev.AuthorID, ev.PostID); err != nil {
+		if err := d.cfg.Announce.PostCreated(ctx, ev.AuthorID, ev.PostID); err != nil {
 			d.logger.WarnContext(ctx, "could not announce the post to the live streams", "post", ev.PostID, "err", err)
 		}
 	}

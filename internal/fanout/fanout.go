@@ -64,10 +64,10 @@ type Config struct {
 	Done <-chan struct{}
 	// Announce, when set, tells the live streams of each post as its
 	// event is handled: one message per post, whatever its author's
-	// follower count (stream.Announcer.PostCreated). It is best effort:
+	// follower count (PostCreated). It is best effort:
 	// a failure is logged, and a stream's client that missed the post
 	// finds it in its feed.
-	Announce func(ctx context.Context, author, post int64) error
+	Announce feed.Announcer
 }
 
 func (c Config) withDefaults() Config {

@@ -37,8 +37,10 @@ func CheckFollowBatch(follow, unfollow []Edge) error {
 			if e.Follower <= 0 || e.Followee <= 0 {
 				return Errorf(EINVALID, "%s[%d]: follower_id and followee_id are both required, as positive ids", list.name, i)
 			}
-			if list.name == "follow" && e.Follower == e.Followee {
-				return Errorf(EINVALID, "follow[%d]: a user cannot follow themselves", i)
+			if list.name == "follow" {
+				if err := CheckNotSelf("follow", e.Follower, e.Followee); err != nil {
+					return Errorf(EINVALID, "follow[%d]: %s", i, ErrorMessage(err))
+				}
 			}
 		}
 	}

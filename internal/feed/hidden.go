@@ -103,3 +103,26 @@ func DecodeHidden(s string) (h Hidden, ok bool) {
 	}
 	return NewHidden(muted, blocked), true
 }
+
+// The read-ahead of a filtered page: a page whose items a viewer may not
+// see (posts of muted or blocked authors, likes of blocked users) reads on
+// past them, each round ahead by the share filtered out so far
+// (ReadAhead), for at most MaxFilteredRounds rounds of at most MaxRoundIDs
+// items: a page reads at most 8,000 items whatever the viewer hides. If
+// that does not fill it, the page is returned short with a cursor at the
+// last item read, so the next page goes on from there: pages may be short,
+// never repeat, and never loop. One policy for every filtered list (the
+// home feed, the likers of a post, a user's likes).
+const (
+	MaxFilteredRounds = 16
+	MaxRoundIDs       = 500
+)
+
+// ReadAhead is how many items a filtered page's next round reads when it
+// still needs need items and read items so far kept shown: ahead by the
+// share that did not make it, plus half again, from need to MaxRoundIDs.
+func ReadAhead(need, read, shown int) int {
+	want := need * (read + 1) / (shown + 1)
+	want += want / 2
+	return max(need, min(want, MaxRoundIDs))
+}

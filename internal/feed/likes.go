@@ -128,6 +128,17 @@ type LikedPost struct {
 // user id) of the last liker seen.
 const CursorLikers byte = 'k'
 
+// LikerPage is one page of a post's likers, newest like first. Next is
+// the last liker the page covers (it may be one left out), which the next
+// page starts after; its zero value says this page is the last.
+type LikerPage struct {
+	Likers []Liker
+	Next   Liker
+}
+
+// More reports whether another page follows.
+func (p LikerPage) More() bool { return p.Next.User.ID != 0 }
+
 // EncodeLikerCursor renders a likers position.
 func EncodeLikerCursor(version, user int64) string {
 	buf := make([]byte, 2, 2+2*binary.MaxVarintLen64)

@@ -43,3 +43,25 @@ type Notification struct {
 	Author int64
 	Msg    []byte
 }
+
+// Announcer tells the live streams of every process what changed, as
+// messages on a Notifier (stream.Announcer is the one implementation).
+// The service that makes a change calls it once the change committed: a
+// post created (the relay and the dispatcher), edited or deleted, whom a
+// reader follows, mutes or blocks changed (the write side, and feedd
+// import). It is declared here, once, because four rooms call it; like
+// the Notifier it is best effort: a failure is logged and the change
+// stands, since a stream's client that missed it reads it on its next
+// reconnect.
+type Announcer interface {
+	// PostCreated announces author's new post id.
+	PostCreated(ctx context.Context, author, id int64) error
+	// PostEdited announces that author's post id was edited; version is
+	// the edited post's Post.Version.
+	PostEdited(ctx context.Context, author, id, version int64) error
+	// PostDeleted announces that author's post id is gone.
+	PostDeleted(ctx context.Context, author, id int64) error
+	// FollowsChanged tells reader's streams to read whom it follows,
+	// mutes and blocks again.
+	FollowsChanged(ctx context.Context, reader int64) error
+}

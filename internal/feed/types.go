@@ -103,6 +103,15 @@ type PostEdit struct {
 	Data    string
 }
 
+// Check refuses an edit that changes nothing: the one rule and sentence
+// for it.
+func (e PostEdit) Check() error {
+	if e.Content == nil && !e.SetData {
+		return Errorf(EINVALID, "send the content, the data or both to edit a post")
+	}
+	return nil
+}
+
 // MaxContentRunes bounds a post's content.
 const MaxContentRunes = 5000
 
@@ -144,4 +153,29 @@ func FormatID(id int64) string { return strconv.FormatInt(id, 10) }
 // after a reset clears only the misses the reset covered.
 type StaleFeed struct {
 	User, Mark int64
+}
+
+// Page is one page of posts as a service answers it. The service decides
+// the cursor: Next is the position the next page reads below (0: this page
+// is the last), which is its last post's id unless the page stopped early
+// while filtering, with more below where its reading stopped. Degraded
+// says the answer may be incomplete: it was served from the cache alone
+// because SQL was unavailable (or a degradation switch said so).
+type Page struct {
+	Posts    []Post
+	Next     int64
+	Degraded bool
+}
+
+// More reports whether another page follows.
+func (p Page) More() bool { return p.Next != 0 }
+
+// PageOf is the page of posts whose last one the next page reads below
+// when more exist.
+func PageOf(posts []Post, more bool) Page {
+	pg := Page{Posts: posts}
+	if more && len(posts) > 0 {
+		pg.Next = posts[len(posts)-1].ID
+	}
+	return pg
 }

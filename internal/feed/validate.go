@@ -15,10 +15,20 @@ const MaxNameRunes = 64
 // CheckContent returns an EINVALID error saying why content cannot be a
 // post's, or nil: valid UTF-8, at most MaxContentRunes characters, no
 // control character but tab, line feed and carriage return, and at least
-// one visible character (see visible). The API and the service both check
-// with it, so a client hears the same sentence whichever layer refuses.
+// one visible character (see visible). The API checks a request with it
+// as it decodes it (one layer), feedd import each line.
 func CheckContent(content string) error {
 	return checkText(content, textRule{field: "content", max: MaxContentRunes, multiline: true})
+}
+
+// CheckNotSelf refuses a relation of a user to themselves: following,
+// muting or blocking oneself (verb says which). It is the one check and
+// the one sentence for every layer and entry point that meets such a pair.
+func CheckNotSelf(verb string, user, target int64) error {
+	if user == target {
+		return Errorf(EINVALID, "a user cannot %s themselves", verb)
+	}
+	return nil
 }
 
 // CheckName is CheckContent's rule for a user's name, which is one line

@@ -87,7 +87,7 @@ func actingUserAnd(r *http.Request, parse func(*http.Request) (int64, error)) (m
 	return me, id, err
 }
 
-// standings tells whether a user's tokens stand: the two Service methods.
+// standings tells whether a user's tokens stand: the two Timeline methods.
 type standings interface {
 	TokenGeneration(ctx context.Context, user int64) (int64, error)
 	CurrentTokenGeneration(ctx context.Context, user int64) (int64, error)

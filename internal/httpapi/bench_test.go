@@ -21,14 +21,14 @@ import (
 // pageService serves the same page of posts to every reader, with likes,
 // so that a benchmark measures the API layer alone.
 type pageService struct {
-	Service
+	Timeline
 	Likes
 	posts  []feed.Post
 	states map[int64]feed.LikeState
 }
 
-func (s pageService) Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
-	return s.posts[:min(n, len(s.posts))], true, nil
+func (s pageService) Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error) {
+	return feed.PageOf(s.posts[:min(n, len(s.posts))], true), nil
 }
 
 // TokenGeneration: every reader exists, its tokens never revoked (what a
@@ -39,8 +39,8 @@ func (s pageService) CurrentTokenGeneration(ctx context.Context, user int64) (in
 	return 0, nil
 }
 
-func (s pageService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
-	return s.states, nil
+func (s pageService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, bool, error) {
+	return s.states, false, nil
 }
 
 // newPageService returns a pageService of 20 posts of 80 bytes.

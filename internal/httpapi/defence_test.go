@@ -28,7 +28,7 @@ type blockingService struct {
 	release chan struct{}
 }
 
-func (b *blockingService) Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
+func (b *blockingService) Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error) {
 	b.entered <- struct{}{}
 	<-b.release
 	return b.fakeService.Feed(ctx, reader, before, n)
@@ -38,9 +38,10 @@ func (b *blockingService) Feed(ctx context.Context, reader, before int64, n int)
 // when SQL is down.
 type degradedService struct{ *fakeService }
 
-func (d degradedService) Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
-	feed.MarkDegraded(ctx)
-	return d.fakeService.Feed(ctx, reader, before, n)
+func (d degradedService) Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error) {
+	pg, err := d.fakeService.Feed(ctx, reader, before, n)
+	pg.Degraded = true
+	return pg, err
 }
 
 func newGuardedEnv(t *testing.T, svc services, tweak func(*Config)) (string, *prometheus.Registry) {

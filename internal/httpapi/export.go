@@ -10,7 +10,7 @@ import (
 // handleUserExport streams everything feedd holds about a user, to the
 // admin or to the user; another user's token is 403, as any route that
 // touches what only its owner may.
-func handleUserExport(svc Service) http.Handler {
+func handleUserExport(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,11 +25,11 @@ func (c call) String() string { return fmt.Sprintf("%s%v", c.method, c.args) }
 
 // services is what NewServer takes: the timeline and the likes.
 type services interface {
-	Service
+	Timeline
 	Likes
 }
 
-// fakeService is an in-memory Service and Likes (one fake, so that likes
+// fakeService is an in-memory Timeline and Likes (one fake, so that likes
 // see its posts) that records every call, so tests can assert what the
 // API asked for (the actor is the token's sub) and that bad input never
 // reached a service at all.
@@ -53,6 +54,29 @@ type fakeService struct {
 	mutes    map[[2]int64]bool // (user, target)
 	blocks   map[[2]int64]bool // (blocker, blocked)
 	purges   map[int64]feed.Purge
+	// announcer, when set, is told of follows, mutes, blocks, edits and
+	// deletes, as the timeline tells the live streams.
+	announcer feed.Announcer
+}
+
+// announced tells the announcer of a change that err says was made.
+func (f *fakeService) announced(err error, tell func(a feed.Announcer) error) error {
+	if err == nil && f.announcer != nil {
+		return tell(f.announcer)
+	}
+	return err
+}
+
+// followsChanged is announced's FollowsChanged of readers.
+func (f *fakeService) followsChanged(ctx context.Context, err error, readers ...int64) error {
+	return f.announced(err, func(a feed.Announcer) error {
+		for _, r := range readers {
+			if err := a.FollowsChanged(ctx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func newFakeService(now time.Time) *fakeService {
@@ -235,13 +259,17 @@ func (f *fakeService) Following(ctx context.Context, user, after int64, n int) (
 }
 
 func (f *fakeService) Follow(ctx context.Context, follower, followee int64) error {
+	return f.followsChanged(ctx, f.follow(follower, followee), follower)
+}
+
+func (f *fakeService) follow(follower, followee int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("Follow", follower, followee); err != nil {
 		return err
 	}
-	if follower == followee {
-		return feed.Errorf(feed.EINVALID, "you cannot follow yourself")
+	if err := feed.CheckNotSelf("follow", follower, followee); err != nil {
+		return err
 	}
 	if _, ok := f.users[followee]; !ok {
 		return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", followee)
@@ -254,6 +282,10 @@ func (f *fakeService) Follow(ctx context.Context, follower, followee int64) erro
 }
 
 func (f *fakeService) Unfollow(ctx context.Context, follower, followee int64) error {
+	return f.followsChanged(ctx, f.unfollow(follower, followee), follower)
+}
+
+func (f *fakeService) unfollow(follower, followee int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("Unfollow", follower, followee); err != nil {
@@ -380,6 +412,11 @@ func (f *fakeService) Publish(ctx context.Context, author int64, d feed.Draft, i
 }
 
 func (f *fakeService) EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (feed.Post, error) {
+	p, err := f.editPost(actor, id, e)
+	return p, f.announced(err, func(a feed.Announcer) error { return a.PostEdited(ctx, actor, id, p.Version()) })
+}
+
+func (f *fakeService) editPost(actor, id int64, e feed.PostEdit) (feed.Post, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	args := []any{actor, id}
@@ -429,6 +466,11 @@ func (f *fakeService) PostVersion(ctx context.Context, id, _ int64) (feed.Post, 
 }
 
 func (f *fakeService) DeletePost(ctx context.Context, actor, id int64) error {
+	err := f.deletePost(actor, id)
+	return f.announced(err, func(a feed.Announcer) error { return a.PostDeleted(ctx, actor, id) })
+}
+
+func (f *fakeService) deletePost(actor, id int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("DeletePost", actor, id); err != nil {
@@ -475,19 +517,17 @@ func (f *fakeService) AuthorPosts(ctx context.Context, author, before int64, n i
 	return posts, more, nil
 }
 
-func (f *fakeService) Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
+func (f *fakeService) Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("Feed", reader, before, n); err != nil {
-		return nil, false, err
+		return feed.Page{}, err
 	}
 	if f.feedNext != 0 && before == 0 {
-		feed.SetNext(ctx, f.feedNext)
-		return nil, true, nil
+		return feed.Page{Next: f.feedNext}, nil
 	}
 	followees := f.follows[reader]
-	posts, more := f.postPage(func(p feed.Post) bool { return followees[p.AuthorID] }, before, n)
-	return posts, more, nil
+	return feed.PageOf(f.postPage(func(p feed.Post) bool { return followees[p.AuthorID] }, before, n)), nil
 }
 
 func (f *fakeService) FeedSince(ctx context.Context, reader, after int64, n int) ([]feed.Post, bool, error) {
@@ -544,6 +584,13 @@ func (f *fakeService) setLike(method string, user, post int64, liked bool) (feed
 }
 
 func (f *fakeService) Like(ctx context.Context, user, post int64) (feed.LikeState, error) {
+	f.mu.Lock()
+	p, ok := f.posts[post]
+	hidden := ok && f.blockedLocked(user, p.AuthorID)
+	f.mu.Unlock()
+	if hidden {
+		return feed.LikeState{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", post)
+	}
 	return f.setLike("Like", user, post, true)
 }
 
@@ -553,11 +600,11 @@ func (f *fakeService) Unlike(ctx context.Context, user, post int64) (feed.LikeSt
 
 // LikeStates is not recorded: every post-showing route calls it, and the
 // call logs of the other tests name the call that chose the posts.
-func (f *fakeService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
+func (f *fakeService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.fail["LikeStates"]; err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := map[int64]feed.LikeState{}
 	for _, p := range posts {
@@ -565,39 +612,47 @@ func (f *fakeService) LikeStates(ctx context.Context, viewer int64, posts []feed
 		_, mine := likers[viewer]
 		out[p.ID] = feed.LikeState{Count: int64(len(likers)), LikedByMe: mine}
 	}
-	return out, nil
+	return out, false, nil
 }
 
-func (f *fakeService) PostLikers(ctx context.Context, post, version, user int64, n int) ([]feed.Liker, bool, error) {
+// blockedLocked reports whether a block stands between a and b, either
+// way.
+func (f *fakeService) blockedLocked(a, b int64) bool {
+	return f.blocks[[2]int64{a, b}] || f.blocks[[2]int64{b, a}]
+}
+
+// PostLikers, UserLikes and TopPosts leave out what a block hides, as the
+// likes service does (its read-ahead is its own test's: likes).
+func (f *fakeService) PostLikers(ctx context.Context, viewer, post, version, user int64, n int) (feed.LikerPage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("PostLikers", post, version, user, n); err != nil {
-		return nil, false, err
+		return feed.LikerPage{}, err
 	}
-	if p, ok := f.posts[post]; !ok || p.Deleted {
-		return nil, false, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", post)
+	if p, ok := f.posts[post]; !ok || p.Deleted || f.blockedLocked(viewer, p.AuthorID) {
+		return feed.LikerPage{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", post)
 	}
 	var out []feed.Liker
 	for u, v := range f.likesOf(post) {
-		if version == 0 || v < version {
+		if (version == 0 || v < version) && !f.blockedLocked(viewer, u) {
 			out = append(out, feed.Liker{User: f.users[u], Version: v})
 		}
 	}
 	slices.SortFunc(out, func(a, b feed.Liker) int { return cmp.Compare(b.Version, a.Version) })
 	if len(out) > n {
-		return out[:n], true, nil
+		return feed.LikerPage{Likers: out[:n], Next: out[n-1]}, nil
 	}
-	return out, false, nil
+	return feed.LikerPage{Likers: out}, nil
 }
 
-func (f *fakeService) UserLikes(ctx context.Context, user, before int64, n int) ([]feed.LikedPost, bool, error) {
+func (f *fakeService) UserLikes(ctx context.Context, viewer, user, before int64, n int) (feed.Page, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("UserLikes", user, before, n); err != nil {
-		return nil, false, err
+		return feed.Page{}, err
 	}
-	if _, ok := f.users[user]; !ok {
-		return nil, false, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
+	if _, ok := f.users[user]; !ok || f.blockedLocked(viewer, user) {
+		return feed.Page{}, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
 	}
 	var out []feed.LikedPost
 	for post, likers := range f.likes {
@@ -606,21 +661,30 @@ func (f *fakeService) UserLikes(ctx context.Context, user, before int64, n int) 
 		}
 	}
 	slices.SortFunc(out, func(a, b feed.LikedPost) int { return cmp.Compare(b.Version, a.Version) })
+	var pg feed.Page
 	if len(out) > n {
-		return out[:n], true, nil
+		out, pg.Next = out[:n], out[n-1].Version
 	}
-	return out, false, nil
+	for _, l := range out {
+		if !l.Post.Deleted && !f.blockedLocked(viewer, l.Post.AuthorID) {
+			pg.Posts = append(pg.Posts, l.Post)
+		}
+	}
+	return pg, nil
 }
 
-func (f *fakeService) TopPosts(ctx context.Context, window time.Duration, n int) ([]feed.Post, error) {
+func (f *fakeService) TopPosts(ctx context.Context, viewer int64, window string, n int) ([]feed.Post, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("TopPosts", window, n); err != nil {
 		return nil, err
 	}
+	if window != "" && window != "7d" && window != "24h" {
+		return nil, feed.Errorf(feed.EINVALID, "window must be a duration from 1s to 30d, like 24h, 90m or 7d")
+	}
 	var out []feed.Post
 	for post, likers := range f.likes {
-		if p, ok := f.posts[post]; ok && !p.Deleted && len(likers) > 0 {
+		if p, ok := f.posts[post]; ok && !p.Deleted && len(likers) > 0 && !f.blockedLocked(viewer, p.AuthorID) {
 			out = append(out, p)
 		}
 	}
@@ -743,8 +807,8 @@ func (f *fakeService) relate(method string, set map[[2]int64]bool, user, target 
 	if err := f.record(method, user, target); err != nil {
 		return err
 	}
-	if user == target {
-		return feed.Errorf(feed.EINVALID, "you cannot do this to yourself")
+	if err := feed.CheckNotSelf(strings.ToLower(strings.TrimPrefix(method, "Un")), user, target); err != nil {
+		return err
 	}
 	if _, ok := f.users[target]; !ok {
 		return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", target)
@@ -762,19 +826,19 @@ func (f *fakeService) relate(method string, set map[[2]int64]bool, user, target 
 }
 
 func (f *fakeService) Mute(ctx context.Context, user, target int64) error {
-	return f.relate("Mute", f.mutes, user, target, true)
+	return f.followsChanged(ctx, f.relate("Mute", f.mutes, user, target, true), user)
 }
 
 func (f *fakeService) Unmute(ctx context.Context, user, target int64) error {
-	return f.relate("Unmute", f.mutes, user, target, false)
+	return f.followsChanged(ctx, f.relate("Unmute", f.mutes, user, target, false), user)
 }
 
 func (f *fakeService) Block(ctx context.Context, user, target int64) error {
-	return f.relate("Block", f.blocks, user, target, true)
+	return f.followsChanged(ctx, f.relate("Block", f.blocks, user, target, true), target, user)
 }
 
 func (f *fakeService) Unblock(ctx context.Context, user, target int64) error {
-	return f.relate("Unblock", f.blocks, user, target, false)
+	return f.followsChanged(ctx, f.relate("Unblock", f.blocks, user, target, false), target, user)
 }
 
 func (f *fakeService) relatedPage(method string, set map[[2]int64]bool, user, after int64, n int) ([]feed.User, bool, error) {

@@ -1,17 +1,10 @@
 package httpapi
 
 import (
-	"context"
-	"fmt"
 	"net/http"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/feedd/feedd/internal/feed"
 )
-
-// announceWorkers bounds the announcements a follow batch sends at once.
-const announceWorkers = 8
 
 type edgeJSON struct {
 	FollowerID jsonID `json:"follower_id"`
@@ -57,10 +50,9 @@ func edgeResults(edges []feed.Edge, results []string) []edgeResultJSON {
 }
 
 // handleFollowBatch makes an app's batch of follows and unfollows and
-// answers the outcome of each pair in order. Then, as a single follow does
-// (announcing), it tells the live streams of every follower it touched to
-// read their authors again.
-func handleFollowBatch(svc Service, lv *Live) http.Handler {
+// answers the outcome of each pair in order (the timeline tells the live
+// streams of every follower it touched, as for a single follow).
+func handleFollowBatch(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		req, err := decode[followBatchRequest](r)
 		if err != nil {
@@ -72,34 +64,6 @@ func handleFollowBatch(svc Service, lv *Live) http.Handler {
 			return err
 		}
 		encode(w, http.StatusOK, followBatchJSON{Follow: edgeResults(follow, followed), Unfollow: edgeResults(unfollow, unfollowed)})
-		if lv == nil || lv.Announce == nil {
-			return nil
-		}
-		readers := map[int64]bool{}
-		for i, e := range follow {
-			if followed[i] == feed.EdgeCreated || followed[i] == feed.EdgeExists {
-				readers[e.Follower] = true
-			}
-		}
-		for i, e := range unfollow {
-			if unfollowed[i] == feed.EdgeRemoved || unfollowed[i] == feed.EdgeAbsent {
-				readers[e.Follower] = true
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), announceTimeout)
-		defer cancel()
-		// One message per reader; a few at once, so that a batch of 1,000
-		// readers is not 1,000 round trips end to end.
-		var g errgroup.Group
-		g.SetLimit(announceWorkers)
-		for reader := range readers {
-			g.Go(func() error { return lv.Announce.FollowsChanged(ctx, reader) })
-		}
-		if err := g.Wait(); err != nil {
-			// The changes are made; open streams learn of them late (a
-			// reconnect reads the feed afresh). The request log says so.
-			noteError(w, fmt.Errorf("httpapi: announce a follow batch to the live streams: %w", err))
-		}
 		return nil
 	})
 }

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/feedd/feedd/internal/feed"
 )
@@ -87,9 +86,6 @@ func TestLikesBadInput(t *testing.T) {
 		"/v1/posts/" + id + "/likes?cursor=" + feed.EncodeCursor(feed.CursorFeed, 5), // another list's cursor
 		"/v1/users/2/likes?cursor=" + feed.EncodeLikerCursor(5, 1),
 		"/v1/users/0/likes",
-		"/v1/posts/top?window=0s",
-		"/v1/posts/top?window=1x",
-		"/v1/posts/top?window=d",
 		"/v1/posts/top?cursor=abc",
 	} {
 		r := e.do(req{method: "GET", path: path, token: tok})
@@ -118,5 +114,14 @@ func TestLikesBadInput(t *testing.T) {
 	wantCalls(t, e.svc, "PostLikers["+id+" 0 0 2]")
 	r = e.do(req{method: "GET", path: "/v1/posts/top?window=7d&limit=5", token: tok})
 	wantStatus(t, r, http.StatusOK)
-	wantCalls(t, e.svc, "TopPosts["+(7*24*time.Hour).String()+" 5]")
+	wantCalls(t, e.svc, "TopPosts[7d 5]")
+	// The window's rule is the likes service's (likes.TestTopWindow); its
+	// refusal is a 400 invalid.
+	for _, w := range []string{"0s", "1x", "d"} {
+		r := e.do(req{method: "GET", path: "/v1/posts/top?window=" + w, token: tok})
+		wantStatus(t, r, http.StatusBadRequest)
+		if got := r.errorCode(t); got != feed.EINVALID {
+			t.Errorf("window %s: code %q; want invalid", w, got)
+		}
+	}
 }

@@ -11,15 +11,13 @@ import (
 )
 
 // Live is what the live stream needs beyond the timeline and the likes:
-// the process's hub of open streams, the announcer that tells every
-// process's streams of deletes and follow changes, and the shared
-// key-value store that holds stream tickets (so that a ticket minted by
-// one process is redeemed on another). A nil Live, or a nil Hub, answers
-// the stream 503.
+// the process's hub of open streams and the shared key-value store that
+// holds stream tickets (so that a ticket minted by one process is redeemed
+// on another). A nil Live, or a nil Hub, answers the stream 503. The
+// services that make changes announce them to the streams themselves.
 type Live struct {
-	Hub      *stream.Hub
-	Announce *stream.Announcer
-	Tickets  feed.KV
+	Hub     *stream.Hub
+	Tickets feed.KV
 }
 
 // streamPath is the stream's route; guardStream leaves it out of the
@@ -30,7 +28,7 @@ const streamPath = "/v1/me/feed/stream"
 // handleStream is the live stream's own handler (stream.Handler), which
 // serves it from the opening to the end, or a 503 when the process has no
 // live stream.
-func handleStream(tok *tokens, svc Service, lk Likes, lv *Live) http.Handler {
+func handleStream(tok *tokens, svc Timeline, lk Likes, lv *Live) http.Handler {
 	if lv == nil || lv.Hub == nil {
 		return handler(func(w http.ResponseWriter, r *http.Request) error {
 			if _, err := actingUser(r); err != nil {
@@ -96,7 +94,7 @@ type ticketJSON struct {
 // handleStreamTicket mints a single-use ticket that opens one stream as
 // the caller within stream.TicketTTL, for EventSource, which cannot send
 // an Authorization header: the token itself never goes in a URL.
-func handleStreamTicket(tok *tokens, svc Service, lv *Live) http.Handler {
+func handleStreamTicket(tok *tokens, svc Timeline, lv *Live) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {

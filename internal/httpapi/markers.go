@@ -35,7 +35,7 @@ func (req setMarkerRequest) valid() error {
 	return nil
 }
 
-func handleMarkerGet(svc Service) http.Handler {
+func handleMarkerGet(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {
@@ -52,7 +52,7 @@ func handleMarkerGet(svc Service) http.Handler {
 
 // handleMarkerPut moves the marker forward only: an older position, from
 // a device that fell behind, answers the current state and changes nothing.
-func handleMarkerPut(svc Service) http.Handler {
+func handleMarkerPut(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {

@@ -7,26 +7,34 @@ import (
 
 	"github.com/feedd/feedd/internal/apijson"
 	"github.com/feedd/feedd/internal/feed"
-	"github.com/feedd/feedd/internal/stream"
+	"github.com/feedd/feedd/internal/pages"
 )
 
 // noLikesYet is the likes of a post just created: 0 and false.
 var noLikesYet = map[int64]feed.LikeState{}
 
-// showPosts is the one place a response's posts get their likes: it
-// returns posts as a page ready to encode, each with its like count and
-// whether viewer (0: nobody) likes it, or neither while the likes service
-// drops that enrichment (degradation switch L1). notes (nil: none) are
-// those the page's service calls ran under, ctx's: a page the timeline or
-// the likes answered from the cache alone is marked degraded.
-func showPosts(ctx context.Context, lk Likes, viewer int64, posts []feed.Post, more bool, notes *feed.Notes) (apijson.PostsPage, error) {
-	states, err := lk.LikeStates(ctx, viewer, posts)
-	if err != nil {
-		return apijson.PostsPage{}, err
+// renderPosts renders a page of posts with their likes (joined by package
+// pages) as the API sends it: the cursor of kind names pg's Next, as the
+// service decided it.
+func renderPosts(pg pages.Page, kind byte) apijson.PostsPage {
+	page := apijson.NewPostsPage(pg.Posts, false, pg.States)
+	if pg.More() {
+		c := feed.EncodeCursor(kind, pg.Next)
+		page.NextCursor = &c
 	}
-	page := apijson.NewPostsPage(posts, more, states)
-	page.Degraded = notes.Degraded()
-	return page, nil
+	page.Degraded = pg.Degraded
+	return page
+}
+
+// showPosts joins posts with their likes (pages.Join) and renders them,
+// for the live stream's resume; likesDegraded says the likes came from the
+// cache alone.
+func showPosts(ctx context.Context, lk Likes, viewer int64, pg feed.Page) (page apijson.PostsPage, likesDegraded bool, err error) {
+	joined, likesDegraded, err := pages.Join(ctx, lk, viewer, pg)
+	if err != nil {
+		return apijson.PostsPage{}, false, err
+	}
+	return renderPosts(joined, feed.CursorFeed), likesDegraded, nil
 }
 
 // postData is a post's data in a request body, checked and compacted
@@ -97,7 +105,7 @@ func (req createPostRequest) fingerprint() ([]byte, error) {
 	}{d.Content, json.RawMessage(d.Data), d.ExternalID})
 }
 
-func handlePostCreate(svc Service) http.Handler {
+func handlePostCreate(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {
@@ -135,8 +143,8 @@ type editPostRequest struct {
 }
 
 func (req editPostRequest) valid() error {
-	if req.Content == nil && !req.Data.set {
-		return feed.Errorf(feed.EINVALID, "send the content, the data or both to edit a post")
+	if err := req.edit().Check(); err != nil {
+		return err
 	}
 	if req.Content != nil {
 		return feed.CheckContent(*req.Content)
@@ -148,9 +156,9 @@ func (req editPostRequest) edit() feed.PostEdit {
 	return feed.PostEdit{Content: req.Content, SetData: req.Data.set, Data: req.Data.json}
 }
 
-// handlePostEdit edits a post and tells the live streams, so that those
-// that sent the post send it again as edited (event: update).
-func handlePostEdit(svc Service, lk Likes, lv *Live) http.Handler {
+// handlePostEdit edits a post (the timeline tells the live streams, so that
+// those that sent the post send it again as edited).
+func handlePostEdit(pg *pages.Service) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, id, err := actingUserAndPostID(r)
 		if err != nil {
@@ -160,48 +168,31 @@ func handlePostEdit(svc Service, lk Likes, lv *Live) http.Handler {
 		if err != nil {
 			return err
 		}
-		p, err := svc.EditPost(r.Context(), me, id, req.edit())
+		page, err := pg.EditPost(r.Context(), me, id, req.edit())
 		if err != nil {
 			return err
 		}
-		page, err := showPosts(r.Context(), lk, me, []feed.Post{p}, false, nil)
-		if err != nil {
-			return err
-		}
-		encode(w, http.StatusOK, page.Items[0])
-		announce(w, r, lv, func(ctx context.Context, a *stream.Announcer) error {
-			return a.PostEdited(ctx, me, id, p.Version())
-		})
+		encode(w, http.StatusOK, renderPosts(page, feed.CursorFeed).Items[0])
 		return nil
 	})
 }
 
-func handlePostGet(svc Service, lk Likes) http.Handler {
+func handlePostGet(pg *pages.Service) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathPostID(r)
 		if err != nil {
 			return err
 		}
-		p, err := svc.Post(r.Context(), id)
-		if err == nil && p.Deleted {
-			err = feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
-		}
-		if err == nil && notBlocked(r.Context(), svc, p.AuthorID) != nil {
-			err = feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
-		}
+		page, err := pg.Post(r.Context(), viewerFrom(r.Context()), id)
 		if err != nil {
 			return err
 		}
-		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), []feed.Post{p}, false, nil)
-		if err != nil {
-			return err
-		}
-		encode(w, http.StatusOK, page.Items[0])
+		encode(w, http.StatusOK, renderPosts(page, feed.CursorFeed).Items[0])
 		return nil
 	})
 }
 
-func handlePostDelete(svc Service) http.Handler {
+func handlePostDelete(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, id, err := actingUserAndPostID(r)
 		if err != nil {
@@ -215,7 +206,7 @@ func handlePostDelete(svc Service) http.Handler {
 	})
 }
 
-func handleAuthorPosts(svc Service, lk Likes) http.Handler {
+func handleAuthorPosts(pg *pages.Service) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
@@ -225,23 +216,16 @@ func handleAuthorPosts(svc Service, lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
-		if err := notBlocked(r.Context(), svc, id); err != nil {
-			return err
-		}
-		posts, more, err := svc.AuthorPosts(r.Context(), id, before, limit)
+		page, err := pg.AuthorPosts(r.Context(), viewerFrom(r.Context()), id, before, limit)
 		if err != nil {
 			return err
 		}
-		page, err := showPosts(r.Context(), lk, viewerFrom(r.Context()), posts, more, nil)
-		if err != nil {
-			return err
-		}
-		encode(w, http.StatusOK, page)
+		encode(w, http.StatusOK, renderPosts(page, feed.CursorFeed))
 		return nil
 	})
 }
 
-func handleFeed(svc Service, lk Likes) http.Handler {
+func handleFeed(pg *pages.Service) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {
@@ -251,22 +235,11 @@ func handleFeed(svc Service, lk Likes) http.Handler {
 		if err != nil {
 			return err
 		}
-		ctx, notes := feed.WithNotes(r.Context())
-		posts, more, err := svc.Feed(ctx, me, before, limit)
+		page, err := pg.Feed(r.Context(), me, before, limit)
 		if err != nil {
 			return err
 		}
-		page, err := showPosts(ctx, lk, me, posts, more, notes)
-		if err != nil {
-			return err
-		}
-		if next := notes.Next(); next != 0 && more {
-			// The page stopped early, filtering: the cursor goes on from
-			// where its reading stopped.
-			c := feed.EncodeCursor(feed.CursorFeed, next)
-			page.NextCursor = &c
-		}
-		encode(w, http.StatusOK, page)
+		encode(w, http.StatusOK, renderPosts(page, feed.CursorFeed))
 		return nil
 	})
 }

@@ -47,7 +47,7 @@ func toJobJSON(p feed.Purge) jobJSON {
 }
 
 // handleUserDelete deletes the user of the path (admin).
-func handleUserDelete(svc Service) http.Handler {
+func handleUserDelete(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
@@ -58,7 +58,7 @@ func handleUserDelete(svc Service) http.Handler {
 }
 
 // handleMeDelete deletes the caller's own account.
-func handleMeDelete(svc Service) http.Handler {
+func handleMeDelete(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {
@@ -68,7 +68,7 @@ func handleMeDelete(svc Service) http.Handler {
 	})
 }
 
-func deleteUser(w http.ResponseWriter, r *http.Request, svc Service, id int64) error {
+func deleteUser(w http.ResponseWriter, r *http.Request, svc Timeline, id int64) error {
 	if _, err := svc.DeleteUser(r.Context(), id); err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func deleteUser(w http.ResponseWriter, r *http.Request, svc Service, id int64) e
 
 // handleJobGet shows a background job: the purge of a deleted user, by
 // the user's id.
-func handleJobGet(svc Service) http.Handler {
+func handleJobGet(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
@@ -101,7 +101,7 @@ type purgeStateJSON struct {
 
 // userError is err for user id; for a user not found whose deletion was
 // asked, it carries how far the purge is, for the 404's body.
-func userError(r *http.Request, svc Service, id int64, err error) error {
+func userError(r *http.Request, svc Timeline, id int64, err error) error {
 	if feed.ErrorCode(err) != feed.ENOTFOUND {
 		return err
 	}

@@ -11,19 +11,19 @@ import (
 // who does not exist: GET /v1/users/{id}, its posts, likes and follow lists, and
 // GET /v1/posts/{id} of its posts answer 404 to the other side (as on
 // Twitter and Mastodon, nothing tells a blocked user apart from a missing
-// one). Lists (likers, a user's likes, top posts) leave the other's
-// entries out; a post's like_count stays the true count.
+// one). The likes lists (likers, a user's likes, top posts) leave the
+// other's entries out: the likes service does (likes/visible.go).
 
-// relation is Service.Mute, Unmute, Block or Unblock as a method
+// relation is Timeline.Mute, Unmute, Block or Unblock as a method
 // expression.
-type relation func(svc Service, ctx context.Context, user, target int64) error
+type relation func(svc Timeline, ctx context.Context, user, target int64) error
 
-func handleMute(svc Service) http.Handler    { return handleRelation(svc, Service.Mute) }
-func handleUnmute(svc Service) http.Handler  { return handleRelation(svc, Service.Unmute) }
-func handleBlock(svc Service) http.Handler   { return handleRelation(svc, Service.Block) }
-func handleUnblock(svc Service) http.Handler { return handleRelation(svc, Service.Unblock) }
+func handleMute(svc Timeline) http.Handler    { return handleRelation(svc, Timeline.Mute) }
+func handleUnmute(svc Timeline) http.Handler  { return handleRelation(svc, Timeline.Unmute) }
+func handleBlock(svc Timeline) http.Handler   { return handleRelation(svc, Timeline.Block) }
+func handleUnblock(svc Timeline) http.Handler { return handleRelation(svc, Timeline.Unblock) }
 
-func handleRelation(svc Service, change relation) http.Handler {
+func handleRelation(svc Timeline, change relation) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, id, err := actingUserAndID(r)
 		if err != nil {
@@ -37,12 +37,12 @@ func handleRelation(svc Service, change relation) http.Handler {
 	})
 }
 
-func handleMutes(svc Service) http.Handler  { return handleMyList(svc, Service.Mutes) }
-func handleBlocks(svc Service) http.Handler { return handleMyList(svc, Service.Blocks) }
+func handleMutes(svc Timeline) http.Handler  { return handleMyList(svc, Timeline.Mutes) }
+func handleBlocks(svc Timeline) http.Handler { return handleMyList(svc, Timeline.Blocks) }
 
 // handleMyList pages one of the actor's own user lists, like the
 // followers list.
-func handleMyList(svc Service, list userLister) http.Handler {
+func handleMyList(svc Timeline, list userLister) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {
@@ -54,13 +54,13 @@ func handleMyList(svc Service, list userLister) http.Handler {
 
 // hiddenFor is what the request's viewer does not see (nothing for the
 // admin).
-func hiddenFor(ctx context.Context, svc Service) (feed.Hidden, error) {
+func hiddenFor(ctx context.Context, svc Timeline) (feed.Hidden, error) {
 	return svc.Hidden(ctx, viewerFrom(ctx))
 }
 
 // notBlocked returns ENOTFOUND, as for a user who does not exist, when a
 // block stands between the viewer and user.
-func notBlocked(ctx context.Context, svc Service, user int64) error {
+func notBlocked(ctx context.Context, svc Timeline, user int64) error {
 	h, err := hiddenFor(ctx, svc)
 	if err != nil {
 		return err
@@ -69,19 +69,4 @@ func notBlocked(ctx context.Context, svc Service, user int64) error {
 		return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
 	}
 	return nil
-}
-
-// withoutBlocked returns posts without those whose author is blocked
-// either way by the viewer.
-func withoutBlocked(h feed.Hidden, posts []feed.Post) []feed.Post {
-	if h.Empty() {
-		return posts
-	}
-	kept := make([]feed.Post, 0, len(posts))
-	for _, p := range posts {
-		if !h.Blocked(p.AuthorID) {
-			kept = append(kept, p)
-		}
-	}
-	return kept
 }

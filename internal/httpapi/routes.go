@@ -6,6 +6,7 @@ import (
 
 	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/pages"
 )
 
 // routes is the whole API surface on one screen. It is the single table the
@@ -14,7 +15,8 @@ import (
 // Handler makers only capture their arguments, so the table can be built
 // with nil services. Each route's class for rate limits and load shedding
 // follows from its method and access (classOf, in defence.go).
-func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func(context.Context) []feed.Check, metrics http.Handler, lv *Live, con Console) []route {
+func routes(tok *tokens, svc Timeline, lk Likes, sw *degrade.Switches, ready func(context.Context) []feed.Check, metrics http.Handler, lv *Live, con Console) []route {
+	pg := pages.New(svc, lk)
 	return []route{
 		{"POST", "/v1/users", admin, handleUserCreate(svc)},
 		{"POST", "/v1/users/{id}/tokens", admin, handleTokenCreate(tok, svc)},
@@ -23,33 +25,33 @@ func routes(tok *tokens, svc Service, lk Likes, sw *degrade.Switches, ready func
 		{"GET", "/v1/users/{id}", reader, handleUserGet(svc)},
 		{"GET", "/v1/users/{id}/followers", reader, handleFollowers(svc)},
 		{"GET", "/v1/users/{id}/following", reader, handleFollowing(svc)},
-		{"GET", "/v1/users/{id}/posts", reader, handleAuthorPosts(svc, lk)},
+		{"GET", "/v1/users/{id}/posts", reader, handleAuthorPosts(pg)},
 		{"GET", "/v1/users/{id}/export", reader, handleUserExport(svc)},
 		{"DELETE", "/v1/me", actor, handleMeDelete(svc)},
-		{"PUT", "/v1/me/following/{id}", actor, announcing(lv, 'f', handleFollow(svc))},
-		{"DELETE", "/v1/me/following/{id}", actor, announcing(lv, 'f', handleUnfollow(svc))},
-		{"GET", "/v1/me/feed", actor, handleFeed(svc, lk)},
+		{"PUT", "/v1/me/following/{id}", actor, handleFollow(svc)},
+		{"DELETE", "/v1/me/following/{id}", actor, handleUnfollow(svc)},
+		{"GET", "/v1/me/feed", actor, handleFeed(pg)},
 		{"GET", streamPath, actorOrTicket, handleStream(tok, svc, lk, lv)},
 		{"POST", "/v1/me/feed/stream-tickets", actor, handleStreamTicket(tok, svc, lv)},
 		{"GET", "/v1/me/markers/home", actor, handleMarkerGet(svc)},
 		{"PUT", "/v1/me/markers/home", actor, handleMarkerPut(svc)},
-		{"PUT", "/v1/me/mutes/{id}", actor, announcing(lv, 'f', handleMute(svc))},
-		{"DELETE", "/v1/me/mutes/{id}", actor, announcing(lv, 'f', handleUnmute(svc))},
+		{"PUT", "/v1/me/mutes/{id}", actor, handleMute(svc)},
+		{"DELETE", "/v1/me/mutes/{id}", actor, handleUnmute(svc)},
 		{"GET", "/v1/me/mutes", actor, handleMutes(svc)},
-		{"PUT", "/v1/me/blocks/{id}", actor, announcing(lv, 'b', handleBlock(svc))},
-		{"DELETE", "/v1/me/blocks/{id}", actor, announcing(lv, 'b', handleUnblock(svc))},
+		{"PUT", "/v1/me/blocks/{id}", actor, handleBlock(svc)},
+		{"DELETE", "/v1/me/blocks/{id}", actor, handleUnblock(svc)},
 		{"GET", "/v1/me/blocks", actor, handleBlocks(svc)},
 		{"POST", "/v1/posts", actor, handlePostCreate(svc)},
-		{"GET", "/v1/posts/{id}", reader, handlePostGet(svc, lk)},
-		{"PATCH", "/v1/posts/{id}", actor, handlePostEdit(svc, lk, lv)},
-		{"DELETE", "/v1/posts/{id}", actor, announcing(lv, 'd', handlePostDelete(svc))},
-		{"PUT", "/v1/posts/{id}/like", actor, handleLike(svc, lk, true)},
-		{"DELETE", "/v1/posts/{id}/like", actor, handleLike(svc, lk, false)},
-		{"GET", "/v1/posts/{id}/likes", reader, handlePostLikers(svc, lk)},
-		{"GET", "/v1/users/{id}/likes", reader, handleUserLikes(svc, lk)},
-		{"GET", "/v1/posts/top", reader, handleTopPosts(svc, lk)},
+		{"GET", "/v1/posts/{id}", reader, handlePostGet(pg)},
+		{"PATCH", "/v1/posts/{id}", actor, handlePostEdit(pg)},
+		{"DELETE", "/v1/posts/{id}", actor, handlePostDelete(svc)},
+		{"PUT", "/v1/posts/{id}/like", actor, handleLike(lk, true)},
+		{"DELETE", "/v1/posts/{id}/like", actor, handleLike(lk, false)},
+		{"GET", "/v1/posts/{id}/likes", reader, handlePostLikers(lk)},
+		{"GET", "/v1/users/{id}/likes", reader, handleUserLikes(pg)},
+		{"GET", "/v1/posts/top", reader, handleTopPosts(pg)},
 		{"GET", "/v1/admin/jobs/{id}", admin, handleJobGet(svc)},
-		{"POST", "/v1/admin/follows/batch", admin, handleFollowBatch(svc, lv)},
+		{"POST", "/v1/admin/follows/batch", admin, handleFollowBatch(svc)},
 		{"GET", "/v1/admin/degradation", admin, handleDegradationGet(sw)},
 		{"PUT", "/v1/admin/degradation", admin, handleDegradationPut(sw)},
 		{"GET", "/v1/admin/overview", admin, handleOverview(con)},

@@ -1,6 +1,7 @@
 // Package httpapi is feedd's HTTP API: the JSON contract that clients and
 // test suites are written against. It turns requests into calls on the
-// timeline (Service) and the likes (Likes), domain error codes into
+// timeline (Timeline), the likes (Likes) and the pages that join the two
+// (package pages), renders what they return, turns domain error codes into
 // statuses (one table, in errors.go), and owns what only the edge knows
 // about: bearer tokens, request bodies, cursors in query strings, request
 // logs, latency metrics and panics. It knows nothing of the backends
@@ -25,11 +26,11 @@ import (
 	"github.com/feedd/feedd/internal/stream"
 )
 
-// Service is what the API needs of the timeline service: users, follows,
+// Timeline is what the API needs of the timeline service: users, follows,
 // posts and feeds (Likes, in likes.go, is the rest). It is declared here,
 // where it is used, so the API can be tested against a fake and the domain
 // can grow without the API noticing.
-type Service interface {
+type Timeline interface {
 	// CreateUser creates a user; id 0 asks for a generated id. ECONFLICT if
 	// the id is taken.
 	CreateUser(ctx context.Context, id int64, name string) (feed.User, error)
@@ -71,8 +72,9 @@ type Service interface {
 	// (0: from the newest), newest first; ENOTFOUND for an unknown author.
 	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, bool, error)
 	// Feed returns up to n posts of reader's home feed with ids below
-	// before (0: from the newest), newest first.
-	Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error)
+	// before (0: from the newest), newest first, with the next page's
+	// position and whether the page was served degraded.
+	Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error)
 	// FeedSince returns up to n posts of reader's home feed with ids above
 	// after, newest first, from SQL (not from caches a fan-out may not
 	// have reached yet), and whether there were more.
@@ -121,8 +123,8 @@ type Service interface {
 	Ready(ctx context.Context) error
 }
 
-// checker is a Service that reports each dependency by name, for /readyz;
-// a Service without it is ready or not as a whole.
+// checker is a Timeline that reports each dependency by name, for /readyz;
+// a Timeline without it is ready or not as a whole.
 type checker interface {
 	Checks(ctx context.Context) []feed.Check
 }
@@ -206,7 +208,7 @@ func (c Config) withDefaults() Config {
 // NewServer returns the whole public API, probes and metrics included,
 // over the timeline service svc and the likes service lk. It registers the request-duration histogram on reg (nil: no histogram) and
 // serves metrics at /metrics (nil: 404).
-func NewServer(logger *slog.Logger, cfg Config, svc Service, lk Likes, reg prometheus.Registerer, metrics http.Handler) http.Handler {
+func NewServer(logger *slog.Logger, cfg Config, svc Timeline, lk Likes, reg prometheus.Registerer, metrics http.Handler) http.Handler {
 	cfg = cfg.withDefaults()
 	logger = orDiscard(logger)
 	tok := newTokens(cfg, svc)

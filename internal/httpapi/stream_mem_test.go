@@ -66,7 +66,7 @@ func idleStreamBytes(b testing.TB, n int) (heap, stack int64) {
 	srv := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), Config{
 		JWTSecret: []byte(testSecret),
 		Now:       func() time.Time { return testNow },
-		Live:      &Live{Hub: hub, Announce: stream.NewAnnouncer(cache), Tickets: cache},
+		Live:      &Live{Hub: hub, Tickets: cache},
 	}, svc, svc, nil, nil))
 	defer srv.Close()
 	defer hub.Shutdown() // before srv.Close, which waits for the streams

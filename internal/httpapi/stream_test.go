@@ -24,7 +24,7 @@ import (
 
 // streamEnv is a server with a live stream: a real hub and announcer on
 // the in-process notifier, tickets in the in-process cache, a fake
-// Service, and a clock tests can move.
+// Timeline, and a clock tests can move.
 type streamEnv struct {
 	t   *testing.T
 	url string
@@ -67,11 +67,12 @@ func newStreamEnvWith(t *testing.T, cfg stream.Config, tweak func(*Config)) *str
 	now := &atomic.Int64{}
 	now.Store(testNow.UnixNano())
 	ann := stream.NewAnnouncer(cache)
+	svc.announcer = ann
 	apiCfg := Config{
 		AdminToken: testAdmin,
 		JWTSecret:  []byte(testSecret),
 		Now:        func() time.Time { return time.Unix(0, now.Load()) },
-		Live:       &Live{Hub: hub, Announce: ann, Tickets: cache},
+		Live:       &Live{Hub: hub, Tickets: cache},
 	}
 	if tweak != nil {
 		tweak(&apiCfg)
@@ -558,7 +559,7 @@ func TestStreamUpdate(t *testing.T) {
 
 // newStreamEnvOf is the API in front of svc and lk with a hub whose every
 // reader follows alice; fake is what svc and lk fake.
-func newStreamEnvOf(t *testing.T, fake *fakeService, svc Service, lk Likes) *streamEnv {
+func newStreamEnvOf(t *testing.T, fake *fakeService, svc Timeline, lk Likes) *streamEnv {
 	t.Helper()
 	cache := inmemcache.New(inmemcache.Options{})
 	t.Cleanup(func() { cache.Close() })
@@ -568,7 +569,8 @@ func newStreamEnvOf(t *testing.T, fake *fakeService, svc Service, lk Likes) *str
 	go hub.Run(ctx)
 	t.Cleanup(cancel)
 	ann := stream.NewAnnouncer(cache)
-	cfg := Config{AdminToken: testAdmin, JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }, Live: &Live{Hub: hub, Announce: ann, Tickets: cache}}
+	fake.announcer = ann
+	cfg := Config{AdminToken: testAdmin, JWTSecret: []byte(testSecret), Now: func() time.Time { return testNow }, Live: &Live{Hub: hub, Tickets: cache}}
 	srv := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), cfg, svc, lk, nil, nil))
 	t.Cleanup(srv.Close)
 	t.Cleanup(hub.Shutdown) // before srv.Close, which waits for the streams
@@ -588,7 +590,7 @@ func (l *countingLikes) LikedBy(ctx context.Context, p feed.Post, readers []int6
 	liked := map[int64]bool{}
 	var count int64
 	for _, r := range readers {
-		st, err := l.fakeService.LikeStates(ctx, r, []feed.Post{p})
+		st, _, err := l.fakeService.LikeStates(ctx, r, []feed.Post{p})
 		if err != nil {
 			return 0, nil, false, err
 		}

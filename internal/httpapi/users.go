@@ -22,7 +22,7 @@ type createUserRequest struct {
 
 func (req createUserRequest) valid() error { return feed.CheckName(req.Name) }
 
-func handleUserCreate(svc Service) http.Handler {
+func handleUserCreate(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		req, err := decode[createUserRequest](r)
 		if err != nil {
@@ -62,7 +62,7 @@ type tokenJSON struct {
 	ExpiresAt string `json:"expires_at"`
 }
 
-func handleTokenCreate(tok *tokens, svc Service) http.Handler {
+func handleTokenCreate(tok *tokens, svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
@@ -90,7 +90,7 @@ func handleTokenCreate(tok *tokens, svc Service) http.Handler {
 
 // handleTokensRevoke refuses every token minted for a user before the
 // call, on every process within a second; tokens minted after it work.
-func handleTokensRevoke(svc Service) http.Handler {
+func handleTokensRevoke(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
@@ -104,7 +104,7 @@ func handleTokensRevoke(svc Service) http.Handler {
 	})
 }
 
-func handleUserGet(svc Service) http.Handler {
+func handleUserGet(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
@@ -122,14 +122,14 @@ func handleUserGet(svc Service) http.Handler {
 	})
 }
 
-// userLister is Service.Followers or Service.Following as a method
-// expression, so that choosing one does not touch a Service value.
-type userLister func(svc Service, ctx context.Context, user, after int64, n int) ([]feed.User, bool, error)
+// userLister is Timeline.Followers or Timeline.Following as a method
+// expression, so that choosing one does not touch a Timeline value.
+type userLister func(svc Timeline, ctx context.Context, user, after int64, n int) ([]feed.User, bool, error)
 
-func handleFollowers(svc Service) http.Handler { return handleUserList(svc, Service.Followers) }
-func handleFollowing(svc Service) http.Handler { return handleUserList(svc, Service.Following) }
+func handleFollowers(svc Timeline) http.Handler { return handleUserList(svc, Timeline.Followers) }
+func handleFollowing(svc Timeline) http.Handler { return handleUserList(svc, Timeline.Following) }
 
-func handleUserList(svc Service, list userLister) http.Handler {
+func handleUserList(svc Timeline, list userLister) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r)
 		if err != nil {
@@ -143,7 +143,7 @@ func handleUserList(svc Service, list userLister) http.Handler {
 }
 
 // writeUserPage answers with the page of user's list the query asks for.
-func writeUserPage(w http.ResponseWriter, r *http.Request, svc Service, list userLister, user int64) error {
+func writeUserPage(w http.ResponseWriter, r *http.Request, svc Timeline, list userLister, user int64) error {
 	after, limit, err := pageQuery(r, feed.CursorUsers)
 	if err != nil {
 		return err
@@ -158,14 +158,11 @@ func writeUserPage(w http.ResponseWriter, r *http.Request, svc Service, list use
 	return nil
 }
 
-func handleFollow(svc Service) http.Handler {
+func handleFollow(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, id, err := actingUserAndID(r)
 		if err != nil {
 			return err
-		}
-		if id == me {
-			return feed.Errorf(feed.EINVALID, "you cannot follow yourself")
 		}
 		if err := svc.Follow(r.Context(), me, id); err != nil {
 			return err
@@ -175,7 +172,7 @@ func handleFollow(svc Service) http.Handler {
 	})
 }
 
-func handleUnfollow(svc Service) http.Handler {
+func handleUnfollow(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, id, err := actingUserAndID(r)
 		if err != nil {

@@ -94,11 +94,9 @@ type Caches struct {
 	// KV holds the delivery modes' epoch (timeline.NewModesEpoch).
 	KV feed.KV
 	// Streams tells a reader's open live streams that whom it follows
-	// changed (stream.Announcer), so that they listen to the new
+	// changed (FollowsChanged), so that they listen to the new
 	// followees.
-	Streams interface {
-		FollowsChanged(ctx context.Context, reader int64) error
-	}
+	Streams feed.Announcer
 	// InboxTTL is the inboxes' lifetime; LikeCountTTL the counters'.
 	InboxTTL, LikeCountTTL time.Duration
 }

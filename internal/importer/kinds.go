@@ -64,8 +64,8 @@ func (r *run) parseFollow(line []byte) ([2]int64, error) {
 	if err := errors.Join(required("follower_id", l.FollowerID), required("followee_id", l.FolloweeID)); err != nil {
 		return [2]int64{}, errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	if l.FollowerID == l.FolloweeID {
-		return [2]int64{}, errors.New("a user cannot follow themselves")
+	if err := feed.CheckNotSelf("follow", int64(l.FollowerID), int64(l.FolloweeID)); err != nil {
+		return [2]int64{}, errors.New(feed.ErrorMessage(err))
 	}
 	return [2]int64{int64(l.FollowerID), int64(l.FolloweeID)}, nil
 }

@@ -8,8 +8,16 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// Like makes user like post; liking twice counts once.
+// Like makes user like post; liking twice counts once. A post of a user
+// on the other side of a block does not exist for the liker (ENOTFOUND).
 func (s *Service) Like(ctx context.Context, user, post int64) (feed.LikeState, error) {
+	h, err := s.posts.Hidden(ctx, user)
+	if err != nil {
+		return feed.LikeState{}, err
+	}
+	if err := s.visiblePost(ctx, h, post); err != nil {
+		return feed.LikeState{}, err
+	}
 	return s.set(ctx, user, post, true)
 }
 

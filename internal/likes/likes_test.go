@@ -58,6 +58,13 @@ func (r *roundTrips) reset() { r.trips.Store(0); r.cmds.Store(0) }
 // timeline service.
 type storePosts struct{ s *sqlstore.Store }
 
+func (p storePosts) Hidden(ctx context.Context, viewer int64) (feed.Hidden, error) {
+	if viewer == 0 {
+		return feed.Hidden{}, nil
+	}
+	return p.s.Hidden(ctx, viewer)
+}
+
 func (p storePosts) LivePosts(ctx context.Context, ids []int64) ([]feed.Post, error) {
 	found, err := p.s.Posts(ctx, ids)
 	if err != nil {
@@ -157,14 +164,14 @@ func TestPageCostsOneRoundTrip(t *testing.T) {
 		}
 	}
 	// A first read caches the counters of posts nobody liked (0).
-	if _, err := f.svc.LikeStates(ctx, 2, f.posts); err != nil {
+	if _, _, err := f.svc.LikeStates(ctx, 2, f.posts); err != nil {
 		t.Fatal(err)
 	}
 	cold := metric(t, f.reg, "feedd_likes_cold_reads_total")
 	loads := metric(t, f.reg, "feedd_likes_count_loads_total")
 
 	f.trips.reset()
-	states, err := f.svc.LikeStates(ctx, 2, f.posts)
+	states, _, err := f.svc.LikeStates(ctx, 2, f.posts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +197,7 @@ func TestPageCostsOneRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.trips.reset()
-	states, err = f.svc.LikeStates(ctx, 2, f.posts)
+	states, _, err = f.svc.LikeStates(ctx, 2, f.posts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +208,7 @@ func TestPageCostsOneRoundTrip(t *testing.T) {
 		t.Errorf("states from SQL wrong: %+v", states)
 	}
 	f.trips.reset()
-	if _, err := f.svc.LikeStates(ctx, 2, f.posts); err != nil {
+	if _, _, err := f.svc.LikeStates(ctx, 2, f.posts); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.trips.trips.Load(); got != 1 {
@@ -244,7 +251,7 @@ func TestBatchWriterGroups(t *testing.T) {
 	if err != nil || counts[p.ID] != users {
 		t.Fatalf("SQL count = %d, %v; want %d (a synchronous writer answers after the commit)", counts[p.ID], err, users)
 	}
-	st, err := f.svc.LikeStates(ctx, 0, []feed.Post{p})
+	st, _, err := f.svc.LikeStates(ctx, 0, []feed.Post{p})
 	if err != nil || st[p.ID].Count != users {
 		t.Errorf("cached count = %+v, %v; want %d", st[p.ID], err, users)
 	}
@@ -288,7 +295,7 @@ func TestUserLikesMergesInFlight(t *testing.T) {
 	}
 	page := func(before int64, n int) ([]int, bool, int64) {
 		t.Helper()
-		got, more, err := svc.UserLikes(ctx, 2, before, n)
+		got, more, err := svc.userLikes(ctx, 2, before, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,20 +351,18 @@ func TestLikeStatesDegrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	down := New(slog.New(slog.DiscardHandler), Config{}, downStore{f.store}, f.cache, storePosts{f.store}, nil, nil)
-	nctx, notes := feed.WithNotes(ctx)
-	states, err := down.LikeStates(nctx, 2, f.posts[:3])
+	states, degraded, err := down.LikeStates(ctx, 2, f.posts[:3])
 	if err != nil {
 		t.Fatalf("LikeStates with SQL down: %v; want a partial answer", err)
 	}
-	if !notes.Degraded() {
+	if !degraded {
 		t.Error("the answer is not marked degraded")
 	}
 	if st := states[f.posts[0].ID]; st.Count != 1 || !st.LikedByMe {
 		t.Errorf("cached post = %+v; want its cached count and like", st)
 	}
-	nctx, notes = feed.WithNotes(ctx)
-	if _, err := down.LikeStates(nctx, 2, f.posts[:1]); err != nil || notes.Degraded() {
-		t.Errorf("a page the cache knows entirely: %v, degraded %v; want a full answer", err, notes.Degraded())
+	if _, degraded, err := down.LikeStates(ctx, 2, f.posts[:1]); err != nil || degraded {
+		t.Errorf("a page the cache knows entirely: %v, degraded %v; want a full answer", err, degraded)
 	}
 }
 
@@ -376,7 +381,7 @@ func TestLikeStatesUnderL1(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.trips.reset()
-	if states, err := svc.LikeStates(ctx, 2, f.posts[:3]); err != nil || states != nil {
+	if states, _, err := svc.LikeStates(ctx, 2, f.posts[:3]); err != nil || states != nil {
 		t.Errorf("LikeStates under L1 = %v, %v; want nil, nil", states, err)
 	}
 	if got := f.trips.trips.Load(); got != 0 {
@@ -385,7 +390,7 @@ func TestLikeStatesUnderL1(t *testing.T) {
 	if _, err := sw.Set(ctx, map[degrade.Switch]bool{degrade.L1: false}); err != nil {
 		t.Fatal(err)
 	}
-	states, err := svc.LikeStates(ctx, 2, f.posts[:3])
+	states, _, err := svc.LikeStates(ctx, 2, f.posts[:3])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +427,7 @@ func TestLocalCounts(t *testing.T) {
 	p := f.posts[0]
 	state := func(s *Service, reader int64, posts ...feed.Post) feed.LikeState {
 		t.Helper()
-		st, err := s.LikeStates(ctx, reader, posts)
+		st, _, err := s.LikeStates(ctx, reader, posts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -534,7 +539,7 @@ func TestLocalCountsStorm(t *testing.T) {
 	svc := New(logger, Config{LocalCountTTL: time.Minute}, f.store, f.cache, storePosts{f.store}, w.Submit, prometheus.NewRegistry())
 	p := f.posts[0]
 	const users = 100
-	if _, err := svc.LikeStates(ctx, 0, []feed.Post{p}); err != nil { // held: 0
+	if _, _, err := svc.LikeStates(ctx, 0, []feed.Post{p}); err != nil { // held: 0
 		t.Fatal(err)
 	}
 	errs := make(chan error, users)
@@ -549,7 +554,7 @@ func TestLocalCountsStorm(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := svc.LikeStates(ctx, 0, []feed.Post{p})
+	st, _, err := svc.LikeStates(ctx, 0, []feed.Post{p})
 	if err != nil || st[p.ID].Count != users {
 		t.Errorf("count right after %d concurrent likes = %+v, %v; want %d", users, st[p.ID], err, users)
 	}
@@ -589,7 +594,7 @@ func TestLikedByIsExact(t *testing.T) {
 			if got[r] != wantLiked[r] {
 				t.Errorf("post %d, reader %d: liked %v; want %v", p.ID, r, got[r], wantLiked[r])
 			}
-			page, err := f.svc.LikeStates(ctx, r, []feed.Post{p})
+			page, _, err := f.svc.LikeStates(ctx, r, []feed.Post{p})
 			if err != nil {
 				t.Fatal(err)
 			}

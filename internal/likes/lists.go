@@ -4,12 +4,47 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// UserLikes returns up to n posts user likes with likes older than
+// UserLikes returns a page of up to n live posts user likes, as viewer
+// (0: the admin) sees them, with likes older than version before (0: from
+// the newest), newest like first. The page's Next is the version of the
+// last like it covers, even one of a post deleted since or left out
+// (visible.go); ENOTFOUND for an unknown user, or one a block stands
+// between.
+func (s *Service) UserLikes(ctx context.Context, viewer, user, before int64, n int) (feed.Page, error) {
+	h, err := s.posts.Hidden(ctx, viewer)
+	if err != nil {
+		return feed.Page{}, err
+	}
+	if h.Blocked(user) {
+		return feed.Page{}, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
+	}
+	liked, last, more, err := filtered(n, before, h.HasBlocks(),
+		func(before int64, want int) ([]feed.LikedPost, bool, error) {
+			return s.userLikes(ctx, user, before, want)
+		},
+		func(l feed.LikedPost) int64 { return l.Version },
+		func(l feed.LikedPost) bool { return l.Post.ID != 0 && !h.Blocked(l.Post.AuthorID) })
+	if err != nil {
+		return feed.Page{}, err
+	}
+	pg := feed.Page{Posts: make([]feed.Post, len(liked))}
+	for i, l := range liked {
+		pg.Posts[i] = l.Post
+	}
+	if more {
+		pg.Next = last
+	}
+	return pg, nil
+}
+
+// userLikes returns up to n posts user likes with likes older than
 // version before (0: from the newest), newest like first, and whether
 // more exist. Posts deleted since keep their place with an empty Post, so
 // that the caller's cursor still advances past them.
@@ -19,7 +54,7 @@ import (
 // of a post wins (it is newer than any row: an unlike still in flight
 // hides SQL's like), SQL answers every post the set does not hold. So a
 // user sees their own like in this list as soon as the API answered it.
-func (s *Service) UserLikes(ctx context.Context, user, before int64, n int) ([]feed.LikedPost, bool, error) {
+func (s *Service) userLikes(ctx context.Context, user, before int64, n int) ([]feed.LikedPost, bool, error) {
 	if _, err := s.store.User(ctx, user); err != nil {
 		return nil, false, err
 	}
@@ -71,13 +106,41 @@ func (s *Service) UserLikes(ctx context.Context, user, before int64, n int) ([]f
 	return out, more, nil
 }
 
-// PostLikers returns up to n users who like post after the position
-// (version, user) of the last one seen, newest like first, and whether
-// more exist. ENOTFOUND for an unknown or deleted post.
-func (s *Service) PostLikers(ctx context.Context, post, version, user int64, n int) ([]feed.Liker, bool, error) {
-	if _, err := s.livePost(ctx, post); err != nil {
-		return nil, false, err
+// PostLikers returns a page of up to n users who like post, as viewer
+// (0: the admin) sees them, after the position (version, user) of the last
+// one seen, newest like first. ENOTFOUND for an unknown or deleted post,
+// or one a block stands between.
+func (s *Service) PostLikers(ctx context.Context, viewer, post, version, user int64, n int) (feed.LikerPage, error) {
+	h, err := s.posts.Hidden(ctx, viewer)
+	if err != nil {
+		return feed.LikerPage{}, err
 	}
+	p, err := s.livePost(ctx, post)
+	if err != nil {
+		return feed.LikerPage{}, err
+	}
+	if h.Blocked(p.AuthorID) {
+		return feed.LikerPage{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", post)
+	}
+	likers, last, more, err := filtered(n, feed.Liker{Version: version, User: feed.User{ID: user}}, h.HasBlocks(),
+		func(l feed.Liker, want int) ([]feed.Liker, bool, error) {
+			return s.postLikers(ctx, post, l.Version, l.User.ID, want)
+		},
+		func(l feed.Liker) feed.Liker { return l },
+		func(l feed.Liker) bool { return !h.Blocked(l.User.ID) })
+	if err != nil {
+		return feed.LikerPage{}, err
+	}
+	pg := feed.LikerPage{Likers: likers}
+	if more && last.User.ID != 0 {
+		pg.Next = last
+	}
+	return pg, nil
+}
+
+// postLikers returns up to n users who like post after the position
+// (version, user), newest like first, and whether more exist.
+func (s *Service) postLikers(ctx context.Context, post, version, user int64, n int) ([]feed.Liker, bool, error) {
 	users, versions, err := s.store.PostLikers(ctx, post, version, user, n+1)
 	if err != nil {
 		return nil, false, err
@@ -104,16 +167,64 @@ func (s *Service) PostLikers(ctx context.Context, post, version, user int64, n i
 }
 
 // TopPosts returns up to n live posts created within window with the most
-// likes, most first. The ranking comes from SQL's stats rows, which every
-// like reaches through the batch writer (no post waits for a flusher to
-// pick it), so it lags the counters by at most a batch window.
-func (s *Service) TopPosts(ctx context.Context, window time.Duration, n int) ([]feed.Post, error) {
-	if window <= 0 || window > s.cfg.MaxTopWindow {
-		return nil, feed.Errorf(feed.EINVALID, "window must be a duration from 1s to %s, like 24h", s.cfg.MaxTopWindow)
-	}
-	ids, _, err := s.store.TopLiked(ctx, time.Now().Add(-window), n)
+// likes, most first, without those of users a block stands between with
+// viewer (0: the admin). The ranking comes from SQL's stats rows, which
+// every like reaches through the batch writer (no post waits for a flusher
+// to pick it), so it lags the counters by at most a batch window.
+//
+// window is as the API's ?window= takes it (parseWindow).
+func (s *Service) TopPosts(ctx context.Context, viewer int64, window string, n int) ([]feed.Post, error) {
+	period, err := s.parseWindow(window)
 	if err != nil {
 		return nil, err
 	}
-	return s.posts.LivePosts(ctx, ids)
+	ids, _, err := s.store.TopLiked(ctx, time.Now().Add(-period), n)
+	if err != nil {
+		return nil, err
+	}
+	posts, err := s.posts.LivePosts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.posts.Hidden(ctx, viewer)
+	if err != nil || !h.HasBlocks() {
+		return posts, err
+	}
+	kept := posts[:0]
+	for _, p := range posts {
+		if !h.Blocked(p.AuthorID) {
+			kept = append(kept, p)
+		}
+	}
+	return kept, nil
+}
+
+// DefaultTopWindow is the top posts' window when none is given.
+const DefaultTopWindow = 24 * time.Hour
+
+// parseWindow reads the top posts' window: a Go duration such as 24h or
+// 90m, or days as 7d, from 1s to Config.MaxTopWindow; "" is
+// DefaultTopWindow. The one rule for the window, with one message.
+func (s *Service) parseWindow(w string) (time.Duration, error) {
+	bad := feed.Errorf(feed.EINVALID, "window must be a duration from 1s to %dd, like 24h, 90m or 7d", s.cfg.MaxTopWindow/(24*time.Hour))
+	if w == "" {
+		return DefaultTopWindow, nil
+	}
+	var d time.Duration
+	if days, ok := strings.CutSuffix(w, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 1 || strings.Trim(days, "0123456789") != "" || n > int(s.cfg.MaxTopWindow/(24*time.Hour)) {
+			return 0, bad
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(w); err != nil {
+			return 0, bad
+		}
+	}
+	if d < time.Second || d > s.cfg.MaxTopWindow {
+		return 0, bad
+	}
+	return d, nil
 }

@@ -29,7 +29,7 @@
 // is the write path, writer.go makes events durable (the batch Writer and
 // the confirmed publish), states.go answers a page, counts.go keeps the
 // process's own copy of counts, lists.go pages likers, liked posts and the
-// top posts.
+// top posts, leaving out what a block hides (visible.go).
 package likes
 
 import (
@@ -58,9 +58,11 @@ type Store interface {
 	Users(ctx context.Context, ids []int64) (map[int64]feed.User, error)
 }
 
-// Posts hydrates post ids into live posts (the timeline service).
+// Posts hydrates post ids into live posts and says what a viewer does not
+// see (the timeline service).
 type Posts interface {
 	LivePosts(ctx context.Context, ids []int64) ([]feed.Post, error)
+	Visibility
 }
 
 // Recorder makes a like event durable before a like is answered: a
@@ -83,7 +85,7 @@ type Config struct {
 	CountTTL time.Duration
 	// SetTTL is how long an untouched recent set stays cached (30 days).
 	SetTTL time.Duration
-	// MaxTopWindow bounds ?window= of the top posts.
+	// MaxTopWindow bounds ?window= of the top posts (30 days).
 	MaxTopWindow time.Duration
 	// LocalCountTTL is how long this process keeps a like count it
 	// learned (from the cache, from SQL, or from a like it handled)

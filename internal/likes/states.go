@@ -16,13 +16,14 @@ import (
 // query) and for posts the reader's recent set does not know (one query,
 // which also refills an absent set). If the cache fails, both come from
 // SQL. While degradation switch L1 is on it answers nil, at no cost.
-func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
+// degraded says SQL failed and the states are what the cache knew.
+func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Post) (states map[int64]feed.LikeState, degraded bool, err error) {
 	if s.cfg.Switches != nil && !s.cfg.Switches.Enrich() {
-		return nil, nil
+		return nil, false, nil
 	}
 	out := make(map[int64]feed.LikeState, len(posts))
 	if len(posts) == 0 {
-		return out, nil
+		return out, false, nil
 	}
 	ids := make([]int64, len(posts))
 	times := make([]time.Time, len(posts))
@@ -42,7 +43,8 @@ func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Pos
 	st, err := s.cache.LikeStates(ctx, reader, ids, times, counted, s.cfg.CountTTL)
 	if err != nil {
 		s.cacheFailed("read like states", err)
-		return s.statesFromSQL(ctx, reader, ids)
+		out, err := s.statesFromSQL(ctx, reader, ids)
+		return out, false, err
 	}
 	s.learn(from, st.Counts)
 	for id, n := range held {
@@ -59,7 +61,7 @@ func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Pos
 			return s.store.LikeCounts(ctx, miss)
 		})
 		if err != nil {
-			return s.partial(ctx, ids, st, err), nil
+			return s.partial(ids, st, err), true, nil
 		}
 		s.metrics.countLoads.Add(float64(len(miss)))
 		for id, n := range counts {
@@ -86,7 +88,7 @@ func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Pos
 			return struct{}{}, err
 		})
 		if err != nil {
-			return s.partial(ctx, ids, st, err), nil
+			return s.partial(ids, st, err), true, nil
 		}
 		s.metrics.coldReads.Inc()
 		for id, e := range on {
@@ -104,15 +106,14 @@ func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Pos
 	for _, id := range ids {
 		out[id] = feed.LikeState{Count: max(st.Counts[id], 0), LikedByMe: st.Liked[id]}
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // partial answers a page with what the cache knew when SQL failed: a
 // page served while SQL is down (from the cache alone, degraded) still
 // shows, marked degraded, with the counters and likes the cache holds.
-func (s *Service) partial(ctx context.Context, ids []int64, st feed.LikeStates, err error) map[int64]feed.LikeState {
+func (s *Service) partial(ids []int64, st feed.LikeStates, err error) map[int64]feed.LikeState {
 	s.logger.Warn("likes: SQL failed; answering a page with what the cache knows", "err", err)
-	feed.MarkDegraded(ctx)
 	out := make(map[int64]feed.LikeState, len(ids))
 	for _, id := range ids {
 		out[id] = feed.LikeState{Count: max(st.Counts[id], 0), LikedByMe: st.Liked[id]}
@@ -203,7 +204,7 @@ func (s *Service) LikedBy(ctx context.Context, p feed.Post, readers []int64) (co
 		return count, liked, true, nil
 	}
 	for _, r := range cold {
-		st, err := s.LikeStates(ctx, r, []feed.Post{p})
+		st, _, err := s.LikeStates(ctx, r, []feed.Post{p})
 		if err != nil {
 			return 0, nil, false, err
 		}

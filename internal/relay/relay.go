@@ -36,12 +36,12 @@ type Config struct {
 	MaxPending int
 	DepthEvery time.Duration
 	// Announce, when set, tells the live streams of each post the broker
-	// confirmed (stream.Announcer.PostCreated), once its batch is marked
+	// confirmed (PostCreated), once its batch is marked
 	// sent: the dispatcher announces it too, but only when it takes the
 	// event up, which behind a celebrity's fan-out being split can be
 	// long. It is best effort: if this process dies first, the
 	// dispatcher's announcement still comes (a stream sends a post once).
-	Announce func(ctx context.Context, author, post int64) error
+	Announce feed.Announcer
 }
 
 func (c Config) withDefaults() Config {
@@ -246,7 +246,7 @@ func (r *Relay) announce(ctx context.Context, bodies [][]byte) {
 		if err != nil || ev.Kind != feed.EventPostCreated {
 			continue // the dispatcher reports it
 		}
-		if err := r.cfg.Announce(ctx, ev.AuthorID, ev.PostID); err != nil {
+		if err := r.cfg.Announce.PostCreated(ctx, ev.AuthorID, ev.PostID); err != nil {
 			r.logger.Warn("could not announce relayed posts to the live streams; their dispatcher will", "post", ev.PostID, "err", err)
 			return
 		}

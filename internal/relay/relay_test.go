@@ -118,14 +118,14 @@ func TestRelayAnnounces(t *testing.T) {
 		got = append(got, post)
 		return nil
 	}
-	down := New(slog.New(slog.DiscardHandler), Config{Announce: announce}, store, failingPublisher{}, nil)
+	down := New(slog.New(slog.DiscardHandler), Config{Announce: postCreated(announce)}, store, failingPublisher{}, nil)
 	if _, err := down.Once(ctx); err == nil {
 		t.Fatal("Once with the broker away: no error")
 	}
 	if len(got) != 0 {
 		t.Fatalf("announced %v before the broker confirmed", got)
 	}
-	r := New(slog.New(slog.DiscardHandler), Config{Announce: announce}, store, q, nil)
+	r := New(slog.New(slog.DiscardHandler), Config{Announce: postCreated(announce)}, store, q, nil)
 	if n, err := r.Once(ctx); err != nil || n != 3 {
 		t.Fatalf("Once: %d, %v; want 3 relayed", n, err)
 	}
@@ -154,7 +154,7 @@ func TestRelayOutlivesItsAnnouncements(t *testing.T) {
 		<-ctx.Done() // an unreachable backend answers nothing
 		return ctx.Err()
 	}
-	r := New(slog.New(slog.DiscardHandler), Config{Announce: hang}, store, q, nil)
+	r := New(slog.New(slog.DiscardHandler), Config{Announce: postCreated(hang)}, store, q, nil)
 	start := time.Now()
 	if n, err := r.Once(ctx); err != nil || n != 5 {
 		t.Fatalf("Once: %d, %v; want 5 relayed", n, err)
@@ -169,3 +169,14 @@ func TestRelayOutlivesItsAnnouncements(t *testing.T) {
 		t.Errorf("outbox backlog %d, %v; want 0", n, err)
 	}
 }
+
+// postCreated is a feed.Announcer that hands PostCreated to f and takes
+// nothing else.
+type postCreated func(ctx context.Context, author, post int64) error
+
+func (f postCreated) PostCreated(ctx context.Context, author, post int64) error {
+	return f(ctx, author, post)
+}
+func (postCreated) PostEdited(context.Context, int64, int64, int64) error { return nil }
+func (postCreated) PostDeleted(context.Context, int64, int64) error       { return nil }
+func (postCreated) FollowsChanged(context.Context, int64) error           { return nil }

@@ -14,9 +14,8 @@ import (
 // counts, so repeated and racing calls keep the counts exact. A missing
 // user is ENOTFOUND; following oneself is EINVALID.
 func (s *Store) Follow(ctx context.Context, follower, followee int64) (bool, error) {
-	if follower == followee {
-		return false, fmt.Errorf("sqlstore: follow %d -> %d: %w", follower, followee,
-			feed.Errorf(feed.EINVALID, "a user cannot follow themselves"))
+	if err := feed.CheckNotSelf("follow", follower, followee); err != nil {
+		return false, fmt.Errorf("sqlstore: follow %d -> %d: %w", follower, followee, err)
 	}
 	var added bool
 	err := s.write(ctx, func(tx *sql.Tx) error {

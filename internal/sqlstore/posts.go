@@ -271,9 +271,9 @@ var errNotAuthor = errors.New("not the author of a live post")
 // deleted post is ENOTFOUND, someone else's EFORBIDDEN, as for DeletePost.
 // The caller has validated e (feed.CheckContent, feed.CheckData).
 func (s *Store) EditPost(ctx context.Context, id, author int64, e feed.PostEdit) (feed.Post, error) {
-	if e.Content == nil && !e.SetData {
-		return feed.Post{}, fmt.Errorf("sqlstore: edit post %d: %w", id,
-			feed.Errorf(feed.EINVALID, "an edit changes content, data or both"))
+	if err := e.Check(); err != nil {
+		// An empty SET: the API refuses such an edit before it gets here.
+		return feed.Post{}, fmt.Errorf("sqlstore: edit post %d: %w", id, err)
 	}
 	var set strings.Builder
 	var args []any

@@ -86,8 +86,8 @@ func (s *Store) Unblock(ctx context.Context, blocker, blocked int64) (bool, erro
 // relate runs fn in a write transaction holding both users' locks, after
 // checking that both exist and differ.
 func (s *Store) relate(ctx context.Context, user, target int64, fn func(tx *sql.Tx) error) error {
-	if user == target {
-		return feed.Errorf(feed.EINVALID, "you cannot do this to yourself")
+	if err := feed.CheckNotSelf("mute or block", user, target); err != nil {
+		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		found, err := s.lockUsers(ctx, tx, user, target)

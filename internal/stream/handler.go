@@ -29,7 +29,7 @@ type Timeline interface {
 // whether its reader likes it (a likes service that also has LikedBy,
 // bulkLikes, answers for all of a post's readers at once).
 type Likes interface {
-	LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error)
+	LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (states map[int64]feed.LikeState, degraded bool, err error)
 }
 
 // API is what the stream needs of the HTTP API that mounts it: who a
@@ -369,7 +369,7 @@ func resume(ctx context.Context, tl Timeline, lk Likes, me, last int64, s *Strea
 	}
 	// As a feed page shows them, likes included.
 	posts = posts[:n]
-	states, err := lk.LikeStates(ctx, me, posts)
+	states, _, err := lk.LikeStates(ctx, me, posts)
 	if err != nil {
 		return err
 	}

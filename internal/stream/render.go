@@ -252,7 +252,7 @@ func likedBy(ctx context.Context, lk Likes, p feed.Post, readers []int64) (*read
 	}
 	out := &readersLikes{liked: map[int64]bool{}}
 	for _, r := range readers {
-		st, err := lk.LikeStates(ctx, r, []feed.Post{p})
+		st, _, err := lk.LikeStates(ctx, r, []feed.Post{p})
 		if err != nil {
 			return nil, err
 		}

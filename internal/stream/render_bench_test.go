@@ -61,12 +61,12 @@ func (f *oneAuthor) Hidden(ctx context.Context, viewer int64) (feed.Hidden, erro
 	return feed.Hidden{}, nil
 }
 
-func (f *oneAuthor) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
+func (f *oneAuthor) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, bool, error) {
 	out := map[int64]feed.LikeState{}
 	for _, p := range posts {
 		out[p.ID] = feed.LikeState{}
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // tripService is the fake service whose hidden authors and like states
@@ -89,9 +89,9 @@ func (s tripService) Hidden(ctx context.Context, viewer int64) (feed.Hidden, err
 	return s.oneAuthor.Hidden(ctx, viewer)
 }
 
-func (s tripService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, error) {
+func (s tripService) LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (map[int64]feed.LikeState, bool, error) {
 	if err := s.trip(ctx); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	return s.oneAuthor.LikeStates(ctx, viewer, posts)
 }
@@ -105,7 +105,7 @@ func (s tripService) LikedBy(ctx context.Context, p feed.Post, readers []int64) 
 
 // perStreamRender is how a stream rendered a post before the rendering
 // was shared: the post, the reader's hidden authors and its like state,
-// for each  Kept here as the benchmark's baseline.
+// for each stream. Kept here as the benchmark's baseline.
 func perStreamRender(ctx context.Context, svc Timeline, lk Likes, me int64, ev Event, renders chan struct{}) ([]apijson.Post, error) {
 	renders <- struct{}{}
 	defer func() { <-renders }()
@@ -120,7 +120,7 @@ func perStreamRender(ctx context.Context, svc Timeline, lk Likes, me int64, ev E
 	if hidden.InFeed(p.AuthorID) {
 		return nil, nil
 	}
-	states, err := lk.LikeStates(ctx, me, []feed.Post{p})
+	states, _, err := lk.LikeStates(ctx, me, []feed.Post{p})
 	if err != nil {
 		return nil, err
 	}

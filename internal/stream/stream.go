@@ -87,6 +87,8 @@ type Announcer struct {
 	n feed.Notifier
 }
 
+var _ feed.Announcer = (*Announcer)(nil)
+
 // NewAnnouncer returns an Announcer on n.
 func NewAnnouncer(n feed.Notifier) *Announcer { return &Announcer{n: n} }
 

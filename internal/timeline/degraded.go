@@ -13,12 +13,11 @@ import (
 // cachedFeed is the read path without SQL: the inbox (and, in hybrid
 // mode, the author lists of the pulled authors the reader follows, as
 // far as the cache knows them), hydrated from memory and the cache. The
-// page is marked degraded: it may miss posts the cache does not have, and
-// it ends where the inbox ends. The reader's last good first page is
+// page is degraded (degradedFeed marks it): it may miss posts the cache
+// does not have, and it ends where the inbox ends. The reader's last good first page is
 // served instead of a first page when saved is set (switch L4), or when
 // the inbox is gone.
 func (s *Service) cachedFeed(ctx context.Context, reader, before int64, n int, saved bool) ([]feed.Post, bool, error) {
-	feed.MarkDegraded(ctx)
 	s.metrics.reads.WithLabelValues(pathDegraded).Inc()
 	if before == 0 && saved {
 		if posts, more, ok := s.lastGood(ctx, reader, n); ok && len(posts) > 0 {

@@ -73,16 +73,15 @@ func TestDegradedReads(t *testing.T) {
 	}
 	read := func() ([]int64, bool) {
 		t.Helper()
-		rctx, notes := feed.WithNotes(ctx)
-		posts, _, err := svc.Feed(rctx, reader.ID, 0, 10)
+		pg, err := svc.Feed(ctx, reader.ID, 0, 10)
 		if err != nil {
 			t.Fatalf("feed: %v", err)
 		}
 		var ids []int64
-		for _, p := range posts {
+		for _, p := range pg.Posts {
 			ids = append(ids, p.ID)
 		}
-		return ids, notes.Degraded()
+		return ids, pg.Degraded
 	}
 	if got, deg := read(); !slices.Equal(got, want) || deg {
 		t.Fatalf("healthy read = %v degraded=%v; want %v, not degraded", got, deg, want)

@@ -14,16 +14,8 @@ import (
 const maxReadRounds = 8
 
 // A reader who mutes or blocks may have most of its feed filtered out, so
-// its page reads further ahead, in proportion to the share filtered so
-// far, for more rounds, each of at most maxRoundIDs ids: a page hydrates
-// at most maxFilteredRounds*maxRoundIDs ids (8,000) whatever the number of
-// mutes. If that does not fill it, the page is returned short with a
-// cursor at the last id read, so the next page goes on from there: pages
-// may be short, never repeat, and never loop.
-const (
-	maxFilteredRounds = 16
-	maxRoundIDs       = 500
-)
+// its page reads further ahead, for more rounds: feed.ReadAhead's policy,
+// at most feed.MaxFilteredRounds rounds of feed.MaxRoundIDs ids.
 
 // Feed returns up to n live posts of reader's home feed with ids below
 // before (0: from the newest), newest first, and whether more exist.
@@ -41,33 +33,34 @@ const (
 // comes from the cache alone and is marked degraded (cachedFeed). Switch
 // L4 serves the reader's last good first page; L2 drops the pulled
 // authors from hybrid reads.
-func (s *Service) Feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
+func (s *Service) Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error) {
 	if s.switches.On(degrade.L4) && before == 0 {
 		return s.degradedFeed(ctx, reader, before, n, true)
 	}
 	if s.breaker != nil && s.breaker.Open() {
 		return s.degradedFeed(ctx, reader, before, n, false)
 	}
-	posts, more, err := s.feed(ctx, reader, before, n)
+	pg, err := s.feed(ctx, reader, before, n)
 	if err != nil && sqlUnavailable(err) {
 		s.logger.WarnContext(ctx, "SQL unavailable: serving the feed from the cache alone", "reader", reader, "err", err)
 		return s.degradedFeed(ctx, reader, before, n, false)
 	}
 	if err == nil && before == 0 && s.lastSaved != nil {
-		s.saveLastGood(ctx, reader, posts, more)
+		s.saveLastGood(ctx, reader, pg.Posts, pg.More())
 	}
-	return posts, more, err
+	return pg, err
 }
 
 // degradedFeed is cachedFeed without the authors the cache says the
-// reader does not see. A degraded page may be short; if the cache does not
-// know the reader's set either, the page is served unfiltered rather than
-// not at all, as a degraded page is.
-func (s *Service) degradedFeed(ctx context.Context, reader, before int64, n int, saved bool) ([]feed.Post, bool, error) {
+// reader does not see, marked degraded. A degraded page may be short; if
+// the cache does not know the reader's set either, the page is served
+// unfiltered rather than not at all, as a degraded page is.
+func (s *Service) degradedFeed(ctx context.Context, reader, before int64, n int, saved bool) (feed.Page, error) {
 	posts, more, err := s.cachedFeed(ctx, reader, before, n, saved)
 	if err != nil {
-		return nil, false, err
+		return feed.Page{}, err
 	}
+	read := posts
 	if hidden, ok := s.cachedHidden(ctx, reader); ok && !hidden.Empty() {
 		kept := make([]feed.Post, 0, len(posts))
 		for _, p := range posts {
@@ -75,31 +68,34 @@ func (s *Service) degradedFeed(ctx context.Context, reader, before int64, n int,
 				kept = append(kept, p)
 			}
 		}
-		if len(kept) == 0 && more && len(posts) > 0 {
-			feed.SetNext(ctx, posts[len(posts)-1].ID)
-		}
 		posts = kept
 	}
-	return posts, more, nil
+	pg := feed.PageOf(posts, more)
+	if more && len(posts) == 0 && len(read) > 0 {
+		// Everything read was filtered out: the next page goes on below it.
+		pg.Next = read[len(read)-1].ID
+	}
+	pg.Degraded = true
+	return pg, nil
 }
 
 // feed is the read with SQL at hand, page round by page round: the
 // reader's sources (sources.go) each give ids below pos, the lists are
 // merged (merge.go) and hydrated into posts (hydrate.go); deleted posts
 // met on the way are forgotten by their sources and the page reads on.
-func (s *Service) feed(ctx context.Context, reader, before int64, n int) ([]feed.Post, bool, error) {
+func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.Page, error) {
 	hidden, err := s.Hidden(ctx, reader)
 	if err != nil {
-		return nil, false, fmt.Errorf("timeline: hidden authors of %d: %w", reader, err)
+		return feed.Page{}, fmt.Errorf("timeline: hidden authors of %d: %w", reader, err)
 	}
 	in, srcs, err := s.sources(ctx, reader, 0, hidden)
 	if err != nil {
-		return nil, false, err
+		return feed.Page{}, err
 	}
 
 	rounds := maxReadRounds
 	if !hidden.Empty() {
-		rounds = maxFilteredRounds
+		rounds = feed.MaxFilteredRounds
 	}
 	out := make([]feed.Post, 0, n+1)
 	pos := before
@@ -112,19 +108,17 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) ([]feed
 		want := need
 		if round > 0 {
 			// Read ahead by the share of ids that did not make it so far
-			// (deleted or hidden), plus half again.
-			want = need * (read + 1) / (shown + 1)
-			want += want / 2
-			want = max(need, min(want, maxRoundIDs))
+			// (deleted or hidden).
+			want = feed.ReadAhead(need, read, shown)
 		}
 		lists, err := fetchAll(ctx, srcs, pos, want)
 		if err != nil {
-			return nil, false, err
+			return feed.Page{}, err
 		}
 		ids := mergeK(lists, want)
 		live, dead, err := s.hydrate(ctx, ids, withSQL)
 		if err != nil {
-			return nil, false, err
+			return feed.Page{}, err
 		}
 		s.forget(ctx, srcs, lists, dead)
 		live = s.unhidden(ctx, in, hidden, live)
@@ -143,15 +137,17 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) ([]feed
 	}
 	s.metrics.reads.WithLabelValues(path).Inc()
 	if len(out) > n {
-		return out[:n], true, nil
+		pg := feed.PageOf(out[:n], true)
+		pg.Degraded = in.degraded
+		return pg, nil
 	}
+	pg := feed.Page{Posts: out, Degraded: in.degraded}
 	if !exhausted && pos != before {
 		// The rounds ran out before the page filled: more may exist below
 		// pos, which the next page starts from.
-		feed.SetNext(ctx, pos)
-		return out, true, nil
+		pg.Next = pos
 	}
-	return out, false, nil
+	return pg, nil
 }
 
 // sources returns the streams of reader's feed: the inbox (SQL in pull

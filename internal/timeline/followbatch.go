@@ -93,7 +93,33 @@ func (s *Service) FollowBatch(ctx context.Context, follow, unfollow []feed.Edge)
 		})
 	}
 	_ = g.Wait()
+	s.followsChanged(ctx, "follow batch", touched(follow, followed, unfollow, unfollowed)...)
 	return followed, unfollowed, nil
+}
+
+// touched is every follower a batch asked about whose pair holds as asked
+// now (made, or already so), once each: as a single follow does, each is
+// told to read whom it follows again.
+func touched(follow []feed.Edge, followed []string, unfollow []feed.Edge, unfollowed []string) []int64 {
+	seen := map[int64]bool{}
+	var out []int64
+	add := func(id int64) {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	for i, e := range follow {
+		if followed[i] == feed.EdgeCreated || followed[i] == feed.EdgeExists {
+			add(e.Follower)
+		}
+	}
+	for i, e := range unfollow {
+		if unfollowed[i] == feed.EdgeRemoved || unfollowed[i] == feed.EdgeAbsent {
+			add(e.Follower)
+		}
+	}
+	return out
 }
 
 // batchInbox backfills reader's inbox from the authors it now follows and

@@ -16,8 +16,8 @@ import (
 // retry of the idempotent PUT is what repairs it (the chaos test found
 // this). The copy is idempotent, so a repeat costs two reads and no harm.
 func (s *Service) Follow(ctx context.Context, follower, followee int64) error {
-	if follower == followee {
-		return feed.Errorf(feed.EINVALID, "you cannot follow yourself")
+	if err := feed.CheckNotSelf("follow", follower, followee); err != nil {
+		return err
 	}
 	changed, err := s.store.Follow(ctx, follower, followee)
 	if err != nil {
@@ -32,6 +32,7 @@ func (s *Service) Follow(ctx context.Context, follower, followee int64) error {
 		s.cacheFailed("follow backfill", err)
 		s.dropInbox(ctx, follower)
 	}
+	s.followsChanged(ctx, "follow", follower)
 	return nil
 }
 
@@ -74,6 +75,7 @@ func (s *Service) backfill(ctx context.Context, follower, followee int64) error 
 // asked for already holds, as after any other repeated unfollow.
 func (s *Service) Unfollow(ctx context.Context, follower, followee int64) error {
 	if follower == followee {
+		s.followsChanged(ctx, "unfollow", follower)
 		return nil
 	}
 	if _, err := s.store.User(ctx, followee); err != nil {
@@ -90,6 +92,7 @@ func (s *Service) Unfollow(ctx context.Context, follower, followee int64) error 
 		s.cacheFailed("unfollow removal", err)
 		s.dropInbox(ctx, follower)
 	}
+	s.followsChanged(ctx, "unfollow", follower)
 	return nil
 }
 

@@ -39,11 +39,11 @@ func publish(t *testing.T, svc *Service, author int64) int64 {
 // through svc.
 func sees(t *testing.T, svc *Service, reader, post int64) bool {
 	t.Helper()
-	posts, _, err := svc.Feed(context.Background(), reader, 0, 20)
+	pg, err := svc.Feed(context.Background(), reader, 0, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return slices.ContainsFunc(posts, func(p feed.Post) bool { return p.ID == post })
+	return slices.ContainsFunc(pg.Posts, func(p feed.Post) bool { return p.ID == post })
 }
 
 // feedPages pages through reader's whole feed through svc, n posts a page,
@@ -52,16 +52,16 @@ func feedPages(t *testing.T, svc *Service, reader int64, n int) []int64 {
 	t.Helper()
 	var ids []int64
 	for before := int64(0); ; {
-		posts, more, err := svc.Feed(t.Context(), reader, before, n)
+		pg, err := svc.Feed(t.Context(), reader, before, n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range posts {
+		for _, p := range pg.Posts {
 			ids = append(ids, p.ID)
 		}
-		if !more {
+		if !pg.More() {
 			return ids
 		}
-		before = ids[len(ids)-1]
+		before = pg.Next
 	}
 }

@@ -184,7 +184,8 @@ func TestOwnPostsInFeed(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 			e.svc.gates.Put(e.reader, time.Time{})
-			posts, _, err := e.svc.Feed(ctx, e.reader, 0, 3)
+			pg, err := e.svc.Feed(ctx, e.reader, 0, 3)
+			posts := pg.Posts
 			if err != nil || len(posts) == 0 || posts[0].ID != late {
 				t.Fatalf("first page after a refresh: %v, %v; want the reader's undelivered post %d first", posts, err, late)
 			}

@@ -12,19 +12,12 @@ import (
 // grow with the author's followers. A non-empty idem.Key makes it
 // idempotent for Config.IdempotencyTTL (feed.Idempotency): a repeat of the
 // same request returns the post the first call created.
+//
+// The caller has checked d with feed's rules (CheckContent, CheckData,
+// which compacts the data, and CheckExternalID): the API does as it
+// decodes a request, the one layer that checks them.
 func (s *Service) Publish(ctx context.Context, author int64, d feed.Draft, idem feed.Idempotency) (feed.Post, error) {
-	if err := feed.CheckContent(d.Content); err != nil {
-		return feed.Post{}, err
-	}
-	data, err := checkData(d.Data)
-	if err != nil {
-		return feed.Post{}, err
-	}
-	if d.ExternalID != "" {
-		if err := feed.CheckExternalID(d.ExternalID); err != nil {
-			return feed.Post{}, err
-		}
-	}
+	var err error
 	if idem.Key != "" {
 		idem.TTL = s.cfg.IdempotencyTTL
 	}
@@ -35,7 +28,7 @@ func (s *Service) Publish(ctx context.Context, author int64, d feed.Draft, idem 
 	for attempt := 0; attempt < 4; attempt++ {
 		id := s.ids.Next()
 		p, created, err = s.store.CreatePost(ctx, feed.Post{
-			ID: id, AuthorID: author, Content: d.Content, Data: data, CreatedAt: feed.IDTime(id),
+			ID: id, AuthorID: author, Content: d.Content, Data: d.Data, CreatedAt: feed.IDTime(id),
 			ExternalID: d.ExternalID,
 		}, idem)
 		// Another process drew the same id in the same millisecond: draw again.
@@ -112,6 +105,8 @@ func (s *Service) DeletePost(ctx context.Context, actor, id int64) error {
 	if err := s.cache.CachePosts(ctx, []feed.Post{tomb}, s.cfg.PostTTL); err != nil {
 		s.cacheFailed("cache tombstone", err)
 	}
+	// Streams that sent the post send its delete.
+	s.announce(ctx, "delete", func(ctx context.Context, a feed.Announcer) error { return a.PostDeleted(ctx, actor, id) })
 	return nil
 }
 
@@ -129,22 +124,10 @@ func (s *Service) DeletePost(ctx context.Context, actor, id int64) error {
 // cache, or from SQL if the cache lost it. A failed cache write is logged
 // (as for a delete's tombstone): the old entry then lives until it
 // expires (PostTTL).
+//
+// The caller has checked e as Publish's caller checks a draft, and with
+// feed.PostEdit.Check.
 func (s *Service) EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (feed.Post, error) {
-	if e.Content == nil && !e.SetData {
-		return feed.Post{}, feed.Errorf(feed.EINVALID, "an edit changes content, data or both")
-	}
-	if e.Content != nil {
-		if err := feed.CheckContent(*e.Content); err != nil {
-			return feed.Post{}, err
-		}
-	}
-	if e.SetData {
-		data, err := checkData(e.Data)
-		if err != nil {
-			return feed.Post{}, err
-		}
-		e.Data = data
-	}
 	p, err := s.store.EditPost(ctx, id, actor, e)
 	if err != nil {
 		return feed.Post{}, fmt.Errorf("timeline: edit post %d: %w", id, err)
@@ -153,16 +136,9 @@ func (s *Service) EditPost(ctx context.Context, actor, id int64, e feed.PostEdit
 	if err := s.cache.CachePosts(ctx, []feed.Post{p}, s.cfg.PostTTL); err != nil {
 		s.cacheFailed("cache edited post", err)
 	}
+	// Streams that sent the post send it again as edited (event: update).
+	s.announce(ctx, "edit", func(ctx context.Context, a feed.Announcer) error { return a.PostEdited(ctx, actor, id, p.Version()) })
 	return p, nil
-}
-
-// checkData checks a post's data (feed.CheckData) and returns it compact;
-// "" is no data.
-func checkData(data string) (string, error) {
-	if data == "" {
-		return "", nil
-	}
-	return feed.CheckData([]byte(data))
 }
 
 // keepHot puts p in this process's hot posts unless they hold a newer

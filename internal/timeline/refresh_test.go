@@ -192,7 +192,8 @@ func TestRefreshGateSavesARoundTrip(t *testing.T) {
 	read := func(svc *Service) map[string]int64 {
 		t.Helper()
 		before := counter.Counts()
-		posts, _, err := svc.Feed(ctx, reader.ID, 0, 20)
+		pg, err := svc.Feed(ctx, reader.ID, 0, 20)
+		posts := pg.Posts
 		if err != nil || len(posts) != 1 {
 			t.Fatalf("feed = %d posts, %v; want the one post", len(posts), err)
 		}

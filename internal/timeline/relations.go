@@ -39,8 +39,8 @@ func hiddenKey(user int64) string { return "hidden:{" + strconv.FormatInt(user, 
 // Mute hides target's posts from user's home feed. It is idempotent;
 // user still follows target, and target notices nothing.
 func (s *Service) Mute(ctx context.Context, user, target int64) error {
-	if user == target {
-		return feed.Errorf(feed.EINVALID, "you cannot mute yourself")
+	if err := feed.CheckNotSelf("mute", user, target); err != nil {
+		return err
 	}
 	if _, err := s.store.Mute(ctx, user, target); err != nil {
 		return err
@@ -53,6 +53,7 @@ func (s *Service) Mute(ctx context.Context, user, target int64) error {
 		s.cacheFailed("mute removal", err)
 		s.dropInbox(ctx, user)
 	}
+	s.followsChanged(ctx, "mute", user)
 	return nil
 }
 
@@ -60,8 +61,8 @@ func (s *Service) Mute(ctx context.Context, user, target int64) error {
 // posts (Mute and the feed's filter took them out), so it is dropped and
 // rebuilt complete on the next read.
 func (s *Service) Unmute(ctx context.Context, user, target int64) error {
-	if user == target {
-		return feed.Errorf(feed.EINVALID, "you cannot mute yourself")
+	if err := feed.CheckNotSelf("mute", user, target); err != nil {
+		return err
 	}
 	if _, err := s.store.User(ctx, target); err != nil {
 		return err
@@ -72,6 +73,7 @@ func (s *Service) Unmute(ctx context.Context, user, target int64) error {
 	s.hiddenChanged(ctx, user)
 	s.forgetPullees(ctx, user)
 	s.dropInbox(ctx, user)
+	s.followsChanged(ctx, "unmute", user)
 	return nil
 }
 
@@ -81,8 +83,8 @@ func (s *Service) Unmute(ctx context.Context, user, target int64) error {
 // or likes. It is idempotent, and redoes the cache part on a repeat, as
 // Unfollow does.
 func (s *Service) Block(ctx context.Context, blocker, blocked int64) error {
-	if blocker == blocked {
-		return feed.Errorf(feed.EINVALID, "you cannot block yourself")
+	if err := feed.CheckNotSelf("block", blocker, blocked); err != nil {
+		return err
 	}
 	if _, err := s.store.Block(ctx, blocker, blocked); err != nil {
 		return err
@@ -95,14 +97,17 @@ func (s *Service) Block(ctx context.Context, blocker, blocked int64) error {
 			s.dropInbox(ctx, e[0])
 		}
 	}
+	// A block hides each from the other's feed: both readers' streams
+	// read their hidden authors again.
+	s.followsChanged(ctx, "block", blocked, blocker)
 	return nil
 }
 
 // Unblock lifts blocker's block of blocked, idempotently. The follow
 // edges it removed stay removed.
 func (s *Service) Unblock(ctx context.Context, blocker, blocked int64) error {
-	if blocker == blocked {
-		return feed.Errorf(feed.EINVALID, "you cannot block yourself")
+	if err := feed.CheckNotSelf("block", blocker, blocked); err != nil {
+		return err
 	}
 	if _, err := s.store.User(ctx, blocked); err != nil {
 		return err
@@ -111,6 +116,7 @@ func (s *Service) Unblock(ctx context.Context, blocker, blocked int64) error {
 		return err
 	}
 	s.hiddenChanged(ctx, blocker, blocked)
+	s.followsChanged(ctx, "unblock", blocked, blocker)
 	return nil
 }
 

@@ -93,11 +93,11 @@ func readAll(t *testing.T, svc *Service, reader int64, limit int) []int64 {
 		if page > 1000 {
 			t.Fatal("the feed does not end")
 		}
-		ctx, notes := feed.WithNotes(context.Background())
-		posts, more, err := svc.Feed(ctx, reader, before, limit)
+		pg, err := svc.Feed(context.Background(), reader, before, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
+		posts, more := pg.Posts, pg.More()
 		if more && len(posts) < limit {
 			t.Fatalf("page %d: %d posts and more; want full pages of %d", page, len(posts), limit)
 		}
@@ -107,10 +107,7 @@ func readAll(t *testing.T, svc *Service, reader int64, limit int) []int64 {
 		if !more {
 			return ids
 		}
-		before = posts[len(posts)-1].ID
-		if next := notes.Next(); next != 0 {
-			before = next
-		}
+		before = pg.Next
 	}
 }
 
@@ -163,11 +160,11 @@ func TestFilteredPageIsBounded(t *testing.T) {
 		if page > 10 {
 			t.Fatal("the feed does not end")
 		}
-		pctx, notes := feed.WithNotes(ctx)
-		ps, more, err := svc.Feed(pctx, reader, before, 5)
+		pg, err := svc.Feed(ctx, reader, before, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
+		ps, more := pg.Posts, pg.More()
 		for _, p := range ps {
 			got = append(got, p.ID)
 		}
@@ -175,7 +172,7 @@ func TestFilteredPageIsBounded(t *testing.T) {
 			break
 		}
 		short++
-		next := notes.Next()
+		next := pg.Next
 		if len(ps) < 5 && (next == 0 || (before != 0 && next >= before)) {
 			t.Fatalf("page %d: %d posts, more, next %d after %d; want a cursor that moves on", page, len(ps), next, before)
 		}

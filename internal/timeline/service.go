@@ -9,8 +9,10 @@
 // author lists, SQL), rebuild.go and refresh.go (a missing inbox rebuilt,
 // a first page refreshed), merge.go (the streams merged into one page),
 // hydrate.go (ids turned into posts), and degraded.go (the same read
-// without SQL). guard.go puts the SQL breaker in front of the store;
-// posts.go, follows.go and users.go are the write side; markers.go keeps
+// without SQL). sqlbreaker.go puts the SQL breaker in front of the store;
+// posts.go, follows.go, followbatch.go, relations.go and users.go are the
+// write side, and announce.go tells the live streams of what it committed
+// (feed.Announcer); markers.go keeps
 // read markers and counts what is unread with the feed's own page loop;
 // keysweep.go sweeps the publishes' expired idempotency keys (in the work
 // role).
@@ -194,10 +196,12 @@ type Service struct {
 	// published is told (without blocking) that the outbox has a new
 	// event, so an in-process relay need not wait for its next poll.
 	published func()
+	// announcer tells the live streams of committed changes (nil: none).
+	announcer feed.Announcer
 	rebuilds  singleflight.Group
 	modes     modesEpoch
 
-	// The defences: the SQL breaker (nil: none, guard.go), the
+	// The defences: the SQL breaker (nil: none, sqlbreaker.go), the
 	// degradation switches (nil: all off, degraded.go), the in-process
 	// cache of hot post bodies (nil: none) and the collapsing of
 	// concurrent misses (hydrate.go).
@@ -272,7 +276,7 @@ func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, authorL
 		o(s)
 	}
 	if s.breaker != nil {
-		s.store = guardedStore{store: s.store, b: s.breaker}
+		s.store = breakerStore{store: s.store, b: s.breaker}
 	}
 	return s
 }
@@ -291,7 +295,7 @@ func (s *Service) Ready(ctx context.Context) error {
 func (s *Service) Checks(ctx context.Context) []feed.Check { return feed.RunProbes(ctx, s.ready) }
 
 // WithBreaker puts a circuit breaker in front of every SQL call of the
-// service (see guardedStore). The store's domain answers (not found,
+// service (see breakerStore). The store's domain answers (not found,
 // conflict) never count against it; its state is the gauge
 // feedd_sql_breaker_state.
 func WithBreaker(cfg breaker.Config) Option {

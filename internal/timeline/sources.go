@@ -74,6 +74,9 @@ type inboxSource struct {
 	complete  bool // the inbox holds everything below its newest entry
 	started   bool
 	path      string
+	// degraded is set when the inbox was served without its refresh
+	// against SQL: the page may miss the newest posts.
+	degraded bool
 }
 
 func (r *inboxSource) next(ctx context.Context, pos int64, want int) ([]int64, bool, error) {
@@ -142,7 +145,7 @@ func (r *inboxSource) inboxPage(ctx context.Context, pos int64, want int) (feed.
 		if err != nil && sqlUnavailable(err) {
 			// The inbox is served without the refresh: it may miss the
 			// newest posts a fan-out has not delivered yet.
-			feed.MarkDegraded(ctx)
+			r.degraded = true
 		}
 		if err != nil {
 			s.cacheFailed("smart refresh", err)

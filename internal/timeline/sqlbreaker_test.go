@@ -7,18 +7,18 @@ import (
 	"testing"
 )
 
-// TestEveryStoreCallIsGuarded: guardedStore writes out every Store method
+// TestEveryStoreCallGoesThroughTheBreaker: breakerStore writes out every Store method
 // (the compiler sees to that); this test names a Store method that it
 // does not declare itself, so a new SQL call cannot slip past the breaker
 // should the type ever embed Store again.
-func TestEveryStoreCallIsGuarded(t *testing.T) {
+func TestEveryStoreCallGoesThroughTheBreaker(t *testing.T) {
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, ".", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var store []string
-	guarded := map[string]bool{}
+	covered := map[string]bool{}
 	for _, f := range pkgs["timeline"].Files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch d := n.(type) {
@@ -32,8 +32,8 @@ func TestEveryStoreCallIsGuarded(t *testing.T) {
 				}
 			case *ast.FuncDecl:
 				if d.Recv != nil && len(d.Recv.List) == 1 {
-					if id, ok := d.Recv.List[0].Type.(*ast.Ident); ok && id.Name == "guardedStore" {
-						guarded[d.Name.Name] = true
+					if id, ok := d.Recv.List[0].Type.(*ast.Ident); ok && id.Name == "breakerStore" {
+						covered[d.Name.Name] = true
 					}
 				}
 			}
@@ -46,8 +46,8 @@ func TestEveryStoreCallIsGuarded(t *testing.T) {
 	for _, m := range store {
 		// Ping is the readiness probe: it must reach SQL even while the
 		// breaker is open, to tell whether SQL is back.
-		if m != "Ping" && !guarded[m] {
-			t.Errorf("Store.%s is not guarded by the SQL breaker: add it to guard.go", m)
+		if m != "Ping" && !covered[m] {
+			t.Errorf("Store.%s does not go through the SQL breaker: add it to sqlbreaker.go", m)
 		}
 	}
 }

@@ -1,0 +1,146 @@
+// Package pages composes the pages of posts a client reads: the posts the
+// timeline (a home feed, an author's posts, one post) or the likes service
+// (a user's likes, the top posts) chose, joined with each post's like count
+// and whether the viewer likes it. It is the one place that join is made,
+// so that the HTTP layer only parses, calls one method, and renders.
+package pages
+
+import (
+	"context"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// Timeline is what the pages need of the timeline service.
+type Timeline interface {
+	Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error)
+	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, bool, error)
+	Post(ctx context.Context, id int64) (feed.Post, error)
+	EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (feed.Post, error)
+	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
+}
+
+// Likes is what the pages need of the likes service.
+type Likes interface {
+	LikeStates(ctx context.Context, viewer int64, posts []feed.Post) (states map[int64]feed.LikeState, degraded bool, err error)
+	UserLikes(ctx context.Context, viewer, user, before int64, n int) (feed.Page, error)
+	TopPosts(ctx context.Context, viewer int64, window string, n int) ([]feed.Post, error)
+}
+
+// Page is a page of posts with their likes. States is nil while the
+// likes service drops that enrichment (degradation switch L1): the posts
+// then carry no likes at all rather than a misleading 0.
+type Page struct {
+	feed.Page
+	States map[int64]feed.LikeState
+}
+
+// Service composes pages. Its zero services are never called before a
+// request (the API's route table is built with nil services).
+type Service struct {
+	timeline Timeline
+	likes    Likes
+}
+
+// New returns a Service over the timeline and the likes.
+func New(tl Timeline, lk Likes) *Service { return &Service{timeline: tl, likes: lk} }
+
+// Join gives pg's posts their likes as viewer (0: nobody) sees them. The
+// cursor and the degraded mark stay pg's; likesDegraded says the likes were
+// answered from the cache alone.
+func Join(ctx context.Context, lk Likes, viewer int64, pg feed.Page) (page Page, likesDegraded bool, err error) {
+	states, likesDegraded, err := lk.LikeStates(ctx, viewer, pg.Posts)
+	if err != nil {
+		return Page{}, false, err
+	}
+	return Page{Page: pg, States: states}, likesDegraded, nil
+}
+
+// Feed is reader's home feed page (timeline.Feed) with its likes. It is
+// degraded when its posts or their likes came from the cache alone.
+func (s *Service) Feed(ctx context.Context, reader, before int64, n int) (Page, error) {
+	pg, err := s.timeline.Feed(ctx, reader, before, n)
+	if err != nil {
+		return Page{}, err
+	}
+	page, likesDegraded, err := Join(ctx, s.likes, reader, pg)
+	page.Degraded = page.Degraded || likesDegraded
+	return page, err
+}
+
+// Post is one post with its likes; ENOTFOUND for a post unknown, deleted,
+// or of a user a block stands between with viewer.
+func (s *Service) Post(ctx context.Context, viewer, id int64) (Page, error) {
+	p, err := s.timeline.Post(ctx, id)
+	if err == nil && p.Deleted {
+		err = feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
+	}
+	if err == nil && s.visible(ctx, viewer, p.AuthorID) != nil {
+		err = feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
+	}
+	if err != nil {
+		return Page{}, err
+	}
+	return s.join(ctx, viewer, feed.Page{Posts: []feed.Post{p}})
+}
+
+// EditPost edits a post as actor (timeline.EditPost) and returns it with
+// its likes.
+func (s *Service) EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (Page, error) {
+	p, err := s.timeline.EditPost(ctx, actor, id, e)
+	if err != nil {
+		return Page{}, err
+	}
+	return s.join(ctx, actor, feed.Page{Posts: []feed.Post{p}})
+}
+
+// AuthorPosts is a page of author's posts with their likes; ENOTFOUND for
+// an author unknown, or one a block stands between with viewer.
+func (s *Service) AuthorPosts(ctx context.Context, viewer, author, before int64, n int) (Page, error) {
+	if err := s.visible(ctx, viewer, author); err != nil {
+		return Page{}, err
+	}
+	posts, more, err := s.timeline.AuthorPosts(ctx, author, before, n)
+	if err != nil {
+		return Page{}, err
+	}
+	return s.join(ctx, viewer, feed.PageOf(posts, more))
+}
+
+// UserLikes is a page of the posts user likes (likes.UserLikes) with
+// their likes; its Next is a like's version.
+func (s *Service) UserLikes(ctx context.Context, viewer, user, before int64, n int) (Page, error) {
+	pg, err := s.likes.UserLikes(ctx, viewer, user, before, n)
+	if err != nil {
+		return Page{}, err
+	}
+	return s.join(ctx, viewer, pg)
+}
+
+// TopPosts is the most liked posts of window (likes.TopPosts) with their
+// likes, one page.
+func (s *Service) TopPosts(ctx context.Context, viewer int64, window string, n int) (Page, error) {
+	posts, err := s.likes.TopPosts(ctx, viewer, window, n)
+	if err != nil {
+		return Page{}, err
+	}
+	return s.join(ctx, viewer, feed.Page{Posts: posts})
+}
+
+func (s *Service) join(ctx context.Context, viewer int64, pg feed.Page) (Page, error) {
+	page, _, err := Join(ctx, s.likes, viewer, pg)
+	return page, err
+}
+
+// visible returns ENOTFOUND, as for a user who does not exist, when a
+// block stands between viewer and user.
+func (s *Service) visible(ctx context.Context, viewer, user int64) error {
+	h, err := s.timeline.Hidden(ctx, viewer)
+	if err != nil {
+		return err
+	}
+	if h.Blocked(user) {
+		return feed.Errorf(feed.ENOTFOUND, "user %d does not exist", user)
+	}
+	return nil
+}
