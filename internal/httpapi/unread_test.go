@@ -20,7 +20,6 @@ import (
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/limit"
-	"github.com/feedd/feedd/internal/testenv"
 )
 
 // countingService counts the author pages it made.
@@ -77,8 +76,10 @@ func TestUnreadAnswersHoldNoSlot(t *testing.T) {
 	}
 	const writeTimeout = time.Second
 	// Four read slots, and a wait for one long enough that the unread
-	// requests queue rather than shed.
-	shed := limit.NewShedder(map[limit.Class]int{limit.Read: 4}, 2*time.Second)
+	// requests queue rather than shed (even under the race detector, which
+	// makes a page slow to render): a shed one would be answered in full
+	// and leave its connection idle rather than stuck.
+	shed := limit.NewShedder(map[limit.Class]int{limit.Read: 4}, 10*time.Second)
 	base, _ := newGuardedEnv(t, svc, func(c *Config) {
 		c.UserSlots = limit.NewUserSlots(16)
 		c.Shed = shed
@@ -96,17 +97,22 @@ func TestUnreadAnswersHoldNoSlot(t *testing.T) {
 		}
 	}
 	// The unread requests have made all the pages they will once no
-	// more are made for a while: each connection is stuck writing one.
+	// more are made for a while and no read slot is held: each
+	// connection is stuck writing one. Slots held by unread answers
+	// never come free: then the wait ends at its bound, and the reads
+	// below find no slot.
 	var (
 		last    int32 = -1
 		changed time.Time
 	)
-	testenv.Eventually(t, 30*time.Second, "the unread requests stop making pages", func() bool {
+	for bound := time.Now().Add(15 * time.Second); time.Now().Before(bound); time.Sleep(10 * time.Millisecond) {
 		if n := svc.pages.Load(); n != last {
 			last, changed = n, time.Now()
 		}
-		return time.Since(changed) > 500*time.Millisecond
-	})
+		if time.Since(changed) > 500*time.Millisecond && shed.InFlight(limit.Read) == 0 {
+			break
+		}
+	}
 	stuck := time.Now()
 	t.Logf("%d pages made for %d connections of %d requests; %d read slots held", last, len(conns), pipelined, shed.InFlight(limit.Read))
 	for range 3 {
