@@ -25,20 +25,18 @@ func testStore(t *testing.T) *sqlstore.Store {
 }
 
 // noTimeline is a read engine with no caches to keep: for tests of the
-// writes' own state (token standings).
+// writes' own state (token standings, idempotency keys).
 type noTimeline struct{}
 
-func (noTimeline) Followed(context.Context, int64, int64, bool)   {}
-func (noTimeline) Unfollowed(context.Context, int64, int64, bool) {}
-func (noTimeline) BatchFollowed(context.Context, []feed.Edge, []string, []feed.Edge, []string) {
-}
-func (noTimeline) Muted(context.Context, int64, int64)     {}
-func (noTimeline) Unmuted(context.Context, int64)          {}
-func (noTimeline) Blocked(context.Context, int64, int64)   {}
-func (noTimeline) Unblocked(context.Context, int64, int64) {}
-func (noTimeline) PostCreated(feed.Post)                   {}
-func (noTimeline) PostEdited(context.Context, feed.Post)   {}
-func (noTimeline) PostDeleted(context.Context, int64, int64) {
-}
-func (noTimeline) UserDeleted(int64)         {}
-func (noTimeline) CacheFailed(string, error) {}
+func (noTimeline) Followed(context.Context, int64, int64, bool)                                {}
+func (noTimeline) Unfollowed(context.Context, int64, int64, bool)                              {}
+func (noTimeline) BatchFollowed(context.Context, []feed.Edge, []string, []feed.Edge, []string) {}
+func (noTimeline) Muted(context.Context, int64, int64)                                         {}
+func (noTimeline) Unmuted(context.Context, int64)                                              {}
+func (noTimeline) Blocked(context.Context, int64, int64)                                       {}
+func (noTimeline) Unblocked(context.Context, int64, int64)                                     {}
+func (noTimeline) PostCreated(feed.Post)                                                       {}
+func (noTimeline) PostEdited(context.Context, feed.Post)                                       {}
+func (noTimeline) PostDeleted(context.Context, int64, int64)                                   {}
+func (noTimeline) UserDeleted(int64)                                                           {}
+func (noTimeline) CacheFailed(string, error)                                                   {}

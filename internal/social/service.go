@@ -84,12 +84,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Policy.Mode == "" {
-		c.Policy.Mode = feed.ModeHybrid
-	}
-	if c.Policy.PullThreshold <= 0 {
-		c.Policy.PullThreshold = 100_000
-	}
+	c.Policy = c.Policy.WithDefaults()
 	if c.IdempotencyTTL <= 0 {
 		// A day, as the IETF Idempotency-Key draft and Stripe suggest:
 		// longer than any client's retries.

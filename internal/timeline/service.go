@@ -128,12 +128,7 @@ func (c Config) withDefaults() Config {
 	if c.RefreshMaxPosts <= 0 {
 		c.RefreshMaxPosts = 2000
 	}
-	if c.Policy.Mode == "" {
-		c.Policy.Mode = feed.ModeHybrid
-	}
-	if c.Policy.PullThreshold <= 0 {
-		c.Policy.PullThreshold = 100_000
-	}
+	c.Policy = c.Policy.WithDefaults()
 	if c.AuthorListMax <= 0 {
 		c.AuthorListMax = 100
 	}
