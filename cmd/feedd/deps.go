@@ -20,8 +20,8 @@ import (
 	"github.com/feedd/feedd/internal/inmemqueue"
 	"github.com/feedd/feedd/internal/rabbit"
 	"github.com/feedd/feedd/internal/rediscache"
+	"github.com/feedd/feedd/internal/social"
 	"github.com/feedd/feedd/internal/sqlstore"
-	"github.com/feedd/feedd/internal/timeline"
 )
 
 // authorListMax is how many post ids a pulled author's list keeps: under
@@ -39,7 +39,7 @@ type deps struct {
 	workStore *sqlstore.Store
 	// purges is what the purger claims and runs purges on: workStore
 	// when nil (tests put a fault in front of it).
-	purges timeline.PurgeStore
+	purges social.PurgeStore
 	cache  feed.Cache
 	// likes is the like counters and recent sets: the same backend as
 	// cache.

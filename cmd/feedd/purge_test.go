@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/social"
 	"github.com/feedd/feedd/internal/testenv"
-	"github.com/feedd/feedd/internal/timeline"
 )
 
 // heldPurges keeps the purger from claiming any purge until release is
 // called, so that a test can look at a deletion before its purge runs.
 type heldPurges struct {
-	timeline.PurgeStore
+	social.PurgeStore
 	once sync.Once
 	held chan struct{}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/feedd/feedd/internal/limit"
 	"github.com/feedd/feedd/internal/rediscache"
 	"github.com/feedd/feedd/internal/relay"
+	"github.com/feedd/feedd/internal/social"
 	"github.com/feedd/feedd/internal/stream"
 	"github.com/feedd/feedd/internal/timeline"
 )
@@ -111,7 +112,7 @@ func settings(c *config) []*opt {
 		setting(groupRead, readByWork, "workers", "concurrent batch-task handlers per work process", bind(intKind, &c.workers, 8, positive)),
 		setting(groupRead, readByWork, "fanout-sql-reads", "follower reads of the fan-out running at once per work process: they share the SQL primary with the API's writes", bind(intKind, &c.fanoutSQLReads, fanout.DefaultSQLReads, positive)),
 		setting(groupRead, readByWork, "fanout-retry-for", "a fan-out step that fails (Redis or SQL unreachable) is retried this long while its message is held, before the broker's redeliveries count", bind(durKind, &c.fanoutRetryFor, fanout.DefaultRetryFor, notNegative)),
-		setting(groupRead, readByWork, "purge-lease", "a work process owns a user's purge this long after its last batch: if it dies, another resumes the purge after this", bind(durKind, &c.purgeLease, timeline.DefaultPurgeLease, notNegative)),
+		setting(groupRead, readByWork, "purge-lease", "a work process owns a user's purge this long after its last batch: if it dies, another resumes the purge after this", bind(durKind, &c.purgeLease, social.DefaultPurgeLease, notNegative)),
 		setting(groupRead, readByWork, "relay-workers", "concurrent outbox relay loops per work process", bind(intKind, &c.relayWorkers, relay.DefaultWorkers, positive)),
 		setting(groupRead, readByBoth, "fanout-mode", "timeline model: push, pull, or hybrid (push below the pull threshold, pull above)", bind(modeKind, &c.fanoutMode, tl.Policy.Mode)),
 		setting(groupRead, readByBoth, "pull-threshold", "in hybrid mode, authors with at least this many followers are pulled at read time, not fanned out (back to push below 90% of it)", bind(intKind, &c.pullAt, int(tl.Policy.PullThreshold), positive)),
@@ -122,7 +123,7 @@ func settings(c *config) []*opt {
 		setting(groupRead, readByServe, "hot-posts", "post bodies kept in process memory in front of the cache (0: none)", bind(intKind, &c.hotPosts, 10_000)),
 		setting(groupRead, readByServe, "hot-post-ttl", "how long a post body stays in process memory", bind(durKind, &c.hotPostTTL, 5*time.Second)),
 		// Keys expire in whole milliseconds.
-		setting(groupRead, readByBoth, "idempotency-ttl", "how long a POST /v1/posts Idempotency-Key is kept: a retry within it gets the first answer, after it the key is new; the work role sweeps expired keys", bind(durKind, &c.idempotencyTTL, tl.IdempotencyTTL, atLeast(time.Millisecond, ""))),
+		setting(groupRead, readByBoth, "idempotency-ttl", "how long a POST /v1/posts Idempotency-Key is kept: a retry within it gets the first answer, after it the key is new; the work role sweeps expired keys", bind(durKind, &c.idempotencyTTL, social.DefaultConfig().IdempotencyTTL, atLeast(time.Millisecond, ""))),
 		setting(groupRead, readByServe, "unread-cap", "GET/PUT /v1/me/markers/home count unread posts up to this many (unread_capped beyond it); a count reads at most this many ids", bind(intKind, &c.unreadCap, timeline.DefaultUnreadCap, positive)),
 
 		setting(groupLikes, readByBoth, "like-batch", "like events written to SQL in one batch at most", bind(intKind, &c.likeBatch, likes.DefaultMaxBatch, positive)),

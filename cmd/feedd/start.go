@@ -26,6 +26,7 @@ import (
 	"github.com/feedd/feedd/internal/likes"
 	"github.com/feedd/feedd/internal/limit"
 	"github.com/feedd/feedd/internal/relay"
+	"github.com/feedd/feedd/internal/social"
 	"github.com/feedd/feedd/internal/sqlstore"
 	"github.com/feedd/feedd/internal/stream"
 	"github.com/feedd/feedd/internal/timeline"
@@ -104,7 +105,6 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			timeline.WithBreaker(breaker.Config{Failures: cfg.breakerFailures, Timeout: cfg.sqlTimeout, Cooldown: cfg.breakerCooldown}),
 			timeline.WithSwitches(switches),
 			timeline.WithHotPosts(cfg.hotPosts, cfg.hotPostTTL),
-			timeline.WithAnnouncer(announcer),
 		}
 		if rel != nil {
 			opts = append(opts, timeline.WithPublishHook(rel.Notify))
@@ -117,9 +117,13 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			RefreshMaxPosts: cfg.refreshMax,
 			Policy:          policy,
 			AuthorListMax:   authorListMax,
-			IdempotencyTTL:  cfg.idempotencyTTL,
 			UnreadCap:       cfg.unreadCap,
-		}, d.store, d.cache, d.authorLists, feed.NewIDGen(d.now), d.register(), opts...)
+		}, d.store, d.cache, d.authorLists, d.register(), opts...)
+		// The writes go through the timeline's SQL breaker, and tell it
+		// what they changed.
+		ws := social.New(logger, social.Config{Policy: policy, IdempotencyTTL: cfg.idempotencyTTL},
+			d.store, d.cache, svc, feed.NewIDGen(d.now), d.register(),
+			social.WithBreaker(svc.SQLBreaker()), social.WithAnnouncer(announcer))
 		// Readers whose cached feed missed a change during a cache outage
 		// are reset within a second of the cache answering again.
 		work.Go(func() { svc.RunStaleSweeper(workCtx, time.Second) })
@@ -153,7 +157,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			Live:      &httpapi.Live{Hub: hub, Tickets: d.cache},
 			Console:   census.NewConsole(logger, reporter, d.beats, d.store, d.queues, switches),
 			Pages:     pages,
-		}, svc, newLikes(cfg, d, logger, svc, switches, likesBreaker), d.register(), apiMetrics)
+		}, api{svc, ws}, newLikes(cfg, d, logger, svc, switches, likesBreaker), d.register(), apiMetrics)
 	} else {
 		handler = httpapi.NewProbes(logger, workReady, apiMetrics)
 	}
@@ -216,17 +220,19 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			Announce: announcer,
 		}, d.workStore, d.cache, d.authorLists, d.broker, d.register())
 		work.Go(func() { _ = rel.Run(workCtx) })
-		keySweep := timeline.NewKeySweep(logger, d.workStore, cfg.idempotencyTTL, d.reg)
+		keySweep := social.NewKeySweep(logger, d.workStore, cfg.idempotencyTTL, d.reg)
 		work.Go(func() { keySweep.Run(workCtx) })
-		var counters timeline.LikeCounters
-		if lc, ok := d.likes.(timeline.LikeCounters); ok {
+		var counters social.LikeCounters
+		if lc, ok := d.likes.(social.LikeCounters); ok {
 			counters = lc
 		}
 		purges := d.purges
 		if purges == nil {
 			purges = d.workStore
 		}
-		purger := timeline.NewPurger(logger, timeline.PurgerConfig{Lease: cfg.purgeLease}, purges, d.cache, d.authorLists, counters)
+		purger := social.NewPurger(logger, social.PurgerConfig{
+			Lease: cfg.purgeLease, PostTTL: timeline.DefaultConfig().PostTTL, ForgetHidden: timeline.ForgetHidden,
+		}, purges, d.cache, d.authorLists, counters)
 		work.Go(func() { purger.Run(workCtx) })
 		work.Go(func() {
 			if err := d.broker.Consume(workCtx, feed.QueuePosts, feed.ConsumeOptions{Concurrency: 4}, disp.Handle); err != nil {
@@ -390,6 +396,21 @@ func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts, switc
 	// wait on a SQL that the timeline already answers around.
 	return likes.New(logger, likes.Config{Breaker: b, LocalCountTTL: cfg.likeCountTTL, Switches: switches}, d.store, d.likes, posts, record, d.reg)
 }
+
+// api is what the API calls (httpapi.Timeline): the read engine and the
+// writes. One interface satisfied by the two services side by side keeps
+// httpapi, its route table and its test fakes as they were; the two
+// have no method in common, so neither hides the other's.
+type api struct {
+	*reads
+	*writes
+}
+
+// reads and writes name the two services in api.
+type (
+	reads  = timeline.Service
+	writes = social.Service
+)
 
 func sqlKind(cfg config) string {
 	if cfg.embedded() {

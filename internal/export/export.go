@@ -40,7 +40,7 @@ const ContentType = "application/x-ndjson"
 const pageSize = 500
 
 // Source is what an export reads: the SQL store, directly (feedd export)
-// or behind the timeline's breaker (the API). Lists are keyset pages.
+// or behind the SQL breaker (social.Service, for the API). Lists are keyset pages.
 type Source interface {
 	// User returns the user; ENOTFOUND if unknown or deleted.
 	User(ctx context.Context, id int64) (feed.User, error)

@@ -40,6 +40,24 @@ type DeliveryPolicy struct {
 	PullThreshold int64
 }
 
+// Default policy: hybrid, pulling authors from 100,000 followers.
+const (
+	DefaultFanoutMode    = ModeHybrid
+	DefaultPullThreshold = 100_000
+)
+
+// WithDefaults fills p's zero fields with the defaults, for every service
+// that reads a policy (the timeline's reads, the writes' users).
+func (p DeliveryPolicy) WithDefaults() DeliveryPolicy {
+	if p.Mode == "" {
+		p.Mode = DefaultFanoutMode
+	}
+	if p.PullThreshold <= 0 {
+		p.PullThreshold = DefaultPullThreshold
+	}
+	return p
+}
+
 // Band returns the hysteresis band [low, high): at or above high an author
 // is pulled, below low pushed, in between it keeps its stored state.
 func (p DeliveryPolicy) Band() (low, high int64) {

@@ -50,7 +50,7 @@ func edgeResults(edges []feed.Edge, results []string) []edgeResultJSON {
 }
 
 // handleFollowBatch makes an app's batch of follows and unfollows and
-// answers the outcome of each pair in order (the timeline tells the live
+// answers the outcome of each pair in order (the write side tells the live
 // streams of every follower it touched, as for a single follow).
 func handleFollowBatch(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {

@@ -26,10 +26,14 @@ import (
 	"github.com/feedd/feedd/internal/stream"
 )
 
-// Timeline is what the API needs of the timeline service: users, follows,
-// posts and feeds (Likes, in likes.go, is the rest). It is declared here,
-// where it is used, so the API can be tested against a fake and the domain
-// can grow without the API noticing.
+// Timeline is what the API needs of the timeline (the read engine: feeds,
+// posts, markers) and of the writes beside it (package social: users,
+// tokens, follows, mutes and blocks, posts' changes, deletion); Likes, in
+// likes.go, is the rest. cmd/feedd passes the two services side by side as
+// one value: one interface keeps the route table and the test fakes
+// simple, and the API does not care which room answers a call. It is
+// declared here, where it is used, so the API can be tested against a fake
+// and the domain can grow without the API noticing.
 type Timeline interface {
 	// CreateUser creates a user; id 0 asks for a generated id. ECONFLICT if
 	// the id is taken.

@@ -11,7 +11,8 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// Timeline is what the pages need of the timeline service.
+// Timeline is what the pages need of the timeline service, and of the
+// writes beside it (EditPost: social.Service), as the API passes them.
 type Timeline interface {
 	Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error)
 	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, bool, error)
@@ -84,7 +85,7 @@ func (s *Service) Post(ctx context.Context, viewer, id int64) (Page, error) {
 	return s.join(ctx, viewer, feed.Page{Posts: []feed.Post{p}})
 }
 
-// EditPost edits a post as actor (timeline.EditPost) and returns it with
+// EditPost edits a post as actor (social.Service.EditPost) and returns it with
 // its likes.
 func (s *Service) EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (Page, error) {
 	p, err := s.timeline.EditPost(ctx, actor, id, e)

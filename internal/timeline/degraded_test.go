@@ -19,7 +19,7 @@ import (
 // downStore fails every call while down is set, as a database that went
 // away.
 type downStore struct {
-	Store
+	fullStore
 	down atomic.Bool
 }
 
@@ -29,21 +29,21 @@ func (d *downStore) FeedPostIDs(ctx context.Context, reader, after, before int64
 	if d.down.Load() {
 		return nil, errConnRefused
 	}
-	return d.Store.FeedPostIDs(ctx, reader, after, before, n)
+	return d.fullStore.FeedPostIDs(ctx, reader, after, before, n)
 }
 
 func (d *downStore) Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, error) {
 	if d.down.Load() {
 		return nil, errConnRefused
 	}
-	return d.Store.Posts(ctx, ids)
+	return d.fullStore.Posts(ctx, ids)
 }
 
 func (d *downStore) CreatePost(ctx context.Context, p feed.Post, key feed.Idempotency) (feed.Post, bool, error) {
 	if d.down.Load() {
 		return feed.Post{}, false, errConnRefused
 	}
-	return d.Store.CreatePost(ctx, p, key)
+	return d.fullStore.CreatePost(ctx, p, key)
 }
 
 // TestDegradedReads: with SQL down, a first page comes from the inbox, or
@@ -52,10 +52,10 @@ func (d *downStore) CreatePost(ctx context.Context, p feed.Post, key feed.Idempo
 func TestDegradedReads(t *testing.T) {
 	ctx := context.Background()
 	st := testStore(t)
-	ds := &downStore{Store: st}
+	ds := &downStore{fullStore: st}
 	cache := inmemcache.New(inmemcache.Options{})
 	defer cache.Close()
-	svc := New(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush}, RefreshInterval: time.Nanosecond},
+	svc := newWithWrites(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush}, RefreshInterval: time.Nanosecond},
 		ds, cache, nil, feed.NewIDGen(nil), nil,
 		WithBreaker(breaker.Config{Failures: 2, Cooldown: time.Hour}), WithSwitches(degrade.New(slog.New(slog.DiscardHandler), nil, nil)))
 	author, _ := svc.CreateUser(ctx, 0, "author")

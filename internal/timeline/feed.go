@@ -6,6 +6,7 @@ import (
 
 	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/sqlbreaker"
 )
 
 // maxReadRounds bounds how often one page goes back for more ids when the
@@ -41,7 +42,7 @@ func (s *Service) Feed(ctx context.Context, reader, before int64, n int) (feed.P
 		return s.degradedFeed(ctx, reader, before, n, false)
 	}
 	pg, err := s.feed(ctx, reader, before, n)
-	if err != nil && sqlUnavailable(err) {
+	if err != nil && sqlbreaker.IsUnavailable(err) {
 		s.logger.WarnContext(ctx, "SQL unavailable: serving the feed from the cache alone", "reader", reader, "err", err)
 		return s.degradedFeed(ctx, reader, before, n, false)
 	}

@@ -3,26 +3,16 @@ package timeline
 import (
 	"context"
 	"fmt"
-
-	"github.com/feedd/feedd/internal/feed"
 )
 
-// Follow makes follower follow followee. It is idempotent; the edge's
-// followee's recent posts are copied into the follower's inbox, if it has
-// one (an absent inbox is rebuilt from SQL on the next read anyway).
-//
-// The copy runs on a repeated follow too: a process that dies between the
-// SQL commit and the copy leaves an inbox with a gap, and the client's
-// retry of the idempotent PUT is what repairs it (the chaos test found
-// this). The copy is idempotent, so a repeat costs two reads and no harm.
-func (s *Service) Follow(ctx context.Context, follower, followee int64) error {
-	if err := feed.CheckNotSelf("follow", follower, followee); err != nil {
-		return err
-	}
-	changed, err := s.store.Follow(ctx, follower, followee)
-	if err != nil {
-		return err
-	}
+// Followed keeps the caches in step with a follow committed in SQL
+// (social.Service.Follow; changed: the edge is new): the followee's
+// delivery mode and the follower's pulled authors are decided again, and
+// the followee's recent posts are copied into the follower's inbox, if it
+// has one (an absent inbox is rebuilt from SQL on the next read anyway).
+// The copy runs on a repeated follow too, so that the client's retry
+// repairs what a crash after the commit left; it is idempotent.
+func (s *Service) Followed(ctx context.Context, follower, followee int64, changed bool) {
 	if changed {
 		s.afterGraphChange(ctx, follower, followee)
 	}
@@ -32,8 +22,6 @@ func (s *Service) Follow(ctx context.Context, follower, followee int64) error {
 		s.cacheFailed("follow backfill", err)
 		s.dropInbox(ctx, follower)
 	}
-	s.followsChanged(ctx, "follow", follower)
-	return nil
 }
 
 // backfill copies into follower's inbox every post of followee newer than
@@ -68,23 +56,10 @@ func (s *Service) backfill(ctx context.Context, follower, followee int64) error 
 	return s.cache.AddToInbox(ctx, follower, ids, true)
 }
 
-// Unfollow removes the edge and the followee's posts from the follower's
-// inbox. It is idempotent, and like Follow it redoes the inbox part on a
-// repeat, so that a retry repairs what a crash after the commit left.
-// Unfollowing oneself succeeds: the edge can never exist, so the outcome
-// asked for already holds, as after any other repeated unfollow.
-func (s *Service) Unfollow(ctx context.Context, follower, followee int64) error {
-	if follower == followee {
-		s.followsChanged(ctx, "unfollow", follower)
-		return nil
-	}
-	if _, err := s.store.User(ctx, followee); err != nil {
-		return err
-	}
-	changed, err := s.store.Unfollow(ctx, follower, followee)
-	if err != nil {
-		return err
-	}
+// Unfollowed keeps the caches in step with an unfollow committed in SQL
+// (social.Service.Unfollow): as Followed, and the followee's posts leave
+// the follower's inbox, on a repeat too.
+func (s *Service) Unfollowed(ctx context.Context, follower, followee int64, changed bool) {
 	if changed {
 		s.afterGraphChange(ctx, follower, followee)
 	}
@@ -92,8 +67,6 @@ func (s *Service) Unfollow(ctx context.Context, follower, followee int64) error 
 		s.cacheFailed("unfollow removal", err)
 		s.dropInbox(ctx, follower)
 	}
-	s.followsChanged(ctx, "unfollow", follower)
-	return nil
 }
 
 // removeAuthor removes author's posts from reader's inbox. Only posts not

@@ -2,12 +2,18 @@ package timeline
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/social"
 	"github.com/feedd/feedd/internal/sqlstore"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // testStore opens a migrated SQLite store in t's temporary directory,
@@ -25,8 +31,34 @@ func testStore(t *testing.T) *sqlstore.Store {
 	return st
 }
 
+// testService is the read engine with the writes on top, wired as
+// cmd/feedd wires them (the writes through the same SQL breaker, telling
+// the read engine what they changed): the tests build their fixtures
+// through the writes.
+type testService struct {
+	*Service
+	*writes
+}
+
+type writes = social.Service
+
+// fullStore is what the two services need of SQL together.
+type fullStore interface {
+	Store
+	social.Store
+}
+
+// newWithWrites is New, with the writes on top; ids draws the writes'
+// post and user ids.
+func newWithWrites(logger *slog.Logger, cfg Config, store fullStore, cache feed.Cache, lists AuthorLists, ids *feed.IDGen, reg prometheus.Registerer, opts ...Option) *testService {
+	svc := New(logger, cfg, store, cache, lists, reg, opts...)
+	w := social.New(logger, social.Config{Policy: svc.cfg.Policy},
+		store, cache, svc, ids, reg, social.WithBreaker(svc.SQLBreaker()))
+	return &testService{svc, w}
+}
+
 // publish publishes a post by author and returns its id.
-func publish(t *testing.T, svc *Service, author int64) int64 {
+func publish(t *testing.T, svc *testService, author int64) int64 {
 	t.Helper()
 	p, err := svc.Publish(context.Background(), author, feed.Draft{Content: "a post"}, feed.Idempotency{})
 	if err != nil {
@@ -37,7 +69,7 @@ func publish(t *testing.T, svc *Service, author int64) int64 {
 
 // sees reports whether post is on the first page of reader's feed, read
 // through svc.
-func sees(t *testing.T, svc *Service, reader, post int64) bool {
+func sees(t *testing.T, svc *testService, reader, post int64) bool {
 	t.Helper()
 	pg, err := svc.Feed(context.Background(), reader, 0, 20)
 	if err != nil {
@@ -48,7 +80,7 @@ func sees(t *testing.T, svc *Service, reader, post int64) bool {
 
 // feedPages pages through reader's whole feed through svc, n posts a page,
 // and returns the ids in order.
-func feedPages(t *testing.T, svc *Service, reader int64, n int) []int64 {
+func feedPages(t *testing.T, svc *testService, reader int64, n int) []int64 {
 	t.Helper()
 	var ids []int64
 	for before := int64(0); ; {
@@ -64,4 +96,36 @@ func feedPages(t *testing.T, svc *Service, reader int64, n int) []int64 {
 		}
 		before = pg.Next
 	}
+}
+
+// failingCache is a cache whose key-value calls fail while down is set.
+// It counts the Gets.
+type failingCache struct {
+	feed.Cache
+	down atomic.Bool
+	gets atomic.Int64
+}
+
+var errCacheDown = errors.New("cache: connection refused")
+
+func (c *failingCache) Get(ctx context.Context, key string) (string, bool, error) {
+	c.gets.Add(1)
+	if c.down.Load() {
+		return "", false, errCacheDown
+	}
+	return c.Cache.Get(ctx, key)
+}
+
+func (c *failingCache) Set(ctx context.Context, key, value string, ttl time.Duration) error {
+	if c.down.Load() {
+		return errCacheDown
+	}
+	return c.Cache.Set(ctx, key, value, ttl)
+}
+
+func (c *failingCache) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if c.down.Load() {
+		return false, errCacheDown
+	}
+	return c.Cache.SetNX(ctx, key, value, ttl)
 }

@@ -67,7 +67,7 @@ func (s *Service) hydrate(ctx context.Context, ids []int64, sql bool) ([]feed.Po
 		}
 	}
 	// A deleted user's posts are dead from the deletion on, whichever
-	// copy of them a cache still holds (purge.go).
+	// copy of them a cache still holds (deleted.go).
 	gone := s.goneSet(ctx, sql)
 	live := make([]feed.Post, 0, len(ids))
 	var dead []int64

@@ -15,7 +15,7 @@ import (
 // countingStore counts the SQL loads of post bodies and of users, and
 // holds each for a moment so that concurrent readers really overlap.
 type countingStore struct {
-	Store
+	fullStore
 	posts, users atomic.Int64
 	hold         time.Duration
 }
@@ -23,23 +23,23 @@ type countingStore struct {
 func (c *countingStore) Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, error) {
 	c.posts.Add(1)
 	time.Sleep(c.hold)
-	return c.Store.Posts(ctx, ids)
+	return c.fullStore.Posts(ctx, ids)
 }
 
 func (c *countingStore) User(ctx context.Context, id int64) (feed.User, error) {
 	c.users.Add(1)
 	time.Sleep(c.hold)
-	return c.Store.User(ctx, id)
+	return c.fullStore.User(ctx, id)
 }
 
-func newTestService(t *testing.T, cfg Config, opts ...Option) (*Service, *countingStore, *inmemcache.Cache) {
+func newTestService(t *testing.T, cfg Config, opts ...Option) (*testService, *countingStore, *inmemcache.Cache) {
 	t.Helper()
 	st := testStore(t)
-	cs := &countingStore{Store: st, hold: 50 * time.Millisecond}
+	cs := &countingStore{fullStore: st, hold: 50 * time.Millisecond}
 	cache := inmemcache.New(inmemcache.Options{})
 	t.Cleanup(func() { cache.Close() })
 	cfg.Policy = feed.DeliveryPolicy{Mode: feed.ModePush}
-	return New(slog.New(slog.DiscardHandler), cfg, cs, cache, nil, feed.NewIDGen(nil), nil, opts...), cs, cache
+	return newWithWrites(slog.New(slog.DiscardHandler), cfg, cs, cache, nil, feed.NewIDGen(nil), nil, opts...), cs, cache
 }
 
 func TestConcurrentMissesCollapse(t *testing.T) {

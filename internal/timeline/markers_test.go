@@ -15,7 +15,7 @@ import (
 // celebrity whose posts are pulled in hybrid mode (two followers reach the
 // threshold), on one mode.
 type unreadEnv struct {
-	svc                       *Service
+	svc                       *testService
 	cache                     *inmemcache.Cache
 	reader, author, celebrity int64
 	stranger                  int64
@@ -31,7 +31,7 @@ func newUnreadEnv(t *testing.T, mode feed.FanoutMode) *unreadEnv {
 	if mode == feed.ModeHybrid {
 		al = lists
 	}
-	svc := New(slog.New(slog.DiscardHandler), Config{
+	svc := newWithWrites(slog.New(slog.DiscardHandler), Config{
 		Policy:          feed.DeliveryPolicy{Mode: mode, PullThreshold: 2},
 		RefreshInterval: time.Nanosecond, // every first page refreshes: no fan-out runs here
 	}, testStore(t), cache, al, feed.NewIDGen(nil), nil, WithHotPosts(1000, time.Minute))

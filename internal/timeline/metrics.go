@@ -24,9 +24,6 @@ type metrics struct {
 	// collapsed counts post loads that joined another reader's SQL load
 	// instead of sending their own.
 	collapsed prometheus.Counter
-	// tokenChecks counts user-token checks by where the answer came from
-	// (memory, cache, sql, last_known): how much of the check reaches SQL.
-	tokenChecks *prometheus.CounterVec
 
 	reg            prometheus.Registerer
 	breakerChanges *prometheus.CounterVec
@@ -96,16 +93,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		collapsed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_post_loads_collapsed_total", Help: "Post ids a read did not load from SQL because a concurrent read was already loading them.",
 		}),
-		tokenChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "feedd_token_checks_total", Help: "User-token checks of the user's standing, by where the answer came from: memory (the process's copy, at most 1 s old), cache, sql, last_known (SQL unavailable: the process's last answer).",
-		}, []string{"source"}),
 	}
 	m.reg = reg
 	m.breakerChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "feedd_sql_breaker_transitions_total", Help: "State changes of the API's SQL circuit breaker, by the state entered.",
 	}, []string{"to"})
 	if reg != nil {
-		reg.MustRegister(m.reads, m.refreshes, m.refreshAdds, m.rebuilds, m.lazyDeletes, m.hiddenPosts, m.cacheErrors, m.staleMarked, m.staleReset, m.cacheLookups, m.collapsed, m.tokenChecks, m.breakerChanges)
+		reg.MustRegister(m.reads, m.refreshes, m.refreshAdds, m.rebuilds, m.lazyDeletes, m.hiddenPosts, m.cacheErrors, m.staleMarked, m.staleReset, m.cacheLookups, m.collapsed, m.breakerChanges)
 	}
 	return m
 }

@@ -20,7 +20,7 @@ type ownEnv struct {
 	mode                      feed.FanoutMode
 	store                     *sqlstore.Store
 	cache, lists              *inmemcache.Cache
-	svc                       *Service
+	svc                       *testService
 	disp                      *fanout.Dispatcher
 	reader, author, celebrity int64
 }
@@ -64,7 +64,7 @@ func (e *ownEnv) open(t *testing.T) {
 	policy := feed.DeliveryPolicy{Mode: e.mode, PullThreshold: 2}
 	// The smart refresh runs at most once an hour: what reaches an inbox
 	// is the dispatcher's doing, unless a test opens the gate itself.
-	e.svc = New(slog.New(slog.DiscardHandler), Config{
+	e.svc = newWithWrites(slog.New(slog.DiscardHandler), Config{
 		Policy: policy, InboxMax: ownInboxMax, AuthorListMax: ownInboxMax, RefreshInterval: time.Hour,
 	}, e.store, cache, al, feed.NewIDGen(nil), nil, WithHotPosts(1000, time.Minute))
 	e.disp, _ = fanout.New(slog.New(slog.DiscardHandler), fanout.Config{Policy: policy}, e.store, cache, fl, nil, nil)

@@ -7,49 +7,18 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// Publish stores a post and its outbox event in one SQL transaction and
-// returns. Fan-out happens later, off the request path, so latency does not
-// grow with the author's followers. A non-empty idem.Key makes it
-// idempotent for Config.IdempotencyTTL (feed.Idempotency): a repeat of the
-// same request returns the post the first call created.
-//
-// The caller has checked d with feed's rules (CheckContent, CheckData,
-// which compacts the data, and CheckExternalID): the API does as it
-// decodes a request, the one layer that checks them.
-func (s *Service) Publish(ctx context.Context, author int64, d feed.Draft, idem feed.Idempotency) (feed.Post, error) {
-	var err error
-	if idem.Key != "" {
-		idem.TTL = s.cfg.IdempotencyTTL
-	}
-	var (
-		p       feed.Post
-		created bool
-	)
-	for attempt := 0; attempt < 4; attempt++ {
-		id := s.ids.Next()
-		p, created, err = s.store.CreatePost(ctx, feed.Post{
-			ID: id, AuthorID: author, Content: d.Content, Data: d.Data, CreatedAt: feed.IDTime(id),
-			ExternalID: d.ExternalID,
-		}, idem)
-		// Another process drew the same id in the same millisecond: draw again.
-		if feed.ErrorCode(err) != feed.ECONFLICT {
-			break
-		}
-	}
-	if err != nil {
-		return feed.Post{}, fmt.Errorf("timeline: publish: %w", err)
-	}
-	if created {
-		// Nothing is written to the shared cache here: while a big fan-out
-		// runs, Redis works through the workers' pipelines, and one SET
-		// queued behind them cost publish tens of milliseconds (bench:
-		// p50 30 ms with it, 5 ms without, next to a 100,000-follower
-		// fan-out). The first reader's miss caches the post, one SQL query
-		// per post and process (misses collapse).
-		s.keepHot(p)
-		s.published()
-	}
-	return p, nil
+// PostCreated tells the read engine of a post a publish committed
+// (social.Service.Publish): it is kept hot in this process, and the
+// in-process relay is woken (WithPublishHook) to hand its outbox event
+// on. Nothing is written to the shared cache here: while a big fan-out
+// runs, Redis works through the workers' pipelines, and one SET queued
+// behind them cost publish tens of milliseconds (bench: p50 30 ms with
+// it, 5 ms without, next to a 100,000-follower fan-out). The first
+// reader's miss caches the post, one SQL query per post and process
+// (misses collapse).
+func (s *Service) PostCreated(p feed.Post) {
+	s.keepHot(p)
+	s.published()
 }
 
 // Post returns a live post; deleted and unknown posts are ENOTFOUND.
@@ -91,27 +60,21 @@ func (s *Service) PostVersion(ctx context.Context, id, v int64) (feed.Post, erro
 	return p, nil
 }
 
-// DeletePost soft-deletes a post of actor's. Inboxes are not touched here:
-// a read that meets the post skips it and removes it from that inbox (lazy
+// PostDeleted serves a tombstone for a post a delete committed, so that
+// cached copies stop being served at once. Inboxes are not touched: a
+// read that meets the post skips it and removes it from that inbox (lazy
 // delete), so a delete costs the same for an author with 10 followers or
 // 10 million.
-func (s *Service) DeletePost(ctx context.Context, actor, id int64) error {
-	if err := s.store.DeletePost(ctx, id, actor); err != nil {
-		return err
-	}
-	// A tombstone, so cached copies stop being served at once.
-	tomb := feed.Post{ID: id, AuthorID: actor, Deleted: true, CreatedAt: feed.IDTime(id)}
+func (s *Service) PostDeleted(ctx context.Context, author, id int64) {
+	tomb := feed.Post{ID: id, AuthorID: author, Deleted: true, CreatedAt: feed.IDTime(id)}
 	s.keepHot(tomb)
 	if err := s.cache.CachePosts(ctx, []feed.Post{tomb}, s.cfg.PostTTL); err != nil {
 		s.cacheFailed("cache tombstone", err)
 	}
-	// Streams that sent the post send its delete.
-	s.announce(ctx, "delete", func(ctx context.Context, a feed.Announcer) error { return a.PostDeleted(ctx, actor, id) })
-	return nil
 }
 
-// EditPost applies e to a post of actor's and returns the post as edited.
-// Its id, and so its place in every feed, does not change.
+// PostEdited replaces the read engine's copies of a post with p, as an
+// edit committed it.
 //
 // How every process shows the edit within FEEDD_HOT_POST_TTL: the edit is
 // committed to SQL first, then written over the shared post cache entry
@@ -124,21 +87,11 @@ func (s *Service) DeletePost(ctx context.Context, actor, id int64) error {
 // cache, or from SQL if the cache lost it. A failed cache write is logged
 // (as for a delete's tombstone): the old entry then lives until it
 // expires (PostTTL).
-//
-// The caller has checked e as Publish's caller checks a draft, and with
-// feed.PostEdit.Check.
-func (s *Service) EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (feed.Post, error) {
-	p, err := s.store.EditPost(ctx, id, actor, e)
-	if err != nil {
-		return feed.Post{}, fmt.Errorf("timeline: edit post %d: %w", id, err)
-	}
+func (s *Service) PostEdited(ctx context.Context, p feed.Post) {
 	s.keepHot(p)
 	if err := s.cache.CachePosts(ctx, []feed.Post{p}, s.cfg.PostTTL); err != nil {
 		s.cacheFailed("cache edited post", err)
 	}
-	// Streams that sent the post send it again as edited (event: update).
-	s.announce(ctx, "edit", func(ctx context.Context, a feed.Announcer) error { return a.PostEdited(ctx, actor, id, p.Version()) })
-	return p, nil
 }
 
 // keepHot puts p in this process's hot posts unless they hold a newer

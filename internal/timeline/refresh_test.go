@@ -67,9 +67,9 @@ func TestRefreshGate(t *testing.T) {
 	st := testStore(t)
 	cache := inmemcache.New(inmemcache.Options{Now: clock.Now})
 	t.Cleanup(func() { cache.Close() })
-	process := func() (*Service, *gateCalls) {
+	process := func() (*testService, *gateCalls) {
 		g := &gateCalls{Cache: cache}
-		svc := New(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush}, RefreshInterval: interval},
+		svc := newWithWrites(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush}, RefreshInterval: interval},
 			st, g, nil, feed.NewIDGen(nil), nil)
 		svc.now = clock.Now
 		return svc, g
@@ -160,10 +160,10 @@ func TestRefreshGateSavesARoundTrip(t *testing.T) {
 	})
 	cache := rediscache.New(client, rediscache.Options{Prefix: prefix})
 	st := testStore(t)
-	process := func() *Service {
+	process := func() *testService {
 		// The reader's mute and block set stays in the process for the
 		// test (warmed below), so the pages count only the gate's work.
-		return New(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush}, RefreshInterval: time.Minute, HiddenTTL: time.Hour},
+		return newWithWrites(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush}, RefreshInterval: time.Minute, HiddenTTL: time.Hour},
 			st, cache, nil, feed.NewIDGen(nil), nil)
 	}
 	a, b := process(), process()
@@ -184,12 +184,12 @@ func TestRefreshGateSavesARoundTrip(t *testing.T) {
 	if err := cache.CachePosts(ctx, []feed.Post{p}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	for _, svc := range []*Service{a, b} {
+	for _, svc := range []*testService{a, b} {
 		if _, err := svc.Hidden(ctx, reader.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	read := func(svc *Service) map[string]int64 {
+	read := func(svc *testService) map[string]int64 {
 		t.Helper()
 		before := counter.Counts()
 		pg, err := svc.Feed(ctx, reader.ID, 0, 20)
@@ -235,7 +235,7 @@ func TestRefreshGateSavesARoundTrip(t *testing.T) {
 
 // windowStore records the lower bound of every feed query.
 type windowStore struct {
-	Store
+	fullStore
 	mu     sync.Mutex
 	afters []int64
 }
@@ -244,7 +244,7 @@ func (w *windowStore) FeedPostIDs(ctx context.Context, reader, after, before int
 	w.mu.Lock()
 	w.afters = append(w.afters, after)
 	w.mu.Unlock()
-	return w.Store.FeedPostIDs(ctx, reader, after, before, n)
+	return w.fullStore.FeedPostIDs(ctx, reader, after, before, n)
 }
 
 func (w *windowStore) take() []int64 {
@@ -259,7 +259,7 @@ func (w *windowStore) take() []int64 {
 // window of every feed query, with a reader following an author. No
 // fan-out runs, so a new post reaches the reader's inbox only by refresh.
 type refreshRig struct {
-	svc            *Service
+	svc            *testService
 	ws             *windowStore
 	clock          *feedtest.Clock
 	author, reader int64
@@ -272,11 +272,11 @@ func newRefreshRig(t *testing.T, cfg Config) refreshRig {
 	clock := feedtest.NewClock(time.Now())
 	cache := inmemcache.New(inmemcache.Options{Now: clock.Now})
 	t.Cleanup(func() { cache.Close() })
-	ws := &windowStore{Store: testStore(t)}
+	ws := &windowStore{fullStore: testStore(t)}
 	cfg.Policy = feed.DeliveryPolicy{Mode: feed.ModePush}
 	// Post ids carry the (test) clock's time, so "published a day ago"
 	// is a post published before the clock moved a day.
-	svc := New(slog.New(slog.DiscardHandler), cfg, ws, cache, nil, feed.NewIDGen(clock.Now), nil)
+	svc := newWithWrites(slog.New(slog.DiscardHandler), cfg, ws, cache, nil, feed.NewIDGen(clock.Now), nil)
 	svc.now = clock.Now
 	author, _ := svc.CreateUser(ctx, 0, "author")
 	reader, _ := svc.CreateUser(ctx, 0, "reader")

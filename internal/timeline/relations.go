@@ -8,7 +8,7 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// Mutes and blocks. SQL holds them; each reader's whole set (feed.Hidden)
+// Mutes and blocks (social.Service makes them). SQL holds them; each reader's whole set (feed.Hidden)
 // is looked up once per page, so that filtering costs one map lookup per
 // post, whatever the size of the set. The set is kept in the process for
 // HiddenTTL (1 s), and in the shared cache under one key for hiddenTTL;
@@ -36,59 +36,33 @@ const hiddenSets = 100_000
 
 func hiddenKey(user int64) string { return "hidden:{" + strconv.FormatInt(user, 10) + "}" }
 
-// Mute hides target's posts from user's home feed. It is idempotent;
-// user still follows target, and target notices nothing.
-func (s *Service) Mute(ctx context.Context, user, target int64) error {
-	if err := feed.CheckNotSelf("mute", user, target); err != nil {
-		return err
-	}
-	if _, err := s.store.Mute(ctx, user, target); err != nil {
-		return err
-	}
+// Muted keeps the caches in step with a mute committed in SQL
+// (social.Service.Mute): the user's set is published (hiddenChanged), its
+// pulled authors read again, and target's posts taken out of its inbox at
+// once, which spares the next pages the work (the feed filters target out
+// from now on anyway).
+func (s *Service) Muted(ctx context.Context, user, target int64) {
 	s.hiddenChanged(ctx, user)
 	s.forgetPullees(ctx, user)
-	// The feed filters target out from now on; taking its posts out of the
-	// inbox at once spares the next pages the work.
 	if err := s.removeAuthor(ctx, user, target); err != nil {
 		s.cacheFailed("mute removal", err)
 		s.dropInbox(ctx, user)
 	}
-	s.followsChanged(ctx, "mute", user)
-	return nil
 }
 
-// Unmute undoes Mute, idempotently. The reader's inbox lost target's
-// posts (Mute and the feed's filter took them out), so it is dropped and
-// rebuilt complete on the next read.
-func (s *Service) Unmute(ctx context.Context, user, target int64) error {
-	if err := feed.CheckNotSelf("mute", user, target); err != nil {
-		return err
-	}
-	if _, err := s.store.User(ctx, target); err != nil {
-		return err
-	}
-	if _, err := s.store.Unmute(ctx, user, target); err != nil {
-		return err
-	}
+// Unmuted keeps the caches in step with an unmute. The user's inbox lost
+// the target's posts (Muted and the feed's filter took them out), so it is
+// dropped and rebuilt complete on the next read.
+func (s *Service) Unmuted(ctx context.Context, user int64) {
 	s.hiddenChanged(ctx, user)
 	s.forgetPullees(ctx, user)
 	s.dropInbox(ctx, user)
-	s.followsChanged(ctx, "unmute", user)
-	return nil
 }
 
-// Block makes blocker block blocked: the follow edges between them go
-// both ways (in SQL, with the counts; here, with each one's inbox), and
-// while it stands neither can follow the other nor sees the other's posts
-// or likes. It is idempotent, and redoes the cache part on a repeat, as
-// Unfollow does.
-func (s *Service) Block(ctx context.Context, blocker, blocked int64) error {
-	if err := feed.CheckNotSelf("block", blocker, blocked); err != nil {
-		return err
-	}
-	if _, err := s.store.Block(ctx, blocker, blocked); err != nil {
-		return err
-	}
+// Blocked keeps the caches in step with a block, which removed the
+// follow edges both ways in SQL: both sets are published, and each one's
+// inbox loses the other's posts, as after an unfollow.
+func (s *Service) Blocked(ctx context.Context, blocker, blocked int64) {
 	s.hiddenChanged(ctx, blocker, blocked)
 	for _, e := range [][2]int64{{blocker, blocked}, {blocked, blocker}} {
 		s.afterGraphChange(ctx, e[0], e[1])
@@ -97,37 +71,12 @@ func (s *Service) Block(ctx context.Context, blocker, blocked int64) error {
 			s.dropInbox(ctx, e[0])
 		}
 	}
-	// A block hides each from the other's feed: both readers' streams
-	// read their hidden authors again.
-	s.followsChanged(ctx, "block", blocked, blocker)
-	return nil
 }
 
-// Unblock lifts blocker's block of blocked, idempotently. The follow
-// edges it removed stay removed.
-func (s *Service) Unblock(ctx context.Context, blocker, blocked int64) error {
-	if err := feed.CheckNotSelf("block", blocker, blocked); err != nil {
-		return err
-	}
-	if _, err := s.store.User(ctx, blocked); err != nil {
-		return err
-	}
-	if _, err := s.store.Unblock(ctx, blocker, blocked); err != nil {
-		return err
-	}
+// Unblocked keeps the caches in step with an unblock: both sets are
+// published. (The follow edges the block removed stay removed.)
+func (s *Service) Unblocked(ctx context.Context, blocker, blocked int64) {
 	s.hiddenChanged(ctx, blocker, blocked)
-	s.followsChanged(ctx, "unblock", blocked, blocker)
-	return nil
-}
-
-// Mutes lists the users user mutes with ids above after, ascending.
-func (s *Service) Mutes(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error) {
-	return s.listUsers(ctx, user, after, n, s.store.Mutes)
-}
-
-// Blocks lists the users user blocks with ids above after, ascending.
-func (s *Service) Blocks(ctx context.Context, user, after int64, n int) ([]feed.User, bool, error) {
-	return s.listUsers(ctx, user, after, n, s.store.Blocks)
 }
 
 // Hidden returns what viewer must not see (0, the admin: nothing): one
@@ -187,4 +136,16 @@ func (s *Service) hiddenChanged(ctx context.Context, users ...int64) {
 		}
 		s.hidden.Put(u, h)
 	}
+}
+
+// ForgetHidden drops user's shared mute and block set from kv, for the
+// purge of a deleted user (social.Purger): a user created later with the
+// id starts with none.
+func ForgetHidden(ctx context.Context, kv feed.KV, user int64) error {
+	v, ok, err := kv.Get(ctx, hiddenKey(user))
+	if err != nil || !ok {
+		return nil // a failed read leaves the set to expire, as a failed delete does
+	}
+	_, err = kv.CompareAndDelete(ctx, hiddenKey(user), v)
+	return err
 }

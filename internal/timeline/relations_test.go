@@ -27,7 +27,7 @@ func TestMutedFeedPagesStayFull(t *testing.T) {
 				InboxMax: 100, // the feed is longer: paging goes on in SQL
 				Policy:   feed.DeliveryPolicy{Mode: mode, PullThreshold: 2},
 			}
-			svc := New(slog.New(slog.DiscardHandler), cfg, testStore(t), cache, lists, feed.NewIDGen(nil), nil)
+			svc := newWithWrites(slog.New(slog.DiscardHandler), cfg, testStore(t), cache, lists, feed.NewIDGen(nil), nil)
 
 			const authors, perAuthor, kept, limit = 40, 15, 2, 4
 			reader, other := int64(1), int64(2)
@@ -85,7 +85,7 @@ func TestMutedFeedPagesStayFull(t *testing.T) {
 
 // readAll reads reader's whole feed in pages of limit, checking that
 // every page but the last is full and that the cursor moves on.
-func readAll(t *testing.T, svc *Service, reader int64, limit int) []int64 {
+func readAll(t *testing.T, svc *testService, reader int64, limit int) []int64 {
 	t.Helper()
 	var ids []int64
 	before := int64(0)
@@ -120,7 +120,7 @@ func TestFilteredPageIsBounded(t *testing.T) {
 	cache := inmemcache.New(inmemcache.Options{InboxMax: 20_000})
 	t.Cleanup(func() { cache.Close() })
 	cfg := Config{InboxMax: 20_000, Policy: feed.DeliveryPolicy{Mode: feed.ModePush}}
-	svc := New(slog.New(slog.DiscardHandler), cfg, testStore(t), cache, nil, feed.NewIDGen(nil), nil)
+	svc := newWithWrites(slog.New(slog.DiscardHandler), cfg, testStore(t), cache, nil, feed.NewIDGen(nil), nil)
 	reader, muted, kept := int64(1), int64(2), int64(3)
 	for _, id := range []int64{reader, muted, kept} {
 		if _, err := svc.CreateUser(ctx, id, "user"); err != nil {

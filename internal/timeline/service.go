@@ -1,21 +1,25 @@
-// Package timeline is feedd's domain service: it publishes posts, keeps the
-// follow graph, and serves home feeds. SQL is the truth; the cache is an
-// accelerator whose loss a reader never notices: a missing inbox is rebuilt,
-// a stale one is refreshed, and paging past its trimmed end continues in SQL.
+// Package timeline is feedd's read engine: it serves home feeds, posts,
+// markers and mute and block sets, and keeps the caches that serve them.
+// SQL is the truth; the cache is an accelerator whose loss a reader never
+// notices: a missing inbox is rebuilt, a stale one is refreshed, and
+// paging past its trimmed end continues in SQL. The writes (users,
+// tokens, follows, mutes and blocks, posts, account deletion) are package
+// social's; each tells the read engine what it committed through the
+// cache-keeping methods listed on Service.
 //
 // The files follow a feed read in the order it happens: feed.go (Feed and
 // its page loop), modes.go (which pulled authors the reader follows),
 // sources.go (the streams of post ids: the inbox, the pulled authors'
 // author lists, SQL), rebuild.go and refresh.go (a missing inbox rebuilt,
 // a first page refreshed), merge.go (the streams merged into one page),
-// hydrate.go (ids turned into posts), and degraded.go (the same read
-// without SQL). sqlbreaker.go puts the SQL breaker in front of the store;
-// posts.go, follows.go, followbatch.go, relations.go and users.go are the
-// write side, and announce.go tells the live streams of what it committed
-// (feed.Announcer); markers.go keeps
-// read markers and counts what is unread with the feed's own page loop;
-// keysweep.go sweeps the publishes' expired idempotency keys (in the work
-// role).
+// hydrate.go (ids turned into posts, without the deleted users' of
+// deleted.go), and degraded.go (the same read without SQL). sqlbreaker.go
+// puts the SQL breaker in front of the store. What the writes tell it:
+// posts.go (a post created, edited, deleted), follows.go and
+// followbatch.go (inbox backfill and removal, delivery modes), relations.go
+// (mute and block sets), deleted.go (a user deleted), and stale.go (a
+// reader whose cache missed a change). markers.go keeps read markers and
+// counts what is unread with the feed's own page loop.
 package timeline
 
 import (
@@ -31,23 +35,14 @@ import (
 	"github.com/feedd/feedd/internal/degrade"
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/lru"
+	"github.com/feedd/feedd/internal/sqlbreaker"
 )
 
-// Store is what the service needs of the SQL source of truth.
+// Store is what the read engine needs of the SQL source of truth.
 type Store interface {
-	CreateUser(ctx context.Context, u feed.User) (feed.User, error)
 	User(ctx context.Context, id int64) (feed.User, error)
-	Users(ctx context.Context, ids []int64) (map[int64]feed.User, error)
-	Follow(ctx context.Context, follower, followee int64) (bool, error)
-	Unfollow(ctx context.Context, follower, followee int64) (bool, error)
-	FollowBatch(ctx context.Context, follow, unfollow []feed.Edge) ([]string, []string, error)
-	Followers(ctx context.Context, user, after int64, n int) ([]int64, error)
-	Following(ctx context.Context, user, after int64, n int) ([]int64, error)
-	CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (feed.Post, bool, error)
 	Post(ctx context.Context, id int64) (feed.Post, error)
 	Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, error)
-	DeletePost(ctx context.Context, id, author int64) error
-	EditPost(ctx context.Context, id, author int64, e feed.PostEdit) (feed.Post, error)
 	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, error)
 	AuthorPostIDs(ctx context.Context, author, after, before int64, n int) ([]int64, error)
 	FeedPostIDs(ctx context.Context, reader, after, before int64, n int) ([]int64, error)
@@ -58,18 +53,7 @@ type Store interface {
 	PullFollowees(ctx context.Context, reader, high, low int64) ([]int64, error)
 	NewestPostsFloor(ctx context.Context, k int) (int64, error)
 	SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error)
-	TokenGeneration(ctx context.Context, user int64) (int64, error)
-	RevokeTokens(ctx context.Context, user int64) error
-	Mute(ctx context.Context, user, target int64) (bool, error)
-	Unmute(ctx context.Context, user, target int64) (bool, error)
-	Block(ctx context.Context, blocker, blocked int64) (bool, error)
-	Unblock(ctx context.Context, blocker, blocked int64) (bool, error)
-	Mutes(ctx context.Context, user, after int64, n int) ([]int64, error)
-	Blocks(ctx context.Context, user, after int64, n int) ([]int64, error)
-	LikedPosts(ctx context.Context, user, after int64, n int) ([]feed.Post, error)
 	Hidden(ctx context.Context, user int64) (feed.Hidden, error)
-	DeleteUser(ctx context.Context, user int64) (feed.Purge, bool, error)
-	Purge(ctx context.Context, user int64) (feed.Purge, error)
 	DeletedUsers(ctx context.Context, since time.Time) ([]int64, error)
 	MarkFeedStale(ctx context.Context, user int64) error
 	StaleFeeds(ctx context.Context, n int) ([]feed.StaleFeed, error)
@@ -120,10 +104,6 @@ type Config struct {
 	MaxMergedAuthorLists int
 	// PulleesTTL is how long a reader's list of pulled followees is cached.
 	PulleesTTL time.Duration
-	// IdempotencyTTL is how long a publish's idempotency key is kept
-	// (FEEDD_IDEMPOTENCY_TTL): within it a retry gets the first answer,
-	// after it the key is new.
-	IdempotencyTTL time.Duration
 	// UnreadCap is how far a marker's unread count counts
 	// (FEEDD_UNREAD_CAP): past it the count says "at least this many".
 	UnreadCap int
@@ -148,12 +128,7 @@ func (c Config) withDefaults() Config {
 	if c.RefreshMaxPosts <= 0 {
 		c.RefreshMaxPosts = 2000
 	}
-	if c.Policy.Mode == "" {
-		c.Policy.Mode = feed.ModeHybrid
-	}
-	if c.Policy.PullThreshold <= 0 {
-		c.Policy.PullThreshold = 100_000
-	}
+	c.Policy = c.Policy.WithDefaults()
 	if c.AuthorListMax <= 0 {
 		c.AuthorListMax = 100
 	}
@@ -171,9 +146,6 @@ func (c Config) withDefaults() Config {
 	def(&c.RefreshInterval, 5*time.Second)
 	def(&c.RefreshLookback, time.Minute)
 	def(&c.RefreshHorizon, 10*time.Minute)
-	// A day, as the IETF Idempotency-Key draft and Stripe suggest: longer
-	// than any client's retries.
-	def(&c.IdempotencyTTL, 24*time.Hour)
 	return c
 }
 
@@ -181,7 +153,11 @@ func (c Config) withDefaults() Config {
 // feedd's flags start from.
 func DefaultConfig() Config { return Config{}.withDefaults() }
 
-// Service implements the API's operations.
+// Service is the read engine: home feeds, posts, markers and mute and
+// block sets, with the caches that serve them; the writes
+// (social.Service) tell it what they changed through its cache-keeping
+// methods (Followed, Unfollowed, BatchFollowed, Muted, Unmuted, Blocked,
+// Unblocked, PostCreated, PostEdited, PostDeleted, UserDeleted).
 type Service struct {
 	cfg   Config
 	store Store
@@ -189,15 +165,12 @@ type Service struct {
 	// authorLists holds pulled authors' newest post ids (nil: no author
 	// is pulled).
 	authorLists AuthorLists
-	ids         *feed.IDGen
 	logger      *slog.Logger
 	metrics     *metrics
 	ready       []feed.Probe
 	// published is told (without blocking) that the outbox has a new
 	// event, so an in-process relay need not wait for its next poll.
 	published func()
-	// announcer tells the live streams of committed changes (nil: none).
-	announcer feed.Announcer
 	rebuilds  singleflight.Group
 	modes     modesEpoch
 
@@ -210,7 +183,6 @@ type Service struct {
 	hot         *lru.Cache[int64, feed.Post]
 	lastSaved   *lru.Cache[int64, struct{}]
 	flights     flights
-	users       singleflight.Group
 	listFills   singleflight.Group
 	pulleeLoads singleflight.Group
 
@@ -226,23 +198,21 @@ type Service struct {
 	// RefreshMaxPosts (refreshFloor), loaded once at a time.
 	floor      atomic.Pointer[postsFloor]
 	floorLoads singleflight.Group
-	// standings is the process's copy of users' token standing
-	// (tokens.go), loaded once per user at a time.
-	standings *lru.Cache[int64, tokenStanding]
 	// hidden is the process's copy of readers' mute and block sets.
-	hidden        *lru.Cache[int64, feed.Hidden]
-	standingLoads singleflight.Group
+	hidden *lru.Cache[int64, feed.Hidden]
 	// gone is the process's copy of the deleted users, whose posts no
-	// read shows (purge.go).
+	// read shows (deleted.go).
 	gone      atomic.Pointer[goneAuthors]
 	goneLoads singleflight.Group
-	now       func() time.Time // the clock of gates, floor and standings; tests set it
+	now       func() time.Time // the clock of gates, floor and hidden sets; tests set it
 }
 
 // Option configures a Service.
 type Option func(*Service)
 
-// WithPublishHook sets a function called after every committed publish.
+// WithPublishHook sets a function called after every committed publish
+// (PostCreated) and every switch of an author back to push (its queued
+// catch-up fan-out).
 func WithPublishHook(f func()) Option { return func(s *Service) { s.published = f } }
 
 // WithReadyCheck adds a named dependency check to Ready and Checks; a
@@ -253,20 +223,18 @@ func WithReadyCheck(name string, required bool, f func(context.Context) error) O
 
 // New returns a Service. authorLists holds pulled authors' lists of post
 // ids (nil unless the mode is hybrid); reg may be nil.
-func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, authorLists AuthorLists, ids *feed.IDGen, reg prometheus.Registerer, opts ...Option) *Service {
+func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, authorLists AuthorLists, reg prometheus.Registerer, opts ...Option) *Service {
 	s := &Service{
 		cfg:         cfg.withDefaults(),
 		store:       store,
 		cache:       cache,
 		authorLists: authorLists,
-		ids:         ids,
 		logger:      logger.With("component", "timeline"),
 		metrics:     newMetrics(reg),
 		published:   func() {},
 		heads:       lru.New[int64, listHead](listHeads, listHeadTTL, nil),
 		now:         time.Now,
 	}
-	s.standings = lru.New[int64, tokenStanding](tokenStandings, tokenLastKnown, func() time.Time { return s.now() })
 	s.hidden = lru.New[int64, feed.Hidden](hiddenSets, s.cfg.HiddenTTL, func() time.Time { return s.now() })
 	s.gates = lru.New[int64, time.Time](refreshGates, s.cfg.RefreshInterval, func() time.Time { return s.now() })
 	// SQL is required: without it the API cannot take a write. The cache
@@ -300,7 +268,7 @@ func (s *Service) Checks(ctx context.Context) []feed.Check { return feed.RunProb
 // feedd_sql_breaker_state.
 func WithBreaker(cfg breaker.Config) Option {
 	return func(s *Service) {
-		cfg.Ignore = domainError
+		cfg.Ignore = sqlbreaker.DomainError
 		cfg.OnChange = func(from, to breaker.State) {
 			s.metrics.breakerChanges.WithLabelValues(to.String()).Inc()
 			if to == breaker.Open {
@@ -313,6 +281,10 @@ func WithBreaker(cfg breaker.Config) Option {
 		s.metrics.breakerState(s.breaker)
 	}
 }
+
+// SQLBreaker is the breaker WithBreaker set (nil: none), for the writes
+// (social.WithBreaker) to go through the same one: one SQL, one state.
+func (s *Service) SQLBreaker() *breaker.Breaker { return s.breaker }
 
 // WithSwitches makes the service obey the degradation switches: L2 drops
 // the pull half of hybrid reads, L4 serves each reader's last good first
@@ -340,6 +312,10 @@ func (s *Service) cacheFailed(what string, err error) {
 	s.metrics.cacheErrors.Inc()
 	s.logger.Warn("cache call failed; continuing without it", "op", what, "err", err)
 }
+
+// CacheFailed is cacheFailed for the writes (social.Service), whose
+// failed cache calls count with the read engine's.
+func (s *Service) CacheFailed(what string, err error) { s.cacheFailed(what, err) }
 
 // detached gives work that must finish even if the request that started
 // it is cancelled (a rebuild shared by several readers) a bounded context.

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/sqlbreaker"
 )
 
 // source is one stream of a reader's feed: post ids strictly below a
@@ -142,7 +143,7 @@ func (r *inboxSource) inboxPage(ctx context.Context, pos int64, want int) (feed.
 	}
 	if first && pos == 0 {
 		added, err := s.refresh(ctx, r.reader, pg.IDs)
-		if err != nil && sqlUnavailable(err) {
+		if err != nil && sqlbreaker.IsUnavailable(err) {
 			// The inbox is served without the refresh: it may miss the
 			// newest posts a fan-out has not delivered yet.
 			r.degraded = true

@@ -82,7 +82,7 @@ func TestStaleFeedsReset(t *testing.T) {
 			cache := &downCache{&failingCache{Cache: mem}}
 			store := testStore(t)
 			cfg := Config{Policy: feed.DeliveryPolicy{Mode: mode, PullThreshold: 3}}
-			svc := New(slog.New(slog.DiscardHandler), cfg, store, cache, lists, feed.NewIDGen(nil), nil)
+			svc := newWithWrites(slog.New(slog.DiscardHandler), cfg, store, cache, lists, feed.NewIDGen(nil), nil)
 
 			// Authors 10 and 11 have three followers (pulled in hybrid),
 			// 12 and 13 one (pushed); the reader follows 10, 12 and 13.

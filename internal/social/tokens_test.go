@@ -1,4 +1,4 @@
-package timeline
+package social
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/inmemcache"
+	"github.com/feedd/feedd/internal/sqlbreaker"
 )
 
 // standingStore counts the SQL reads of token generations, can fail them
@@ -25,7 +26,7 @@ type standingStore struct {
 
 func (s *standingStore) TokenGeneration(ctx context.Context, user int64) (int64, error) {
 	if s.down.Load() {
-		return 0, errSQLUnavailable(errors.New("connection refused"))
+		return 0, sqlbreaker.Unavailable(errors.New("connection refused"))
 	}
 	s.reads.Add(1)
 	gen, err := s.Store.TokenGeneration(ctx, user)
@@ -85,7 +86,7 @@ func newStandingWorld(t *testing.T) *standingWorld {
 
 func (w *standingWorld) process() *Service {
 	svc := New(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush}},
-		w.store, w.cache, nil, feed.NewIDGen(nil), nil)
+		w.store, w.cache, noTimeline{}, feed.NewIDGen(nil), nil)
 	svc.now = w.clock.Now
 	return svc
 }

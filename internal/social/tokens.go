@@ -1,4 +1,4 @@
-package timeline
+package social
 
 import (
 	"context"
@@ -7,7 +7,14 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/sqlbreaker"
 )
+
+// TokenStore is what tokens.go needs of SQL.
+type TokenStore interface {
+	TokenGeneration(ctx context.Context, user int64) (int64, error)
+	RevokeTokens(ctx context.Context, user int64) error
+}
 
 // Token standing: whether a user's tokens are accepted, and which token
 // generation they must carry. SQL holds the truth (users.token_generation,
@@ -90,7 +97,7 @@ func standingKey(user int64) string { return "tokgen:" + strconv.FormatInt(user,
 func (s *Service) TokenGeneration(ctx context.Context, user int64) (int64, error) {
 	last, known := s.standings.Get(user)
 	if known && s.now().Sub(last.read) < TokenCheckTTL {
-		s.metrics.tokenChecks.WithLabelValues("memory").Inc()
+		s.tokenChecks.WithLabelValues("memory").Inc()
 		return last.answer(user)
 	}
 	v, err, _ := s.standingLoads.Do(strconv.FormatInt(user, 10), func() (any, error) {
@@ -99,8 +106,8 @@ func (s *Service) TokenGeneration(ctx context.Context, user int64) (int64, error
 		return s.loadStanding(ctx, user)
 	})
 	if err != nil {
-		if known && sqlUnavailable(err) {
-			s.metrics.tokenChecks.WithLabelValues("last_known").Inc()
+		if known && sqlbreaker.IsUnavailable(err) {
+			s.tokenChecks.WithLabelValues("last_known").Inc()
 			return last.answer(user)
 		}
 		return 0, err
@@ -112,25 +119,25 @@ func (s *Service) TokenGeneration(ctx context.Context, user int64) (int64, error
 // (filling the cache), and keeps it in the process.
 func (s *Service) loadStanding(ctx context.Context, user int64) (tokenStanding, error) {
 	start := s.now()
-	v, ok, cacheErr := s.cache.Get(ctx, standingKey(user))
+	v, ok, cacheErr := s.kv.Get(ctx, standingKey(user))
 	if cacheErr != nil {
 		s.cacheFailed("token standing", cacheErr)
 	}
 	if st, valid := decodeStanding(v); ok && valid {
 		st.read = start
 		s.standings.Put(user, st)
-		s.metrics.tokenChecks.WithLabelValues("cache").Inc()
+		s.tokenChecks.WithLabelValues("cache").Inc()
 		return st, nil
 	}
 	st, err := s.readStanding(ctx, user)
 	if err != nil {
 		return tokenStanding{}, err
 	}
-	s.metrics.tokenChecks.WithLabelValues("sql").Inc()
+	s.tokenChecks.WithLabelValues("sql").Inc()
 	if cacheErr == nil {
 		// Only if still absent: a change since our read has written the
 		// newer answer, which must not be overwritten.
-		if _, err := s.cache.SetNX(ctx, standingKey(user), st.encode(), tokenSharedTTL); err != nil {
+		if _, err := s.kv.SetNX(ctx, standingKey(user), st.encode(), tokenSharedTTL); err != nil {
 			s.cacheFailed("token standing", err)
 		}
 	}
@@ -141,7 +148,7 @@ func (s *Service) loadStanding(ctx context.Context, user int64) (tokenStanding, 
 func (s *Service) readStanding(ctx context.Context, user int64) (tokenStanding, error) {
 	start := s.now()
 	gen, err := s.store.TokenGeneration(ctx, user)
-	if err != nil && !errIs(err, feed.ENOTFOUND) {
+	if err != nil && feed.ErrorCode(err) != feed.ENOTFOUND {
 		return tokenStanding{}, err
 	}
 	st := tokenStanding{exists: err == nil, gen: gen, read: start}
@@ -160,8 +167,8 @@ func (s *Service) CurrentTokenGeneration(ctx context.Context, user int64) (int64
 	if err != nil {
 		return 0, err
 	}
-	s.metrics.tokenChecks.WithLabelValues("sql").Inc()
-	if _, err := s.cache.SetNX(ctx, standingKey(user), st.encode(), tokenSharedTTL); err != nil {
+	s.tokenChecks.WithLabelValues("sql").Inc()
+	if _, err := s.kv.SetNX(ctx, standingKey(user), st.encode(), tokenSharedTTL); err != nil {
 		s.cacheFailed("token standing", err)
 	}
 	return st.answer(user)
@@ -205,8 +212,8 @@ func (s *Service) tokensChanged(ctx context.Context, user int64) error {
 		if v == written {
 			return nil
 		}
-		if err := s.cache.Set(ctx, standingKey(user), v, tokenSharedTTL); err != nil {
-			return fmt.Errorf("timeline: publish token standing of %d: %w", user, err)
+		if err := s.kv.Set(ctx, standingKey(user), v, tokenSharedTTL); err != nil {
+			return fmt.Errorf("social: publish token standing of %d: %w", user, err)
 		}
 		written = v
 	}

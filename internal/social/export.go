@@ -1,4 +1,4 @@
-package timeline
+package social
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 
 	"github.com/feedd/feedd/internal/export"
 )
+
+// ExportStore is what Export needs of SQL.
+type ExportStore = export.Source
 
 // Export writes everything feedd holds about user to w (package export
 // says what and how), read from SQL through the breaker: ENOTFOUND for an

@@ -1,4 +1,4 @@
-package timeline
+package social
 
 import (
 	"context"
@@ -10,115 +10,6 @@ import (
 
 	"github.com/feedd/feedd/internal/feed"
 )
-
-// Account deletion happens in two steps. DeleteUser marks the user deleted
-// in SQL, in one statement with the job's row: from that commit on, every
-// read of users skips them (their page and lists answer 404, their tokens
-// are refused once the token caches learn of it, within TokenCheckTTL),
-// and every process hides their posts within goneRefresh (the reads'
-// hydrate drops posts whose author is in the process's set of deleted
-// users, which it reads from SQL at most that old). Hiding at read time,
-// rather than marking each post, costs the deletion one statement whatever
-// the user's post count, and reaches every copy of a post at once: the
-// inboxes, the author lists, the post cache, the processes' hot posts.
-//
-// Then a Purger on a work process removes the user's data in batches
-// (sqlstore.PurgeBatch) and makes the caches forget it.
-const (
-	// goneRefresh is how old a process's set of deleted users may be.
-	goneRefresh = 500 * time.Millisecond
-	// goneKeep is how long after its purge finished a user stays in the
-	// set: their posts are gone from SQL, but a cache whose tombstone
-	// write failed may still hold one until its TTL (the post cache's is
-	// an hour by default).
-	goneKeep = 24 * time.Hour
-)
-
-// goneAuthors is a process's copy of the deleted users.
-type goneAuthors struct {
-	ids  map[int64]struct{}
-	read time.Time
-}
-
-// DeleteUser deletes user: at once for the API, then in the background
-// for their data. It returns the purge, also when one already runs.
-// ENOTFOUND for an unknown user.
-func (s *Service) DeleteUser(ctx context.Context, user int64) (feed.Purge, error) {
-	p, started, err := s.store.DeleteUser(ctx, user)
-	if err != nil {
-		return feed.Purge{}, err
-	}
-	if started {
-		s.logger.Info("user deleted; purge queued", "user", user)
-	}
-	s.markGone(user)
-	if err := s.tokensChanged(ctx, user); err != nil {
-		s.logger.Warn("deleted user's token standing not published; other processes refuse their tokens once their copies expire", "user", user, "err", err)
-	}
-	return p, nil
-}
-
-// Purge returns the state of user's last deletion; ENOTFOUND if none.
-func (s *Service) Purge(ctx context.Context, user int64) (feed.Purge, error) {
-	return s.store.Purge(ctx, user)
-}
-
-// markGone adds user to this process's set at once.
-func (s *Service) markGone(user int64) {
-	for {
-		old := s.gone.Load()
-		next := &goneAuthors{ids: map[int64]struct{}{user: {}}}
-		if old != nil {
-			next.read = old.read
-			for id := range old.ids {
-				next.ids[id] = struct{}{}
-			}
-		}
-		if s.gone.CompareAndSwap(old, next) {
-			return
-		}
-	}
-}
-
-// goneSet returns the deleted users, read from SQL if the process's copy
-// is older than goneRefresh and sql is set. When SQL fails, the last copy
-// serves: a deletion is an SQL write, so none was made since it stopped
-// answering.
-func (s *Service) goneSet(ctx context.Context, sql bool) map[int64]struct{} {
-	cur := s.gone.Load()
-	if !sql || (cur != nil && s.now().Sub(cur.read) < goneRefresh) {
-		if cur == nil {
-			return nil
-		}
-		return cur.ids
-	}
-	v, _, _ := s.goneLoads.Do("", func() (any, error) {
-		ctx, cancel := detached(ctx)
-		defer cancel()
-		start := s.now()
-		ids, err := s.store.DeletedUsers(ctx, start.Add(-goneKeep))
-		if err != nil {
-			// Asked again after goneRefresh, not by every read meanwhile.
-			s.logger.Warn("could not read the deleted users; hiding those known", "err", err)
-			kept := &goneAuthors{read: start}
-			if cur != nil {
-				kept.ids = cur.ids
-			}
-			s.gone.Store(kept)
-			return kept, nil
-		}
-		next := &goneAuthors{ids: make(map[int64]struct{}, len(ids)), read: start}
-		for _, id := range ids {
-			next.ids[id] = struct{}{}
-		}
-		s.gone.Store(next)
-		return next, nil
-	})
-	if g, _ := v.(*goneAuthors); g != nil {
-		return g.ids
-	}
-	return nil
-}
 
 // PurgeStore is what a Purger needs of SQL (sqlstore.Store).
 type PurgeStore interface {
@@ -143,6 +34,10 @@ type PurgerConfig struct {
 	// PostTTL is the post cache's lifetime, for the tombstones of the
 	// deleted posts.
 	PostTTL time.Duration
+	// ForgetHidden drops the user's shared mute and block set
+	// (timeline.ForgetHidden: the key is the read engine's); nil leaves
+	// it to expire.
+	ForgetHidden func(ctx context.Context, kv feed.KV, user int64) error
 }
 
 // DefaultPurgeLease is PurgerConfig.Lease's default (FEEDD_PURGE_LEASE).
@@ -172,7 +67,7 @@ func NewPurger(logger *slog.Logger, cfg PurgerConfig, store PurgeStore, cache fe
 		cfg.Poll = time.Second
 	}
 	if cfg.PostTTL <= 0 {
-		cfg.PostTTL = DefaultConfig().PostTTL
+		cfg.PostTTL = time.Hour // the timeline's default
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -255,9 +150,8 @@ func (p *Purger) forget(ctx context.Context, user int64, b feed.PurgeBatch) {
 	}
 	// The user's own mute and block set: a user created later with the id
 	// starts with none.
-	if v, ok, err := p.cache.Get(ctx, hiddenKey(user)); err == nil && ok {
-		_, err = p.cache.CompareAndDelete(ctx, hiddenKey(user), v)
-		if err != nil {
+	if p.cfg.ForgetHidden != nil {
+		if err := p.cfg.ForgetHidden(ctx, p.cache, user); err != nil {
 			p.logger.Warn("purge: mute and block set not dropped; it expires", "user", user, "err", err)
 		}
 	}

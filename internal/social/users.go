@@ -1,12 +1,18 @@
-package timeline
+package social
 
 import (
 	"context"
-	"errors"
 	"strconv"
 
 	"github.com/feedd/feedd/internal/feed"
 )
+
+// UserStore is what users.go needs of SQL.
+type UserStore interface {
+	CreateUser(ctx context.Context, u feed.User) (feed.User, error)
+	User(ctx context.Context, id int64) (feed.User, error)
+	Users(ctx context.Context, ids []int64) (map[int64]feed.User, error)
+}
 
 // CreateUser stores a user. id 0 means feedd picks one.
 func (s *Service) CreateUser(ctx context.Context, id int64, name string) (feed.User, error) {
@@ -90,10 +96,4 @@ func (s *Service) listUsers(ctx context.Context, user, after int64, n int,
 		}
 	}
 	return out, more, nil
-}
-
-// errIs reports whether err carries the domain code.
-func errIs(err error, code string) bool {
-	var e *feed.Error
-	return errors.As(err, &e) && e.Code == code
 }

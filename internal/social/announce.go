@@ -1,4 +1,4 @@
-package timeline
+package social
 
 import (
 	"context"
@@ -21,7 +21,8 @@ const (
 
 // WithAnnouncer makes the service tell the live streams of every process
 // of each change it commits (nil: none): an edit or a delete of a post,
-// and a change of whom a reader follows, mutes or blocks.
+// and a change of whom a reader follows, mutes or blocks. (A new post
+// reaches them with its fan-out.)
 func WithAnnouncer(a feed.Announcer) Option { return func(s *Service) { s.announcer = a } }
 
 // announce tells the live streams of a change already committed, within

@@ -1,0 +1,83 @@
+package social
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// PostStore is what posts.go needs of SQL.
+type PostStore interface {
+	CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (feed.Post, bool, error)
+	EditPost(ctx context.Context, id, author int64, e feed.PostEdit) (feed.Post, error)
+	DeletePost(ctx context.Context, id, author int64) error
+}
+
+// Publish stores a post and its outbox event in one SQL transaction and
+// returns. Fan-out happens later, off the request path, so latency does not
+// grow with the author's followers. A non-empty idem.Key makes it
+// idempotent for Config.IdempotencyTTL (feed.Idempotency): a repeat of the
+// same request returns the post the first call created.
+//
+// The caller has checked d with feed's rules (CheckContent, CheckData,
+// which compacts the data, and CheckExternalID): the API does as it
+// decodes a request, the one layer that checks them.
+func (s *Service) Publish(ctx context.Context, author int64, d feed.Draft, idem feed.Idempotency) (feed.Post, error) {
+	var err error
+	if idem.Key != "" {
+		idem.TTL = s.cfg.IdempotencyTTL
+	}
+	var (
+		p       feed.Post
+		created bool
+	)
+	for attempt := 0; attempt < 4; attempt++ {
+		id := s.ids.Next()
+		p, created, err = s.store.CreatePost(ctx, feed.Post{
+			ID: id, AuthorID: author, Content: d.Content, Data: d.Data, CreatedAt: feed.IDTime(id),
+			ExternalID: d.ExternalID,
+		}, idem)
+		// Another process drew the same id in the same millisecond: draw again.
+		if feed.ErrorCode(err) != feed.ECONFLICT {
+			break
+		}
+	}
+	if err != nil {
+		return feed.Post{}, fmt.Errorf("social: publish: %w", err)
+	}
+	if created {
+		s.timeline.PostCreated(p)
+	}
+	return p, nil
+}
+
+// DeletePost soft-deletes a post of actor's; the read engine serves a
+// tombstone from then on (timeline.Service.PostDeleted), and the streams
+// that sent the post send its delete.
+func (s *Service) DeletePost(ctx context.Context, actor, id int64) error {
+	if err := s.store.DeletePost(ctx, id, actor); err != nil {
+		return err
+	}
+	s.timeline.PostDeleted(ctx, actor, id)
+	s.announce(ctx, "delete", func(ctx context.Context, a feed.Announcer) error { return a.PostDeleted(ctx, actor, id) })
+	return nil
+}
+
+// EditPost applies e to a post of actor's and returns the post as edited.
+// Its id, and so its place in every feed, does not change. The edit is
+// committed to SQL first, then the read engine's copies are replaced
+// (timeline.Service.PostEdited says how every process shows it), then
+// the streams that sent the post send it again (event: update).
+//
+// The caller has checked e as Publish's caller checks a draft, and with
+// feed.PostEdit.Check.
+func (s *Service) EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (feed.Post, error) {
+	p, err := s.store.EditPost(ctx, id, actor, e)
+	if err != nil {
+		return feed.Post{}, fmt.Errorf("social: edit post %d: %w", id, err)
+	}
+	s.timeline.PostEdited(ctx, p)
+	s.announce(ctx, "edit", func(ctx context.Context, a feed.Announcer) error { return a.PostEdited(ctx, actor, id, p.Version()) })
+	return p, nil
+}

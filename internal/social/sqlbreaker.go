@@ -1,0 +1,150 @@
+package social
+
+import (
+	"context"
+
+	"github.com/feedd/feedd/internal/breaker"
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/sqlbreaker"
+)
+
+// breakerStore puts the SQL circuit breaker, the one the timeline goes
+// through, in front of every store call of the service: while SQL is
+// failing or slow, writes fail fast with 503 instead of queueing behind a
+// database that does not answer (package sqlbreaker).
+//
+// Every method is written out, none embedded: a method added to Store
+// does not compile until it is added here.
+type breakerStore struct {
+	store Store
+	b     *breaker.Breaker
+}
+
+var _ Store = breakerStore{}
+
+// do and errOnly are sqlbreaker's calls through g's breaker.
+func do[T any](ctx context.Context, g breakerStore, fn func(ctx context.Context) (T, error)) (T, error) {
+	return sqlbreaker.Do(ctx, g.b, fn)
+}
+
+func errOnly(ctx context.Context, g breakerStore, fn func(ctx context.Context) error) error {
+	return sqlbreaker.Err(ctx, g.b, fn)
+}
+
+// pair carries a call's two results through the breaker.
+type pair[A, B any] struct {
+	a A
+	b B
+}
+
+func (g breakerStore) CreateUser(ctx context.Context, u feed.User) (feed.User, error) {
+	return do(ctx, g, func(ctx context.Context) (feed.User, error) { return g.store.CreateUser(ctx, u) })
+}
+
+func (g breakerStore) User(ctx context.Context, id int64) (feed.User, error) {
+	return do(ctx, g, func(ctx context.Context) (feed.User, error) { return g.store.User(ctx, id) })
+}
+
+func (g breakerStore) Users(ctx context.Context, ids []int64) (map[int64]feed.User, error) {
+	return do(ctx, g, func(ctx context.Context) (map[int64]feed.User, error) { return g.store.Users(ctx, ids) })
+}
+
+func (g breakerStore) TokenGeneration(ctx context.Context, user int64) (int64, error) {
+	return do(ctx, g, func(ctx context.Context) (int64, error) { return g.store.TokenGeneration(ctx, user) })
+}
+
+func (g breakerStore) RevokeTokens(ctx context.Context, user int64) error {
+	return errOnly(ctx, g, func(ctx context.Context) error { return g.store.RevokeTokens(ctx, user) })
+}
+
+func (g breakerStore) Follow(ctx context.Context, follower, followee int64) (bool, error) {
+	return do(ctx, g, func(ctx context.Context) (bool, error) { return g.store.Follow(ctx, follower, followee) })
+}
+
+func (g breakerStore) Unfollow(ctx context.Context, follower, followee int64) (bool, error) {
+	return do(ctx, g, func(ctx context.Context) (bool, error) { return g.store.Unfollow(ctx, follower, followee) })
+}
+
+func (g breakerStore) FollowBatch(ctx context.Context, follow, unfollow []feed.Edge) ([]string, []string, error) {
+	r, err := do(ctx, g, func(ctx context.Context) (pair[[]string, []string], error) {
+		f, u, err := g.store.FollowBatch(ctx, follow, unfollow)
+		return pair[[]string, []string]{f, u}, err
+	})
+	return r.a, r.b, err
+}
+
+func (g breakerStore) Followers(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	return do(ctx, g, func(ctx context.Context) ([]int64, error) { return g.store.Followers(ctx, user, after, n) })
+}
+
+func (g breakerStore) Following(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	return do(ctx, g, func(ctx context.Context) ([]int64, error) { return g.store.Following(ctx, user, after, n) })
+}
+
+func (g breakerStore) Mute(ctx context.Context, user, target int64) (bool, error) {
+	return do(ctx, g, func(ctx context.Context) (bool, error) { return g.store.Mute(ctx, user, target) })
+}
+
+func (g breakerStore) Unmute(ctx context.Context, user, target int64) (bool, error) {
+	return do(ctx, g, func(ctx context.Context) (bool, error) { return g.store.Unmute(ctx, user, target) })
+}
+
+func (g breakerStore) Block(ctx context.Context, blocker, blocked int64) (bool, error) {
+	return do(ctx, g, func(ctx context.Context) (bool, error) { return g.store.Block(ctx, blocker, blocked) })
+}
+
+func (g breakerStore) Unblock(ctx context.Context, blocker, blocked int64) (bool, error) {
+	return do(ctx, g, func(ctx context.Context) (bool, error) { return g.store.Unblock(ctx, blocker, blocked) })
+}
+
+func (g breakerStore) Mutes(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	return do(ctx, g, func(ctx context.Context) ([]int64, error) { return g.store.Mutes(ctx, user, after, n) })
+}
+
+func (g breakerStore) Blocks(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	return do(ctx, g, func(ctx context.Context) ([]int64, error) { return g.store.Blocks(ctx, user, after, n) })
+}
+
+func (g breakerStore) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (feed.Post, bool, error) {
+	r, err := do(ctx, g, func(ctx context.Context) (pair[feed.Post, bool], error) {
+		p, created, err := g.store.CreatePost(ctx, p, idem)
+		return pair[feed.Post, bool]{p, created}, err
+	})
+	return r.a, r.b, err
+}
+
+func (g breakerStore) EditPost(ctx context.Context, id, author int64, e feed.PostEdit) (feed.Post, error) {
+	return do(ctx, g, func(ctx context.Context) (feed.Post, error) { return g.store.EditPost(ctx, id, author, e) })
+}
+
+func (g breakerStore) DeletePost(ctx context.Context, id, author int64) error {
+	return errOnly(ctx, g, func(ctx context.Context) error { return g.store.DeletePost(ctx, id, author) })
+}
+
+func (g breakerStore) DeleteUser(ctx context.Context, user int64) (feed.Purge, bool, error) {
+	r, err := do(ctx, g, func(ctx context.Context) (pair[feed.Purge, bool], error) {
+		p, started, err := g.store.DeleteUser(ctx, user)
+		return pair[feed.Purge, bool]{p, started}, err
+	})
+	return r.a, r.b, err
+}
+
+func (g breakerStore) Purge(ctx context.Context, user int64) (feed.Purge, error) {
+	return do(ctx, g, func(ctx context.Context) (feed.Purge, error) { return g.store.Purge(ctx, user) })
+}
+
+func (g breakerStore) Marker(ctx context.Context, user int64) (feed.Marker, error) {
+	return do(ctx, g, func(ctx context.Context) (feed.Marker, error) { return g.store.Marker(ctx, user) })
+}
+
+func (g breakerStore) AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, error) {
+	return do(ctx, g, func(ctx context.Context) ([]feed.Post, error) { return g.store.AuthorPosts(ctx, author, before, n) })
+}
+
+func (g breakerStore) LikedPosts(ctx context.Context, user, after int64, n int) ([]feed.Post, error) {
+	return do(ctx, g, func(ctx context.Context) ([]feed.Post, error) { return g.store.LikedPosts(ctx, user, after, n) })
+}
+
+func (g breakerStore) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
+	return do(ctx, g, func(ctx context.Context) (feed.Hidden, error) { return g.store.Hidden(ctx, user) })
+}
