@@ -64,4 +64,7 @@ type Announcer interface {
 	// FollowsChanged tells reader's streams to read whom it follows,
 	// mutes and blocks again.
 	FollowsChanged(ctx context.Context, reader int64) error
+	// TokensChanged tells user's streams to check their token again at
+	// once: the user's tokens were revoked, or the user deleted.
+	TokensChanged(ctx context.Context, user int64) error
 }

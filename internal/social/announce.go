@@ -40,6 +40,12 @@ func (s *Service) announce(ctx context.Context, what string, tell func(ctx conte
 	}
 }
 
+// tokensEnded tells the streams of user that its tokens no longer stand,
+// so that they end within moments rather than at their next heartbeat.
+func (s *Service) tokensEnded(ctx context.Context, what string, user int64) {
+	s.announce(ctx, what, func(ctx context.Context, a feed.Announcer) error { return a.TokensChanged(ctx, user) })
+}
+
 // followsChanged tells the streams of readers to read whom they follow,
 // mute and block again, a few readers at once.
 func (s *Service) followsChanged(ctx context.Context, what string, readers ...int64) {

@@ -41,6 +41,7 @@ func (s *Service) DeleteUser(ctx context.Context, user int64) (feed.Purge, error
 	if err := s.tokensChanged(ctx, user); err != nil {
 		s.logger.Warn("deleted user's token standing not published; other processes refuse their tokens once their copies expire", "user", user, "err", err)
 	}
+	s.tokensEnded(ctx, "user deleted", user)
 	return p, nil
 }
 

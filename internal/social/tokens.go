@@ -188,6 +188,7 @@ func (s *Service) RevokeTokens(ctx context.Context, user int64) error {
 		return fmt.Errorf("%w: %w", feed.Errorf(feed.EUNAVAILABLE,
 			"the revocation is stored, but not every process could be told at once; repeat the call"), err)
 	}
+	s.tokensEnded(ctx, "tokens revoked", user)
 	return nil
 }
 

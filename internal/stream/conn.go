@@ -103,6 +103,7 @@ type Stream struct {
 	events  chan *Event // one event, shared by all the streams taking it: read-only
 	refresh chan struct{}
 	ticker  *time.Ticker
+	soon    bool // the ticker runs at recheckAfter once (refollow)
 
 	endOnce sync.Once
 	gone    chan struct{}
@@ -155,6 +156,7 @@ func (s *Stream) Next(ctx context.Context) Event {
 		case <-s.refresh:
 			s.refollow(ctx)
 		case <-s.ticker.C:
+			s.beat()
 			return Event{Kind: Ping}
 		case ev := <-s.events:
 			if s.admit(ev) {
@@ -164,12 +166,35 @@ func (s *Stream) Next(ctx context.Context) Event {
 	}
 }
 
-// refollow reads whom the reader follows again and listens to them.
+// recheckAfter is how soon after the reader's state changed (refollow) a
+// stream's next heartbeat comes, with its token check: past the second
+// within which every process sees a token revoked or its user deleted, so
+// that such a stream ends within moments, not at its next heartbeat.
+const recheckAfter = 1500 * time.Millisecond
+
+// refollow reads whom the reader follows again and listens to them, and
+// brings the next heartbeat (and its token check) forward: the change may
+// be the reader's tokens revoked, or its account deleted.
 //
 //go:noinline
 func (s *Stream) refollow(ctx context.Context) {
 	if err := s.hub.attach(ctx, s); err != nil {
 		s.hub.logger.Warn("stream: follows changed; keeping the old set", "reader", s.reader, "err", err)
+	}
+	if s.hub.cfg.Heartbeat > recheckAfter {
+		s.ticker.Reset(recheckAfter)
+		s.soon = true
+	}
+}
+
+// beat puts the heartbeat back to its interval after one refollow brought
+// forward.
+//
+//go:noinline
+func (s *Stream) beat() {
+	if s.soon {
+		s.soon = false
+		s.ticker.Reset(s.hub.cfg.Heartbeat)
 	}
 }
 

@@ -117,6 +117,15 @@ func (a *Announcer) FollowsChanged(ctx context.Context, reader int64) error {
 	return a.notify(ctx, reader, encodeMsg(msgFollows, 0))
 }
 
+// TokensChanged tells the streams of user that its tokens were revoked or
+// it was deleted. It is FollowsChanged's message (the reader's state
+// changed: read it again), which also brings a stream's next token check
+// forward (Stream.refollow), so that processes of an older build, which
+// know no other message, still read it.
+func (a *Announcer) TokensChanged(ctx context.Context, user int64) error {
+	return a.notify(ctx, user, encodeMsg(msgFollows, 0))
+}
+
 func (a *Announcer) notify(ctx context.Context, author int64, msg []byte) error {
 	if err := a.n.Notify(ctx, author, msg); err != nil {
 		return fmt.Errorf("stream: announce %s of %d: %w", strings.TrimSpace(string(msg[:1])), author, err)
