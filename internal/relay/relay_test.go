@@ -180,3 +180,4 @@ func (f postCreated) PostCreated(ctx context.Context, author, post int64) error 
 func (postCreated) PostEdited(context.Context, int64, int64, int64) error { return nil }
 func (postCreated) PostDeleted(context.Context, int64, int64) error       { return nil }
 func (postCreated) FollowsChanged(context.Context, int64) error           { return nil }
+func (postCreated) TokensChanged(context.Context, int64) error            { return nil }
