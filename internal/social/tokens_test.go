@@ -36,44 +36,12 @@ func (s *standingStore) TokenGeneration(ctx context.Context, user int64) (int64,
 	return gen, err
 }
 
-// failingCache is a cache whose key-value calls fail while down is set.
-// It counts the Gets.
-type failingCache struct {
-	feed.Cache
-	down atomic.Bool
-	gets atomic.Int64
-}
-
-var errCacheDown = errors.New("cache: connection refused")
-
-func (c *failingCache) Get(ctx context.Context, key string) (string, bool, error) {
-	c.gets.Add(1)
-	if c.down.Load() {
-		return "", false, errCacheDown
-	}
-	return c.Cache.Get(ctx, key)
-}
-
-func (c *failingCache) Set(ctx context.Context, key, value string, ttl time.Duration) error {
-	if c.down.Load() {
-		return errCacheDown
-	}
-	return c.Cache.Set(ctx, key, value, ttl)
-}
-
-func (c *failingCache) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if c.down.Load() {
-		return false, errCacheDown
-	}
-	return c.Cache.SetNX(ctx, key, value, ttl)
-}
-
 // standingWorld is processes sharing one SQL store and one cache, on one
 // clock.
 type standingWorld struct {
 	clock *feedtest.Clock
 	store *standingStore
-	cache *failingCache
+	cache *feedtest.FailingCache
 }
 
 func newStandingWorld(t *testing.T) *standingWorld {
@@ -81,7 +49,7 @@ func newStandingWorld(t *testing.T) *standingWorld {
 	clock := feedtest.NewClock(time.Now())
 	cache := inmemcache.New(inmemcache.Options{Now: clock.Now})
 	t.Cleanup(func() { cache.Close() })
-	return &standingWorld{clock: clock, store: &standingStore{Store: testStore(t)}, cache: &failingCache{Cache: cache}}
+	return &standingWorld{clock: clock, store: &standingStore{Store: testStore(t)}, cache: &feedtest.FailingCache{Cache: cache}}
 }
 
 func (w *standingWorld) process() *Service {
@@ -130,11 +98,11 @@ func TestTokenStanding(t *testing.T) {
 	w.clock.Add(TokenCheckTTL)
 	wantGeneration(t, b, 42, 0)
 
-	reads, gets := w.store.reads.Load(), w.cache.gets.Load()
+	reads, gets := w.store.reads.Load(), w.cache.Gets.Load()
 	for range 1000 {
 		wantGeneration(t, b, 42, 0)
 	}
-	if n, m := w.store.reads.Load()-reads, w.cache.gets.Load()-gets; n != 0 || m != 0 {
+	if n, m := w.store.reads.Load()-reads, w.cache.Gets.Load()-gets; n != 0 || m != 0 {
 		t.Fatalf("1000 checks of one user within a second: %d SQL reads, %d cache reads; want 0, 0", n, m)
 	}
 
@@ -225,7 +193,7 @@ func TestTokenStandingOutages(t *testing.T) {
 	}
 	wantGeneration(t, b, 9, 0)
 
-	w.cache.down.Store(true)
+	w.cache.Down.Store(true)
 	err := a.RevokeTokens(ctx, 9)
 	if feed.ErrorCode(err) != feed.EUNAVAILABLE {
 		t.Fatalf("RevokeTokens with the cache down: %v; want unavailable", err)

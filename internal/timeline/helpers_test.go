@@ -2,13 +2,10 @@ package timeline
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/social"
@@ -96,36 +93,4 @@ func feedPages(t *testing.T, svc *testService, reader int64, n int) []int64 {
 		}
 		before = pg.Next
 	}
-}
-
-// failingCache is a cache whose key-value calls fail while down is set.
-// It counts the Gets.
-type failingCache struct {
-	feed.Cache
-	down atomic.Bool
-	gets atomic.Int64
-}
-
-var errCacheDown = errors.New("cache: connection refused")
-
-func (c *failingCache) Get(ctx context.Context, key string) (string, bool, error) {
-	c.gets.Add(1)
-	if c.down.Load() {
-		return "", false, errCacheDown
-	}
-	return c.Cache.Get(ctx, key)
-}
-
-func (c *failingCache) Set(ctx context.Context, key, value string, ttl time.Duration) error {
-	if c.down.Load() {
-		return errCacheDown
-	}
-	return c.Cache.Set(ctx, key, value, ttl)
-}
-
-func (c *failingCache) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if c.down.Load() {
-		return false, errCacheDown
-	}
-	return c.Cache.SetNX(ctx, key, value, ttl)
 }

@@ -8,18 +8,19 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/inmemcache"
 )
 
-// downCache fails the inbox calls too while down is set, as a Redis that
+// downCache fails the inbox calls too while Down is set, as a Redis that
 // went away.
 type downCache struct {
-	*failingCache
+	*feedtest.FailingCache
 }
 
 func (c *downCache) fail() error {
-	if c.down.Load() {
-		return errCacheDown
+	if c.Down.Load() {
+		return feedtest.ErrCacheDown
 	}
 	return nil
 }
@@ -79,7 +80,7 @@ func TestStaleFeedsReset(t *testing.T) {
 			mem := inmemcache.New(inmemcache.Options{InboxTTL: time.Hour})
 			lists := inmemcache.New(inmemcache.Options{InboxTTL: time.Hour})
 			t.Cleanup(func() { mem.Close(); lists.Close() })
-			cache := &downCache{&failingCache{Cache: mem}}
+			cache := &downCache{&feedtest.FailingCache{Cache: mem}}
 			store := testStore(t)
 			cfg := Config{Policy: feed.DeliveryPolicy{Mode: mode, PullThreshold: 3}}
 			svc := newWithWrites(slog.New(slog.DiscardHandler), cfg, store, cache, lists, feed.NewIDGen(nil), nil)
@@ -128,7 +129,7 @@ func TestStaleFeedsReset(t *testing.T) {
 			}
 			check("before the outage", 10, 12, 13) // the inbox is warm
 
-			cache.down.Store(true)
+			cache.Down.Store(true)
 			if err := svc.Unfollow(ctx, reader, 12); err != nil { // pushed
 				t.Fatal(err)
 			}
@@ -148,7 +149,7 @@ func TestStaleFeedsReset(t *testing.T) {
 				t.Fatalf("SweepStale with the cache unreachable = %d, %v; want 0 and an error", n, err)
 			}
 
-			cache.down.Store(false)
+			cache.Down.Store(false)
 			if n, err := svc.SweepStale(ctx); err != nil || n != 1 {
 				t.Fatalf("SweepStale with the cache back = %d, %v; want 1, nil", n, err)
 			}
