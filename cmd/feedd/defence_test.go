@@ -492,9 +492,12 @@ func TestObservability(t *testing.T) {
 			t.Error("no X-Request-Id on a response")
 		}
 		var m string
-		testenv.Eventually(t, 10*time.Second, "delivery lag observed", func() bool {
+		// The outbox's backlog is counted at the scrape, and the relay marks
+		// the post sent when the broker confirms it, which can come after
+		// the fan-out already delivered it: both are waited for.
+		testenv.Eventually(t, 10*time.Second, "delivery lag observed and the outbox drained", func() bool {
 			m = string(in.do("GET", "/metrics", "", nil).raw)
-			return strings.Contains(m, "feedd_fanout_delivered_seconds_count 1")
+			return strings.Contains(m, "feedd_fanout_delivered_seconds_count 1") && strings.Contains(m, "feedd_outbox_backlog 0")
 		})
 		for _, name := range []string{
 			`feedd_http_request_duration_seconds_bucket{code="201",method="POST",route="/v1/posts"`,
