@@ -48,7 +48,7 @@ func (s *Store) followChunk(ctx context.Context, tx *sql.Tx, followee int64, chu
 	// Lock every user involved, in id order as Follow does, so that this
 	// transaction and concurrent Follows queue rather than deadlock.
 	ids := append([]any{followee}, chunk...)
-	rows, err := tx.QueryContext(ctx, "SELECT id FROM users WHERE id IN ("+placeholders(len(ids))+") AND deleted_at IS NULL"+s.d.forUpdate, ids...)
+	rows, err := tx.QueryContext(ctx, "SELECT id FROM users WHERE id IN ("+placeholders(len(ids))+") AND deleted_at IS NULL ORDER BY id"+s.d.forUpdate, ids...)
 	if err != nil {
 		return err
 	}

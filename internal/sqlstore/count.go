@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 )
 
-// Statement counting: every statement a MySQL pool sends is counted by
+// Statement counting: every statement a MySQL or PostgreSQL pool sends is counted by
 // pool (primary, replica) and verb (select, insert, update, delete,
 // begin, commit, rollback…), so that the cost of an API call in SQL
 // statements is measured, not guessed (docs/capacity.md), and an operator
@@ -42,7 +42,10 @@ func forJob(ctx context.Context, job string) context.Context {
 // counter counts statements by verb for one pool, and those of background
 // jobs by job and verb.
 type counter struct {
-	pool  string
+	pool string
+	// rebind: the pool is PostgreSQL's, whose statements are rewritten
+	// to $n placeholders as they pass (postgres.go).
+	rebind bool
 	verbs sync.Map // verb -> *atomic.Int64
 	jobs  sync.Map // jobVerb -> *atomic.Int64
 }
@@ -62,6 +65,14 @@ func inc(m *sync.Map, k any) {
 		v, _ = m.LoadOrStore(k, new(atomic.Int64))
 	}
 	v.(*atomic.Int64).Add(1)
+}
+
+// rewrite returns query as the pool's driver takes it.
+func (c *counter) rewrite(query string) string {
+	if c.rebind {
+		return rebind(query)
+	}
+	return query
 }
 
 // verbOf returns the lower-cased first word of a statement.
@@ -116,10 +127,10 @@ func (cc countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	return &countingConn{Conn: conn, c: cc.c}, nil
 }
 
-// countingConn is a go-sql-driver/mysql connection that counts. With
-// interpolateParams (OpenMySQL sets it) database/sql sends every
-// statement through QueryContext or ExecContext; Prepare is counted too
-// for completeness.
+// countingConn is a go-sql-driver/mysql or pgx connection that counts.
+// database/sql sends every statement through QueryContext or ExecContext
+// (MySQL's with interpolateParams, which OpenMySQL sets; pgx's always);
+// Prepare is counted too for completeness.
 type countingConn struct {
 	driver.Conn
 	c *counter
@@ -137,16 +148,19 @@ var (
 
 func (c *countingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	c.c.add(ctx, verbOf(query))
+	query = c.c.rewrite(query)
 	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 }
 
 func (c *countingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	c.c.add(ctx, verbOf(query))
+	query = c.c.rewrite(query)
 	return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
 }
 
 func (c *countingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	c.c.add(ctx, verbOf(query))
+	query = c.c.rewrite(query)
 	return c.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 }
 
@@ -167,7 +181,14 @@ func (c *countingConn) ResetSession(ctx context.Context) error {
 	return c.Conn.(driver.SessionResetter).ResetSession(ctx)
 }
 
-func (c *countingConn) IsValid() bool { return c.Conn.(driver.Validator).IsValid() }
+// IsValid asks the driver when it can tell (go-sql-driver/mysql); pgx's
+// connections say whether they are usable in ResetSession instead.
+func (c *countingConn) IsValid() bool {
+	if v, ok := c.Conn.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
 
 type countingTx struct {
 	driver.Tx

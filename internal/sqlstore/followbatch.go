@@ -57,7 +57,7 @@ func (s *Store) followBatch(ctx context.Context, tx *sql.Tx, follow, unfollow []
 	exists := make(map[int64]bool, len(users))
 	for _, chunk := range chunks(users) {
 		rows, err := tx.QueryContext(ctx, "SELECT id FROM users WHERE id IN ("+placeholders(len(chunk))+
-			") AND deleted_at IS NULL"+s.d.forUpdate, chunk...)
+			") AND deleted_at IS NULL ORDER BY id"+s.d.forUpdate, chunk...)
 		if err != nil {
 			return nil, nil, err
 		}

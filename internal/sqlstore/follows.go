@@ -87,14 +87,15 @@ func removeEdge(ctx context.Context, tx *sql.Tx, follower, followee int64) (bool
 	return true, addToCounts(ctx, tx, follower, followee, -1)
 }
 
-// lockUsers reads, and on MySQL locks until the transaction ends, the user
-// rows of both ends of an edge, and reports which exist. Every change to
-// an edge takes these locks before touching follows, always in id order
-// (InnoDB walks the IN list sorted), so that Follow and Unfollow on one
+// lockUsers reads, and on MySQL and PostgreSQL locks until the transaction
+// ends, the user rows of both ends of an edge, and reports which exist.
+// Every change to an edge takes these locks before touching follows,
+// always in id order (ORDER BY: PostgreSQL may scan a small table in
+// its heap order, which updates reshuffle), so that Follow and Unfollow on one
 // pair queue behind each other instead of deadlocking between the follows
 // row and the counters.
 func (s *Store) lockUsers(ctx context.Context, tx *sql.Tx, a, b int64) (map[int64]bool, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT id FROM users WHERE id IN (?, ?) AND deleted_at IS NULL"+s.d.forUpdate, a, b)
+	rows, err := tx.QueryContext(ctx, "SELECT id FROM users WHERE id IN (?, ?) AND deleted_at IS NULL ORDER BY id"+s.d.forUpdate, a, b)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"io/fs"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -319,9 +320,9 @@ func testIdempotencySweep(t *testing.T, e *env) {
 	// that expires exactly now.
 	now := time.Now()
 	const expired = sweepChunk + sweepChunk/2
-	var ids []int64
-	for i := range int64(expired) {
-		ids = append(ids, 1000+i)
+	var ids []string
+	for i := range expired {
+		ids = append(ids, strconv.Itoa(1000+i))
 	}
 	bulkInsert(t, s, "INSERT INTO idempotency (author_id, idem_key, post_id, fingerprint, created_at, expires_at) VALUES ",
 		"(1, ?, 1, NULL, 0, 5)", ids)

@@ -209,7 +209,7 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64,
 func (s *Store) liveUsers(ctx context.Context, tx *sql.Tx, users []int64, lock string) (map[int64]bool, error) {
 	live := make(map[int64]bool, len(users))
 	for _, chunk := range idChunks(users) {
-		rows, err := tx.QueryContext(ctx, "SELECT id FROM users WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL"+lock, chunk...)
+		rows, err := tx.QueryContext(ctx, "SELECT id FROM users WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL ORDER BY id"+lock, chunk...)
 		if err != nil {
 			return nil, fmt.Errorf("read users: %w", err)
 		}
@@ -230,7 +230,7 @@ func (s *Store) liveUsers(ctx context.Context, tx *sql.Tx, users []int64, lock s
 func (s *Store) blocksAmong(ctx context.Context, tx *sql.Tx, users []int64, lock string) (map[pair]bool, error) {
 	blocked := map[pair]bool{}
 	for _, chunk := range idChunks(users) {
-		rows, err := tx.QueryContext(ctx, "SELECT blocker_id, blocked_id FROM blocks WHERE blocker_id IN ("+placeholders(len(chunk))+")"+lock, chunk...)
+		rows, err := tx.QueryContext(ctx, "SELECT blocker_id, blocked_id FROM blocks WHERE blocker_id IN ("+placeholders(len(chunk))+") ORDER BY blocker_id, blocked_id"+lock, chunk...)
 		if err != nil {
 			return nil, fmt.Errorf("read blocks: %w", err)
 		}

@@ -79,15 +79,19 @@ func (s *Store) importChunk(ctx context.Context, tx *sql.Tx, chunk []feed.Post) 
 	for i, p := range chunk {
 		keys[i], ids[i] = feed.ExternalKey{AuthorID: p.AuthorID, ExternalID: p.ExternalID}, p.ID
 	}
-	byKey, err := externalIDsIn(ctx, tx, keys)
-	if err != nil {
-		return nil, err
-	}
+	// Ids first, external ids second: under read committed (PostgreSQL's
+	// default) each statement sees what committed before it, so a
+	// racing import's post that appears between the two is seen by the
+	// second, and answers "exists", not "id taken".
 	rows, err := tx.QueryContext(ctx, "SELECT id FROM posts WHERE id IN ("+placeholders(len(ids))+")", ids...)
 	if err != nil {
 		return nil, err
 	}
 	found, err := scanIDs(rows, len(ids))
+	if err != nil {
+		return nil, err
+	}
+	byKey, err := externalIDsIn(ctx, tx, keys)
 	if err != nil {
 		return nil, err
 	}

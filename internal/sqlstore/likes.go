@@ -79,7 +79,7 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 				args = append(args, p.user, p.post)
 			}
 			rows, err := tx.QueryContext(ctx, "SELECT user_id, post_id, liked, version FROM likes"+s.d.likesByKey+" WHERE "+
-				strings.Join(conds, " OR ")+s.d.forUpdate, args...)
+				strings.Join(conds, " OR ")+" ORDER BY user_id, post_id"+s.d.forUpdate, args...)
 			if err != nil {
 				return fmt.Errorf("lock %d pairs: %w", len(chunk), err)
 			}

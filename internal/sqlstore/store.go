@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
 )
 
 // Store is the SQL store. It is safe for concurrent use.
@@ -42,6 +43,9 @@ type Store struct {
 	d       dialect
 	// counters count the statements of the MySQL pools (count.go).
 	counters []*counter
+	// pgConfig is a PostgreSQL store's connection settings, for the
+	// connection that listens for outbox notifications; nil elsewhere.
+	pgConfig *pgx.ConnConfig
 	// pullCandidates is how many pulled authors PullFollowees checks
 	// against a reader's follows one by one; beyond it, it joins.
 	pullCandidates int

@@ -18,6 +18,7 @@ import (
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/feed/feedtest"
+	"github.com/feedd/feedd/internal/testenv"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -40,6 +41,7 @@ func TestStore(t *testing.T) {
 	backends := []backend{
 		{name: "sqlite", setup: setupSQLite},
 		{name: "mysql", setup: setupMySQL},
+		{name: "postgres", setup: setupPostgres},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -111,6 +113,32 @@ func setupMySQL(t testing.TB) func(tb testing.TB) testDB {
 			s, err := OpenMySQL(t.Context(), dbcfg.FormatDSN())
 			if err != nil {
 				t.Fatalf("OpenMySQL: %v", err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}}
+	}
+}
+
+// setupPostgres connects to the server named by FEEDD_TEST_POSTGRES_DSN
+// (default: postgres on the local PostgreSQL). Every database it makes is
+// created for one test and dropped after it.
+func setupPostgres(t testing.TB) func(tb testing.TB) testDB {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	root, err := OpenPostgres(ctx, testenv.PostgresDSN())
+	if err != nil {
+		feedtest.Missing(t, "PostgreSQL is unreachable (%v): start it or set FEEDD_TEST_POSTGRES_DSN", err)
+	}
+	root.Close()
+	return func(t testing.TB) testDB {
+		t.Helper()
+		dsn := testenv.CreatePostgresDatabase(t, "feedd_test_")
+		return testDB{open: func(t testing.TB) *Store {
+			t.Helper()
+			s, err := OpenPostgres(t.Context(), dsn)
+			if err != nil {
+				t.Fatalf("OpenPostgres: %v", err)
 			}
 			t.Cleanup(func() { s.Close() })
 			return s
@@ -397,7 +425,7 @@ func bulkFollowers(t *testing.T, s *Store, followee int64, ids []int64) {
 		fmt.Sprintf("(%d, ?, 0)", followee), ids)
 }
 
-func bulkInsert(t *testing.T, s *Store, head, row string, ids []int64) {
+func bulkInsert[T any](t *testing.T, s *Store, head, row string, ids []T) {
 	t.Helper()
 	ctx := t.Context()
 	tx, err := s.DB().BeginTx(ctx, nil)

@@ -11,24 +11,62 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"net/url"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// The services' loopback defaults, which FEEDD_TEST_MYSQL_DSN and
-// FEEDD_TEST_AMQP_URL override. Redis is not here: each package that
+// The services' loopback defaults, which FEEDD_TEST_MYSQL_DSN,
+// FEEDD_TEST_POSTGRES_DSN and FEEDD_TEST_AMQP_URL override. Redis is not here: each package that
 // starts feedd on Redis has a database number of its own.
 const (
 	defaultMySQL = "root@tcp(127.0.0.1:3306)/"
 	defaultAMQP  = "amqp://guest:guest@127.0.0.1:5672/"
+	// The machine's PostgreSQL trusts local users; postgres may create
+	// databases.
+	defaultPostgres = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 )
+
+// PostgresDSN is the URL of the PostgreSQL server tests use, as a user
+// that may create databases.
+func PostgresDSN() string { return Getenv("FEEDD_TEST_POSTGRES_DSN", defaultPostgres) }
+
+// CreatePostgresDatabase creates a database named prefix and a random
+// suffix on the server of PostgresDSN, drops it when tb ends, and returns
+// its URL.
+func CreatePostgresDatabase(tb testing.TB, prefix string) string {
+	tb.Helper()
+	u, err := url.Parse(PostgresDSN())
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		tb.Fatalf("FEEDD_TEST_POSTGRES_DSN is not a postgres:// URL")
+	}
+	root, err := sql.Open("pgx", u.String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db := prefix + RandHex(6)
+	if _, err := root.Exec("CREATE DATABASE " + db); err != nil {
+		root.Close()
+		tb.Fatalf("create database %s: %v", db, err)
+	}
+	tb.Cleanup(func() {
+		// FORCE: a process the test killed may leave a session behind.
+		if _, err := root.Exec("DROP DATABASE IF EXISTS " + db + " WITH (FORCE)"); err != nil {
+			tb.Errorf("drop database %s: %v", db, err)
+		}
+		root.Close()
+	})
+	u.Path = "/" + db
+	return u.String()
+}
 
 // MySQLDSN is the DSN of the MariaDB server tests use, as a user that may
 // create databases, with no database chosen.
