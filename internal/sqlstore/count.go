@@ -46,8 +46,8 @@ type counter struct {
 	// rebind: the pool is PostgreSQL's, whose statements are rewritten
 	// to $n placeholders as they pass (postgres.go).
 	rebind bool
-	verbs sync.Map // verb -> *atomic.Int64
-	jobs  sync.Map // jobVerb -> *atomic.Int64
+	verbs  sync.Map // verb -> *atomic.Int64
+	jobs   sync.Map // jobVerb -> *atomic.Int64
 }
 
 type jobVerb struct{ job, verb string }
