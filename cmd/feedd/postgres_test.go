@@ -78,3 +78,22 @@ func TestPostgresDeployment(t *testing.T) {
 		t.Errorf("feedd export -user %s has %d lines of alice's post; want 1; output:\n%s", alice, posts, out)
 	}
 }
+
+// TestPostgresTimeouts: the statement timeouts of the settings reach the
+// server as the write pool's session settings, and the ops console
+// answers on PostgreSQL.
+func TestPostgresTimeouts(t *testing.T) {
+	feedtest.RequireServices(t, "127.0.0.1:6379", "127.0.0.1:5672")
+	env := postgresEnv(t, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
+	in := startFeedd(t, env, nil, "FEEDD_SQL_WRITE_TIMEOUT", "7s", "FEEDD_SQL_LOCK_TIMEOUT", "3s")
+	for setting, want := range map[string]string{"statement_timeout": "7s", "lock_timeout": "3s"} {
+		var got string
+		if err := in.d.store.DB().QueryRowContext(t.Context(), "SHOW "+setting).Scan(&got); err != nil {
+			t.Fatalf("SHOW %s: %v", setting, err)
+		}
+		if got != want {
+			t.Errorf("%s = %s; want %s (the setting's)", setting, got, want)
+		}
+	}
+	in.must(200, "GET", "/v1/admin/overview", in.admin, nil)
+}
