@@ -112,7 +112,13 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 			case !ev.Liked && r.liked:
 				out.Deltas[p.post]--
 			}
-			vals = append(vals, p.user, p.post, ev.Liked, ev.Version)
+			// liked is a small integer column: PostgreSQL, unlike MySQL
+			// and SQLite, takes no bool for it.
+			liked := 0
+			if ev.Liked {
+				liked = 1
+			}
+			vals = append(vals, p.user, p.post, liked, ev.Version)
 		}
 		for start := 0; start < len(vals); start += 4 * chunkSize {
 			chunk := vals[start:min(start+4*chunkSize, len(vals))]
