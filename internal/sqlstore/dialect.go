@@ -30,6 +30,12 @@ type dialect struct {
 	// lockMigrations keeps other processes from migrating at the same time
 	// until release is called.
 	lockMigrations func(ctx context.Context, conn *sql.Conn) (release func(), err error)
+	// lockMigrationsTx, when set, replaces lockMigrations: Migrate runs
+	// in one transaction that it locks first, with a lock the
+	// transaction's end releases. Such a lock stays on one server
+	// session even behind a pooler in transaction mode (PgBouncer),
+	// where a session lock and its unlock may reach two.
+	lockMigrationsTx func(ctx context.Context, tx *sql.Tx) error
 	// forUpdate ends a SELECT that locks the rows it reads. SQLite needs
 	// none: its write transactions are serialized.
 	forUpdate string
@@ -67,6 +73,13 @@ type dialect struct {
 	// whose rows all exist: each row adds its follower and following
 	// counts to the stored ones, one statement for a whole batch.
 	addCounts string
+	// likeRowsFirst: the server takes no gap locks (PostgreSQL), so a
+	// locking read of an absent pair locks nothing, and two writers
+	// could both count its first like. ApplyLikes then inserts a row of
+	// version 0 (no action) for every pair first, which a concurrent
+	// writer's insert of the same pair waits on, so that every pair has
+	// a row to lock.
+	likeRowsFirst bool
 	// likesByKey pins the batch writer's locking read to the primary key,
 	// so that it locks exactly its (user, post) pairs: left alone, MariaDB
 	// picks a secondary index and locks every like of the users, or of a

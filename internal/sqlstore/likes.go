@@ -36,9 +36,10 @@ type likePair struct{ user, post int64 }
 // a like redelivered after a newer unlike, changes nothing. The rows of
 // the batch's pairs are read with a lock first (on MySQL FOR UPDATE,
 // which also locks the gaps of absent pairs, so concurrent writers in
-// other processes serialize on shared pairs; on SQLite the transaction is
-// the only writer), so each post's delta is the number of rows that
-// really flipped. Then one multi-row upsert writes the rows (an unlike is
+// other processes serialize on shared pairs; on PostgreSQL, which has no
+// gap locks, after inserting a no-action row for each absent pair; on
+// SQLite the transaction is the only writer), so each post's delta is the
+// number of rows that really flipped. Then one multi-row upsert writes the rows (an unlike is
 // kept as a tombstone row, so that the version survives it), and one
 // multi-row upsert moves every touched post's stats row by its delta:
 // two write statements per batch of up to 500 pairs.
@@ -70,6 +71,19 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 			version int64
 		}
 		stored := make(map[likePair]row, len(pairs))
+		if s.d.likeRowsFirst {
+			for start := 0; start < len(pairs); start += chunkSize {
+				chunk := pairs[start:min(start+chunkSize, len(pairs))]
+				args := make([]any, 0, 2*len(chunk))
+				for _, p := range chunk {
+					args = append(args, p.user, p.post)
+				}
+				if _, err := tx.ExecContext(ctx, "INSERT INTO likes (user_id, post_id, liked, version) VALUES "+
+					strings.TrimSuffix(strings.Repeat("(?, ?, 0, 0), ", len(chunk)), ", ")+s.d.keepLikes, args...); err != nil {
+					return fmt.Errorf("claim %d pairs: %w", len(chunk), err)
+				}
+			}
+		}
 		for start := 0; start < len(pairs); start += likePairsPerSelect {
 			chunk := pairs[start:min(start+likePairsPerSelect, len(pairs))]
 			args := make([]any, 0, 2*len(chunk))

@@ -22,8 +22,10 @@ type migration struct {
 // Migrate brings the schema up to date: it applies, in order, the embedded
 // migrations that schema_migrations does not list yet. It is idempotent,
 // and several processes may run it at once: on MySQL a named lock lets one
-// migrate while the others wait, on SQLite each migration is one immediate
-// transaction that re-checks whether another process applied it.
+// migrate while the others wait, on PostgreSQL a transaction advisory lock
+// does, in the one transaction that applies every pending migration (all
+// or none), and on SQLite each migration is one immediate transaction that
+// re-checks whether another process applied it.
 func (s *Store) Migrate(ctx context.Context) error {
 	migs, err := loadMigrations(s.d.migrations)
 	if err != nil {
@@ -35,18 +37,38 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	defer conn.Close()
 
-	release, err := s.d.lockMigrations(ctx, conn)
-	if err != nil {
-		return fmt.Errorf("sqlstore: migrate: %w", err)
+	var ex execQuerier = conn
+	var tx *sql.Tx
+	if s.d.lockMigrationsTx != nil {
+		// One transaction takes the lock and applies every pending
+		// migration (see dialect.lockMigrationsTx).
+		if tx, err = conn.BeginTx(ctx, nil); err != nil {
+			return fmt.Errorf("sqlstore: migrate: %w", err)
+		}
+		defer tx.Rollback()
+		if err := s.d.lockMigrationsTx(ctx, tx); err != nil {
+			return fmt.Errorf("sqlstore: migrate: %w", err)
+		}
+		ex = tx
+	} else {
+		release, err := s.d.lockMigrations(ctx, conn)
+		if err != nil {
+			return fmt.Errorf("sqlstore: migrate: %w", err)
+		}
+		defer release()
 	}
-	defer release()
 
-	if _, err := conn.ExecContext(ctx, s.d.createMigrations); err != nil {
+	if _, err := ex.ExecContext(ctx, s.d.createMigrations); err != nil {
 		return fmt.Errorf("sqlstore: migrate: create schema_migrations: %w", err)
 	}
 	for _, m := range migs {
-		if err := s.apply(ctx, conn, m); err != nil {
+		if err := s.apply(ctx, conn, tx, m); err != nil {
 			return fmt.Errorf("sqlstore: migrate: %d %s: %w", m.version, m.name, err)
+		}
+	}
+	if tx != nil {
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("sqlstore: migrate: commit: %w", err)
 		}
 	}
 	return nil
@@ -58,11 +80,17 @@ type execQuerier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// apply runs m unless schema_migrations lists it.
-func (s *Store) apply(ctx context.Context, conn *sql.Conn, m migration) error {
+// apply runs m unless schema_migrations lists it: in outer, the
+// transaction of the whole run, when there is one; else in a transaction
+// of its own where DDL is transactional, or statement by statement on
+// conn.
+func (s *Store) apply(ctx context.Context, conn *sql.Conn, outer *sql.Tx, m migration) error {
 	var ex execQuerier = conn
 	var tx *sql.Tx
-	if s.d.transactionalDDL {
+	switch {
+	case outer != nil:
+		ex = outer
+	case s.d.transactionalDDL:
 		var err error
 		if tx, err = conn.BeginTx(ctx, nil); err != nil {
 			return err

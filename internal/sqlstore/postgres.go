@@ -40,18 +40,19 @@ func pgCode(err error) string {
 var postgresDialect = dialect{
 	migrations:       mustSub(migrationFiles, "migrations/postgres"),
 	transactionalDDL: true,
-	lockMigrations:   postgresLockMigrations,
+	lockMigrationsTx: postgresLockMigrations,
 	createMigrations: "CREATE TABLE IF NOT EXISTS schema_migrations (" +
 		"version BIGINT NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
 	forUpdate:  " FOR UPDATE",
 	skipLocked: " FOR UPDATE SKIP LOCKED",
 	// Read committed is PostgreSQL's default; said here as on MySQL.
-	relayTx:      &sql.TxOptions{Isolation: sql.LevelReadCommitted},
-	feedJoin:     "JOIN",
-	insertFollow: "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-	keepExisting: " ON CONFLICT DO NOTHING",
-	keepLikes:    " ON CONFLICT DO NOTHING",
-	duplicate:    func(err error) bool { return pgCode(err) == pgUniqueViolation },
+	relayTx:       &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	feedJoin:      "JOIN",
+	insertFollow:  "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+	keepExisting:  " ON CONFLICT DO NOTHING",
+	keepLikes:     " ON CONFLICT DO NOTHING",
+	likeRowsFirst: true,
+	duplicate:     func(err error) bool { return pgCode(err) == pgUniqueViolation },
 	// A deadlock victim and a serialization failure both ran in a
 	// transaction that can simply run again.
 	retryable: func(err error) bool {
@@ -76,22 +77,21 @@ var postgresDialect = dialect{
 		" WHERE excluded.last_read_id > markers.last_read_id RETURNING last_read_id, updated_at",
 }
 
-// postgresLockMigrations takes a session advisory lock: other processes
-// migrating the same database wait for it. The lock belongs to conn's
-// session, so the migration runs on conn.
-func postgresLockMigrations(ctx context.Context, conn *sql.Conn) (func(), error) {
+// postgresLockMigrations takes a transaction advisory lock in the
+// transaction that applies the migrations: other processes migrating the
+// same database wait for it, then find the migrations applied. A session
+// lock (pg_advisory_lock) would not do behind PgBouncer in transaction
+// mode: the lock and its unlock could run on two server connections, and
+// the lock stay with an idle one for good.
+func postgresLockMigrations(ctx context.Context, tx *sql.Tx) error {
 	// Any constant will do; this one spells "feedd" in ASCII.
 	const key = 0x6665656464
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	wait, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(?)", key); err != nil {
-		return nil, fmt.Errorf("migration lock: %w", err)
+	if _, err := tx.ExecContext(wait, "SELECT pg_advisory_xact_lock(?)", key); err != nil {
+		return fmt.Errorf("migration lock: %w", err)
 	}
-	return func() {
-		// A fresh context: the lock must go even when ctx has ended, or
-		// the pooled session would keep it.
-		conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(?)", key)
-	}, nil
+	return nil
 }
 
 // Timeouts bound the statements of one class of work on PostgreSQL, as
