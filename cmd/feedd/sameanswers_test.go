@@ -21,21 +21,27 @@ import (
 // TestSameAnswersOnPostgres: a feedd on MariaDB and one on PostgreSQL,
 // loaded with the same data (one export file imported into each, so
 // users, post ids and times are the same), answer the same requests with
-// the same status, headers and body bytes: users, their posts, home feeds
-// of pushed and pulled authors (hybrid, a low pull threshold) paged to
-// the end by their cursors, likes, top posts, follow lists, markers,
-// mutes, blocks, an export, and error answers. Requests whose answers
-// carry a value of the request's own time (a token's expiry, a marker's
-// update, a new post's id) are not in the list.
+// the same status, headers and body bytes, on each delivery model (hybrid
+// with a low pull threshold, push, pull): users, their posts, home feeds
+// paged to the end by their cursors, likes, top posts, follow lists,
+// markers, mutes, blocks, exports, and error answers. Requests whose
+// answers carry a value of the request's own time (a token's expiry, a
+// marker's update, an edit, a new post's id) are not in the list.
 func TestSameAnswersOnPostgres(t *testing.T) {
 	feedtest.RequireServices(t, "127.0.0.1:6379", "127.0.0.1:5672")
+	for _, mode := range []string{"hybrid", "push", "pull"} {
+		t.Run(mode, func(t *testing.T) { testSameAnswers(t, mode) })
+	}
+}
+
+func testSameAnswers(t *testing.T, mode string) {
 	redisURL := testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis)
 	my, pg := servicesEnv(t, redisURL), postgresEnv(t, redisURL)
 	// One admin token and JWT secret: the answers of both sides to
 	// a request must not depend on which side's secret signed it.
 	pg["FEEDD_ADMIN_TOKEN"], pg["FEEDD_JWT_SECRET"] = my["FEEDD_ADMIN_TOKEN"], my["FEEDD_JWT_SECRET"]
 	for _, env := range []map[string]string{my, pg} {
-		env["FEEDD_FANOUT_MODE"] = "hybrid"
+		env["FEEDD_FANOUT_MODE"] = mode
 		env["FEEDD_PULL_THRESHOLD"] = "3"
 		env["FEEDD_RATE_USER_READ"] = "0"
 	}
