@@ -69,8 +69,9 @@ auth_file = %s
 pool_mode = transaction
 default_pool_size = %d
 max_client_conn = 500
+admin_users = %s
 ignore_startup_parameters = statement_timeout, lock_timeout, idle_in_transaction_session_timeout
-`, u.Hostname(), u.Port(), port, users, pgBouncerPoolSize)
+`, u.Hostname(), u.Port(), port, users, pgBouncerPoolSize, user)
 	if err := os.WriteFile(ini, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +117,10 @@ ignore_startup_parameters = statement_timeout, lock_timeout, idle_in_transaction
 // exec mode (default_query_exec_mode=exec in the DSN: no named prepared
 // statements, which 1.18 cannot keep across clients) and the statement
 // timeouts set on the database. Two migrations at once, then users,
-// follows, posts, likes, feed pages and an edit, and then many clients
-// at once on a few server connections: everything answers, the counts
-// are exact and no migration lock is left behind.
+// follows, posts, likes, feed pages and an edit, then many clients at
+// once on a few server connections, then an import and an export:
+// everything answers, the counts are exact and no migration lock is left
+// behind.
 func TestPgBouncer(t *testing.T) {
 	feedtest.RequireServices(t, "127.0.0.1:6379", "127.0.0.1:5672")
 	direct := createPostgres(t)
@@ -241,17 +243,78 @@ func TestPgBouncer(t *testing.T) {
 	slices.SortFunc(want, func(a, b string) int { return cmpID(b, a) })
 	in.feedEventually(toks[5], 4, want)
 
-	// The server connections were shared: feedd's pools opened more
-	// client connections than PgBouncer keeps to the server.
-	var server int
-	if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", name).Scan(&server); err != nil {
+	// The commands through the pooler: an import (its batches, counts
+	// and cache drops) and an export.
+	if out, err := runOnce(t, env, "import", "--export", writeSameData(t)); err != nil {
+		t.Fatalf("feedd import through pgbouncer: %v; output:\n%s", err, out)
+	}
+	if r := in.must(200, "GET", "/v1/users/101", toks[3], nil); r.body["follower_count"] != float64(9) {
+		t.Errorf("imported user 101 = %s; want 9 followers", r.raw)
+	}
+	if out, err := runOnce(t, env, "export", "-user", "101"); err != nil || strings.Count(out, `"kind":"post"`) != 14 {
+		t.Errorf("feedd export -user 101 through pgbouncer: %v; want 14 posts; output:\n%s", err, out)
+	}
+
+	// The server connections were shared: PgBouncer kept more client
+	// connections of feedd's pools than server connections.
+	clients, servers := pgBouncerPool(t, bouncer, name)
+	t.Logf("PgBouncer's pool of %s: %d client connections, %d server connections (pool size %d)", name, clients, servers, pgBouncerPoolSize)
+	if servers > pgBouncerPoolSize || clients <= servers {
+		t.Errorf("PgBouncer's pool: %d clients on %d servers; want more clients than servers, at most %d servers", clients, servers, pgBouncerPoolSize)
+	}
+}
+
+// pgBouncerPool asks the admin console of the PgBouncer at bouncer for
+// its pool of database: client and server connections.
+func pgBouncerPool(t *testing.T, bouncer, database string) (clients, servers int) {
+	t.Helper()
+	u := mustParseURL(t, bouncer)
+	u.Path = "/pgbouncer"
+	// The console speaks only the simple query protocol.
+	console, err := sql.Open("pgx", u.String()+"&default_query_exec_mode=simple_protocol")
+	if err != nil {
 		t.Fatal(err)
 	}
-	client := in.d.store.DB().Stats().OpenConnections
-	t.Logf("feedd's write pool: %d connections; the server: %d (pool size %d)", client, server, pgBouncerPoolSize)
-	if server > pgBouncerPoolSize+1 { // +1: this test's own
-		t.Errorf("%d server connections to %s; want at most %d, PgBouncer's pool", server, name, pgBouncerPoolSize+1)
+	defer console.Close()
+	rows, err := console.QueryContext(t.Context(), "SHOW POOLS")
+	if err != nil {
+		t.Fatalf("pgbouncer SHOW POOLS: %v", err)
 	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		row := map[string]string{}
+		for i, c := range cols {
+			row[c] = vals[i].String
+		}
+		if row["database"] != database {
+			continue
+		}
+		for c, v := range row {
+			n, _ := strconv.Atoi(v)
+			switch c {
+			case "cl_active", "cl_waiting":
+				clients += n
+			case "sv_active", "sv_idle", "sv_used", "sv_tested", "sv_login":
+				servers += n
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return clients, servers
 }
 
 func mustParseURL(t *testing.T, s string) *url.URL {
