@@ -206,6 +206,7 @@ var suite = []struct {
 	{"PushedFeedPostIDs", testPushedFeedPostIDs},
 	{"Relay", testRelay},
 	{"RelayConcurrent", testRelayConcurrent},
+	{"ListenOutbox", testListenOutbox},
 }
 
 // wantCode fails t unless err carries the domain error code.
