@@ -62,7 +62,7 @@ func (c Config) withDefaults() Config {
 		c.Batch = 200
 	}
 	if c.Poll <= 0 {
-		c.Poll = 50 * time.Millisecond
+		c.Poll = DefaultPoll
 	}
 	if c.Retain <= 0 {
 		c.Retain = 24 * time.Hour
@@ -78,6 +78,7 @@ func (c Config) withDefaults() Config {
 const (
 	DefaultWorkers    = 2
 	DefaultMaxPending = 10_000
+	DefaultPoll       = 50 * time.Millisecond
 )
 
 // Relay runs the outbox → broker loops.
