@@ -18,8 +18,9 @@ import (
 )
 
 // newPostgresOutbox returns a migrated store on a fresh PostgreSQL
-// database with user 1 in it, closed when tb ends.
-func newPostgresOutbox(tb testing.TB) *sqlstore.Store {
+// database with user 1 in it, and a second store on the database (the
+// process that posts), both closed when tb ends.
+func newPostgresOutbox(tb testing.TB) (store, poster *sqlstore.Store) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -28,18 +29,30 @@ func newPostgresOutbox(tb testing.TB) *sqlstore.Store {
 		feedtest.Missing(tb, "PostgreSQL is unreachable (%v): start it or set FEEDD_TEST_POSTGRES_DSN", err)
 	}
 	probe.Close()
-	store, err := sqlstore.OpenPostgres(ctx, testenv.CreatePostgresDatabase(tb, "feedd_relay_"))
-	if err != nil {
-		tb.Fatal(err)
+	dsn := testenv.CreatePostgresDatabase(tb, "feedd_relay_")
+	for _, s := range []**sqlstore.Store{&store, &poster} {
+		if *s, err = sqlstore.OpenPostgres(ctx, dsn); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { (*s).Close() })
 	}
-	tb.Cleanup(func() { store.Close() })
 	if err := store.Migrate(ctx); err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := store.CreateUser(ctx, feed.User{ID: 1, Name: "author"}); err != nil {
 		tb.Fatal(err)
 	}
-	return store
+	return store, poster
+}
+
+// runWaker runs a Waker on n until tb ends.
+func runWaker(tb testing.TB, n Notifier) *Waker {
+	w := NewWaker(slog.New(slog.DiscardHandler), n)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	tb.Cleanup(func() { cancel(); <-done })
+	return w
 }
 
 // confirmed is a Publisher that notes, by post id, when the relay
@@ -91,13 +104,16 @@ func (c *confirmed) wait(post int64, d time.Duration) (called, at time.Time, ok 
 	}
 }
 
-// post creates post id by user 1 and returns when it committed.
-func post(tb testing.TB, store *sqlstore.Store, id int64) time.Time {
+// post creates post id by user 1 and returns when it committed, then
+// asks w to wake the relays, as the API does.
+func post(tb testing.TB, store *sqlstore.Store, w *Waker, id int64) time.Time {
 	tb.Helper()
 	if _, _, err := store.CreatePost(context.Background(), feed.Post{ID: id, AuthorID: 1, Content: "p", CreatedAt: time.Now()}, feed.Idempotency{}); err != nil {
 		tb.Fatalf("post %d: %v", id, err)
 	}
-	return time.Now()
+	committed := time.Now()
+	w.Notify()
+	return committed
 }
 
 // listenerPID waits for the outbox listener's session on store's
@@ -118,11 +134,13 @@ func listenerPID(tb testing.TB, store *sqlstore.Store, not int) int {
 // longer than a notified relay may take.
 const poll = 10 * time.Second
 
-// TestRelayWokenByNotify: on PostgreSQL a post reaches the broker as it
-// commits, well before the relay's poll, also right after the listener's
-// session was cut (the relay listens again and relays what it missed).
+// TestRelayWokenByNotify: on PostgreSQL a post written by another process
+// reaches the broker as it commits, well before the relay's poll, also
+// right after the listener's session was cut (the relay listens again and
+// relays what it missed).
 func TestRelayWokenByNotify(t *testing.T) {
-	store := newPostgresOutbox(t)
+	store, poster := newPostgresOutbox(t)
+	w := runWaker(t, poster)
 	q := inmemqueue.New()
 	t.Cleanup(func() { q.Close() })
 	pub := newConfirmed(q)
@@ -141,8 +159,8 @@ func TestRelayWokenByNotify(t *testing.T) {
 		t.Logf("post %d (%s) published %v after its commit", id, what, at.Sub(committed))
 	}
 	pid := listenerPID(t, store, 0)
-	within(1, post(t, store, 1), "the relay idle")
-	within(2, post(t, store, 2), "the next one")
+	within(1, post(t, poster, w, 1), "the relay idle")
+	within(2, post(t, poster, w, 2), "the next one")
 
 	// The server ends the listener's session; the post committed before
 	// the relay listens again is relayed when it does.
@@ -150,9 +168,9 @@ func TestRelayWokenByNotify(t *testing.T) {
 	if err := store.DB().QueryRowContext(ctx, "SELECT pg_terminate_backend(?)", pid).Scan(&ok); err != nil || !ok {
 		t.Fatalf("terminate the listener: got %v, %v; want true", ok, err)
 	}
-	within(3, post(t, store, 3), "the listener's session just ended")
+	within(3, post(t, poster, w, 3), "the listener's session just ended")
 	listenerPID(t, store, pid)
-	within(4, post(t, store, 4), "listening again")
+	within(4, post(t, poster, w, 4), "listening again")
 
 	stop()
 	<-done
@@ -168,13 +186,14 @@ func TestRelayWokenByNotify(t *testing.T) {
 // (CreatePost returned) and the relay's publish of its event (publish-ms)
 // and the broker's confirm of it (confirm-ms), on PostgreSQL and the
 // machine's RabbitMQ, one post at a time on an idle relay with the default
-// poll: "poll" relays when the poll comes round, "notify" when
-// PostgreSQL tells it of the commit. Neither gets the API's in-process
-// wake-up, as when the API and the relay run in different processes.
+// poll, the post written on another store (the API's process) with a
+// Waker: "poll" relays when the poll comes round, "notify" when
+// PostgreSQL tells it of the Waker's NOTIFY.
 //
 //	go test -run '^$' -bench BenchmarkRelayLatency -benchtime 400x ./internal/relay
 func BenchmarkRelayLatency(b *testing.B) {
-	store := newPostgresOutbox(b)
+	store, poster := newPostgresOutbox(b)
+	w := runWaker(b, poster)
 	prefix := "bench" + testenv.RandHex(4) + "."
 	broker, err := rabbit.Dial(b.Context(), testenv.AMQPURL(), rabbit.Options{Prefix: prefix}, nil)
 	if err != nil {
@@ -201,14 +220,14 @@ func BenchmarkRelayLatency(b *testing.B) {
 			defer func() { stop(); <-done }()
 			// The first publish declares the queue: not measured.
 			id++
-			post(b, store, id)
+			post(b, poster, w, id)
 			if _, _, ok := pub.wait(id, 5*time.Second); !ok {
 				b.Fatalf("post %d not published within 5 s", id)
 			}
 			var woken, lat []time.Duration
 			for b.Loop() {
 				id++
-				committed := post(b, store, id)
+				committed := post(b, poster, w, id)
 				called, at, ok := pub.wait(id, 5*time.Second)
 				if !ok {
 					b.Fatalf("post %d not published within 5 s", id)

@@ -25,11 +25,12 @@ type Outbox interface {
 	OutboxBacklog(ctx context.Context) (int64, error)
 }
 
-// Listener is an Outbox that can say when events commit (PostgreSQL's
-// LISTEN/NOTIFY): the relay then publishes them at once rather than at its
-// next poll, which stays as the floor for a notification lost with its
-// connection. ListenOutbox runs until ctx ends or its connection fails, and
-// returns errors.ErrUnsupported at once where the database cannot notify.
+// Listener is an Outbox that hears when another process wrote events
+// (PostgreSQL's LISTEN, told by a Waker's NOTIFY): the relay then
+// publishes them at once rather than at its next poll, which stays as the
+// floor for a notification lost with its connection. ListenOutbox runs
+// until ctx ends or its connection fails, and returns
+// errors.ErrUnsupported at once where the database cannot notify.
 type Listener interface {
 	ListenOutbox(ctx context.Context, wake func()) error
 }

@@ -9,17 +9,41 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// outboxChannel is the channel migration 0013 notifies on when outbox
-// events commit.
+// outboxChannel is the channel NotifyOutbox notifies on.
 const outboxChannel = "feedd_outbox"
+
+// notifyOutbox is one round trip, an implicit transaction of two
+// statements (no arguments: pgx sends it by the simple protocol).
+// synchronous_commit off: nothing to make durable, and a notifying commit
+// holds PostgreSQL's one notification lock until it returns, so waiting
+// for the disk would serialize the notifiers.
+const notifyOutbox = "SET LOCAL synchronous_commit = off; SELECT pg_notify('" + outboxChannel + "', '')"
+
+// NotifyOutbox tells the relays that listen (ListenOutbox), in whatever
+// process, that outbox events committed. It is a transaction of its own,
+// sent after theirs, never a statement of theirs: a transaction that
+// notifies takes PostgreSQL's one notification lock at its commit and
+// holds it while the commit is flushed, so posts that notified as they
+// committed would commit one at a time (BenchmarkCreatePostNotify: 2,644
+// posts/s from 16 writers without, 453 with). On MySQL and SQLite it
+// returns errors.ErrUnsupported.
+func (s *Store) NotifyOutbox(ctx context.Context) error {
+	if s.pgConfig == nil {
+		return fmt.Errorf("sqlstore: notify outbox listeners: %w", errors.ErrUnsupported)
+	}
+	if _, err := s.db.ExecContext(ctx, notifyOutbox); err != nil {
+		return fmt.Errorf("sqlstore: notify outbox listeners: %w", err)
+	}
+	return nil
+}
 
 // listenCheck is how long the listener waits for a notification before it
 // checks that its connection still answers: a connection whose server
 // vanished without a word would otherwise wait until TCP gives up.
 const listenCheck = time.Minute
 
-// ListenOutbox calls wake each time a transaction that wrote outbox events
-// commits, on PostgreSQL, until ctx ends (it then returns nil) or the
+// ListenOutbox calls wake for each NotifyOutbox, on PostgreSQL (from any
+// process on the same database), until ctx ends (it then returns nil) or the
 // connection it listens on fails (it returns the error, and the caller
 // listens again). It calls wake once as soon as it listens, too: events
 // may have committed while nobody listened. wake must not block.

@@ -1,4 +1,0 @@
--- Nothing to do on MySQL: PostgreSQL's migration of this number makes
--- outbox writes notify the relays (LISTEN/NOTIFY), which MySQL has no
--- equivalent of; its relays find new events by their poll. The file keeps
--- the dialects' migration versions the same.

@@ -1,3 +1,0 @@
--- Nothing to do on SQLite: see the MySQL migration of the same number.
--- One process runs everything on SQLite, and its API wakes its relay
--- directly after each post.
