@@ -24,9 +24,9 @@ const notifyOutbox = "SET LOCAL synchronous_commit = off; SELECT pg_notify('" + 
 // sent after theirs, never a statement of theirs: a transaction that
 // notifies takes PostgreSQL's one notification lock at its commit and
 // holds it while the commit is flushed, so posts that notified as they
-// committed would commit one at a time (BenchmarkCreatePostNotify: 2,644
-// posts/s from 16 writers without, 453 with). On MySQL and SQLite it
-// returns errors.ErrUnsupported.
+// committed would commit one at a time (BenchmarkCreatePostNotify;
+// docs/performance.md has the figures). On MySQL and SQLite it returns
+// errors.ErrUnsupported.
 func (s *Store) NotifyOutbox(ctx context.Context) error {
 	if s.pgConfig == nil {
 		return fmt.Errorf("sqlstore: notify outbox listeners: %w", errors.ErrUnsupported)
