@@ -40,6 +40,9 @@ type dialect struct {
 	relayTx *sql.TxOptions
 	// feedJoin joins follows to posts in FeedPostIDs (see there).
 	feedJoin string
+	// copyFrom: the bulk load writes with COPY (PostgreSQL's copyRows)
+	// rather than multi-row INSERTs.
+	copyFrom bool
 	// recentFirst: a feed query over a recent window walks the window's
 	// posts newest first and probes follows (FeedPostIDs).
 	recentFirst bool

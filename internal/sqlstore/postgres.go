@@ -48,6 +48,7 @@ var postgresDialect = dialect{
 	// Read committed is PostgreSQL's default; said here as on MySQL.
 	relayTx:      &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	feedJoin:     "JOIN",
+	copyFrom:     true,
 	insertFollow: "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
 	keepExisting: " ON CONFLICT DO NOTHING",
 	keepLikes:    " ON CONFLICT DO NOTHING",
@@ -218,4 +219,35 @@ func rebind(query string) string {
 		b.WriteByte(ch)
 	}
 	return b.String()
+}
+
+// copyRows is bulkInsert on PostgreSQL: the n rows go in one COPY, a
+// stream of binary rows in one statement (so one transaction), without
+// the parse and plan of a multi-row INSERT or its limit of 65,535 bound
+// parameters. A duplicate key fails the whole COPY with 23505, as an
+// INSERT would.
+func (s *Store) copyRows(ctx context.Context, table string, columns []string, n int, row func(i int, args []any) []any) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		cc, ok := dc.(*countingConn)
+		if !ok {
+			return fmt.Errorf("copy into %s: a %T connection, not the store's", table, dc)
+		}
+		pc, err := cc.pgx(ctx, "copy")
+		if err != nil {
+			return fmt.Errorf("copy into %s: %w", table, err)
+		}
+		// pgx encodes each row before it asks for the next, so one slice
+		// of arguments serves them all.
+		args := make([]any, 0, len(columns))
+		_, err = pc.CopyFrom(ctx, pgx.Identifier{table}, columns, pgx.CopyFromSlice(n, func(i int) ([]any, error) {
+			args = row(i, args[:0])
+			return args, nil
+		}))
+		return err
+	})
 }

@@ -1595,4 +1595,45 @@ func testBulkLoad(t *testing.T, e *env) {
 		t.Fatalf("Users(3) = %v, %v; want none", got, err)
 	}
 	wantCode(t, s.BulkLoadFollows(ctx, [][2]int64{{1, 1}}), feed.EINVALID)
+
+	// A load of more rows than one INSERT statement takes (loadChunk)
+	// stores them all; PostgreSQL takes it as COPY, not as INSERTs.
+	verbs := func() map[string]int64 {
+		m := map[string]int64{}
+		for _, c := range s.Statements() {
+			m[c.Verb] += c.N
+		}
+		return m
+	}
+	before := verbs()
+	var many []feed.User
+	var edges [][2]int64
+	for id := int64(10); id < 10+2*loadChunk+10; id++ {
+		many = append(many, feed.User{ID: id, Name: fmt.Sprint(id), FollowingCount: 1})
+		edges = append(edges, [2]int64{id, 1})
+	}
+	if err := s.BulkLoadUsers(ctx, many); err != nil {
+		t.Fatalf("BulkLoadUsers(%d): %v", len(many), err)
+	}
+	if err := s.BulkLoadFollows(ctx, edges); err != nil {
+		t.Fatalf("BulkLoadFollows(%d): %v", len(edges), err)
+	}
+	var n int
+	if err := s.rdb.QueryRowContext(ctx, "SELECT COUNT(*) FROM follows WHERE followee_id = 1").Scan(&n); err != nil || n != len(edges)+1 {
+		t.Fatalf("followers of 1 after the load: %d, %v; want %d", n, err, len(edges)+1)
+	}
+	if after := verbs(); e.backend == "postgres" && (after["copy"]-before["copy"] != 2 || after["insert"] != before["insert"]) {
+		t.Errorf("statements before the loads %v, after %v; want 2 more copy and no more insert", before, after)
+	}
+	if err := s.BulkLoadDone(ctx); err != nil {
+		t.Fatalf("BulkLoadDone: %v", err)
+	}
+	if e.backend == "postgres" {
+		// The planner has statistics and the visibility map is set.
+		var vacuumed, analyzed bool
+		if err := s.rdb.QueryRowContext(ctx, "SELECT last_vacuum IS NOT NULL, last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'follows'").
+			Scan(&vacuumed, &analyzed); err != nil || !vacuumed || !analyzed {
+			t.Errorf("follows after BulkLoadDone: vacuumed %v, analyzed %v, %v; want both", vacuumed, analyzed, err)
+		}
+	}
 }
