@@ -43,6 +43,9 @@ type dialect struct {
 	// copyFrom: the bulk load writes with COPY (PostgreSQL's copyRows)
 	// rather than multi-row INSERTs.
 	copyFrom bool
+	// lateralFeed: a feed query over a wide window reads each followee's
+	// newest posts with a LATERAL subquery (FeedPostIDs).
+	lateralFeed bool
 	// recentFirst: a feed query over a recent window walks the window's
 	// posts newest first and probes follows (FeedPostIDs).
 	recentFirst bool

@@ -49,6 +49,7 @@ var postgresDialect = dialect{
 	relayTx:      &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	feedJoin:     "JOIN",
 	copyFrom:     true,
+	lateralFeed:  true,
 	insertFollow: "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
 	keepExisting: " ON CONFLICT DO NOTHING",
 	keepLikes:    " ON CONFLICT DO NOTHING",
@@ -161,6 +162,15 @@ func openPostgres(ctx context.Context, dsn string, pools Pools, timeouts Timeout
 		// A session that dies inside a transaction must not keep its
 		// locks for good (a client killed between statements).
 		setRuntime(cfg, "idle_in_transaction_session_timeout", time.Minute)
+		// pgx prepares each statement once per connection, and after five
+		// runs PostgreSQL may keep a generic plan, made without the
+		// values: for the feed's id windows it guesses 0.5% of posts and
+		// walks the whole posts table newest first, 30-60 ms where a
+		// custom plan takes 0.5-4 (docs/performance.md). Planning every
+		// run costs tens of microseconds.
+		if _, ok := cfg.RuntimeParams["plan_cache_mode"]; !ok {
+			cfg.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+		}
 		db := sql.OpenDB(countingConnector{Connector: stdlib.GetConnector(*cfg), c: c})
 		db.SetMaxOpenConns(n)
 		db.SetMaxIdleConns(max(1, n/2))
@@ -180,7 +190,7 @@ func openPostgres(ctx context.Context, dsn string, pools Pools, timeouts Timeout
 	if pools.Read > 0 {
 		rdb = open(pools.Read, timeouts.Read)
 	}
-	return &Store{db: db, rdb: rdb, replica: rdb, d: postgresDialect, counters: []*counter{c}, pullCandidates: chunkSize, pgConfig: cfg}, nil
+	return &Store{db: db, rdb: rdb, replica: rdb, d: postgresDialect, counters: []*counter{c}, pullCandidates: chunkSize, lateralMin: lateralMin, pgConfig: cfg}, nil
 }
 
 // setRuntime sets a session parameter in milliseconds unless the DSN

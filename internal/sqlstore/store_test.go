@@ -1147,7 +1147,11 @@ func feedWindows(t *testing.T, e *env, test func(t *testing.T, s *Store, at func
 	for _, w := range []struct {
 		name string
 		base int64
-	}{{"old", 0}, {"recent", feed.MinIDAt(time.Now())}} {
+		// lateral: every wide window is read followee by followee, what
+		// PostgreSQL does for a rebuild (dialect.lateralFeed).
+		lateral bool
+	}{{"old", 0, false}, {"recent", feed.MinIDAt(time.Now()), false},
+		{"old-lateral", 0, true}, {"recent-lateral", feed.MinIDAt(time.Now()), true}} {
 		t.Run(w.name, func(t *testing.T) {
 			at := func(id int64) int64 {
 				if id == 0 {
@@ -1162,7 +1166,14 @@ func feedWindows(t *testing.T, e *env, test func(t *testing.T, s *Store, at func
 				}
 				return out
 			}
-			test(t, e.store(t), at, ats)
+			s := e.store(t)
+			if w.lateral {
+				if !s.d.lateralFeed {
+					return // the same queries as without
+				}
+				s.lateralMin = 0
+			}
+			test(t, s, at, ats)
 		})
 	}
 }
