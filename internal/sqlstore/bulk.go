@@ -212,7 +212,7 @@ func (s *Store) BulkLoadPosts(ctx context.Context, posts []feed.Post) error {
 // MySQL's InnoDB recomputes its statistics on its own as tables grow,
 // and SQLite's plans are pinned (dialect.feedJoin): both do nothing.
 func (s *Store) BulkLoadDone(ctx context.Context) error {
-	if !s.d.copyFrom {
+	if s.d.afterBulkLoad == "" {
 		return nil
 	}
 	conn, err := s.db.Conn(ctx)
@@ -227,7 +227,7 @@ func (s *Store) BulkLoadDone(ctx context.Context) error {
 		return fmt.Errorf("sqlstore: after a bulk load: %w", err)
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "RESET statement_timeout")
-	if _, err := conn.ExecContext(ctx, "VACUUM (ANALYZE) users, follows, posts"); err != nil {
+	if _, err := conn.ExecContext(ctx, s.d.afterBulkLoad); err != nil {
 		return fmt.Errorf("sqlstore: vacuum and analyze after a bulk load: %w", err)
 	}
 	return nil

@@ -43,6 +43,9 @@ type dialect struct {
 	// copyFrom: the bulk load writes with COPY (PostgreSQL's copyRows)
 	// rather than multi-row INSERTs.
 	copyFrom bool
+	// afterBulkLoad readies the tables once a bulk load is done
+	// (BulkLoadDone); empty: nothing to do.
+	afterBulkLoad string
 	// lateralFeed: a feed query over a wide window reads each followee's
 	// newest posts with a LATERAL subquery (FeedPostIDs).
 	lateralFeed bool

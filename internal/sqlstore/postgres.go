@@ -46,14 +46,16 @@ var postgresDialect = dialect{
 	forUpdate:  " FOR UPDATE",
 	skipLocked: " FOR UPDATE SKIP LOCKED",
 	// Read committed is PostgreSQL's default; said here as on MySQL.
-	relayTx:      &sql.TxOptions{Isolation: sql.LevelReadCommitted},
-	feedJoin:     "JOIN",
-	copyFrom:     true,
-	lateralFeed:  true,
-	insertFollow: "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-	keepExisting: " ON CONFLICT DO NOTHING",
-	keepLikes:    " ON CONFLICT DO NOTHING",
-	duplicate:    func(err error) bool { return pgCode(err) == pgUniqueViolation },
+	relayTx:  &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	feedJoin: "JOIN",
+	copyFrom: true,
+	// A statement of its own, outside any transaction, as VACUUM must be.
+	afterBulkLoad: "VACUUM (ANALYZE) users, follows, posts",
+	lateralFeed:   true,
+	insertFollow:  "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+	keepExisting:  " ON CONFLICT DO NOTHING",
+	keepLikes:     " ON CONFLICT DO NOTHING",
+	duplicate:     func(err error) bool { return pgCode(err) == pgUniqueViolation },
 	// A deadlock victim and a serialization failure both ran in a
 	// transaction that can simply run again.
 	retryable: func(err error) bool {
@@ -166,8 +168,8 @@ func openPostgres(ctx context.Context, dsn string, pools Pools, timeouts Timeout
 		// runs PostgreSQL may keep a generic plan, made without the
 		// values: for the feed's id windows it guesses 0.5% of posts and
 		// walks the whole posts table newest first, 30-60 ms where a
-		// custom plan takes 0.5-4 (docs/performance.md). Planning every
-		// run costs tens of microseconds.
+		// custom plan takes 0.5-6 (docs/performance.md). Planning every
+		// run costs 0.05 ms for a lookup by ids, 0.5 for the feed's union.
 		if _, ok := cfg.RuntimeParams["plan_cache_mode"]; !ok {
 			cfg.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 		}
