@@ -57,7 +57,8 @@ func startPgBouncer(t *testing.T, dsn string) string {
 	// The startup parameters feedd sets are ignored: PgBouncer refuses
 	// a connection with any it does not know, and would not keep a
 	// setting of one client's session apart from the others' anyway.
-	// The timeouts are the database's own settings instead.
+	// The timeouts are the database's own settings instead; exec mode
+	// plans every statement with its values, as plan_cache_mode asks.
 	conf := fmt.Sprintf(`[databases]
 * = host=%s port=%s
 [pgbouncer]
@@ -70,7 +71,7 @@ pool_mode = transaction
 default_pool_size = %d
 max_client_conn = 500
 admin_users = %s
-ignore_startup_parameters = statement_timeout, lock_timeout, idle_in_transaction_session_timeout
+ignore_startup_parameters = statement_timeout, lock_timeout, idle_in_transaction_session_timeout, plan_cache_mode
 `, u.Hostname(), u.Port(), port, users, pgBouncerPoolSize, user)
 	if err := os.WriteFile(ini, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
