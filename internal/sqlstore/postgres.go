@@ -69,7 +69,11 @@ var postgresDialect = dialect{
 		" following_count = users.following_count + excluded.following_count",
 	upsertMarker: " ON CONFLICT (user_id) DO UPDATE SET last_read_id = excluded.last_read_id," +
 		" updated_at = excluded.updated_at WHERE excluded.last_read_id > markers.last_read_id",
-	bumpStale: " ON CONFLICT (user_id) DO UPDATE SET mark = stale_feeds.mark + 1",
+	bumpStale:       " ON CONFLICT (user_id) DO UPDATE SET mark = stale_feeds.mark + 1",
+	updateReturning: true,
+	setMarker: "INSERT INTO markers (user_id, last_read_id, updated_at) VALUES (?, ?, ?)" +
+		" ON CONFLICT (user_id) DO UPDATE SET last_read_id = excluded.last_read_id, updated_at = excluded.updated_at" +
+		" WHERE excluded.last_read_id > markers.last_read_id RETURNING last_read_id, updated_at",
 }
 
 // postgresLockMigrations takes a session advisory lock: other processes

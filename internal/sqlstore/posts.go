@@ -290,8 +290,30 @@ func (s *Store) EditPost(ctx context.Context, id, author int64, e feed.PostEdit)
 	args = append(args, now, now, id, author)
 
 	var p feed.Post
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, "UPDATE posts SET "+set.String()+
+	var err error
+	if s.d.updateReturning {
+		p, err = scanPost(s.db.QueryRowContext(ctx, "UPDATE posts SET "+set.String()+
+			" WHERE id = ? AND author_id = ? AND deleted_at IS NULL RETURNING "+postColumns, args...))
+		if errors.Is(err, sql.ErrNoRows) {
+			err = errNotAuthor
+		}
+	} else {
+		err = s.editInTx(ctx, id, set.String(), args, &p)
+	}
+	if errors.Is(err, errNotAuthor) {
+		err = s.whyNotAuthor(ctx, id, author, "edit")
+	}
+	if err != nil {
+		return feed.Post{}, fmt.Errorf("sqlstore: edit post %d: %w", id, err)
+	}
+	return p, nil
+}
+
+// editInTx is EditPost where UPDATE returns nothing (MySQL): the update and
+// the read of what it wrote, in one transaction.
+func (s *Store) editInTx(ctx context.Context, id int64, set string, args []any, p *feed.Post) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE posts SET "+set+
 			" WHERE id = ? AND author_id = ? AND deleted_at IS NULL", args...)
 		if err != nil {
 			return err
@@ -303,16 +325,9 @@ func (s *Store) EditPost(ctx context.Context, id, author int64, e feed.PostEdit)
 		}
 		// In the transaction, under the update's row lock: exactly the
 		// version this edit wrote.
-		p, err = scanPost(tx.QueryRowContext(ctx, "SELECT "+postColumns+" FROM posts WHERE id = ?", id))
+		*p, err = scanPost(tx.QueryRowContext(ctx, "SELECT "+postColumns+" FROM posts WHERE id = ?", id))
 		return err
 	})
-	if errors.Is(err, errNotAuthor) {
-		err = s.whyNotAuthor(ctx, id, author, "edit")
-	}
-	if err != nil {
-		return feed.Post{}, fmt.Errorf("sqlstore: edit post %d: %w", id, err)
-	}
-	return p, nil
 }
 
 // AuthorPosts returns up to n of author's posts below before (0: from the
