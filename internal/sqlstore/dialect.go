@@ -72,6 +72,12 @@ type dialect struct {
 	// picks a secondary index and locks every like of the users, or of a
 	// hot post.
 	likesByKey string
+	// lockKey, where set, is a call that locks one int64 key until the
+	// transaction ends. The batch writer locks its pairs' keys with it
+	// before its locking read on a database whose FOR UPDATE locks only
+	// rows that exist (PostgreSQL: no gap locks), so that two writers of
+	// a pair not liked yet serialize instead of both counting it.
+	lockKey string
 	// duplicate reports whether err is a primary-key or unique violation.
 	duplicate func(err error) bool
 	// retryable reports whether err aborted a transaction that can simply

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
@@ -36,8 +38,10 @@ type likePair struct{ user, post int64 }
 // a like redelivered after a newer unlike, changes nothing. The rows of
 // the batch's pairs are read with a lock first (on MySQL FOR UPDATE,
 // which also locks the gaps of absent pairs, so concurrent writers in
-// other processes serialize on shared pairs; on SQLite the transaction is
-// the only writer), so each post's delta is the number of rows that
+// other processes serialize on shared pairs; on PostgreSQL, whose FOR
+// UPDATE locks no absent row, an advisory lock per pair is taken first;
+// on SQLite the transaction is the only writer), so each post's delta is
+// the number of rows that
 // really flipped. Then one multi-row upsert writes the rows (an unlike is
 // kept as a tombstone row, so that the version survives it), and one
 // multi-row upsert moves every touched post's stats row by its delta:
@@ -68,6 +72,9 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 		type row struct {
 			liked   bool
 			version int64
+		}
+		if err := s.lockLikePairs(ctx, tx, pairs); err != nil {
+			return err
 		}
 		stored := make(map[likePair]row, len(pairs))
 		for start := 0; start < len(pairs); start += likePairsPerSelect {
@@ -112,7 +119,8 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 			case !ev.Liked && r.liked:
 				out.Deltas[p.post]--
 			}
-			vals = append(vals, p.user, p.post, ev.Liked, ev.Version)
+			// liked is a 0/1 column: pgx encodes no bool into PostgreSQL's SMALLINT.
+			vals = append(vals, p.user, p.post, boolInt(ev.Liked), ev.Version)
 		}
 		for start := 0; start < len(vals); start += 4 * chunkSize {
 			chunk := vals[start:min(start+4*chunkSize, len(vals))]
@@ -165,6 +173,45 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 		}
 	}
 	return out.Deltas, out.Writes, nil
+}
+
+// lockLikePairs takes the dialect's transaction lock on a key of each
+// pair, in ascending key order, so that writers sharing pairs queue
+// rather than deadlock. Keys are a hash of the pair: two pairs that share
+// one only wait for each other. Nothing to do where the locking read
+// locks absent pairs itself (MySQL) or there is one writer (SQLite).
+func (s *Store) lockLikePairs(ctx context.Context, tx *sql.Tx, pairs []likePair) error {
+	if s.d.lockKey == "" {
+		return nil
+	}
+	keys := make([]int64, len(pairs))
+	for i, p := range pairs {
+		h := fnv.New64a()
+		_ = binary.Write(h, binary.LittleEndian, [2]int64{p.user, p.post})
+		keys[i] = int64(h.Sum64())
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	for start := 0; start < len(keys); start += likePairsPerSelect {
+		chunk := keys[start:min(start+likePairsPerSelect, len(keys))]
+		args := make([]any, len(chunk))
+		for i, k := range chunk {
+			args[i] = k
+		}
+		// One row whose columns are evaluated left to right: the locks
+		// are taken in the keys' order.
+		rows, err := tx.QueryContext(ctx, "SELECT "+strings.TrimSuffix(strings.Repeat(s.d.lockKey+", ", len(chunk)), ", "), args...)
+		if err != nil {
+			return fmt.Errorf("lock %d pairs: %w", len(chunk), err)
+		}
+		for rows.Next() {
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("lock %d pairs: %w", len(chunk), err)
+		}
+		rows.Close()
+	}
+	return nil
 }
 
 // LikeCounts returns the like counts of posts; a post nobody liked is 0.

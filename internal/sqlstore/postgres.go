@@ -65,6 +65,7 @@ var postgresDialect = dialect{
 		" version = GREATEST(likes.version, excluded.version)",
 	upsertStats: " ON CONFLICT (post_id) DO UPDATE SET like_count = post_stats.like_count + excluded.like_count," +
 		" updated_at = excluded.updated_at",
+	lockKey: "pg_advisory_xact_lock(?)",
 	addCounts: " ON CONFLICT (id) DO UPDATE SET follower_count = users.follower_count + excluded.follower_count," +
 		" following_count = users.following_count + excluded.following_count",
 	upsertMarker: " ON CONFLICT (user_id) DO UPDATE SET last_read_id = excluded.last_read_id," +
