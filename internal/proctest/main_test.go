@@ -149,7 +149,6 @@ func requireServices(t *testing.T, b backend) services {
 // processes use.
 type stack struct {
 	t          *testing.T
-	backend    backend
 	env        map[string]string // FEEDD_* variables every process of the test gets
 	admin      string
 	store      *sqlstore.Store
@@ -184,7 +183,7 @@ func newStack(t *testing.T, b backend) *stack {
 	t.Cleanup(func() { testenv.DeleteQueues(t, svc.amqp, amqpPrefix) })
 
 	s := &stack{
-		t: t, backend: b, admin: "admin-" + testenv.RandHex(16), store: store, cache: cache,
+		t: t, admin: "admin-" + testenv.RandHex(16), store: store, cache: cache,
 		amqpURL: svc.amqp, amqpPrefix: amqpPrefix,
 	}
 	s.env = map[string]string{

@@ -51,6 +51,7 @@ func TestPostgresRestart(t *testing.T) {
 	author, authorTok := api.newUser(s.admin, "author")
 	fans := s.followers(author, followers)
 	w := newChaosWorld(t, s, serve, author, authorTok, streamUsers)
+	w.liking = true
 	type answer struct {
 		at     time.Time
 		what   string
