@@ -22,9 +22,10 @@ import (
 
 // runBench is `feedd bench graph|run|floor`: the load tool, in the same
 // binary so that it can start feedd itself for each timeline model. The
-// backend settings are feedd's own (FEEDD_MYSQL_DSN, FEEDD_REDIS_URL, ...);
-// the bench's own knobs are flags, each also read from
-// FEEDD_BENCH_<FLAG>.
+// backend settings are feedd's own (FEEDD_MYSQL_DSN or FEEDD_POSTGRES_DSN,
+// FEEDD_REDIS_URL, ...): bench run's children inherit them with the rest
+// of its environment. The bench's own knobs are flags, each also read
+// from FEEDD_BENCH_<FLAG>.
 func runBench(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	table := benchCommands()
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -48,7 +49,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 // benchCommands is bench's command table.
 func benchCommands() []command {
 	return []command{
-		{name: "graph", summary: "write a synthetic social graph into the SQL store (FEEDD_MYSQL_DSN or the embedded SQLite)", run: benchGraph},
+		{name: "graph", summary: "write a synthetic social graph into the SQL store (FEEDD_MYSQL_DSN, FEEDD_POSTGRES_DSN or the embedded SQLite)", run: benchGraph},
 		{name: "run", summary: "drive workloads over the HTTP API for push, pull and hybrid, and report", run: benchRun},
 		{name: "floor", summary: "serve one file on every request: the HTTP floor bench run measures reads against", run: benchFloor},
 		// bench run's stream scenario starts it to read the live streams
@@ -119,8 +120,9 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	var jsonl string
 	var likesPerPost int
 	f := newBenchFlags("graph", getenv, stderr, "Writes a synthetic social graph into the SQL store (or, with --jsonl, as files for\nfeedd import) and a manifest for bench run; docs/BENCH.md describes its shape.")
-	f.settings(&cfg, "mysql-dsn", "data-dir")
-	f.reword("mysql-dsn", "MySQL/MariaDB DSN of the store to fill; empty: the embedded SQLite in the data dir")
+	f.settings(&cfg, "mysql-dsn", "postgres-dsn", "data-dir")
+	f.reword("mysql-dsn", "MySQL/MariaDB DSN of the store to fill; empty: FEEDD_POSTGRES_DSN's, or the embedded SQLite in the data dir")
+	f.reword("postgres-dsn", "PostgreSQL connection string (URL or keywords) of the store to fill; not with FEEDD_MYSQL_DSN")
 	f.num(&o.Users, "users", o.Users, "accounts in the graph, special ones included")
 	f.num(&o.Celebrities, "celebrities", o.Celebrities, "authors with exactly --celebrity-followers followers each")
 	f.num(&o.CelebrityFollowers, "celebrity-followers", o.CelebrityFollowers, "followers of each celebrity (at most --users minus the zero-follower author and the cohort readers)")
@@ -143,6 +145,9 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	if err := f.parse(args); err != nil {
 		return err
 	}
+	if err := cfg.checkSQL(); err != nil {
+		return err
+	}
 	var err error
 	if o.Cohorts, err = ints(cohorts); err != nil {
 		return usageError{fmt.Errorf("bench graph: --cohorts: %w", err)}
@@ -157,7 +162,7 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	if jsonl != "" {
 		return benchGraphJSONL(ctx, g, o, jsonl, likesPerPost, out, stdout, stderr)
 	}
-	store, err := openStore(ctx, cfg, sqlstore.Pools{})
+	store, err := openStore(ctx, cfg, sqlstore.Pools{}, sqlstore.Timeouts{})
 	if err != nil {
 		return err
 	}
@@ -172,12 +177,12 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	} else if has && !appendTo {
 		return errors.New("bench graph: the database already holds users; use a fresh database, or --append")
 	}
-	fmt.Fprintf(stderr, "bench graph: %d users, %d follows, %d posts into %s\n", o.Users, g.Follows(), g.Posts(), sqlKind(cfg))
+	fmt.Fprintf(stderr, "bench graph: %d users, %d follows, %d posts into %s\n", o.Users, g.Follows(), g.Posts(), cfg.sqlBackend())
 	m, err := g.Load(ctx, graph.NewSQLLoader(store), workers, stderr)
 	if err != nil {
 		return err
 	}
-	m.Store = sqlKind(cfg)
+	m.Store = cfg.sqlBackend()
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err

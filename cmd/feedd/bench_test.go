@@ -15,15 +15,29 @@ import (
 	"github.com/feedd/feedd/internal/sqlstore"
 )
 
-// TestBenchGraphEmbedded runs `feedd bench graph` on the embedded SQLite
-// and checks the tables against the manifest: exact counts, stored
-// follower and following counts that match the edges, and no outbox
-// events (nothing must fan out). The e2e test in internal/bench/load does
-// the same on MariaDB through bench run.
-func TestBenchGraphEmbedded(t *testing.T) {
-	dir := t.TempDir()
-	out := filepath.Join(dir, "graph.json")
-	env := map[string]string{"FEEDD_DATA_DIR": dir, "FEEDD_BENCH_SEED": "7"}
+// TestBenchGraph runs `feedd bench graph` on the embedded SQLite and on
+// PostgreSQL and checks the tables against the manifest: exact counts,
+// stored follower and following counts that match the edges, and no
+// outbox events (nothing must fan out). The e2e test in
+// internal/bench/load does the same on MariaDB through bench run.
+func TestBenchGraph(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) {
+		dir := t.TempDir()
+		testBenchGraph(t, map[string]string{"FEEDD_DATA_DIR": dir}, "sqlite", func() (*sqlstore.Store, error) {
+			return sqlstore.OpenSQLite(context.Background(), filepath.Join(dir, "feedd.db"))
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := createPostgres(t)
+		testBenchGraph(t, map[string]string{"FEEDD_POSTGRES_DSN": dsn}, "postgres", func() (*sqlstore.Store, error) {
+			return sqlstore.OpenPostgres(context.Background(), dsn)
+		})
+	})
+}
+
+func testBenchGraph(t *testing.T, env map[string]string, wantStore string, open func() (*sqlstore.Store, error)) {
+	out := filepath.Join(t.TempDir(), "graph.json")
+	env["FEEDD_BENCH_SEED"] = "7"
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"bench", "graph", "--users", "600", "--celebrities", "2", "--celebrity-followers", "300",
 		"--posts-per-user", "2", "--cohorts", "20,100", "--cohort-readers", "4", "--out", out},
@@ -42,11 +56,11 @@ func TestBenchGraphEmbedded(t *testing.T) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.Options.Seed != 7 || m.Store != "sqlite" || len(m.Celebrities) != 2 || len(m.Cohorts) != 2 {
+	if m.Options.Seed != 7 || m.Store != wantStore || len(m.Celebrities) != 2 || len(m.Cohorts) != 2 {
 		t.Fatalf("manifest: seed %d, store %s, %d celebrities, %d cohorts", m.Options.Seed, m.Store, len(m.Celebrities), len(m.Cohorts))
 	}
 
-	store, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(dir, "feedd.db"))
+	store, err := open()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,8 @@ func overview() string {
 
 feedd is a follow-feed service: one binary that runs the API, the outbox
 relay, the fan-out and its workers together (the default role) or as
-separate roles sharing MySQL, Redis and RabbitMQ.
+separate roles sharing a SQL server (MySQL or PostgreSQL), Redis and
+RabbitMQ.
 `)
 	var roles, cmds []command
 	for _, c := range commandTable() {

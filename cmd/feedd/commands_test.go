@@ -103,7 +103,7 @@ func TestHelp(t *testing.T) {
 		"all":     {[]string{"-addr", "-workers", "-stream-max", "-amqp-url", "\nDefences:\n"}, nil},
 		"serve":   {[]string{"-addr", "-stream-max", "-rate-user-read", "\nLive stream:\n"}, []string{"-workers", "-relay-workers", "-sql-work-conns"}},
 		"work":    {[]string{"-addr", "-workers", "-relay-workers", "-sql-work-conns"}, []string{"-stream-max", "-rate-user-read", "\nLive stream:\n"}},
-		"migrate": {[]string{"-mysql-dsn", "-data-dir", "\nBackends:\n"}, []string{"-addr", "-workers", "-redis-url", "\nDefences:\n"}},
+		"migrate": {[]string{"-mysql-dsn", "-postgres-dsn", "-postgres-read-dsn", "-data-dir", "\nBackends:\n"}, []string{"-addr", "-workers", "-redis-url", "\nDefences:\n"}},
 	} {
 		out, _, _ := help(role)
 		for _, s := range want.has {
@@ -114,6 +114,16 @@ func TestHelp(t *testing.T) {
 		for _, s := range want.hasNot {
 			if strings.Contains(out, s) {
 				t.Errorf("feedd help %s shows %q, which it does not read", role, s)
+			}
+		}
+	}
+
+	// Every command that reads the SQL store takes either server.
+	for _, cmd := range [][]string{{"import"}, {"export"}, {"bench", "graph"}} {
+		out, _, _ := help(cmd...)
+		for _, s := range []string{"-mysql-dsn", "-postgres-dsn", "(FEEDD_POSTGRES_DSN)"} {
+			if !strings.Contains(out, s) {
+				t.Errorf("feedd help %s does not show %q", strings.Join(cmd, " "), s)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/limit"
+	"github.com/feedd/feedd/internal/sqlstore"
 )
 
 // config is every setting of feedd, as the settings table (settings.go)
@@ -29,6 +30,8 @@ type config struct {
 	redisURL       string
 	redisCluster   string
 	mysqlReadDSN   string
+	postgresDSN    string
+	postgresRead   string
 	amqpQueue      string
 	redisPrefix    string
 	amqpURL        string
@@ -73,6 +76,9 @@ type config struct {
 	sqlReadConns    int
 	sqlWriteConns   int
 	sqlWorkConns    int
+	sqlReadTimeout  time.Duration
+	sqlWriteTimeout time.Duration
+	sqlLockTimeout  time.Duration
 	relayMaxPending int
 	tasksMaxPending int
 	switchPoll      time.Duration
@@ -115,10 +121,22 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if err := f.parse(args); err != nil {
 		return c, err
 	}
-	if c.mysqlReadDSN != "" && c.mysqlDSN == "" {
-		return c, usageError{errors.New("FEEDD_MYSQL_READ_DSN needs FEEDD_MYSQL_DSN: the embedded SQLite has no replicas")}
+	return c, c.checkSQL()
+}
+
+// checkSQL refuses settings that name no one SQL server: both servers, or
+// a replica without its primary. Every role and command that takes the
+// DSNs calls it after parsing them.
+func (c config) checkSQL() error {
+	switch {
+	case c.mysqlDSN != "" && c.postgresDSN != "":
+		return usageError{errors.New("FEEDD_MYSQL_DSN and FEEDD_POSTGRES_DSN are both set: feedd keeps its data in one SQL database; set one of them (or neither, for the embedded SQLite)")}
+	case c.mysqlReadDSN != "" && c.mysqlDSN == "":
+		return usageError{errors.New("FEEDD_MYSQL_READ_DSN needs FEEDD_MYSQL_DSN: a MySQL replica serves the reads of a MySQL primary")}
+	case c.postgresRead != "" && c.postgresDSN == "":
+		return usageError{errors.New("FEEDD_POSTGRES_READ_DSN needs FEEDD_POSTGRES_DSN: a PostgreSQL replica serves the reads of a PostgreSQL primary")}
 	}
-	return c, nil
+	return nil
 }
 
 // parseRule reads "RATE:BURST" (or "RATE", burst = max(1, RATE)); "0" is
@@ -149,8 +167,39 @@ func formatRule(r limit.Rule) string {
 // redis reports whether the cache is Redis (a server or a Cluster).
 func (c config) redis() bool { return c.redisURL != "" || c.redisCluster != "" }
 
-// embedded reports whether the SQL store is the embedded SQLite file.
-func (c config) embedded() bool { return c.mysqlDSN == "" }
+// embedded reports whether the SQL store is the embedded SQLite file,
+// not a server (MySQL or PostgreSQL) that several processes share.
+func (c config) embedded() bool { return c.mysqlDSN == "" && c.postgresDSN == "" }
+
+// sqlBackend names the SQL store, as the start line, bench's manifest and
+// the errors say it: sqlite, mysql or postgres.
+func (c config) sqlBackend() string {
+	switch {
+	case c.postgresDSN != "":
+		return "postgres"
+	case c.mysqlDSN != "":
+		return "mysql"
+	}
+	return "sqlite"
+}
+
+// sqlDSNVar is the variable that names the SQL server ("" when embedded),
+// for messages that tell the operator what to set.
+func (c config) sqlDSNVar() string {
+	switch {
+	case c.postgresDSN != "":
+		return "FEEDD_POSTGRES_DSN"
+	case c.mysqlDSN != "":
+		return "FEEDD_MYSQL_DSN"
+	}
+	return ""
+}
+
+// timeouts are the statement timeouts of a serving or working process
+// on PostgreSQL.
+func (c config) timeouts() sqlstore.Timeouts {
+	return sqlstore.Timeouts{Read: c.sqlReadTimeout, Write: c.sqlWriteTimeout, LockWait: c.sqlLockTimeout}
+}
 
 // inboxTTL is how long an inbox nobody reads lives: FEEDD_ACTIVE_DAYS.
 func (c config) inboxTTL() time.Duration { return time.Duration(c.activeDays) * 24 * time.Hour }

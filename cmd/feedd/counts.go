@@ -33,7 +33,7 @@ func newCostCollector(redis *rediscache.CommandCounter, stores ...*sqlstore.Stor
 		stores: distinct,
 		redis:  redis,
 		sqlDesc: prometheus.NewDesc("feedd_sql_statements_total",
-			"SQL statements sent to MySQL, by pool (primary, replica) and verb (select, insert, begin, commit…).",
+			"SQL statements sent to the SQL server (MySQL or PostgreSQL), by pool (primary, replica) and verb (select, insert, begin, commit…).",
 			[]string{"pool", "verb"}, nil),
 		sqlJobDesc: prometheus.NewDesc("feedd_sql_job_statements_total",
 			"The part of feedd_sql_statements_total that the process's background jobs sent, by job (stale_sweep), pool and verb.",

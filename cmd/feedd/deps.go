@@ -30,7 +30,7 @@ const authorListMax = 100
 
 // deps are the backends one process talks to.
 type deps struct {
-	// store is the API's: on MySQL its own write and read pools.
+	// store is the API's: on a SQL server its own write and read pools.
 	store *sqlstore.Store
 	// workStore is the relay's, the dispatcher's and the workers' (a
 	// bulkhead: a slow fan-out cannot take the API's connections). On
@@ -139,19 +139,24 @@ func recordHas(r slog.Record, key string) bool {
 	return found
 }
 
-// openStore opens the SQL store; on MySQL with pools sized for a role.
-func openStore(ctx context.Context, cfg config, pools sqlstore.Pools) (*sqlstore.Store, error) {
-	if cfg.embedded() {
-		if err := makeDataDir(cfg.dataDir); err != nil {
-			return nil, err
-		}
-		return sqlstore.OpenSQLite(ctx, filepath.Join(cfg.dataDir, "feedd.db"))
+// openStore opens the SQL store; on a SQL server with pools sized for a
+// role, and on PostgreSQL with timeouts (none: the commands that run long
+// on purpose, such as a migration or an import).
+func openStore(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts sqlstore.Timeouts) (*sqlstore.Store, error) {
+	switch cfg.sqlBackend() {
+	case "postgres":
+		return sqlstore.OpenPostgresReplicated(ctx, cfg.postgresDSN, cfg.postgresRead, pools, timeouts)
+	case "mysql":
+		return sqlstore.OpenMySQLReplicated(ctx, cfg.mysqlDSN, cfg.mysqlReadDSN, pools)
 	}
-	return sqlstore.OpenMySQLReplicated(ctx, cfg.mysqlDSN, cfg.mysqlReadDSN, pools)
+	if err := makeDataDir(cfg.dataDir); err != nil {
+		return nil, err
+	}
+	return sqlstore.OpenSQLite(ctx, filepath.Join(cfg.dataDir, "feedd.db"))
 }
 
 func migrate(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Writer) error {
-	store, err := openStore(ctx, cfg, sqlstore.Pools{Write: 2})
+	store, err := openStore(ctx, cfg, sqlstore.Pools{Write: 2}, sqlstore.Timeouts{})
 	if err != nil {
 		return err
 	}
@@ -184,24 +189,24 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 	workPools := sqlstore.Pools{Write: cfg.sqlWorkConns}
 	switch {
 	case cfg.embedded():
-		if d.store, err = openStore(ctx, cfg, apiPools); err != nil {
+		if d.store, err = openStore(ctx, cfg, apiPools, cfg.timeouts()); err != nil {
 			return nil, err
 		}
 		d.workStore = d.store
 	case serveAPI && runWork:
-		if d.store, err = openStore(ctx, cfg, apiPools); err != nil {
+		if d.store, err = openStore(ctx, cfg, apiPools, cfg.timeouts()); err != nil {
 			return nil, err
 		}
-		if d.workStore, err = openStore(ctx, cfg, workPools); err != nil {
+		if d.workStore, err = openStore(ctx, cfg, workPools, cfg.timeouts()); err != nil {
 			return nil, err
 		}
 	case serveAPI:
-		if d.store, err = openStore(ctx, cfg, apiPools); err != nil {
+		if d.store, err = openStore(ctx, cfg, apiPools, cfg.timeouts()); err != nil {
 			return nil, err
 		}
 		d.workStore = d.store
 	default:
-		if d.store, err = openStore(ctx, cfg, workPools); err != nil {
+		if d.store, err = openStore(ctx, cfg, workPools, cfg.timeouts()); err != nil {
 			return nil, err
 		}
 		d.workStore = d.store

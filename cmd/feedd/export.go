@@ -31,8 +31,11 @@ user's data".
 	f.str(&user, "user", "", "the id of the user to export (required)")
 	f.str(&out, "out", "-", "the file to write; - is standard output. The file is written whole or not at all (it appears once complete), readable by its owner only")
 	// The store settings are the roles' own.
-	f.settings(&cfg, "mysql-dsn", "data-dir")
+	f.settings(&cfg, "mysql-dsn", "postgres-dsn", "data-dir")
 	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := cfg.checkSQL(); err != nil {
 		return err
 	}
 	id, err := feed.ParseID(user)
@@ -43,10 +46,10 @@ user's data".
 	if cfg.embedded() {
 		// Opening would create an empty database: say what is missing.
 		if _, err := os.Stat(filepath.Join(cfg.dataDir, "feedd.db")); err != nil {
-			return fmt.Errorf("export: no embedded database in %s (set -data-dir, or FEEDD_MYSQL_DSN for MySQL): %w", cfg.dataDir, err)
+			return fmt.Errorf("export: no embedded database in %s (set -data-dir, or FEEDD_MYSQL_DSN or FEEDD_POSTGRES_DSN for a SQL server): %w", cfg.dataDir, err)
 		}
 	}
-	store, err := openStore(ctx, cfg, sqlstore.Pools{Write: 1})
+	store, err := openStore(ctx, cfg, sqlstore.Pools{Write: 1}, sqlstore.Timeouts{})
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}

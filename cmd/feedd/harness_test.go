@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -43,11 +45,38 @@ type stack struct {
 // redisURL.
 func servicesEnv(tb testing.TB, redisURL string) map[string]string {
 	tb.Helper()
-	dsn := testenv.CreateDatabase(tb, "feedd_e2e_")
+	return sqlServerEnv(tb, redisURL, "FEEDD_MYSQL_DSN", testenv.CreateDatabase(tb, "feedd_e2e_"))
+}
+
+// postgresEnv is servicesEnv with a fresh PostgreSQL database in
+// MariaDB's place.
+func postgresEnv(tb testing.TB, redisURL string) map[string]string {
+	tb.Helper()
+	return sqlServerEnv(tb, redisURL, "FEEDD_POSTGRES_DSN", createPostgres(tb))
+}
+
+// createPostgres creates a PostgreSQL database on testenv.PostgresDSN's
+// server for one test and returns its URL. Without a reachable PostgreSQL
+// the test skips on a laptop and fails under CI=true.
+func createPostgres(tb testing.TB) string {
+	tb.Helper()
+	u, err := url.Parse(testenv.PostgresDSN())
+	if err != nil {
+		tb.Fatalf("FEEDD_TEST_POSTGRES_DSN: %v", err)
+	}
+	feedtest.RequireServices(tb, cmp.Or(u.Host, "127.0.0.1:5432"))
+	return testenv.CreatePostgresDatabase(tb, "feedd_e2e_")
+}
+
+// sqlServerEnv is the environment of a feedd on the SQL server that
+// variable names with dsn, on redisURL, and on RabbitMQ with a queue
+// prefix of its own, deleted at the end.
+func sqlServerEnv(tb testing.TB, redisURL, variable, dsn string) map[string]string {
+	tb.Helper()
 	amqpURL, amqpPrefix := testenv.AMQPURL(), "e2e"+testenv.RandHex(4)+"."
 	tb.Cleanup(func() { testenv.DeleteQueues(tb, amqpURL, amqpPrefix) })
 	return map[string]string{
-		"FEEDD_MYSQL_DSN":    dsn,
+		variable:             dsn,
 		"FEEDD_REDIS_URL":    redisURL,
 		"FEEDD_REDIS_PREFIX": "e2e" + testenv.RandHex(4) + ":",
 		"FEEDD_AMQP_URL":     amqpURL,

@@ -58,9 +58,12 @@ was. Safe while feedd serves; see docs/operations.md.
 	// The deployment's settings are the roles' own: same flags, same
 	// environment variables, a flag winning.
 	var cfg config
-	f.settings(&cfg, "mysql-dsn", "data-dir", "redis-url", "redis-cluster", "redis-prefix", "inbox-groups", "inbox-max", "fanout-mode", "pull-threshold", "active-days", "log-level")
+	f.settings(&cfg, "mysql-dsn", "postgres-dsn", "data-dir", "redis-url", "redis-cluster", "redis-prefix", "inbox-groups", "inbox-max", "fanout-mode", "pull-threshold", "active-days", "log-level")
 	f.reword("redis-url", "Redis URL of the deployment, whose cached inboxes and counters the import corrects; empty: the serving feedd's own memory, which the import cannot reach")
 	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := cfg.checkSQL(); err != nil {
 		return err
 	}
 	usage := func() { f.help(stderr) }
@@ -102,7 +105,7 @@ was. Safe while feedd serves; see docs/operations.md.
 	}
 
 	logger := newLogger(stderr, cfg.logLevel, "text")
-	store, err := openStore(ctx, cfg, sqlstore.Pools{Write: 4})
+	store, err := openStore(ctx, cfg, sqlstore.Pools{Write: 4}, sqlstore.Timeouts{})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 // Command feedd is the follow-feed service: one binary that runs the API,
 // the outbox relay, the fan-out dispatcher and workers, together (the
-// default) or as separate roles sharing MySQL, Redis and RabbitMQ.
+// default) or as separate roles sharing a SQL server (MySQL or
+// PostgreSQL), Redis and RabbitMQ.
 //
 // A command line goes through main.go (run), commands.go (the command
 // table: which role or command runs), settings.go and flags.go (the

@@ -31,6 +31,10 @@ const (
 	// credentialURL: a URL or DSN (or a comma-separated list of them) that
 	// may carry a password in its userinfo.
 	credentialURL
+	// connString: a libpq connection string (PostgreSQL's): a URL whose
+	// password may be in its userinfo or in a password parameter, or
+	// keyword=value pairs whose password (and sslpassword) is the secret.
+	connString
 )
 
 // showSecret is how a secret setting's value may be shown: "(set)" for a
@@ -42,8 +46,119 @@ func showSecret(kind secretKind, v string) string {
 	if kind == wholeSecret {
 		return "(set)"
 	}
-	shown, _ := redactURLs(v)
+	shown, _ := redactCredentials(kind, v)
 	return shown
+}
+
+// redactCredentials is v, a setting of kind credentialURL or connString,
+// with its passwords replaced by "***", and the passwords.
+func redactCredentials(kind secretKind, v string) (string, []string) {
+	if kind == connString {
+		return redactConnString(v)
+	}
+	return redactURLs(v)
+}
+
+// redactConnString is redactURLs for a libpq connection string, which the
+// driver (pgx) reads as a URL when it starts with postgres:// or
+// postgresql://, and as keyword=value pairs otherwise. Either may name a
+// password as a parameter: password=pw in the URL's query, or
+// password=pw, password = 'p w' (quoted; a backslash escapes a byte) among
+// the keywords. Every "password" followed by "=" is taken for one, so
+// that a string too malformed for the driver still has its password
+// hidden; an unterminated quote hides the rest of the string.
+func redactConnString(s string) (string, []string) {
+	var passwords []string
+	isURL := strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+	if isURL {
+		s, passwords = redactURLs(s)
+	}
+	var b strings.Builder
+	rest := s
+	for {
+		i := strings.Index(rest, "password")
+		if i < 0 {
+			break
+		}
+		j := i + len("password")
+		v := strings.TrimLeft(rest[j:], " \t\n\r\v\f")
+		if !strings.HasPrefix(v, "=") {
+			b.WriteString(rest[:j])
+			rest = rest[j:]
+			continue
+		}
+		v = strings.TrimLeft(v[1:], " \t\n\r\v\f")
+		start := len(rest) - len(v) // where the value starts in rest
+		end, raw, value := connValue(v, isURL)
+		b.WriteString(rest[:start])
+		if raw == "" { // no password: nothing to hide
+			b.WriteString(v[:end])
+		} else {
+			b.WriteString("***")
+			passwords = append(passwords, raw)
+			if value != raw {
+				passwords = append(passwords, value)
+			}
+		}
+		rest = v[end:]
+	}
+	if b.Len() == 0 {
+		return s, passwords
+	}
+	b.WriteString(rest)
+	return b.String(), passwords
+}
+
+// connValue reads the value at the start of v as pgx does: in a URL's
+// query up to the next parameter; among keywords up to white space, or
+// between single quotes. It returns where the value ends, the value as
+// written (without quotes) and as the driver reads it.
+func connValue(v string, inURL bool) (end int, raw, value string) {
+	if inURL {
+		end = strings.IndexAny(v, "&# \t\n")
+		if end < 0 {
+			end = len(v)
+		}
+		raw = v[:end]
+		if u, err := url.QueryUnescape(raw); err == nil {
+			return end, raw, u
+		}
+		return end, raw, raw
+	}
+	// A backslash takes the next byte as it is, in quotes or not.
+	unescape := func(s string) string {
+		var b strings.Builder
+		for i := 0; i < len(s); i++ {
+			if s[i] == '\\' {
+				if i++; i == len(s) {
+					break
+				}
+			}
+			b.WriteByte(s[i])
+		}
+		return b.String()
+	}
+	if strings.HasPrefix(v, "'") {
+		for end = 1; end < len(v) && v[end] != '\''; end++ {
+			if v[end] == '\\' {
+				end++
+			}
+		}
+		raw = v[1:min(end, len(v))]
+		return min(end+1, len(v)), raw, unescape(raw)
+	}
+	for ; end < len(v) && !isSpace(v[end]); end++ {
+		if v[end] == '\\' {
+			end++
+		}
+	}
+	end = min(end, len(v))
+	raw = v[:end]
+	return end, raw, unescape(raw)
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
 
 // redactURLs returns s with the password of every URL or DSN in it
@@ -166,10 +281,10 @@ func newRedactor(args []string, getenv func(string) string) *redactor {
 			}
 			continue
 		}
-		shown, passwords := redactURLs(s.value)
+		shown, passwords := redactCredentials(s.kind, s.value)
 		add(s.value, shown)
 		for _, part := range strings.Split(s.value, ",") {
-			partShown, _ := redactURLs(part)
+			partShown, _ := redactCredentials(s.kind, part)
 			add(part, partShown)
 		}
 		for _, p := range passwords {
@@ -181,6 +296,7 @@ func newRedactor(args []string, getenv func(string) string) *redactor {
 			}
 			for _, f := range forms {
 				add(":"+f+"@", ":***@")
+				add("password="+f, "password=***")
 				if len(f) >= minBarePassword {
 					add(f, "***")
 				}
@@ -275,13 +391,13 @@ func (e redactedError) Error() string { return e.msg }
 func (e redactedError) Unwrap() error { return e.err }
 
 // secrets returns the admin token and JWT secret. On the embedded default
-// a missing one is generated once and kept in the data dir; with MySQL the
-// deployment must set both, since several processes must agree on them.
+// a missing one is generated once and kept in the data dir; on a SQL
+// server (MySQL or PostgreSQL) the deployment must set both, since several processes must agree on them.
 func secrets(cfg config) (admin string, jwt []byte, generated bool, err error) {
 	admin, jwtStr := cfg.adminToken, cfg.jwtSecret
 	if !cfg.embedded() {
 		if admin == "" || jwtStr == "" {
-			return "", nil, false, errors.New("FEEDD_ADMIN_TOKEN and FEEDD_JWT_SECRET must be set when FEEDD_MYSQL_DSN is")
+			return "", nil, false, fmt.Errorf("FEEDD_ADMIN_TOKEN and FEEDD_JWT_SECRET must be set when %s is", cfg.sqlDSNVar())
 		}
 		return admin, []byte(jwtStr), false, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -81,8 +82,9 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	admin, jwt := "adm"+testenv.RandHex(16), "jwt"+testenv.RandHex(16)
 	pw := func(tag string) string { return "pw" + tag + testenv.RandHex(4) }
 	mysqlPW, readPW, redisPW, clusterPW, amqpPW, amqpPW2, argPW := pw("mysql"), pw("read"), pw("redis"), pw("cluster"), pw("amqp"), pw("amqptwo"), pw("arg")
+	pgPW, pgReadPW, pgKeyPW, pgArgPW := pw("pg"), pw("pgread"), pw("pgkey"), pw("pgarg")
 	argAdmin, shortAdmin := "argadm"+testenv.RandHex(16), "short"+testenv.RandHex(4)
-	secrets := []string{admin, jwt, mysqlPW, readPW, redisPW, clusterPW, amqpPW, amqpPW2, argPW, argAdmin, shortAdmin}
+	secrets := []string{admin, jwt, mysqlPW, readPW, redisPW, clusterPW, amqpPW, amqpPW2, argPW, argAdmin, shortAdmin, pgPW, pgReadPW, pgKeyPW, pgArgPW}
 
 	mysqlDSN := "feedd:" + mysqlPW + "@tcp(" + closed + ")/feedd"
 	// A password with an escaped "@" and ":", as RFC 3986 wants them.
@@ -95,6 +97,17 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		"FEEDD_REDIS_URL":      "redis://:" + redisPW + "@" + closed + "/0",
 		"FEEDD_AMQP_URL":       amqpURL,
 		"FEEDD_LOG_LEVEL":      "debug",
+	}
+	// pg is every with PostgreSQL in MySQL's place: a URL primary, a
+	// keyword replica whose password is quoted (it has a space).
+	pg := map[string]string{
+		"FEEDD_POSTGRES_DSN":      "postgres://feedd:" + pgPW + "@" + closed + "/feedd?sslmode=disable",
+		"FEEDD_POSTGRES_READ_DSN": "host=127.0.0.1 port=1 user=feedd password='" + pgReadPW + " x' dbname=feedd",
+	}
+	for k, v := range every {
+		if !strings.HasPrefix(k, "FEEDD_MYSQL_") {
+			pg[k] = v
+		}
 	}
 	// embedded leaves SQL embedded and sets one other backend.
 	embedded := func(kv ...string) map[string]string {
@@ -140,6 +153,19 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		{"MySQL unreachable, text logs", with(every, "FEEDD_LOG_FORMAT", "text"), []string{"serve"}, 1},
 		{"migrate, MySQL unreachable", every, []string{"migrate"}, 1},
 		{"a MySQL DSN that does not parse", with(every, "FEEDD_MYSQL_DSN", "feedd:"+mysqlPW+"@tcp("+closed+"/feedd"), nil, 1},
+		{"PostgreSQL unreachable", pg, nil, 1},
+		{"PostgreSQL unreachable, text logs", with(pg, "FEEDD_LOG_FORMAT", "text"), []string{"serve"}, 1},
+		{"migrate, PostgreSQL unreachable", pg, []string{"migrate"}, 1},
+		{"export, PostgreSQL unreachable", pg, []string{"export", "-user", "1"}, 1},
+		{"import, PostgreSQL unreachable", pg, []string{"import", "-users", os.DevNull}, 1},
+		{"bench graph, PostgreSQL unreachable", pg, []string{"bench", "graph", "-out", os.DevNull}, 1},
+		{"PostgreSQL unreachable, a keyword string", with(pg, "FEEDD_POSTGRES_DSN", "host=127.0.0.1 port=1 user=feedd password="+pgKeyPW+" dbname=feedd"), nil, 1},
+		{"PostgreSQL unreachable, several hosts", with(pg, "FEEDD_POSTGRES_DSN", "postgresql://feedd:"+pgPW+"@"+closed+",127.0.0.1:2/feedd?target_session_attrs=read-write"), nil, 1},
+		{"PostgreSQL unreachable, the password a parameter", with(pg, "FEEDD_POSTGRES_DSN", "postgres://feedd@"+closed+"/feedd?password="+pgPW+"&sslmode=disable"), nil, 1},
+		{"a PostgreSQL URL that does not parse", with(pg, "FEEDD_POSTGRES_DSN", "postgres://feedd:"+pgPW+"@127.0.0.1:port/feedd"), nil, 1},
+		{"a PostgreSQL keyword string that does not parse", with(pg, "FEEDD_POSTGRES_DSN", "host=127.0.0.1 port=1 password='"+pgKeyPW), nil, 1},
+		{"PostgreSQL secrets on the command line", pg, []string{"-postgres-dsn", "host=db password=" + pgArgPW, "-typo"}, 2},
+		{"MySQL and PostgreSQL both set", with(every, "FEEDD_POSTGRES_DSN", pg["FEEDD_POSTGRES_DSN"]), nil, 2},
 		{"Redis unreachable", embedded("FEEDD_REDIS_URL", "redis://:"+redisPW+"@"+closed+"/0"), nil, 1},
 		{"a Redis URL that does not parse", embedded("FEEDD_REDIS_URL", "redis://u:"+redisPW+"@127.0.0.1:port/0"), nil, 1},
 		{"a Redis Cluster URL with a database", embedded("FEEDD_REDIS_URL", "redis+cluster://u:"+clusterPW+"@"+closed+",127.0.0.1:2/5"), nil, 1},
@@ -196,9 +222,14 @@ func TestSecretsShownHidden(t *testing.T) {
 		"FEEDD_MYSQL_DSN":   "feedd:" + strings.Repeat("b", 12) + "@tcp(db:3306)/feedd",
 		"FEEDD_AMQP_URL":    "amqp://u:" + strings.Repeat("c", 12) + "@mq1:5672/,amqp://u:" + strings.Repeat("c", 12) + "@mq2:5672/",
 		"FEEDD_REDIS_URL":   "redis://cache:6379/0",
+		// Help shows them even though both SQL servers are set.
+		"FEEDD_POSTGRES_DSN":      "postgres://feedd:" + strings.Repeat("d", 12) + "@db1:5432,db2:5432/feedd",
+		"FEEDD_POSTGRES_READ_DSN": "host=replica password='" + strings.Repeat("e", 6) + " " + strings.Repeat("e", 6) + "' dbname=feedd",
 	}
 	out, _ := runOnce(t, env, "-h")
 	for _, want := range []string{
+		`(default "postgres://feedd:***@db1:5432,db2:5432/feedd")`,
+		`(default "host=replica password=*** dbname=feedd")`,
 		`(FEEDD_ADMIN_TOKEN) (default "(set)")`,
 		`(default "feedd:***@tcp(db:3306)/feedd")`,
 		`(default "amqp://u:***@mq1:5672/,amqp://u:***@mq2:5672/")`,
@@ -229,6 +260,34 @@ func TestRedactURLs(t *testing.T) {
 	}
 }
 
+func TestRedactConnString(t *testing.T) {
+	for _, c := range []struct {
+		in, want  string
+		passwords []string
+	}{
+		{"postgres://feedd@127.0.0.1:5432/feedd?sslmode=disable", "postgres://feedd@127.0.0.1:5432/feedd?sslmode=disable", nil},
+		{"postgres://feedd:pw@db:5432/feedd", "postgres://feedd:***@db:5432/feedd", []string{"pw"}},
+		{"postgresql://feedd:p%40w@db1:5432,db2:5433/feedd?target_session_attrs=read-write", "postgresql://feedd:***@db1:5432,db2:5433/feedd?target_session_attrs=read-write", []string{"p%40w"}},
+		{"postgres://feedd@db/feedd?password=p%26w&sslmode=disable", "postgres://feedd@db/feedd?password=***&sslmode=disable", []string{"p%26w", "p&w"}},
+		{"postgres://u:a@db/feedd?sslpassword=k3y", "postgres://u:***@db/feedd?sslpassword=***", []string{"a", "k3y"}},
+		{"host=db dbname=feedd user=feedd", "host=db dbname=feedd user=feedd", nil},
+		{"host=db password=pw dbname=feedd", "host=db password=*** dbname=feedd", []string{"pw"}},
+		{"host=db password = pw", "host=db password = ***", []string{"pw"}},
+		{"host=db password='p w' dbname=feedd", "host=db password=*** dbname=feedd", []string{"p w"}},
+		{`password='it\'s' host=db`, "password=*** host=db", []string{`it\'s`, "it's"}},
+		{`password=a\ b host=db`, "password=*** host=db", []string{`a\ b`, "a b"}},
+		{"host=db password=''", "host=db password=''", nil},
+		{"host=a,b password=pw", "host=a,b password=***", []string{"pw"}},
+		// Not a string the driver reads, but its password hidden all the same.
+		{"host=db password='unterminated dbname=feedd", "host=db password=***", []string{"unterminated dbname=feedd"}},
+	} {
+		got, passwords := redactConnString(c.in)
+		if got != c.want || !slices.Equal(passwords, c.passwords) {
+			t.Errorf("redactConnString(%q) = %q, %q; want %q, %q", c.in, got, passwords, c.want, c.passwords)
+		}
+	}
+}
+
 // TestExitStatus: a command line or environment that is wrong (a flag, a
 // value, a secret too short) exits 2 with a message naming what is
 // wrong; -h exits 0; a failure at run time exits 1.
@@ -249,6 +308,16 @@ func TestExitStatus(t *testing.T) {
 		{"a short -jwt-secret", nil, []string{"serve", "-jwt-secret", short}, 2, "-jwt-secret"},
 		{"a short secret for bench's children", map[string]string{"FEEDD_JWT_SECRET": short}, []string{"bench", "run", "-graph", "/nonexistent"}, 2, "FEEDD_JWT_SECRET"},
 		{"MySQL unreachable", map[string]string{"FEEDD_ADMIN_TOKEN": long, "FEEDD_JWT_SECRET": long, "FEEDD_MYSQL_DSN": "root@tcp(127.0.0.1:1)/feedd"}, nil, 1, "127.0.0.1:1"},
+		{"PostgreSQL unreachable", map[string]string{"FEEDD_ADMIN_TOKEN": long, "FEEDD_JWT_SECRET": long, "FEEDD_POSTGRES_DSN": "postgres://feedd@127.0.0.1:1/feedd"}, nil, 1, "127.0.0.1:1"},
+		{"PostgreSQL without the secrets", map[string]string{"FEEDD_POSTGRES_DSN": "postgres://feedd@127.0.0.1:1/feedd"}, nil, 1, "FEEDD_ADMIN_TOKEN and FEEDD_JWT_SECRET must be set when FEEDD_POSTGRES_DSN is"},
+		{"MySQL and PostgreSQL both set", map[string]string{"FEEDD_MYSQL_DSN": "root@tcp(127.0.0.1:1)/feedd", "FEEDD_POSTGRES_DSN": "host=127.0.0.1 port=1"}, nil, 2, "FEEDD_MYSQL_DSN and FEEDD_POSTGRES_DSN are both set"},
+		{"migrate, both set", map[string]string{"FEEDD_MYSQL_DSN": "root@tcp(127.0.0.1:1)/feedd", "FEEDD_POSTGRES_DSN": "host=127.0.0.1 port=1"}, []string{"migrate"}, 2, "FEEDD_MYSQL_DSN and FEEDD_POSTGRES_DSN are both set"},
+		{"import, both set", map[string]string{"FEEDD_MYSQL_DSN": "root@tcp(127.0.0.1:1)/feedd"}, []string{"import", "-postgres-dsn", "host=127.0.0.1 port=1", "-users", os.DevNull}, 2, "FEEDD_MYSQL_DSN and FEEDD_POSTGRES_DSN are both set"},
+		{"export, both set", map[string]string{"FEEDD_MYSQL_DSN": "root@tcp(127.0.0.1:1)/feedd", "FEEDD_POSTGRES_DSN": "host=127.0.0.1 port=1"}, []string{"export", "-user", "1"}, 2, "FEEDD_MYSQL_DSN and FEEDD_POSTGRES_DSN are both set"},
+		{"bench graph, both set", map[string]string{"FEEDD_MYSQL_DSN": "root@tcp(127.0.0.1:1)/feedd", "FEEDD_POSTGRES_DSN": "host=127.0.0.1 port=1"}, []string{"bench", "graph", "-out", os.DevNull}, 2, "FEEDD_MYSQL_DSN and FEEDD_POSTGRES_DSN are both set"},
+		{"a PostgreSQL replica without its primary", map[string]string{"FEEDD_POSTGRES_READ_DSN": "host=127.0.0.1 port=1"}, nil, 2, "FEEDD_POSTGRES_READ_DSN needs FEEDD_POSTGRES_DSN"},
+		{"a MySQL replica with a PostgreSQL primary", map[string]string{"FEEDD_MYSQL_READ_DSN": "root@tcp(127.0.0.1:1)/feedd", "FEEDD_POSTGRES_DSN": "host=127.0.0.1 port=1"}, nil, 2, "FEEDD_MYSQL_READ_DSN needs FEEDD_MYSQL_DSN"},
+		{"a negative statement timeout", map[string]string{"FEEDD_SQL_READ_TIMEOUT": "-1s"}, nil, 2, "FEEDD_SQL_READ_TIMEOUT"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.env == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/feedd/feedd/internal/rediscache"
 	"github.com/feedd/feedd/internal/relay"
 	"github.com/feedd/feedd/internal/social"
+	"github.com/feedd/feedd/internal/sqlstore"
 	"github.com/feedd/feedd/internal/stream"
 	"github.com/feedd/feedd/internal/timeline"
 )
@@ -87,7 +88,7 @@ func settings(c *config) []*opt {
 	return []*opt{
 		setting(groupProcess, readByBoth, "addr", "HTTP listen address", bind(textKind, &c.addr, "127.0.0.1:8080")),
 		setting(groupProcess, readByAll, "data-dir", "directory of the embedded SQLite database and generated secrets", bind(textKind, &c.dataDir, "./data")),
-		secret(wholeSecret, setting(groupProcess, readByBoth, "admin-token", "admin bearer token, at least 32 bytes; generated into the data dir on the embedded default, required with MySQL", bind(textKind, &c.adminToken, "", checkSecret))),
+		secret(wholeSecret, setting(groupProcess, readByBoth, "admin-token", "admin bearer token, at least 32 bytes; generated into the data dir on the embedded default, required with MySQL or PostgreSQL", bind(textKind, &c.adminToken, "", checkSecret))),
 		secret(wholeSecret, setting(groupProcess, readByBoth, "jwt-secret", "HS256 secret for user tokens; same rule as the admin token", bind(textKind, &c.jwtSecret, "", checkSecret))),
 		setting(groupProcess, readByBoth, "auto-migrate", "apply SQL migrations at start (they are idempotent)", bind(boolKind, &c.autoMigrate, true)),
 		setting(groupProcess, readByAll, "log-level", "debug, info, warn or error", bind(textKind, &c.logLevel, "info", checkLogLevel)),
@@ -98,6 +99,8 @@ func settings(c *config) []*opt {
 
 		secret(credentialURL, setting(groupBackends, readByAll, "mysql-dsn", "MySQL/MariaDB DSN, e.g. root@tcp(127.0.0.1:3306)/feedd; empty: embedded SQLite", bind(textKind, &c.mysqlDSN, ""))),
 		secret(credentialURL, setting(groupBackends, readByAll, "mysql-read-dsn", "DSN of a MySQL read replica (or a proxy to several) for the lag-tolerant read path; empty: the primary", bind(textKind, &c.mysqlReadDSN, ""))),
+		secret(connString, setting(groupBackends, readByAll, "postgres-dsn", "PostgreSQL connection string as libpq takes it: a URL, e.g. postgres://feedd@127.0.0.1:5432/feedd?sslmode=disable, or keywords, e.g. host=db dbname=feedd user=feedd; not with FEEDD_MYSQL_DSN; empty: embedded SQLite (or MySQL)", bind(textKind, &c.postgresDSN, ""))),
+		secret(connString, setting(groupBackends, readByAll, "postgres-read-dsn", "connection string of a PostgreSQL streaming replica (or a pooler in front of several) for the lag-tolerant read path; empty: the primary", bind(textKind, &c.postgresRead, ""))),
 		secret(credentialURL, setting(groupBackends, readByBoth, "redis-url", "Redis URL, e.g. redis://127.0.0.1:6379/0, or a Cluster: redis+cluster://host:7000,host:7001; empty: in-process cache", bind(textKind, &c.redisURL, ""))),
 		secret(credentialURL, setting(groupBackends, readByBoth, "redis-cluster", "Redis Cluster seed nodes, host:port,host:port…; makes FEEDD_REDIS_URL (then optional) give only credentials and options. A redis+cluster://host:port,host:port URL does the same alone", bind(textKind, &c.redisCluster, ""))),
 		setting(groupBackends, readByBoth, "redis-prefix", "prefix of every Redis key", bind(textKind, &c.redisPrefix, "feedd:")),
@@ -151,9 +154,14 @@ func settings(c *config) []*opt {
 		setting(groupDefences, readByServe, "breaker-cooldown", "how long the open breaker refuses SQL calls before probing", bind(durKind, &c.breakerCooldown, 5*time.Second)),
 		setting(groupDefences, readByBoth, "cache-breaker-failures", "consecutive calls to one Redis server (Cluster node) failing as unreachable (network error, timeout, LOADING, CLUSTERDOWN…) that open its cache breaker", bind(intKind, &c.cacheFailures, 5, positive)),
 		setting(groupDefences, readByBoth, "cache-breaker-cooldown", "how long the open cache breaker refuses Redis calls before probing", bind(durKind, &c.cacheCooldown, time.Second)),
-		setting(groupDefences, readByServe, "sql-read-conns", "MySQL: connections of the API's read pool", bind(intKind, &c.sqlReadConns, 24, positive)),
-		setting(groupDefences, readByServe, "sql-write-conns", "MySQL: connections of the API's write pool", bind(intKind, &c.sqlWriteConns, 8, positive)),
-		setting(groupDefences, readByWork, "sql-work-conns", "MySQL: connections of the relay, dispatcher and workers", bind(intKind, &c.sqlWorkConns, 8, positive)),
+		setting(groupDefences, readByServe, "sql-read-conns", "SQL server: connections of the API's read pool", bind(intKind, &c.sqlReadConns, 24, positive)),
+		setting(groupDefences, readByServe, "sql-write-conns", "SQL server: connections of the API's write pool", bind(intKind, &c.sqlWriteConns, 8, positive)),
+		setting(groupDefences, readByWork, "sql-work-conns", "SQL server: connections of the relay, dispatcher and workers", bind(intKind, &c.sqlWorkConns, 8, positive)),
+		// Migrations, imports and the other commands set none: they run
+		// long on purpose.
+		setting(groupDefences, readByBoth, "sql-read-timeout", "PostgreSQL: statement_timeout of the read pool's and the replica's sessions: the server cancels a read running longer (0: the server's setting)", bind(durKind, &c.sqlReadTimeout, sqlstore.DefaultTimeouts.Read, notNegative)),
+		setting(groupDefences, readByBoth, "sql-write-timeout", "PostgreSQL: statement_timeout of the write pool's sessions (writes, the relay, the fan-out's reads) (0: the server's setting)", bind(durKind, &c.sqlWriteTimeout, sqlstore.DefaultTimeouts.Write, notNegative)),
+		setting(groupDefences, readByBoth, "sql-lock-timeout", "PostgreSQL: lock_timeout of every session: a statement that waits longer for another transaction's lock fails, as innodb_lock_wait_timeout makes it on MySQL (0: the server's setting)", bind(durKind, &c.sqlLockTimeout, sqlstore.DefaultTimeouts.LockWait, notNegative)),
 		setting(groupDefences, readByWork, "relay-max-pending", "the relay pauses while the posts queue holds more messages than this", bind(intKind, &c.relayMaxPending, relay.DefaultMaxPending, positive)),
 		setting(groupDefences, readByWork, "tasks-max-pending", "the dispatcher pauses splitting while the tasks queue holds more than this", bind(intKind, &c.tasksMaxPending, fanout.DefaultMaxPendingTasks, positive)),
 		setting(groupDefences, readByServe, "switch-poll", "how often a process reads the shared degradation switches", bind(durKind, &c.switchPoll, degrade.DefaultPoll)),
@@ -181,7 +189,7 @@ func checkSecret(v string) error {
 	const how = "e.g. the output of `openssl rand -hex 32`"
 	switch trimmed := strings.TrimSpace(v); {
 	case v == "":
-		return nil // generated, or required later with MySQL
+		return nil // generated, or required later with a SQL server
 	case trimmed == "":
 		return fmt.Errorf("is blank (%d bytes of white space): want a random secret of at least %d bytes, %s", len(v), minSecretLen, how)
 	case trimmed != v:

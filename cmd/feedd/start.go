@@ -209,7 +209,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		}
 		fmt.Fprintf(stdout, "in a browser: the console at %s/ops, the app at %s/\n", url, url)
 	}
-	logger.Info("feedd started", "role", cfg.role, "url", url, "sql", sqlKind(cfg), "cache", orEmbedded(cfg.redis(), "redis"), "queue", orEmbedded(cfg.amqpURL != "", "rabbitmq"), "fanout_mode", cfg.fanoutMode)
+	logger.Info("feedd started", "role", cfg.role, "url", url, "sql", cfg.sqlBackend(), "cache", orEmbedded(cfg.redis(), "redis"), "queue", orEmbedded(cfg.amqpURL != "", "rabbitmq"), "fanout_mode", cfg.fanoutMode)
 
 	errs := make(chan error, 4)
 	if runWork {
@@ -411,13 +411,6 @@ type (
 	reads  = timeline.Service
 	writes = social.Service
 )
-
-func sqlKind(cfg config) string {
-	if cfg.embedded() {
-		return "sqlite"
-	}
-	return "mysql"
-}
 
 func orEmbedded(real bool, name string) string {
 	if real {
