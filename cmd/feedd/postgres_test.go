@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -96,4 +97,66 @@ func TestPostgresTimeouts(t *testing.T) {
 		}
 	}
 	in.must(200, "GET", "/v1/admin/overview", in.admin, nil)
+}
+
+// TestPostgresRelayWoken: with serve and work apart on PostgreSQL, the
+// work process listens for outbox notifications on one connection, the
+// serve process notifies after a post commits, and the post reaches a
+// follower's feed; the listening connection ends with the work process.
+func TestPostgresRelayWoken(t *testing.T) {
+	feedtest.RequireServices(t, "127.0.0.1:6379", "127.0.0.1:5672")
+	env := postgresEnv(t, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
+	work := startRole(t, "work", env, nil)
+	serve := startRole(t, "serve", env, nil)
+	listeners := func() int {
+		var n int
+		if err := serve.d.store.DB().QueryRowContext(t.Context(),
+			"SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = ?",
+			"feedd outbox listener").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	testenv.Eventually(t, 10*time.Second, "the work process listens", func() bool { return listeners() == 1 })
+
+	// A listener of the test's own hears what the serve process sends.
+	ctx, cancel := context.WithCancel(t.Context())
+	wakes := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = serve.d.store.ListenOutbox(ctx, func() {
+			select {
+			case wakes <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-wakes: // listening
+	case <-time.After(10 * time.Second):
+		t.Fatal("the test's listener did not start")
+	}
+
+	alice, aliceTok := serve.user("alice")
+	_, bobTok := serve.user("bob")
+	serve.follow(bobTok, alice)
+	select {
+	case <-wakes:
+		t.Fatal("a notification before any post")
+	default:
+	}
+	post := serve.post(aliceTok, "woken")
+	select {
+	case <-wakes:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the serve process did not notify within 5 s of a post")
+	}
+	serve.feedEventually(bobTok, 20, []string{post})
+
+	cancel()
+	<-done
+	work.stop()
+	testenv.Eventually(t, 10*time.Second, "the listening connection ends with the work process", func() bool { return listeners() == 0 })
 }

@@ -108,6 +108,12 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		}
 		if rel != nil {
 			opts = append(opts, timeline.WithPublishHook(rel.Notify))
+		} else {
+			// No relay here: wake those of the work processes (on
+			// PostgreSQL; on MySQL they find the post at their poll).
+			waker := relay.NewWaker(logger, d.store)
+			work.Go(func() { _ = waker.Run(workCtx) })
+			opts = append(opts, timeline.WithPublishHook(waker.Notify))
 		}
 		svc := timeline.New(logger, timeline.Config{
 			InboxMax:        cfg.inboxMax,

@@ -7,6 +7,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -24,11 +25,21 @@ type Outbox interface {
 	OutboxBacklog(ctx context.Context) (int64, error)
 }
 
+// Listener is an Outbox that hears when another process wrote events
+// (PostgreSQL's LISTEN, told by a Waker's NOTIFY): the relay then
+// publishes them at once rather than at its next poll, which stays as the
+// floor for a notification lost with its connection. ListenOutbox runs
+// until ctx ends or its connection fails, and returns
+// errors.ErrUnsupported at once where the database cannot notify.
+type Listener interface {
+	ListenOutbox(ctx context.Context, wake func()) error
+}
+
 // Config tunes the relay. Zero values take defaults.
 type Config struct {
 	Workers int           // concurrent relay loops in this process
 	Batch   int           // events per transaction and per confirmed publish
-	Poll    time.Duration // idle poll interval when nobody calls Notify
+	Poll    time.Duration // idle poll interval when nothing wakes the relay
 	Retain  time.Duration // sent events are kept this long, then swept
 	// MaxPending pauses relaying while the posts queue holds more than
 	// this many messages (0: never). The queue depth is read at most
@@ -52,7 +63,7 @@ func (c Config) withDefaults() Config {
 		c.Batch = 200
 	}
 	if c.Poll <= 0 {
-		c.Poll = 50 * time.Millisecond
+		c.Poll = DefaultPoll
 	}
 	if c.Retain <= 0 {
 		c.Retain = 24 * time.Hour
@@ -68,6 +79,7 @@ func (c Config) withDefaults() Config {
 const (
 	DefaultWorkers    = 2
 	DefaultMaxPending = 10_000
+	DefaultPoll       = 50 * time.Millisecond
 )
 
 // Relay runs the outbox → broker loops.
@@ -135,15 +147,44 @@ func (r *Relay) Notify() {
 	}
 }
 
-// Run relays until ctx is done, then lets the batch in flight finish.
+// Run relays until ctx is done, then lets the batch in flight finish. When
+// the outbox is a Listener, its notifications wake the loops.
 func (r *Relay) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for i := 0; i < r.cfg.Workers; i++ {
 		wg.Go(func() { r.loop(ctx) })
 	}
 	wg.Go(func() { r.sweep(ctx) })
+	if l, ok := r.outbox.(Listener); ok {
+		wg.Go(func() { r.listen(ctx, l) })
+	}
 	wg.Wait()
 	return nil
+}
+
+// listen wakes the loops on each notification of l, listening again with
+// a growing pause whenever its connection fails; the loops poll meanwhile.
+func (r *Relay) listen(ctx context.Context, l Listener) {
+	const first, most = 100 * time.Millisecond, 10 * time.Second
+	pause := first
+	for {
+		err := l.ListenOutbox(ctx, func() {
+			pause = first // it listens: the next failure is a new one
+			r.Notify()
+		})
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, errors.ErrUnsupported):
+			return
+		case err != nil:
+			r.logger.Warn("lost the outbox notifications; polling until they are back", "err", err, "retry_in", pause)
+		}
+		if !sleep(ctx, pause, nil) {
+			return
+		}
+		pause = min(pause*2, most)
+	}
 }
 
 func (r *Relay) loop(ctx context.Context) {

@@ -3,9 +3,13 @@ package sqlstore
 import (
 	"context"
 	"database/sql/driver"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // Statement counting: every statement a MySQL or PostgreSQL pool sends is counted by
@@ -145,6 +149,18 @@ var (
 	_ driver.Validator          = (*countingConn)(nil)
 	_ driver.ConnPrepareContext = (*countingConn)(nil)
 )
+
+// pgx returns the pgx connection under a PostgreSQL countingConn, for what
+// database/sql cannot say (COPY), and counts the statement as verb; it
+// fails on another driver's connection.
+func (c *countingConn) pgx(ctx context.Context, verb string) (*pgx.Conn, error) {
+	sc, ok := c.Conn.(*stdlib.Conn)
+	if !ok {
+		return nil, fmt.Errorf("a %T connection, not pgx's", c.Conn)
+	}
+	c.c.add(ctx, verb)
+	return sc.Conn(), nil
+}
 
 func (c *countingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	c.c.add(ctx, verbOf(query))

@@ -41,6 +41,15 @@ type dialect struct {
 	relayTx *sql.TxOptions
 	// feedJoin joins follows to posts in FeedPostIDs (see there).
 	feedJoin string
+	// copyFrom: the bulk load writes with COPY (PostgreSQL's copyRows)
+	// rather than multi-row INSERTs.
+	copyFrom bool
+	// afterBulkLoad readies the tables once a bulk load is done
+	// (BulkLoadDone); empty: nothing to do.
+	afterBulkLoad string
+	// lateralFeed: a feed query over a wide window reads each followee's
+	// newest posts with a LATERAL subquery (FeedPostIDs).
+	lateralFeed bool
 	// recentFirst: a feed query over a recent window walks the window's
 	// posts newest first and probes follows (FeedPostIDs).
 	recentFirst bool

@@ -46,12 +46,16 @@ var postgresDialect = dialect{
 	forUpdate:  " FOR UPDATE",
 	skipLocked: " FOR UPDATE SKIP LOCKED",
 	// Read committed is PostgreSQL's default; said here as on MySQL.
-	relayTx:      &sql.TxOptions{Isolation: sql.LevelReadCommitted},
-	feedJoin:     "JOIN",
-	insertFollow: "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-	keepExisting: " ON CONFLICT DO NOTHING",
-	keepLikes:    " ON CONFLICT DO NOTHING",
-	duplicate:    func(err error) bool { return pgCode(err) == pgUniqueViolation },
+	relayTx:  &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	feedJoin: "JOIN",
+	copyFrom: true,
+	// A statement of its own, outside any transaction, as VACUUM must be.
+	afterBulkLoad: "VACUUM (ANALYZE) users, follows, posts",
+	lateralFeed:   true,
+	insertFollow:  "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+	keepExisting:  " ON CONFLICT DO NOTHING",
+	keepLikes:     " ON CONFLICT DO NOTHING",
+	duplicate:     func(err error) bool { return pgCode(err) == pgUniqueViolation },
 	// A deadlock victim and a serialization failure both ran in a
 	// transaction that can simply run again.
 	retryable: func(err error) bool {
@@ -161,6 +165,15 @@ func openPostgres(ctx context.Context, dsn string, pools Pools, timeouts Timeout
 		// A session that dies inside a transaction must not keep its
 		// locks for good (a client killed between statements).
 		setRuntime(cfg, "idle_in_transaction_session_timeout", time.Minute)
+		// pgx prepares each statement once per connection, and after five
+		// runs PostgreSQL may keep a generic plan, made without the
+		// values: for the feed's id windows it guesses 0.5% of posts and
+		// walks the whole posts table newest first, 30-60 ms where a
+		// custom plan takes 0.5-6 (docs/performance.md). Planning every
+		// run costs 0.05 ms for a lookup by ids, 0.5 for the feed's union.
+		if _, ok := cfg.RuntimeParams["plan_cache_mode"]; !ok {
+			cfg.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+		}
 		db := sql.OpenDB(countingConnector{Connector: stdlib.GetConnector(*cfg), c: c})
 		db.SetMaxOpenConns(n)
 		db.SetMaxIdleConns(max(1, n/2))
@@ -180,7 +193,7 @@ func openPostgres(ctx context.Context, dsn string, pools Pools, timeouts Timeout
 	if pools.Read > 0 {
 		rdb = open(pools.Read, timeouts.Read)
 	}
-	return &Store{db: db, rdb: rdb, replica: rdb, d: postgresDialect, counters: []*counter{c}, pullCandidates: chunkSize, pgConfig: cfg}, nil
+	return &Store{db: db, rdb: rdb, replica: rdb, d: postgresDialect, counters: []*counter{c}, pullCandidates: chunkSize, lateralMin: lateralMin, pgConfig: cfg}, nil
 }
 
 // setRuntime sets a session parameter in milliseconds unless the DSN
@@ -223,4 +236,35 @@ func rebind(query string) string {
 		b.WriteByte(ch)
 	}
 	return b.String()
+}
+
+// copyRows is bulkInsert on PostgreSQL: the n rows go in one COPY, a
+// stream of binary rows in one statement (so one transaction), without
+// the parse and plan of a multi-row INSERT or its limit of 65,535 bound
+// parameters. A duplicate key fails the whole COPY with 23505, as an
+// INSERT would.
+func (s *Store) copyRows(ctx context.Context, table string, columns []string, n int, row func(i int, args []any) []any) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		cc, ok := dc.(*countingConn)
+		if !ok {
+			return fmt.Errorf("copy into %s: a %T connection, not the store's", table, dc)
+		}
+		pc, err := cc.pgx(ctx, "copy")
+		if err != nil {
+			return fmt.Errorf("copy into %s: %w", table, err)
+		}
+		// pgx encodes each row before it asks for the next, so one slice
+		// of arguments serves them all.
+		args := make([]any, 0, len(columns))
+		_, err = pc.CopyFrom(ctx, pgx.Identifier{table}, columns, pgx.CopyFromSlice(n, func(i int) ([]any, error) {
+			args = row(i, args[:0])
+			return args, nil
+		}))
+		return err
+	})
 }

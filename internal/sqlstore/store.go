@@ -49,6 +49,9 @@ type Store struct {
 	// pullCandidates is how many pulled authors PullFollowees checks
 	// against a reader's follows one by one; beyond it, it joins.
 	pullCandidates int
+	// lateralMin is the n above which a wide window's feed is read
+	// followee by followee, where the dialect can (lateralFeed).
+	lateralMin int
 }
 
 // OpenSQLite opens (creating it if needed) the SQLite database at path,

@@ -206,6 +206,7 @@ var suite = []struct {
 	{"PushedFeedPostIDs", testPushedFeedPostIDs},
 	{"Relay", testRelay},
 	{"RelayConcurrent", testRelayConcurrent},
+	{"ListenOutbox", testListenOutbox},
 }
 
 // wantCode fails t unless err carries the domain error code.
@@ -1147,7 +1148,11 @@ func feedWindows(t *testing.T, e *env, test func(t *testing.T, s *Store, at func
 	for _, w := range []struct {
 		name string
 		base int64
-	}{{"old", 0}, {"recent", feed.MinIDAt(time.Now())}} {
+		// lateral: every wide window is read followee by followee, what
+		// PostgreSQL does for a rebuild (dialect.lateralFeed).
+		lateral bool
+	}{{"old", 0, false}, {"recent", feed.MinIDAt(time.Now()), false},
+		{"old-lateral", 0, true}, {"recent-lateral", feed.MinIDAt(time.Now()), true}} {
 		t.Run(w.name, func(t *testing.T) {
 			at := func(id int64) int64 {
 				if id == 0 {
@@ -1162,7 +1167,14 @@ func feedWindows(t *testing.T, e *env, test func(t *testing.T, s *Store, at func
 				}
 				return out
 			}
-			test(t, e.store(t), at, ats)
+			s := e.store(t)
+			if w.lateral {
+				if !s.d.lateralFeed {
+					return // the same queries as without
+				}
+				s.lateralMin = 0
+			}
+			test(t, s, at, ats)
 		})
 	}
 }
@@ -1595,4 +1607,45 @@ func testBulkLoad(t *testing.T, e *env) {
 		t.Fatalf("Users(3) = %v, %v; want none", got, err)
 	}
 	wantCode(t, s.BulkLoadFollows(ctx, [][2]int64{{1, 1}}), feed.EINVALID)
+
+	// A load of more rows than one INSERT statement takes (loadChunk)
+	// stores them all; PostgreSQL takes it as COPY, not as INSERTs.
+	verbs := func() map[string]int64 {
+		m := map[string]int64{}
+		for _, c := range s.Statements() {
+			m[c.Verb] += c.N
+		}
+		return m
+	}
+	before := verbs()
+	var many []feed.User
+	var edges [][2]int64
+	for id := int64(10); id < 10+2*loadChunk+10; id++ {
+		many = append(many, feed.User{ID: id, Name: fmt.Sprint(id), FollowingCount: 1})
+		edges = append(edges, [2]int64{id, 1})
+	}
+	if err := s.BulkLoadUsers(ctx, many); err != nil {
+		t.Fatalf("BulkLoadUsers(%d): %v", len(many), err)
+	}
+	if err := s.BulkLoadFollows(ctx, edges); err != nil {
+		t.Fatalf("BulkLoadFollows(%d): %v", len(edges), err)
+	}
+	var n int
+	if err := s.rdb.QueryRowContext(ctx, "SELECT COUNT(*) FROM follows WHERE followee_id = 1").Scan(&n); err != nil || n != len(edges)+1 {
+		t.Fatalf("followers of 1 after the load: %d, %v; want %d", n, err, len(edges)+1)
+	}
+	if after := verbs(); e.backend == "postgres" && (after["copy"]-before["copy"] != 2 || after["insert"] != before["insert"]) {
+		t.Errorf("statements before the loads %v, after %v; want 2 more copy and no more insert", before, after)
+	}
+	if err := s.BulkLoadDone(ctx); err != nil {
+		t.Fatalf("BulkLoadDone: %v", err)
+	}
+	if e.backend == "postgres" {
+		// The planner has statistics and the visibility map is set.
+		var vacuumed, analyzed bool
+		if err := s.rdb.QueryRowContext(ctx, "SELECT last_vacuum IS NOT NULL, last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'follows'").
+			Scan(&vacuumed, &analyzed); err != nil || !vacuumed || !analyzed {
+			t.Errorf("follows after BulkLoadDone: vacuumed %v, analyzed %v, %v; want both", vacuumed, analyzed, err)
+		}
+	}
 }

@@ -17,6 +17,8 @@ type memLoader struct {
 	users []feed.User
 	edges [][2]int64
 	posts []feed.Post
+	// finished counts Finish calls, and rows what was loaded before it.
+	finished, rows int
 }
 
 func (m *memLoader) LoadUsers(_ context.Context, u []feed.User) error {
@@ -40,6 +42,14 @@ func (m *memLoader) LoadPosts(_ context.Context, p []feed.Post) error {
 	return nil
 }
 
+func (m *memLoader) Finish(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.finished++
+	m.rows = len(m.users) + len(m.edges) + len(m.posts)
+	return nil
+}
+
 func loadGraph(t *testing.T, opts Options) (*memLoader, *Manifest) {
 	t.Helper()
 	g, err := Plan(opts, time.Now())
@@ -50,6 +60,10 @@ func loadGraph(t *testing.T, opts Options) (*memLoader, *Manifest) {
 	m, err := g.Load(context.Background(), &l, 3, io.Discard)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
+	}
+	// The store readies its tables once, after the last row.
+	if all := len(l.users) + len(l.edges) + len(l.posts); l.finished != 1 || l.rows != all {
+		t.Fatalf("Finish called %d times, after %d of %d rows; want once, after all", l.finished, l.rows, all)
 	}
 	return &l, m
 }

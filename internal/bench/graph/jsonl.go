@@ -59,6 +59,9 @@ func NewJSONLWriter(dir string, likesPerPost int) (*JSONLWriter, error) {
 
 var _ Loader = (*JSONLWriter)(nil)
 
+// Finish does nothing: Close flushes the files.
+func (w *JSONLWriter) Finish(context.Context) error { return nil }
+
 // Close flushes and closes the files.
 func (w *JSONLWriter) Close() error {
 	var err error

@@ -49,11 +49,12 @@ type Manifest struct {
 }
 
 // Loader writes a graph into a store; SQLLoader writes into feedd's SQL
-// tables.
+// tables. Finish is called once, when the whole graph is written.
 type Loader interface {
 	LoadUsers(ctx context.Context, users []feed.User) error
 	LoadFollows(ctx context.Context, edges [][2]int64) error
 	LoadPosts(ctx context.Context, posts []feed.Post) error
+	Finish(ctx context.Context) error
 }
 
 // Load writes the graph through l with workers concurrent writers
@@ -118,6 +119,9 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, bars io.Writer)
 	bar.Done()
 	if err != nil {
 		return nil, fmt.Errorf("bench graph: posts: %w", err)
+	}
+	if err := l.Finish(ctx); err != nil {
+		return nil, fmt.Errorf("bench graph: finish: %w", err)
 	}
 	m := g.manifest(in)
 	m.Seconds = time.Since(begin).Seconds()

@@ -13,6 +13,7 @@ type SQLStore interface {
 	BulkLoadUsers(ctx context.Context, users []feed.User) error
 	BulkLoadFollows(ctx context.Context, edges [][2]int64) error
 	BulkLoadPosts(ctx context.Context, posts []feed.Post) error
+	BulkLoadDone(ctx context.Context) error
 }
 
 // SQLLoader loads a graph through the SQL store's bulk API: each call is
@@ -41,4 +42,10 @@ func (l *SQLLoader) LoadFollows(ctx context.Context, edges [][2]int64) error {
 // LoadPosts stores posts without outbox events: they are history.
 func (l *SQLLoader) LoadPosts(ctx context.Context, posts []feed.Post) error {
 	return l.s.BulkLoadPosts(ctx, posts)
+}
+
+// Finish readies the loaded tables for the bench's queries (sqlstore's
+// BulkLoadDone says how).
+func (l *SQLLoader) Finish(ctx context.Context) error {
+	return l.s.BulkLoadDone(ctx)
 }
