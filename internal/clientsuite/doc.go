@@ -1,7 +1,7 @@
 // Package clientsuite tests the Go client (the module
 // github.com/feedd/feedd/client) against the real feedd on every stack of
 // the behavioural suite: the embedded default, MariaDB + Redis + RabbitMQ,
-// and the same with a Redis Cluster. These tests live in the server's
+// the same with a Redis Cluster, and PostgreSQL + Redis + RabbitMQ. These tests live in the server's
 // module because they need its services and test helpers, and the
 // client's module depends on nothing but the standard library; the
 // client's own tests (loopback servers and the examples) stay with it.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,8 +25,9 @@ import (
 
 // The client's tests run the real program: TestMain builds feedd once,
 // and each test starts it, as a process, on the stacks of the behavioural
-// suite (the embedded default, MariaDB + Redis + RabbitMQ, and the same
-// with a Redis Cluster), then talks to it only through the client.
+// suite (the embedded default, MariaDB + Redis + RabbitMQ, the same with a
+// Redis Cluster, and PostgreSQL + Redis + RabbitMQ), then talks to it only
+// through the client.
 
 // testRedis is the Redis of the services stack unless
 // FEEDD_TEST_CLIENT_REDIS_URL says otherwise; database 6 belongs to this
@@ -141,7 +143,8 @@ var stacks = []stack{
 	}},
 	{"services", func(t *testing.T) map[string]string {
 		feedtest.RequireServices(t)
-		return servicesEnv(t, testenv.Getenv("FEEDD_TEST_CLIENT_REDIS_URL", testRedis))
+		return servicesEnv(t, testenv.Getenv("FEEDD_TEST_CLIENT_REDIS_URL", testRedis),
+			"FEEDD_MYSQL_DSN", testenv.CreateDatabase(t, "feedd_client_"))
 	}},
 	{"cluster", func(t *testing.T) map[string]string {
 		feedtest.RequireServices(t)
@@ -149,21 +152,30 @@ var stacks = []stack{
 		if url == "" {
 			feedtest.Missing(t, "FEEDD_TEST_REDIS_CLUSTER_URL is not set: run .ci/redis-cluster.sh, which starts a Redis Cluster, and export what it prints")
 		}
-		return servicesEnv(t, url)
+		return servicesEnv(t, url, "FEEDD_MYSQL_DSN", testenv.CreateDatabase(t, "feedd_client_"))
+	}},
+	{"postgres", func(t *testing.T) map[string]string {
+		u, err := url.Parse(testenv.PostgresDSN())
+		if err != nil {
+			t.Fatalf("FEEDD_TEST_POSTGRES_DSN: %v", err)
+		}
+		feedtest.RequireServices(t, u.Host, "127.0.0.1:6379", "127.0.0.1:5672")
+		return servicesEnv(t, testenv.Getenv("FEEDD_TEST_CLIENT_REDIS_URL", testRedis),
+			"FEEDD_POSTGRES_DSN", testenv.CreatePostgresDatabase(t, "feedd_client_"))
 	}},
 }
 
-// servicesEnv gives a test its own MariaDB database, Redis key prefix and
-// queue prefix on the services, all removed when it ends.
-func servicesEnv(t *testing.T, redisURL string) map[string]string {
+// servicesEnv gives a test a Redis key prefix and a queue prefix of its
+// own on the services, removed when it ends, and its database (sqlEnv is
+// the variable that names it to feedd, dsn a database of the test's own).
+func servicesEnv(t *testing.T, redisURL, sqlEnv, dsn string) map[string]string {
 	t.Helper()
-	dsn := testenv.CreateDatabase(t, "feedd_client_")
 	amqpURL, amqpPrefix := testenv.AMQPURL(), "client"+testenv.RandHex(4)+"."
 	t.Cleanup(func() { testenv.DeleteQueues(t, amqpURL, amqpPrefix) })
 	redisPrefix := "client" + testenv.RandHex(4) + ":"
 	t.Cleanup(func() { deleteKeys(t, redisURL, redisPrefix) })
 	return map[string]string{
-		"FEEDD_MYSQL_DSN":    dsn,
+		sqlEnv:               dsn,
 		"FEEDD_REDIS_URL":    redisURL,
 		"FEEDD_REDIS_PREFIX": redisPrefix,
 		"FEEDD_AMQP_URL":     amqpURL,

@@ -150,7 +150,8 @@ func (s *Service) count(ctx context.Context, post int64) (int64, error) {
 	}
 	counts, err := s.store.LikeCounts(ctx, []int64{post})
 	if err != nil {
-		return 0, err
+		// SQL down is a 503 ("retry shortly"), as on every other path.
+		return 0, unavailable(fmt.Errorf("likes: count of %d from SQL: %w", post, err))
 	}
 	s.metrics.countLoads.Add(1)
 	if err := s.cache.FillLikeCounts(ctx, counts, s.cfg.CountTTL); err != nil {

@@ -41,17 +41,23 @@ import (
 // Clients retry what failed on the wire with the same Idempotency-Key, as
 // real clients do. Afterwards every post that was answered 201 is in SQL
 // once, every follow answered 204 is in SQL once with exact counts, every
-// inbox left in Redis holds exactly its owner's feed, and every one of the
-// 50,030 feeds, read whole through the API, holds every post of everyone
-// its owner follows exactly once, newest first.
+// like answered 200 is in SQL once with exact like counts (in SQL and
+// through the API), every inbox left in Redis holds exactly its owner's
+// feed, and every one of the 50,030 feeds, read whole through the API,
+// holds every post of everyone its owner follows exactly once, newest
+// first. It runs on each SQL backend.
 func TestChaos(t *testing.T) {
 	t.Parallel()
+	onBackends(t, chaos)
+}
+
+func chaos(t *testing.T, b backend) {
 	const (
 		followers   = 50000
 		streamUsers = 30
 		loadFor     = 26 * time.Second
 	)
-	s := newStack(t)
+	s := newStack(t, b)
 	s.migrate()
 	mq, mqURL := proxied(t, s.amqpURL)
 	env := s.with("FEEDD_AUTO_MIGRATE", "false", "FEEDD_AMQP_URL", mqURL,
@@ -72,20 +78,8 @@ func TestChaos(t *testing.T) {
 	setup := time.Now()
 	celeb, celebTok := api.newUser(s.admin, "celebrity")
 	fans := s.followers(celeb, followers)
-	w := &chaosWorld{
-		t: t, base: serve.url(), http: &http.Client{Timeout: 30 * time.Second},
-		celeb: celeb, celebTok: celebTok,
-		posts:   map[int64][]int64{},
-		follows: map[int64]map[int64]bool{},
-	}
-	for i := range streamUsers {
-		id, tok := api.newUser(s.admin, "stream "+strconv.Itoa(i))
-		api.must(204, "PUT", "/v1/me/following/"+feed.FormatID(celeb), tok, nil)
-		api.feed(tok)
-		w.stream = append(w.stream, id)
-		w.tokens = append(w.tokens, tok)
-		w.follows[id] = map[int64]bool{celeb: true}
-	}
+	w := newChaosWorld(t, s, serve, celeb, celebTok, streamUsers)
+	w.liking = true
 	t.Logf("setup: %d followers with inboxes and %d stream users in %v", followers, streamUsers, time.Since(setup).Round(time.Millisecond))
 
 	// The load runs until stop; the chaos runs on the test goroutine.
@@ -144,8 +138,8 @@ func TestChaos(t *testing.T) {
 	if err := load.Wait(); err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	t.Logf("load: %d celebrity posts, %d stream posts, %d follows (%d repeated), %d feed reads; %d requests retried after a transport error, %d answered 429/503",
-		len(w.posts[celeb]), w.streamPostCount(), w.followCount(), w.repeatFollows.Load(), w.reads.Load(), w.retried.Load(), w.shed.Load())
+	t.Logf("load: %d celebrity posts, %d stream posts, %d follows (%d repeated), %d likes (%d repeated), %d feed reads; %d requests retried after a transport error, %d answered 429/503",
+		len(w.posts[celeb]), w.streamPostCount(), w.followCount(), w.repeatFollows.Load(), w.likeCount(), w.repeatLikes.Load(), w.reads.Load(), w.retried.Load(), w.shed.Load())
 
 	// Let the fan-out finish: nothing unsent in the outbox, nothing
 	// waiting in the queues.
@@ -156,8 +150,10 @@ func TestChaos(t *testing.T) {
 	})
 
 	// SQL: every post answered 201 exactly once, every follow answered
-	// 204, and the counts equal the edges.
+	// 204, and the counts equal the edges; every like answered 200, and
+	// the like counts, in SQL and through the API.
 	w.checkSQL(ctx, s)
+	w.checkLikes(ctx, s)
 
 	// Redis: every inbox that exists holds exactly its owner's feed.
 	// Flushed inboxes of followers nobody read since are absent, which is
@@ -189,15 +185,48 @@ type chaosWorld struct {
 	stream   []int64
 	tokens   []string
 
+	// seen, if set, hears of every answer (status 0: a transport error)
+	// and how long it took.
+	seen func(method, path string, status int, body []byte, took time.Duration)
+
 	mu      sync.Mutex
 	posts   map[int64][]int64        // author → ids answered 201, ascending
+	all     []int64                  // every post answered 201
 	follows map[int64]map[int64]bool // follower → followees answered 204
+	likes   map[int64]map[int64]bool // user → posts whose like was answered 200
+	// liking: the stream users like posts too.
+	liking bool
 
-	reads, retried, shed, repeatFollows atomic.Int64
+	reads, retried, shed, repeatFollows, repeatLikes atomic.Int64
+}
+
+// newChaosWorld creates n stream users through serve, each following the
+// celebrity and having read its feed once (which materializes its inbox).
+func newChaosWorld(t *testing.T, s *stack, serve *proc, celeb int64, celebTok string, n int) *chaosWorld {
+	t.Helper()
+	api := serve.api()
+	w := &chaosWorld{
+		t: t, base: serve.url(), http: &http.Client{Timeout: 30 * time.Second},
+		celeb: celeb, celebTok: celebTok,
+		posts:   map[int64][]int64{},
+		follows: map[int64]map[int64]bool{},
+		likes:   map[int64]map[int64]bool{},
+	}
+	for i := range n {
+		id, tok := api.newUser(s.admin, "stream "+strconv.Itoa(i))
+		api.must(204, "PUT", "/v1/me/following/"+feed.FormatID(celeb), tok, nil)
+		api.feed(tok)
+		w.stream = append(w.stream, id)
+		w.tokens = append(w.tokens, tok)
+		w.follows[id] = map[int64]bool{celeb: true}
+		w.likes[id] = map[int64]bool{}
+	}
+	return w
 }
 
 // call sends one request, retrying what did not reach a verdict: transport
-// errors (a killed serve process) and 429/503 (shedding), for up to 60s.
+// errors (a killed serve process), 429/503 (shedding, a backend down) and
+// 409 idempotency_key_in_flight, as package client does, for up to 60s.
 // Any other status is returned. POST bodies carry their Idempotency-Key in
 // hdr, so a retry of a post that was stored returns that post.
 func (w *chaosWorld) call(ctx context.Context, method, path, token string, body any, hdr ...string) (int, []byte, error) {
@@ -215,11 +244,15 @@ func (w *chaosWorld) call(ctx context.Context, method, path, token string, body 
 		for i := 0; i+1 < len(hdr); i += 2 {
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
+		sent := time.Now()
 		res, err := w.http.Do(req)
 		if err == nil {
 			b, rerr := io.ReadAll(res.Body)
 			res.Body.Close()
-			if rerr == nil && res.StatusCode != 429 && res.StatusCode != 503 {
+			if w.seen != nil {
+				w.seen(method, path, res.StatusCode, b, time.Since(sent))
+			}
+			if rerr == nil && res.StatusCode != 429 && res.StatusCode != 503 && !inFlight(res.StatusCode, b) {
 				return res.StatusCode, b, nil
 			}
 			if rerr == nil {
@@ -227,6 +260,9 @@ func (w *chaosWorld) call(ctx context.Context, method, path, token string, body 
 			}
 			err = fmt.Errorf("status %d, read %v", res.StatusCode, rerr)
 		} else {
+			if w.seen != nil {
+				w.seen(method, path, 0, nil, time.Since(sent))
+			}
 			w.retried.Add(1)
 		}
 		if time.Now().After(deadline) {
@@ -258,8 +294,20 @@ func (w *chaosWorld) publish(ctx context.Context, author int64, token, content s
 	}
 	w.mu.Lock()
 	w.posts[author] = append(w.posts[author], id)
+	w.all = append(w.all, id)
 	w.mu.Unlock()
 	return nil
+}
+
+// inFlight reports a 409 idempotency_key_in_flight: the key's first
+// request is not done, so the client is to retry shortly.
+func inFlight(status int, body []byte) bool {
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	return status == 409 && json.Unmarshal(body, &e) == nil && e.Error.Code == "idempotency_key_in_flight"
 }
 
 // celebPosts publishes a celebrity post every interval: each is a
@@ -277,18 +325,18 @@ func (w *chaosWorld) celebPosts(ctx context.Context, every time.Duration) error 
 	return nil
 }
 
-// streamOps is one client of the stream users: publishes, follows and
-// reads at random.
-//
-// Likes: when the likes routes exist, add an operation here (like a random
-// post of the world; record it) and a check in checkSQL (every like
-// answered 2xx is in SQL exactly once, like counts exact).
+// streamOps is one client of the stream users: publishes, follows, likes
+// and reads at random.
 func (w *chaosWorld) streamOps(ctx context.Context, rng *rand.Rand) error {
 	n := len(w.stream)
 	for ctx.Err() == nil {
 		i := rng.IntN(n)
 		me, tok := w.stream[i], w.tokens[i]
 		switch r := rng.IntN(100); {
+		case r < 15 && w.liking:
+			if err := w.like(ctx, rng, me, tok); err != nil {
+				return err
+			}
 		case r < 60:
 			if err := w.publish(ctx, me, tok, "stream post "+testenv.RandHex(4)); err != nil {
 				return err
@@ -329,6 +377,36 @@ func (w *chaosWorld) streamOps(ctx context.Context, rng *rand.Rand) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	return nil
+}
+
+// like likes a random post of the world as me, until it gets a verdict,
+// and records it.
+func (w *chaosWorld) like(ctx context.Context, rng *rand.Rand, me int64, tok string) error {
+	w.mu.Lock()
+	if len(w.all) == 0 {
+		w.mu.Unlock()
+		return nil
+	}
+	post := w.all[rng.IntN(len(w.all))]
+	again := w.likes[me][post]
+	w.mu.Unlock()
+	if again {
+		w.repeatLikes.Add(1) // idempotent: must not count twice
+	}
+	status, b, err := w.call(ctx, "PUT", "/v1/posts/"+feed.FormatID(post)+"/like", tok, nil)
+	if err != nil {
+		return err
+	}
+	var st struct {
+		LikedByMe bool `json:"liked_by_me"`
+	}
+	if status != 200 || json.Unmarshal(b, &st) != nil || !st.LikedByMe {
+		return fmt.Errorf("%d likes %d: status %d; want 200 and liked_by_me; body %s", me, post, status, b)
+	}
+	w.mu.Lock()
+	w.likes[me][post] = true
+	w.mu.Unlock()
 	return nil
 }
 
@@ -388,6 +466,30 @@ func (w *chaosWorld) followCount() int {
 	return n
 }
 
+// likeCount is the number of distinct likes answered 200.
+func (w *chaosWorld) likeCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, l := range w.likes {
+		n += len(l)
+	}
+	return n
+}
+
+// likers returns each liked post's number of likers, as answered.
+func (w *chaosWorld) likers() map[int64]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[int64]int64{}
+	for _, l := range w.likes {
+		for post := range l {
+			out[post]++
+		}
+	}
+	return out
+}
+
 // wantFeed is a stream user's feed: its own posts and every post of everyone it follows,
 // newest first.
 func (w *chaosWorld) wantFeed(user int64) []int64 {
@@ -426,6 +528,67 @@ func (w *chaosWorld) checkSQL(ctx context.Context, s *stack) {
 		u.follower_count  <> (SELECT COUNT(*) FROM follows f WHERE f.followee_id = u.id)`).Scan(&bad)
 	if err != nil || bad != 0 {
 		t.Fatalf("users whose counts differ from their edges: %d (%v); want 0", bad, err)
+	}
+}
+
+// checkLikes compares the likes in SQL, and the like counts in SQL and
+// through the API, with the likes the API answered 200. Likes reach SQL
+// in batches a little after their answer, so it polls until a deadline.
+func (w *chaosWorld) checkLikes(ctx context.Context, s *stack) {
+	t := w.t
+	t.Helper()
+	db := s.store.DB()
+	want := w.likers()
+	var diff string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		diff = ""
+		for _, u := range w.stream {
+			got := queryIDs(ctx, t, db, "SELECT post_id FROM likes WHERE user_id = ? AND liked = 1 ORDER BY post_id", u)
+			if want := slices.Sorted(maps.Keys(w.likes[u])); !slices.Equal(got, want) {
+				diff = fmt.Sprintf("SQL likes of %d = %v; want the %d answered 200 %v", u, got, len(want), want)
+				break
+			}
+		}
+		if diff == "" {
+			// Every post's stored count equals its likes, and every liked
+			// post has a count.
+			var bad int
+			err := db.QueryRowContext(ctx, `SELECT
+				(SELECT COUNT(*) FROM post_stats s WHERE s.like_count <> (SELECT COUNT(*) FROM likes l WHERE l.post_id = s.post_id AND l.liked = 1)) +
+				(SELECT COUNT(DISTINCT l.post_id) FROM likes l WHERE l.liked = 1 AND NOT EXISTS (SELECT 1 FROM post_stats s WHERE s.post_id = l.post_id))`).Scan(&bad)
+			if err != nil || bad != 0 {
+				diff = fmt.Sprintf("posts whose like_count differs from their likes: %d (%v); want 0", bad, err)
+			}
+		}
+		if diff == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60s: %s", diff)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Through the API, every liked post shows its exact count. A process
+	// keeps a count it learned for a second, so a count may lag briefly.
+	for post, n := range want {
+		var got struct {
+			LikeCount int64 `json:"like_count"`
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			status, b, err := w.call(ctx, "GET", "/v1/posts/"+feed.FormatID(post), w.tokens[0], nil)
+			if err != nil || status != 200 || json.Unmarshal(b, &got) != nil {
+				t.Fatalf("GET post %d: status %d, %v; want 200; body %s", post, status, err, b)
+			}
+			if got.LikeCount == n {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("post %d through the API: like_count %d; want %d, the likes answered 200", post, got.LikeCount, n)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 }
 

@@ -21,48 +21,60 @@ func TestConfigContract(t *testing.T) {
 	t.Parallel()
 	t.Logf("feedd built in %v", built.Round(time.Millisecond))
 
-	t.Run("secrets are required with MySQL", func(t *testing.T) {
-		t.Parallel()
-		// Every backend is named, so the missing secret is the only thing
-		// wrong; the check comes before any connection is made.
-		base := map[string]string{
-			"FEEDD_MYSQL_DSN":   "root@tcp(127.0.0.1:3306)/feedd_proc_unused",
-			"FEEDD_REDIS_URL":   defaultRedis,
-			"FEEDD_AMQP_URL":    testenv.AMQPURL(),
-			"FEEDD_ADMIN_TOKEN": "admin-" + testenv.RandHex(16),
-			"FEEDD_JWT_SECRET":  testenv.RandHex(16),
-		}
-		for _, missing := range []string{"FEEDD_ADMIN_TOKEN", "FEEDD_JWT_SECRET"} {
-			t.Run(missing, func(t *testing.T) {
-				env := map[string]string{}
-				for k, v := range base {
-					if k != missing {
-						env[k] = v
+	for _, sql := range []struct{ name, env, dsn string }{
+		{"MySQL", "FEEDD_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/feedd_proc_unused"},
+		{"PostgreSQL", "FEEDD_POSTGRES_DSN", "postgres://postgres@127.0.0.1:5432/feedd_proc_unused?sslmode=disable"},
+	} {
+		t.Run("secrets are required with "+sql.name, func(t *testing.T) {
+			t.Parallel()
+			// Every backend is named, so the missing secret is the only
+			// thing wrong; the check comes before any connection is made.
+			base := map[string]string{
+				sql.env:             sql.dsn,
+				"FEEDD_REDIS_URL":   defaultRedis,
+				"FEEDD_AMQP_URL":    testenv.AMQPURL(),
+				"FEEDD_ADMIN_TOKEN": "admin-" + testenv.RandHex(16),
+				"FEEDD_JWT_SECRET":  testenv.RandHex(16),
+			}
+			for _, missing := range []string{"FEEDD_ADMIN_TOKEN", "FEEDD_JWT_SECRET"} {
+				t.Run(missing, func(t *testing.T) {
+					env := map[string]string{}
+					for k, v := range base {
+						if k != missing {
+							env[k] = v
+						}
 					}
-				}
-				p := startProc(t, "serve without "+missing, env, "serve")
-				st := p.wait(20 * time.Second)
-				if st.ExitCode() == 0 {
-					t.Fatalf("feedd serve without %s: exit status 0; want non-zero", missing)
-				}
-				if out := p.output(); !strings.Contains(out, missing) {
-					t.Fatalf("feedd serve without %s printed %q; want a message naming %s", missing, out, missing)
-				}
-			})
-		}
-	})
+					p := startProc(t, "serve without "+missing, env, "serve")
+					st := p.wait(20 * time.Second)
+					if st.ExitCode() == 0 {
+						t.Fatalf("feedd serve without %s: exit status 0; want non-zero", missing)
+					}
+					if out := p.output(); !strings.Contains(out, missing) {
+						t.Fatalf("feedd serve without %s printed %q; want a message naming %s", missing, out, missing)
+					}
+				})
+			}
+		})
+	}
 
 	t.Run("an unreachable backend is a clear error", func(t *testing.T) {
 		t.Parallel()
-		s := newStack(t)
+		s := newStack(t, mariaDB)
 		closed := freeAddr(t) // nothing listens there
 		for _, c := range []struct{ name, env, value, named string }{
 			{"mysql", "FEEDD_MYSQL_DSN", "root@tcp(" + closed + ")/feedd", "mysql"},
+			{"postgres", "FEEDD_POSTGRES_DSN", "postgres://postgres@" + closed + "/feedd?sslmode=disable", "postgres"},
 			{"redis", "FEEDD_REDIS_URL", "redis://" + closed + "/4", "redis"},
 			{"rabbitmq", "FEEDD_AMQP_URL", "amqp://guest:guest@" + closed + "/", "rabbitmq"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				p := startProc(t, "work without "+c.name, s.with(c.env, c.value), "work")
+				// The stack's database is MariaDB's: another SQL backend
+				// replaces it, as the two together are refused.
+				env := s.with(c.env, c.value)
+				if c.env == "FEEDD_POSTGRES_DSN" {
+					delete(env, "FEEDD_MYSQL_DSN")
+				}
+				p := startProc(t, "work without "+c.name, env, "work")
 				st := p.wait(30 * time.Second)
 				out := p.output()
 				if st.ExitCode() == 0 || strings.Contains(out, "panic:") {
@@ -103,6 +115,8 @@ func TestConfigContract(t *testing.T) {
 			{"a short admin token", with("FEEDD_ADMIN_TOKEN", "short-"+testenv.RandHex(4)), nil, 2, "FEEDD_ADMIN_TOKEN"},
 			{"a short JWT secret", with("FEEDD_JWT_SECRET", "short-"+testenv.RandHex(4)), nil, 2, "FEEDD_JWT_SECRET"},
 			{"MySQL unreachable", secrets, nil, 1, "mysql"},
+			{"PostgreSQL unreachable", with("FEEDD_MYSQL_DSN", "", "FEEDD_POSTGRES_DSN", "postgres://feedd:"+password+"@"+freeAddr(t)+"/feedd?sslmode=disable"), nil, 1, "postgres"},
+			{"MySQL and PostgreSQL both", with("FEEDD_POSTGRES_DSN", "postgres://feedd:"+password+"@127.0.0.1:5432/feedd"), nil, 2, "FEEDD_POSTGRES_DSN"},
 			{"a RabbitMQ URL that does not parse", with("FEEDD_MYSQL_DSN", "", "FEEDD_DATA_DIR", t.TempDir()), nil, 1, "amqp://feedd:***@"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
@@ -125,7 +139,7 @@ func TestConfigContract(t *testing.T) {
 		st := p.wait(10 * time.Second)
 		out := p.output()
 		for _, v := range []string{
-			"FEEDD_ADDR", "FEEDD_DATA_DIR", "FEEDD_ADMIN_TOKEN", "FEEDD_JWT_SECRET", "FEEDD_MYSQL_DSN",
+			"FEEDD_ADDR", "FEEDD_DATA_DIR", "FEEDD_ADMIN_TOKEN", "FEEDD_JWT_SECRET", "FEEDD_MYSQL_DSN", "FEEDD_POSTGRES_DSN", "FEEDD_POSTGRES_READ_DSN",
 			"FEEDD_REDIS_URL", "FEEDD_AMQP_URL", "FEEDD_INBOX_MAX", "FEEDD_DIRECT_FANOUT", "FEEDD_BATCH_SIZE",
 		} {
 			if !strings.Contains(out, v) {
@@ -174,7 +188,7 @@ func TestConfigContract(t *testing.T) {
 
 	t.Run("work serves health and metrics", func(t *testing.T) {
 		t.Parallel()
-		s := newStack(t)
+		s := newStack(t, mariaDB)
 		work := startReady(t, "work", s.env, "work")
 		api := work.api()
 		// The queues are set up once the work process consumes them.

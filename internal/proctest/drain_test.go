@@ -26,7 +26,7 @@ import (
 func TestSIGTERMDrainsWork(t *testing.T) {
 	t.Parallel()
 	const followers = 20000
-	s := newStack(t)
+	s := newStack(t, mariaDB)
 	env := s.with("FEEDD_BATCH_SIZE", "100", "FEEDD_DIRECT_FANOUT", "100", "FEEDD_WORKERS", "2")
 	serve := startReady(t, "serve", env, "serve")
 	work1 := startReady(t, "work 1", env, "work")
@@ -80,7 +80,7 @@ func TestSIGTERMDrainsWork(t *testing.T) {
 func TestSIGTERMDrainsServe(t *testing.T) {
 	t.Parallel()
 	const requests = 50
-	s := newStack(t)
+	s := newStack(t, mariaDB)
 	serve := startReady(t, "serve", s.env, "serve")
 	api := serve.api()
 	author, authorTok := api.newUser(s.admin, "author")

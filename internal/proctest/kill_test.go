@@ -16,8 +16,12 @@ import (
 // up with the three posts exactly once, with nothing dead-lettered.
 func TestSIGKILLOfWorkLosesNothing(t *testing.T) {
 	t.Parallel()
+	onBackends(t, sigkillOfWorkLosesNothing)
+}
+
+func sigkillOfWorkLosesNothing(t *testing.T, b backend) {
 	const followers = 40000
-	s := newStack(t)
+	s := newStack(t, b)
 	s.migrate()
 	env := s.with("FEEDD_AUTO_MIGRATE", "false",
 		"FEEDD_BATCH_SIZE", "200", "FEEDD_DIRECT_FANOUT", "100", "FEEDD_WORKERS", "2")

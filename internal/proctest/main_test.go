@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,21 +65,71 @@ func runTests(m *testing.M) int {
 	return feedtest.Main(m)
 }
 
-// services are the addresses of the real backends.
-type services struct{ mysql, redis, amqp string }
+// backend is a SQL database feedd runs on, as the tests get one: a fresh
+// database per test on a server, named to feedd by one variable.
+type backend struct {
+	name string // the subtest's name
+	env  string // the variable that points feedd at the database
+	// addr is the server's host:port, checked before a test uses it.
+	addr func(t *testing.T) string
+	// create makes a database of the test's own, removed when it ends,
+	// and returns its DSN.
+	create func(t *testing.T) string
+	open   func(ctx context.Context, dsn string) (*sqlstore.Store, error)
+}
 
-// requireServices returns the services' addresses. It skips the test,
-// loudly, when one does not answer, and fails it instead under CI=true.
-func requireServices(t *testing.T) services {
+var (
+	mariaDB = backend{
+		name: "mariadb", env: "FEEDD_MYSQL_DSN",
+		addr: func(t *testing.T) string {
+			mc, err := mysql.ParseDSN(testenv.MySQLDSN())
+			if err != nil {
+				t.Fatalf("FEEDD_TEST_MYSQL_DSN does not parse: %v", err)
+			}
+			return mc.Addr
+		},
+		create: func(t *testing.T) string { return testenv.CreateDatabase(t, "feedd_proc_") },
+		open:   sqlstore.OpenMySQL,
+	}
+	postgres = backend{
+		name: "postgres", env: "FEEDD_POSTGRES_DSN",
+		addr: func(t *testing.T) string {
+			u, err := url.Parse(testenv.PostgresDSN())
+			if err != nil || u.Port() == "" {
+				t.Fatalf("FEEDD_TEST_POSTGRES_DSN is not a postgres:// URL with a port (%v)", err)
+			}
+			return u.Host
+		},
+		create: func(t *testing.T) string { return testenv.CreatePostgresDatabase(t, "feedd_proc_") },
+		open:   sqlstore.OpenPostgres,
+	}
+	// backends are the SQL databases the scenarios that matter most for
+	// SQL (kills, outages, chaos) run on, each as a subtest.
+	backends = []backend{mariaDB, postgres}
+)
+
+// onBackends runs f as a parallel subtest per backend, named after it.
+func onBackends(t *testing.T, f func(t *testing.T, b backend)) {
+	t.Helper()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, b)
+		})
+	}
+}
+
+// services are the addresses of the real backends.
+type services struct{ redis, amqp string }
+
+// requireServices returns the addresses of Redis and RabbitMQ. It skips
+// the test, loudly, when one of them or b does not answer, and fails it
+// instead under CI=true.
+func requireServices(t *testing.T, b backend) services {
 	t.Helper()
 	s := services{
-		mysql: testenv.MySQLDSN(),
 		redis: testenv.Getenv("FEEDD_TEST_PROC_REDIS_URL", defaultRedis),
 		amqp:  testenv.AMQPURL(),
-	}
-	mc, err := mysql.ParseDSN(s.mysql)
-	if err != nil {
-		t.Fatalf("FEEDD_TEST_MYSQL_DSN does not parse: %v", err)
 	}
 	ro, err := redis.ParseURL(s.redis)
 	if err != nil {
@@ -88,13 +139,14 @@ func requireServices(t *testing.T) services {
 	if err != nil {
 		t.Fatalf("FEEDD_TEST_AMQP_URL: %v", err)
 	}
-	feedtest.RequireServices(t, mc.Addr, ro.Addr, net.JoinHostPort(au.Host, strconv.Itoa(au.Port)))
+	feedtest.RequireServices(t, b.addr(t), ro.Addr, net.JoinHostPort(au.Host, strconv.Itoa(au.Port)))
 	return s
 }
 
-// stack is one test's share of the services: its own MariaDB database,
-// Redis key prefix and queue prefix, all removed when the test ends, and
-// direct handles on the store and the cache that the feedd processes use.
+// stack is one test's share of the services: its own database on the
+// backend, Redis key prefix and queue prefix, all removed when the test
+// ends, and direct handles on the store and the cache that the feedd
+// processes use.
 type stack struct {
 	t          *testing.T
 	env        map[string]string // FEEDD_* variables every process of the test gets
@@ -105,16 +157,16 @@ type stack struct {
 	amqpPrefix string
 }
 
-func newStack(t *testing.T) *stack {
+func newStack(t *testing.T, b backend) *stack {
 	t.Helper()
-	svc := requireServices(t)
+	svc := requireServices(t, b)
 	ctx := context.Background()
 	id := testenv.RandHex(5)
 
-	dsn := testenv.CreateDatabase(t, "feedd_proc_")
-	store, err := sqlstore.OpenMySQL(ctx, dsn)
+	dsn := b.create(t)
+	store, err := b.open(ctx, dsn)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("open the %s store: %v", b.name, err)
 	}
 	t.Cleanup(func() { store.Close() })
 
@@ -135,7 +187,7 @@ func newStack(t *testing.T) *stack {
 		amqpURL: svc.amqp, amqpPrefix: amqpPrefix,
 	}
 	s.env = map[string]string{
-		"FEEDD_MYSQL_DSN":    dsn,
+		b.env:                dsn,
 		"FEEDD_REDIS_URL":    svc.redis,
 		"FEEDD_REDIS_PREFIX": redisPrefix,
 		"FEEDD_AMQP_URL":     svc.amqp,

@@ -82,12 +82,16 @@ func (c *client) feedAll(token string) []int64 {
 // backlog and every follower's feed catches up, each post exactly once.
 func TestBrokerOutage(t *testing.T) {
 	t.Parallel()
+	onBackends(t, brokerOutage)
+}
+
+func brokerOutage(t *testing.T, b backend) {
 	const (
 		followers = 3000
 		before    = 20 // posts published with the broker up
 		during    = 40 // posts published while it is unreachable
 	)
-	s := newStack(t)
+	s := newStack(t, b)
 	s.migrate()
 	mq, mqURL := proxied(t, s.amqpURL)
 	env := s.with("FEEDD_AUTO_MIGRATE", "false", "FEEDD_AMQP_URL", mqURL,
@@ -174,7 +178,11 @@ func TestBrokerOutage(t *testing.T) {
 // (fan-out, follow backfill, unfollow removal) leaves a gap or a stale post.
 func TestRedisOutage(t *testing.T) {
 	t.Parallel()
-	s := newStack(t)
+	onBackends(t, redisOutage)
+}
+
+func redisOutage(t *testing.T, b backend) {
+	s := newStack(t, b)
 	s.migrate()
 	rd, redisURL := proxied(t, s.env["FEEDD_REDIS_URL"])
 	env := s.with("FEEDD_AUTO_MIGRATE", "false", "FEEDD_REDIS_URL", redisURL)

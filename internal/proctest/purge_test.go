@@ -18,7 +18,7 @@ import (
 func TestPurgeSurvivesSIGKILL(t *testing.T) {
 	t.Parallel()
 	const followers = 60000
-	s := newStack(t)
+	s := newStack(t, mariaDB)
 	s.migrate()
 	env := s.with("FEEDD_AUTO_MIGRATE", "false", "FEEDD_PURGE_LEASE", "2s")
 	serve := startReady(t, "serve", env, "serve")

@@ -21,7 +21,7 @@ import (
 func TestTwoServeTwoWork(t *testing.T) {
 	t.Parallel()
 	const followers = 2000
-	s := newStack(t)
+	s := newStack(t, mariaDB)
 	s.migrate()
 	env := s.with("FEEDD_AUTO_MIGRATE", "false",
 		"FEEDD_BATCH_SIZE", "50", "FEEDD_DIRECT_FANOUT", "100", "FEEDD_WORKERS", "2")
@@ -154,7 +154,7 @@ func scrape(t *testing.T, p *proc) map[string]float64 {
 func TestProcessesComeAndGo(t *testing.T) {
 	t.Parallel()
 	const followers = 1500
-	s := newStack(t)
+	s := newStack(t, mariaDB)
 	s.migrate()
 	env := s.with("FEEDD_AUTO_MIGRATE", "false",
 		"FEEDD_BATCH_SIZE", "50", "FEEDD_DIRECT_FANOUT", "100", "FEEDD_WORKERS", "2")

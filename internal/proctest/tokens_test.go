@@ -13,7 +13,7 @@ import (
 // user's standing); a token minted after the revocation works on both.
 func TestRevocationReachesEveryServe(t *testing.T) {
 	t.Parallel()
-	s := newStack(t)
+	s := newStack(t, mariaDB)
 	s.migrate()
 	env := s.with("FEEDD_AUTO_MIGRATE", "false")
 	a := startReady(t, "serve A", env, "serve").api()

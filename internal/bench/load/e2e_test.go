@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,10 +22,11 @@ import (
 )
 
 // The end-to-end test builds feedd, writes a tiny graph into a fresh
-// MariaDB database with `feedd bench graph`, and runs `feedd bench run`
-// over all three models against the real Redis (database 5, a random
-// prefix) and RabbitMQ (a random prefix), as a user would. Without the
-// services it skips loudly; under CI=true it fails.
+// database (MariaDB, and PostgreSQL in a subtest of its own) with `feedd
+// bench graph`, and runs `feedd bench run` over all three models against
+// the real Redis (database 5, a random prefix) and RabbitMQ (a random
+// prefix), as a user would. Without the services it skips loudly; under
+// CI=true it fails.
 
 const e2eRedis = "redis://127.0.0.1:6379/5"
 
@@ -55,13 +57,42 @@ func feeddCmd(t *testing.T, ctx context.Context, exe string, env []string, args 
 	return out.String()
 }
 
-// childEnv creates a MariaDB database for one test, dropped when it ends,
+// sqlBackend is a SQL database bench's children run on.
+type sqlBackend struct {
+	name string // the subtest's name
+	env  string // the variable that names the database to feedd
+	// create makes a database of the test's own, dropped when it ends,
+	// and returns its DSN.
+	create func(tb testing.TB, prefix string) string
+}
+
+var (
+	mariaDB  = sqlBackend{"mariadb", "FEEDD_MYSQL_DSN", testenv.CreateDatabase}
+	postgres = sqlBackend{"postgres", "FEEDD_POSTGRES_DSN", testenv.CreatePostgresDatabase}
+)
+
+// requireServices skips the test loudly (fails it under CI=true) unless
+// db's server, Redis and RabbitMQ answer.
+func requireServices(t *testing.T, db sqlBackend) {
+	t.Helper()
+	if db.env != postgres.env {
+		feedtest.RequireServices(t)
+		return
+	}
+	u, err := url.Parse(testenv.PostgresDSN())
+	if err != nil {
+		t.Fatalf("FEEDD_TEST_POSTGRES_DSN: %v", err)
+	}
+	feedtest.RequireServices(t, u.Host, "127.0.0.1:6379", "127.0.0.1:5672")
+}
+
+// childEnv creates a database on db for one test, dropped when it ends,
 // and returns the environment of the feedd children bench starts: the
 // test's own, less the developer's FEEDD_* settings, plus that database,
 // redisURL, the broker, fresh secrets, quiet logs and extra.
-func childEnv(t *testing.T, dbPrefix, redisURL string, extra ...string) []string {
+func childEnv(t *testing.T, db sqlBackend, dbPrefix, redisURL string, extra ...string) []string {
 	t.Helper()
-	dsn := testenv.CreateDatabase(t, dbPrefix)
+	dsn := db.create(t, dbPrefix)
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "FEEDD_") {
@@ -69,7 +100,7 @@ func childEnv(t *testing.T, dbPrefix, redisURL string, extra ...string) []string
 		}
 	}
 	env = append(env,
-		"FEEDD_MYSQL_DSN="+dsn,
+		db.env+"="+dsn,
 		"FEEDD_REDIS_URL="+redisURL,
 		"FEEDD_AMQP_URL="+testenv.AMQPURL(),
 		"FEEDD_ADMIN_TOKEN=admin-"+testenv.RandHex(16),
@@ -83,7 +114,13 @@ func TestBenchEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds feedd and runs it three times")
 	}
-	feedtest.RequireServices(t)
+	for _, db := range []sqlBackend{mariaDB, postgres} {
+		t.Run(db.name, func(t *testing.T) { benchEndToEnd(t, db) })
+	}
+}
+
+func benchEndToEnd(t *testing.T, db sqlBackend) {
+	requireServices(t, db)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -91,7 +128,7 @@ func TestBenchEndToEnd(t *testing.T) {
 
 	redisURL := testenv.Getenv("FEEDD_TEST_BENCH_REDIS_URL", e2eRedis)
 	runPrefix := "bench" + testenv.RandHex(4) + "-"
-	env := childEnv(t, "feedd_bench_", redisURL,
+	env := childEnv(t, db, "feedd_bench_", redisURL,
 		// The celebrity's 1,500 followers are above it: hybrid pulls it.
 		"FEEDD_PULL_THRESHOLD=1000",
 	)

@@ -29,7 +29,7 @@ func TestMixedLoad(t *testing.T) {
 	dir := t.TempDir()
 	exe := buildFeedd(t, dir)
 
-	env := childEnv(t, "feedd_mixed_", testenv.Getenv("FEEDD_TEST_BENCH_REDIS_URL", e2eRedis), "FEEDD_PULL_THRESHOLD=1000")
+	env := childEnv(t, mariaDB, "feedd_mixed_", testenv.Getenv("FEEDD_TEST_BENCH_REDIS_URL", e2eRedis), "FEEDD_PULL_THRESHOLD=1000")
 	graph := filepath.Join(dir, "graph.json")
 	feeddCmd(t, ctx, exe, env, "bench", "graph", "--users", "3000", "--celebrities", "1", "--celebrity-followers", "1500",
 		"--posts-per-user", "5", "--cohorts", "50", "--cohort-readers", "10", "--sample-users", "500", "--out", graph)

@@ -36,7 +36,7 @@ func TestBenchWorkProcsOnCluster(t *testing.T) {
 	exe := buildFeedd(t, dir)
 
 	runPrefix := "bench" + testenv.RandHex(4) + "-"
-	env := childEnv(t, "feedd_bench_", clusterURL, "FEEDD_BATCH_SIZE=200", "FEEDD_DIRECT_FANOUT=500")
+	env := childEnv(t, mariaDB, "feedd_bench_", clusterURL, "FEEDD_BATCH_SIZE=200", "FEEDD_DIRECT_FANOUT=500")
 	graph := filepath.Join(dir, "graph.json")
 	feeddCmd(t, ctx, exe, env, "bench", "graph", "--users", "3000", "--celebrities", "1", "--celebrity-followers", "2000",
 		"--posts-per-user", "2", "--cohorts", "50", "--cohort-readers", "5", "--sample-users", "50", "--out", graph)

@@ -30,7 +30,7 @@ func TestBenchStreamTier(t *testing.T) {
 	exe := buildFeedd(t, dir)
 
 	redisURL := testenv.Getenv("FEEDD_TEST_BENCH_REDIS_URL", e2eRedis)
-	env := childEnv(t, "feedd_bench_", redisURL)
+	env := childEnv(t, mariaDB, "feedd_bench_", redisURL)
 	graph := filepath.Join(dir, "graph.json")
 	feeddCmd(t, ctx, exe, env, "bench", "graph", "--users", "1500", "--celebrities", "1", "--celebrity-followers", "1000",
 		"--posts-per-user", "2", "--cohorts", "50", "--cohort-readers", "5", "--sample-users", "50", "--out", graph)
