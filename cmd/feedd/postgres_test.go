@@ -8,9 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/feedd/feedd/internal/feed/feedtest"
-	"github.com/feedd/feedd/internal/testenv"
 )
 
 // TestPostgresDeployment: on a fresh PostgreSQL database, `feedd migrate`
@@ -19,8 +16,7 @@ import (
 // HTTP, says it runs on postgres, and is ready; `feedd import` and
 // `feedd export` work on the same database.
 func TestPostgresDeployment(t *testing.T) {
-	feedtest.RequireServices(t, "127.0.0.1:6379", "127.0.0.1:5672")
-	env := postgresEnv(t, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
+	env := stackEnv(t, "postgres")
 	env["FEEDD_AUTO_MIGRATE"] = "false"
 	env["FEEDD_REFRESH_INTERVAL"] = "1ms"
 
@@ -83,8 +79,7 @@ func TestPostgresDeployment(t *testing.T) {
 // server as the write pool's session settings, and the ops console
 // answers on PostgreSQL.
 func TestPostgresTimeouts(t *testing.T) {
-	feedtest.RequireServices(t, "127.0.0.1:6379", "127.0.0.1:5672")
-	env := postgresEnv(t, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
+	env := stackEnv(t, "postgres")
 	in := startFeedd(t, env, nil, "FEEDD_SQL_WRITE_TIMEOUT", "7s", "FEEDD_SQL_LOCK_TIMEOUT", "3s")
 	for setting, want := range map[string]string{"statement_timeout": "7s", "lock_timeout": "3s"} {
 		var got string

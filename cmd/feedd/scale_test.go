@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"net/url"
 	"os"
@@ -26,18 +25,6 @@ import (
 // The scale-out tests: a Redis Cluster master dies in the middle of a
 // fan-out, RabbitMQ closes feedd's connections in the middle of one, and
 // the read path goes to a replica.
-
-// stackEnv returns the environment of the named stack for t.
-func stackEnv(t *testing.T, name string) map[string]string {
-	t.Helper()
-	for _, s := range stacks {
-		if s.name == name {
-			return s.env(t)
-		}
-	}
-	t.Fatalf("no stack %q", name)
-	return nil
-}
 
 // userTokens mints a token for each of ids.
 func userTokens(t *testing.T, in *instance, ids []int64) []string {
@@ -89,9 +76,8 @@ func feedsEventually(t *testing.T, in *instance, tokens []string, want []string,
 // (.ci/run starts one on ports 7100-7105), because other packages' tests
 // use the shared one at the same time.
 func TestClusterMasterDiesDuringFanout(t *testing.T) {
-	feedtest.RequireServices(t)
 	url := clusterURLFrom(t, "FEEDD_TEST_REDIS_FAILOVER_CLUSTER_URL", "FEEDD_CLUSTER_PORT=7100 .ci/redis-cluster.sh")
-	env := servicesEnv(t, url)
+	env := servicesEnv(t, mariaDB, url)
 	c := clusterClient(t, url)
 	t.Cleanup(func() { deletePrefix(t, c, env["FEEDD_REDIS_PREFIX"]) })
 	t.Cleanup(func() { restoreCluster(t, url) })
@@ -338,64 +324,21 @@ func TestBrokerClosesConnectionsDuringFanout(t *testing.T) {
 	}
 }
 
-// TestReadReplica: with FEEDD_MYSQL_READ_DSN the feed is read from the
-// replica, and what must see its own writes from the primary. The
-// "replica" is a second database that the test copies the primary into
-// by hand, so it lags exactly as much as the test says: a post made after
-// the last copy is served by GET /v1/posts/{id} (primary) but is not in
-// a feed (replica) until the next copy.
+// TestReadReplica: with FEEDD_MYSQL_READ_DSN (FEEDD_POSTGRES_READ_DSN)
+// the feed is read from the replica, and what must see its own writes
+// from the primary. The "replica" is a copy that the test makes of the
+// primary by hand (newReplica), so it lags exactly as much as the test
+// says: a post made after the last copy is served by GET /v1/posts/{id}
+// (primary) but is not in a feed (replica) until the next copy.
 func TestReadReplica(t *testing.T) {
-	env := stackEnv(t, "services")
-	root := testenv.MySQLDSN()
-	primary := strings.TrimPrefix(env["FEEDD_MYSQL_DSN"], root)
-	replica := primary + "_replica"
-	db, err := sql.Open("mysql", root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = db.Exec("DROP DATABASE IF EXISTS " + replica)
-		db.Close()
-	})
-	if _, err := db.Exec("CREATE DATABASE " + replica + " CHARACTER SET utf8mb4"); err != nil {
-		t.Fatal(err)
-	}
-	var tables []string
-	replicate := func() {
-		t.Helper()
-		if tables == nil {
-			rows, err := db.Query("SELECT table_name FROM information_schema.tables WHERE table_schema = ?", primary)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-				var name string
-				if err := rows.Scan(&name); err != nil {
-					t.Fatal(err)
-				}
-				tables = append(tables, name)
-			}
-			rows.Close()
-			for _, tb := range tables {
-				if _, err := db.Exec(fmt.Sprintf("CREATE TABLE %s.%s LIKE %s.%s", replica, tb, primary, tb)); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		for _, tb := range tables {
-			for _, q := range []string{
-				fmt.Sprintf("DELETE FROM %s.%s", replica, tb),
-				fmt.Sprintf("INSERT INTO %s.%s SELECT * FROM %s.%s", replica, tb, primary, tb),
-			} {
-				if _, err := db.Exec(q); err != nil {
-					t.Fatalf("replicate: %s: %v", q, err)
-				}
-			}
-		}
-	}
+	forEachSQLServer(t, testReadReplica)
+}
+
+func testReadReplica(t *testing.T, env map[string]string) {
+	replicate := newReplica(t, env)
 	// Pull mode reads every feed page from SQL, so each page shows which
 	// database answered.
-	in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", "pull", "FEEDD_MYSQL_READ_DSN", root+replica)
+	in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", "pull")
 	author, authorTok := in.user("author")
 	_, readerTok := in.user("reader")
 	in.follow(readerTok, author)
