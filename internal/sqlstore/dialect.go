@@ -16,8 +16,9 @@ import (
 //go:embed migrations
 var migrationFiles embed.FS
 
-// dialect is what differs between MySQL and SQLite. The queries are
-// otherwise shared: both take ? placeholders and LIMIT.
+// dialect is what differs between MySQL, SQLite and PostgreSQL. The
+// queries are otherwise shared: all take ? placeholders (rewritten to $n
+// for PostgreSQL as they pass its connections) and LIMIT.
 type dialect struct {
 	// migrations holds this dialect's numbered .sql files.
 	migrations fs.FS

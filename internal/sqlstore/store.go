@@ -1,8 +1,8 @@
 // Package sqlstore is feedd's source of truth: users, posts, the follow
 // graph, idempotency keys and the transactional outbox, on database/sql.
-// One Store runs on MySQL / MariaDB (production, several processes) and on
-// embedded SQLite (the single-process default); the differences live in a
-// small dialect value. Everything the caches hold can be rebuilt from here.
+// One Store runs on MySQL / MariaDB or PostgreSQL (production, several
+// processes) and on embedded SQLite (the single-process default); the
+// differences live in a small dialect value. Everything the caches hold can be rebuilt from here.
 package sqlstore
 
 import (
