@@ -73,6 +73,11 @@ type dialect struct {
 	// picks a secondary index and locks every like of the users, or of a
 	// hot post.
 	likesByKey string
+	// lockLikePairs, when set, locks the batch writer's (user, post)
+	// pairs before its locking read, rows or not (see
+	// postgresLockLikePairs). MySQL's locking read locks the gap of a
+	// missing row itself, and SQLite serializes its writers.
+	lockLikePairs func(ctx context.Context, tx *sql.Tx, pairs []likePair) error
 	// duplicate reports whether err is a primary-key or unique violation.
 	duplicate func(err error) bool
 	// retryable reports whether err aborted a transaction that can simply

@@ -70,6 +70,11 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 			version int64
 		}
 		stored := make(map[likePair]row, len(pairs))
+		if s.d.lockLikePairs != nil {
+			if err := s.d.lockLikePairs(ctx, tx, pairs); err != nil {
+				return err
+			}
+		}
 		for start := 0; start < len(pairs); start += likePairsPerSelect {
 			chunk := pairs[start:min(start+likePairsPerSelect, len(pairs))]
 			args := make([]any, 0, 2*len(chunk))
@@ -112,7 +117,9 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 			case !ev.Liked && r.liked:
 				out.Deltas[p.post]--
 			}
-			vals = append(vals, p.user, p.post, ev.Liked, ev.Version)
+			// liked is a 0/1 integer column: PostgreSQL's driver does
+			// not encode a bool into SMALLINT.
+			vals = append(vals, p.user, p.post, boolInt(ev.Liked), ev.Version)
 		}
 		for start := 0; start < len(vals); start += 4 * chunkSize {
 			chunk := vals[start:min(start+4*chunkSize, len(vals))]

@@ -12,7 +12,7 @@ import (
 
 // TestLikes runs the likes tests on both backends.
 func TestLikes(t *testing.T) {
-	for _, b := range []backend{{name: "sqlite", setup: setupSQLite}, {name: "mysql", setup: setupMySQL}} {
+	for _, b := range []backend{{name: "sqlite", setup: setupSQLite}, {name: "mysql", setup: setupMySQL}, {name: "postgres", setup: setupPostgres}} {
 		t.Run(b.name, func(t *testing.T) {
 			e := &env{backend: b.name, newDB: b.setup(t)}
 			t.Run("ApplyIdempotent", func(t *testing.T) { testApplyIdempotent(t, e) })

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -71,9 +72,43 @@ var postgresDialect = dialect{
 		" updated_at = excluded.updated_at WHERE excluded.last_read_id > markers.last_read_id",
 	bumpStale:       " ON CONFLICT (user_id) DO UPDATE SET mark = stale_feeds.mark + 1",
 	updateReturning: true,
+	lockLikePairs:   postgresLockLikePairs,
 	setMarker: "INSERT INTO markers (user_id, last_read_id, updated_at) VALUES (?, ?, ?)" +
 		" ON CONFLICT (user_id) DO UPDATE SET last_read_id = excluded.last_read_id, updated_at = excluded.updated_at" +
 		" WHERE excluded.last_read_id > markers.last_read_id RETURNING last_read_id, updated_at",
+}
+
+// postgresLockLikePairs takes a transaction advisory lock per (user, post)
+// pair of a likes batch, in one order for every writer. The batch writer
+// reads each pair's row FOR UPDATE and counts a like only if the row did
+// not say liked; PostgreSQL's row locks cover rows that exist only, so two
+// writers of the same new like would both read no row and both count it.
+// With the lock, the second waits for the first to commit and then reads
+// its row. Pairs share a lock when their 32-bit hashes collide, which only
+// makes one wait for the other.
+func postgresLockLikePairs(ctx context.Context, tx *sql.Tx, pairs []likePair) error {
+	// The two-key form, whose keys are apart from the migration lock's.
+	const space = 0x6c696b65 // "like"
+	keys := make([]int64, len(pairs))
+	for i, p := range pairs {
+		h := (uint64(p.user)*0x9e3779b97f4a7c15 ^ uint64(p.post)) * 0xc2b2ae3d27d4eb4f
+		keys[i] = int64(int32(h >> 32))
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	for start := 0; start < len(keys); start += chunkSize {
+		chunk := keys[start:min(start+chunkSize, len(keys))]
+		args := make([]any, len(chunk))
+		for i, k := range chunk {
+			args[i] = k
+		}
+		// The VALUES rows are locked in the order written, ascending.
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock("+strconv.Itoa(space)+", k::int) FROM (VALUES "+
+			strings.TrimSuffix(strings.Repeat("(?::bigint), ", len(chunk)), ", ")+") AS pairs (k)", args...); err != nil {
+			return fmt.Errorf("lock %d like pairs: %w", len(chunk), err)
+		}
+	}
+	return nil
 }
 
 // postgresLockMigrations takes a session advisory lock: other processes

@@ -13,7 +13,7 @@ import (
 )
 
 func TestPurge(t *testing.T) {
-	for _, b := range []backend{{name: "sqlite", setup: setupSQLite}, {name: "mysql", setup: setupMySQL}} {
+	for _, b := range []backend{{name: "sqlite", setup: setupSQLite}, {name: "mysql", setup: setupMySQL}, {name: "postgres", setup: setupPostgres}} {
 		t.Run(b.name, func(t *testing.T) {
 			e := &env{backend: b.name, newDB: b.setup(t)}
 			t.Run("Steps", func(t *testing.T) { testPurgeSteps(t, e) })
