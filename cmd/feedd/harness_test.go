@@ -138,11 +138,15 @@ func stackEnv(t *testing.T, name string) map[string]string {
 	return nil
 }
 
+// sqlServerStacks are the stacks of the two SQL servers with a single
+// Redis.
+var sqlServerStacks = []string{"services", "postgres"}
+
 // forEachSQLServer runs f as a subtest on the stack of each SQL server
 // with a single Redis (services on MariaDB, postgres): for what a test
 // does to, or checks of, the SQL server itself.
 func forEachSQLServer(t *testing.T, f func(t *testing.T, env map[string]string)) {
-	for _, name := range []string{"services", "postgres"} {
+	for _, name := range sqlServerStacks {
 		t.Run(name, func(t *testing.T) { f(t, stackEnv(t, name)) })
 	}
 }

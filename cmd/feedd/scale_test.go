@@ -249,79 +249,84 @@ func closeBrokerConnections(t *testing.T, prefix string) int {
 
 // TestBrokerClosesConnectionsDuringFanout: RabbitMQ closes feedd's
 // connections (both, publishing and consuming) twice while posts fan out,
-// on quorum and on classic queues. feedd reconnects, declares its
+// on quorum and on classic queues, on either SQL server. feedd reconnects, declares its
 // topology again and resumes: every inbox holds every post exactly once,
 // and nothing is dead-lettered.
 func TestBrokerClosesConnectionsDuringFanout(t *testing.T) {
 	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
 		feedtest.Missing(t, "rabbitmqctl is not on PATH: %v", err)
 	}
-	for _, qt := range []string{"quorum", "classic"} {
-		t.Run(qt, func(t *testing.T) {
-			env := stackEnv(t, "services")
-			prefix := env["FEEDD_AMQP_PREFIX"]
-			in := startFeedd(t, env, nil, "FEEDD_AMQP_QUEUE_TYPE", qt,
-				"FEEDD_BATCH_SIZE", "25", "FEEDD_DIRECT_FANOUT", "10", "FEEDD_WORKERS", "2")
-			author, authorTok := in.user("author")
-			authorID, _ := feed.ParseID(author)
-			followers := bulkFollowers(t, in, authorID, 1500)
-			ctx := context.Background()
-			for _, f := range followers {
-				if err := in.d.cache.FillInbox(ctx, f, nil, true, time.Hour); err != nil {
-					t.Fatal(err)
-				}
+	for _, stack := range sqlServerStacks {
+		t.Run(stack, func(t *testing.T) {
+			for _, qt := range []string{"quorum", "classic"} {
+				t.Run(qt, func(t *testing.T) { testBrokerClosesConnections(t, stackEnv(t, stack), qt) })
 			}
-			testenv.Eventually(t, 10*time.Second, "feedd's two connections show in rabbitmqctl", func() bool {
-				return len(brokerConnections(t, prefix)) == 2
-			})
-			var ids []int64
-			for i := range 3 {
-				p := in.post(authorTok, fmt.Sprintf("post %d", i))
-				id, _ := feed.ParseID(p)
-				ids = append(ids, id)
-				if i < 2 {
-					// In the middle of this post's fan-out: some inbox
-					// has it, not all.
-					// Generous: after the first close the consumers
-					// reconnect with backoff, which a loaded machine
-					// stretches; what is proven is that it resumes.
-					testenv.Eventually(t, time.Minute, "the fan-out starts", func() bool {
-						pg, err := in.d.cache.InboxPage(ctx, followers[len(followers)-1], 0, 5)
-						return err == nil && slices.Contains(pg.IDs, id) ||
-							func() bool {
-								pg, err := in.d.cache.InboxPage(ctx, followers[0], 0, 5)
-								return err == nil && slices.Contains(pg.IDs, id)
-							}()
-					})
-					if n := closeBrokerConnections(t, prefix); n == 0 {
-						t.Fatalf("found no connection named \"feedd %s…\" to close", prefix)
-					}
-				}
-			}
-			slices.Reverse(ids)
-			deadline := time.Now().Add(90 * time.Second)
-			for _, f := range followers {
-				for {
-					pg, err := in.d.cache.InboxPage(ctx, f, 0, 10)
-					if err == nil && slices.Equal(pg.IDs, ids) {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("inbox of %d = %v, %v; want exactly %v", f, pg.IDs, err, ids)
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
-			}
-			for _, q := range []string{feed.QueuePosts, feed.QueueTasks} {
-				if n, err := in.d.broker.DeadLetters(ctx, q); err != nil || n != 0 {
-					t.Errorf("dead letters of %s = %d, %v; want 0", q, n, err)
-				}
-			}
-			testenv.Eventually(t, 10*time.Second, "feedd reconnected both connections", func() bool {
-				return len(brokerConnections(t, prefix)) == 2
-			})
 		})
 	}
+}
+
+func testBrokerClosesConnections(t *testing.T, env map[string]string, qt string) {
+	prefix := env["FEEDD_AMQP_PREFIX"]
+	in := startFeedd(t, env, nil, "FEEDD_AMQP_QUEUE_TYPE", qt,
+		"FEEDD_BATCH_SIZE", "25", "FEEDD_DIRECT_FANOUT", "10", "FEEDD_WORKERS", "2")
+	author, authorTok := in.user("author")
+	authorID, _ := feed.ParseID(author)
+	followers := bulkFollowers(t, in, authorID, 1500)
+	ctx := context.Background()
+	for _, f := range followers {
+		if err := in.d.cache.FillInbox(ctx, f, nil, true, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 10*time.Second, "feedd's two connections show in rabbitmqctl", func() bool {
+		return len(brokerConnections(t, prefix)) == 2
+	})
+	var ids []int64
+	for i := range 3 {
+		p := in.post(authorTok, fmt.Sprintf("post %d", i))
+		id, _ := feed.ParseID(p)
+		ids = append(ids, id)
+		if i < 2 {
+			// In the middle of this post's fan-out: some inbox
+			// has it, not all.
+			// Generous: after the first close the consumers
+			// reconnect with backoff, which a loaded machine
+			// stretches; what is proven is that it resumes.
+			testenv.Eventually(t, time.Minute, "the fan-out starts", func() bool {
+				pg, err := in.d.cache.InboxPage(ctx, followers[len(followers)-1], 0, 5)
+				return err == nil && slices.Contains(pg.IDs, id) ||
+					func() bool {
+						pg, err := in.d.cache.InboxPage(ctx, followers[0], 0, 5)
+						return err == nil && slices.Contains(pg.IDs, id)
+					}()
+			})
+			if n := closeBrokerConnections(t, prefix); n == 0 {
+				t.Fatalf("found no connection named \"feedd %s…\" to close", prefix)
+			}
+		}
+	}
+	slices.Reverse(ids)
+	deadline := time.Now().Add(90 * time.Second)
+	for _, f := range followers {
+		for {
+			pg, err := in.d.cache.InboxPage(ctx, f, 0, 10)
+			if err == nil && slices.Equal(pg.IDs, ids) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("inbox of %d = %v, %v; want exactly %v", f, pg.IDs, err, ids)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for _, q := range []string{feed.QueuePosts, feed.QueueTasks} {
+		if n, err := in.d.broker.DeadLetters(ctx, q); err != nil || n != 0 {
+			t.Errorf("dead letters of %s = %d, %v; want 0", q, n, err)
+		}
+	}
+	testenv.Eventually(t, 10*time.Second, "feedd reconnected both connections", func() bool {
+		return len(brokerConnections(t, prefix)) == 2
+	})
 }
 
 // TestReadReplica: with FEEDD_MYSQL_READ_DSN (FEEDD_POSTGRES_READ_DSN)
