@@ -18,7 +18,6 @@ import (
 // test finds the server of its stack from the stack's environment
 // (serverOf).
 type sqlServer struct {
-	name string // as feedd's start line names it
 	// variable and readVariable are the settings that name a feedd's
 	// database and its read replica on this server.
 	variable, readVariable string
@@ -41,7 +40,6 @@ type sqlServer struct {
 }
 
 var mariaDB = &sqlServer{
-	name:         "mysql",
 	variable:     "FEEDD_MYSQL_DSN",
 	readVariable: "FEEDD_MYSQL_READ_DSN",
 	testDSN:      testenv.MySQLDSN,
@@ -80,7 +78,6 @@ var mariaDB = &sqlServer{
 }
 
 var postgreSQL = &sqlServer{
-	name:         "postgres",
 	variable:     "FEEDD_POSTGRES_DSN",
 	readVariable: "FEEDD_POSTGRES_READ_DSN",
 	testDSN:      testenv.PostgresDSN,
