@@ -28,7 +28,7 @@ func TestBenchGraph(t *testing.T) {
 		})
 	})
 	t.Run("postgres", func(t *testing.T) {
-		dsn := createPostgres(t)
+		dsn := createDatabase(t, postgreSQL)
 		testBenchGraph(t, map[string]string{"FEEDD_POSTGRES_DSN": dsn}, "postgres", func() (*sqlstore.Store, error) {
 			return sqlstore.OpenPostgres(context.Background(), dsn)
 		})

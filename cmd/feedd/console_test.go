@@ -59,7 +59,7 @@ func deadLetters(o census.Overview, queue string) int64 {
 
 // TestOpsConsole runs the console's figures and its requeue against the
 // real program on every stack: on the embedded default one process of
-// role all, on the services and the Cluster two serve processes and a
+// role all, on the stacks of real services two serve processes and a
 // work process, which every serving process's overview lists. Rates move
 // once posts are published and feeds read; a post whose fan-out fails past
 // its retries shows as a dead letter, and the console's requeue delivers
@@ -80,7 +80,7 @@ func TestOpsConsole(t *testing.T) {
 
 		var writer, reader, worker *instance // publishes go to one, reads to the other
 		var want []string                    // "role pid" of the processes
-		if _, ok := env["FEEDD_MYSQL_DSN"]; !ok {
+		if serverOf(env) == nil {
 			writer = startFeedd(t, env, breakPosts(101), beat...)
 			reader = writer
 			want = []string{"all 101"}

@@ -39,7 +39,7 @@ import (
 //	FEEDD_COST_OUT=/tmp/cost.json FEEDD_TEST_E2E_REDIS_URL=redis://127.0.0.1:6379/8 \
 //	    go test -count=1 -run TestCostPerOperation -v ./cmd/feedd/
 func TestCostPerOperation(t *testing.T) {
-	for _, name := range []string{"services", "cluster"} {
+	for _, name := range []string{"services", "cluster", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			costs := measureCosts(t, stackEnv(t, name))
 			if out := os.Getenv("FEEDD_COST_OUT"); out != "" {

@@ -157,13 +157,16 @@ func (p *stallProxy) close() {
 	p.wg.Wait()
 }
 
-// TestSQLBreaker: with MariaDB stalled (through a proxy this test owns),
-// feed reads answer from Redis alone, marked degraded, writes fail fast
-// with 503, /readyz names sql; when it answers again all recovers.
+// TestSQLBreaker: with MariaDB or PostgreSQL stalled (through a proxy
+// this test owns), feed reads answer from Redis alone, marked degraded,
+// writes fail fast with 503, /readyz names sql; when it answers again all
+// recovers.
 func TestSQLBreaker(t *testing.T) {
-	env := stacks[1].env(t) // the real services
-	proxy := newStallProxy(t, "127.0.0.1:3306")
-	env["FEEDD_MYSQL_DSN"] = strings.Replace(env["FEEDD_MYSQL_DSN"], "127.0.0.1:3306", proxy.addr(), 1)
+	forEachSQLServer(t, testSQLBreaker)
+}
+
+func testSQLBreaker(t *testing.T, env map[string]string) {
+	proxy := stallSQL(t, env)
 	// The cooldown outlasts the checks made while the breaker is open,
 	// also on a loaded machine: a breaker that goes half-open between
 	// them lets one call through to the stalled database.
@@ -341,7 +344,10 @@ func TestSwitchesEndToEnd(t *testing.T) {
 // TestSwitchesReachEveryProcess: a switch set through one process holds
 // in another process of the same deployment within the poll interval.
 func TestSwitchesReachEveryProcess(t *testing.T) {
-	env := stacks[1].env(t)
+	forEachSQLServer(t, testSwitchesReachEveryProcess)
+}
+
+func testSwitchesReachEveryProcess(t *testing.T, env map[string]string) {
 	a, _ := runFeedd(t, env, "FEEDD_SWITCH_POLL", "50ms", "FEEDD_LOG_LEVEL", "error")
 	b, _ := runFeedd(t, env, "FEEDD_SWITCH_POLL", "50ms", "FEEDD_LOG_LEVEL", "error")
 	_, tok := a.user("writer")
@@ -429,7 +435,10 @@ func TestRequestIDFollowsAPost(t *testing.T) {
 // fan-out stuck on slow SQL), the API still reads and writes on its own
 // pools.
 func TestBulkheads(t *testing.T) {
-	env := stacks[1].env(t)
+	forEachSQLServer(t, testBulkheads)
+}
+
+func testBulkheads(t *testing.T, env map[string]string) {
 	in := startFeedd(t, env, nil, "FEEDD_SQL_WORK_CONNS", "2")
 	if in.d.workStore == in.d.store {
 		t.Fatal("the API and the workers share one store; want separate pools")
@@ -546,9 +555,11 @@ func grepLines(text, sub string) string {
 // to open), reads pile up to the in-flight bound; one more is shed at once
 // with 503 instead of joining the queue, and writes keep their own slots.
 func TestLoadSheddingWhenSQLHangs(t *testing.T) {
-	env := stacks[1].env(t)
-	proxy := newStallProxy(t, "127.0.0.1:3306")
-	env["FEEDD_MYSQL_DSN"] = strings.Replace(env["FEEDD_MYSQL_DSN"], "127.0.0.1:3306", proxy.addr(), 1)
+	forEachSQLServer(t, testLoadSheddingWhenSQLHangs)
+}
+
+func testLoadSheddingWhenSQLHangs(t *testing.T, env map[string]string) {
+	proxy := stallSQL(t, env)
 	in, _ := runFeedd(t, env,
 		"FEEDD_MAX_INFLIGHT_READS", "2", "FEEDD_SHED_WAIT", "20ms",
 		"FEEDD_SQL_TIMEOUT", "3s", "FEEDD_BREAKER_FAILURES", "1000", "FEEDD_LOG_LEVEL", "error")

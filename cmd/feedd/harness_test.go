@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -24,12 +22,13 @@ import (
 	"github.com/feedd/feedd/internal/testenv"
 )
 
-// The behavioural suite runs every test against three stacks: the
+// The behavioural suite runs every test against four stacks: the
 // embedded default (SQLite, in-process cache and queue), the real services
-// (MariaDB, Redis, RabbitMQ on this machine's loopback defaults), and the
+// (MariaDB, Redis, RabbitMQ on this machine's loopback defaults), the
 // same with a Redis Cluster instead of the single Redis
-// (FEEDD_TEST_REDIS_CLUSTER_URL, which .ci/redis-cluster.sh prints), over
-// real HTTP. Under CI=true a missing service fails the run.
+// (FEEDD_TEST_REDIS_CLUSTER_URL, which .ci/redis-cluster.sh prints), and
+// the real services with PostgreSQL in MariaDB's place, over real HTTP.
+// Under CI=true a missing service fails the run.
 
 // testRedis is the suite's Redis unless FEEDD_TEST_E2E_REDIS_URL says
 // otherwise: a database of its own, because one test flushes it.
@@ -38,52 +37,6 @@ const testRedis = "redis://127.0.0.1:6379/2"
 type stack struct {
 	name string
 	env  func(t *testing.T) map[string]string
-}
-
-// servicesEnv creates a MariaDB database and queue prefix for one test
-// (or benchmark) and returns the environment of a feedd on them and on
-// redisURL.
-func servicesEnv(tb testing.TB, redisURL string) map[string]string {
-	tb.Helper()
-	return sqlServerEnv(tb, redisURL, "FEEDD_MYSQL_DSN", testenv.CreateDatabase(tb, "feedd_e2e_"))
-}
-
-// postgresEnv is servicesEnv with a fresh PostgreSQL database in
-// MariaDB's place.
-func postgresEnv(tb testing.TB, redisURL string) map[string]string {
-	tb.Helper()
-	return sqlServerEnv(tb, redisURL, "FEEDD_POSTGRES_DSN", createPostgres(tb))
-}
-
-// createPostgres creates a PostgreSQL database on testenv.PostgresDSN's
-// server for one test and returns its URL. Without a reachable PostgreSQL
-// the test skips on a laptop and fails under CI=true.
-func createPostgres(tb testing.TB) string {
-	tb.Helper()
-	u, err := url.Parse(testenv.PostgresDSN())
-	if err != nil {
-		tb.Fatalf("FEEDD_TEST_POSTGRES_DSN: %v", err)
-	}
-	feedtest.RequireServices(tb, cmp.Or(u.Host, "127.0.0.1:5432"))
-	return testenv.CreatePostgresDatabase(tb, "feedd_e2e_")
-}
-
-// sqlServerEnv is the environment of a feedd on the SQL server that
-// variable names with dsn, on redisURL, and on RabbitMQ with a queue
-// prefix of its own, deleted at the end.
-func sqlServerEnv(tb testing.TB, redisURL, variable, dsn string) map[string]string {
-	tb.Helper()
-	amqpURL, amqpPrefix := testenv.AMQPURL(), "e2e"+testenv.RandHex(4)+"."
-	tb.Cleanup(func() { testenv.DeleteQueues(tb, amqpURL, amqpPrefix) })
-	return map[string]string{
-		variable:             dsn,
-		"FEEDD_REDIS_URL":    redisURL,
-		"FEEDD_REDIS_PREFIX": "e2e" + testenv.RandHex(4) + ":",
-		"FEEDD_AMQP_URL":     amqpURL,
-		"FEEDD_AMQP_PREFIX":  amqpPrefix,
-		"FEEDD_ADMIN_TOKEN":  "admin-" + testenv.RandHex(16),
-		"FEEDD_JWT_SECRET":   testenv.RandHex(16),
-	}
 }
 
 // clusterURL returns the Redis Cluster of the cluster stack. Without one
@@ -146,21 +99,23 @@ func deletePrefix(t *testing.T, c *redis.ClusterClient, prefix string) {
 	}
 }
 
+// The stacks, and the one place that decides each one's SQL backend.
 var stacks = []stack{
 	{"embedded", func(t *testing.T) map[string]string {
 		return map[string]string{"FEEDD_DATA_DIR": t.TempDir()}
 	}},
 	{"services", func(t *testing.T) map[string]string {
-		feedtest.RequireServices(t)
-		return servicesEnv(t, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
+		return servicesEnv(t, mariaDB, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
 	}},
 	{"cluster", func(t *testing.T) map[string]string {
-		feedtest.RequireServices(t)
 		url := clusterURL(t)
-		env := servicesEnv(t, url)
+		env := servicesEnv(t, mariaDB, url)
 		c := clusterClient(t, url)
 		t.Cleanup(func() { deletePrefix(t, c, env["FEEDD_REDIS_PREFIX"]) })
 		return env
+	}},
+	{"postgres", func(t *testing.T) map[string]string {
+		return servicesEnv(t, postgreSQL, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
 	}},
 }
 
@@ -168,6 +123,31 @@ var stacks = []stack{
 func forEachStack(t *testing.T, f func(t *testing.T, env map[string]string)) {
 	for _, s := range stacks {
 		t.Run(s.name, func(t *testing.T) { f(t, s.env(t)) })
+	}
+}
+
+// stackEnv returns the environment of the named stack for t.
+func stackEnv(t *testing.T, name string) map[string]string {
+	t.Helper()
+	for _, s := range stacks {
+		if s.name == name {
+			return s.env(t)
+		}
+	}
+	t.Fatalf("no stack %q", name)
+	return nil
+}
+
+// sqlServerStacks are the stacks of the two SQL servers with a single
+// Redis.
+var sqlServerStacks = []string{"services", "postgres"}
+
+// forEachSQLServer runs f as a subtest on the stack of each SQL server
+// with a single Redis (services on MariaDB, postgres): for what a test
+// does to, or checks of, the SQL server itself.
+func forEachSQLServer(t *testing.T, f func(t *testing.T, env map[string]string)) {
+	for _, name := range sqlServerStacks {
+		t.Run(name, func(t *testing.T) { f(t, stackEnv(t, name)) })
 	}
 }
 

@@ -127,7 +127,7 @@ func TestImportGraph(t *testing.T) {
 		var in *instance
 		var sum map[string][4]int
 		var live *sseStream // readers[0]'s live stream, open across the import
-		if env["FEEDD_MYSQL_DSN"] == "" {
+		if serverOf(env) == nil {
 			sum = importSummary(t, env, dir)
 			in = startFeedd(t, env, nil)
 		} else {

@@ -143,7 +143,10 @@ var benchStacks = []struct {
 }{
 	{"embedded", func(b *testing.B) map[string]string { return map[string]string{"FEEDD_DATA_DIR": b.TempDir()} }},
 	{"services", func(b *testing.B) map[string]string {
-		return servicesEnv(b, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
+		return servicesEnv(b, mariaDB, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
+	}},
+	{"postgres", func(b *testing.B) map[string]string {
+		return servicesEnv(b, postgreSQL, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
 	}},
 }
 

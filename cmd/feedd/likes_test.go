@@ -355,9 +355,7 @@ func (b *likesCrashingBroker) Consume(ctx context.Context, q string, opts feed.C
 // their batch was written; users like and unlike in bursts; the counts
 // end exact and nothing is dead-lettered.
 func TestLikeRedeliveries(t *testing.T) {
-	services := stacks[1]
-	t.Run(services.name, func(t *testing.T) {
-		env := services.env(t)
+	forEachSQLServer(t, func(t *testing.T, env map[string]string) {
 		cb := &likesCrashingBroker{}
 		in := startFeedd(t, env, func(d *deps) {
 			cb.Broker = d.broker

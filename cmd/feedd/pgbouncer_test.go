@@ -123,8 +123,8 @@ ignore_startup_parameters = statement_timeout, lock_timeout, idle_in_transaction
 // everything answers, the counts are exact and no migration lock is left
 // behind.
 func TestPgBouncer(t *testing.T) {
-	feedtest.RequireServices(t, "127.0.0.1:6379", "127.0.0.1:5672")
-	direct := createPostgres(t)
+	env := servicesEnv(t, postgreSQL, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
+	direct := env["FEEDD_POSTGRES_DSN"]
 	bouncer := startPgBouncer(t, direct)
 	name := strings.TrimPrefix(mustParseURL(t, direct).Path, "/")
 	db, err := sql.Open("pgx", direct)
@@ -140,7 +140,7 @@ func TestPgBouncer(t *testing.T) {
 		}
 	}
 
-	env := sqlServerEnv(t, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis), "FEEDD_POSTGRES_DSN", bouncer+"&default_query_exec_mode=exec")
+	env["FEEDD_POSTGRES_DSN"] = bouncer + "&default_query_exec_mode=exec"
 	env["FEEDD_RATE_USER_READ"], env["FEEDD_RATE_USER_WRITE"], env["FEEDD_USER_MAX_INFLIGHT"] = "0", "0", "0"
 	env["FEEDD_FANOUT_MODE"], env["FEEDD_PULL_THRESHOLD"] = "hybrid", "5"
 

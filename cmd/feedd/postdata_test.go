@@ -128,7 +128,7 @@ func TestPostDataAndEdits(t *testing.T) {
 
 		// A second process reads the same post, so it holds it in memory.
 		var second *instance
-		if env["FEEDD_MYSQL_DSN"] != "" {
+		if serverOf(env) != nil {
 			second = startRole(t, "serve", env, nil)
 			if stale := viewsShow(second.postViews(bob, id, aliceID, bobID), "with data", data); len(stale) > 0 {
 				t.Fatalf("second process: data missing from %v", stale)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/testenv"
 )
 
@@ -20,8 +19,7 @@ import (
 // HTTP, says it runs on postgres, and is ready; `feedd import` and
 // `feedd export` work on the same database.
 func TestPostgresDeployment(t *testing.T) {
-	feedtest.RequireServices(t, "127.0.0.1:6379", "127.0.0.1:5672")
-	env := postgresEnv(t, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
+	env := stackEnv(t, "postgres")
 	env["FEEDD_AUTO_MIGRATE"] = "false"
 	env["FEEDD_REFRESH_INTERVAL"] = "1ms"
 
@@ -84,8 +82,7 @@ func TestPostgresDeployment(t *testing.T) {
 // server as the write pool's session settings, and the ops console
 // answers on PostgreSQL.
 func TestPostgresTimeouts(t *testing.T) {
-	feedtest.RequireServices(t, "127.0.0.1:6379", "127.0.0.1:5672")
-	env := postgresEnv(t, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
+	env := stackEnv(t, "postgres")
 	in := startFeedd(t, env, nil, "FEEDD_SQL_WRITE_TIMEOUT", "7s", "FEEDD_SQL_LOCK_TIMEOUT", "3s")
 	for setting, want := range map[string]string{"statement_timeout": "7s", "lock_timeout": "3s"} {
 		var got string
@@ -104,8 +101,7 @@ func TestPostgresTimeouts(t *testing.T) {
 // serve process notifies after a post commits, and the post reaches a
 // follower's feed; the listening connection ends with the work process.
 func TestPostgresRelayWoken(t *testing.T) {
-	feedtest.RequireServices(t, "127.0.0.1:6379", "127.0.0.1:5672")
-	env := postgresEnv(t, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
+	env := servicesEnv(t, postgreSQL, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
 	work := startRole(t, "work", env, nil)
 	serve := startRole(t, "serve", env, nil)
 	listeners := func() int {

@@ -36,7 +36,7 @@ func TestSameAnswersOnPostgres(t *testing.T) {
 
 func testSameAnswers(t *testing.T, mode string) {
 	redisURL := testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis)
-	my, pg := servicesEnv(t, redisURL), postgresEnv(t, redisURL)
+	my, pg := servicesEnv(t, mariaDB, redisURL), servicesEnv(t, postgreSQL, redisURL)
 	// One admin token and JWT secret: the answers of both sides to
 	// a request must not depend on which side's secret signed it.
 	pg["FEEDD_ADMIN_TOKEN"], pg["FEEDD_JWT_SECRET"] = my["FEEDD_ADMIN_TOKEN"], my["FEEDD_JWT_SECRET"]

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"net/url"
 	"os"
@@ -26,18 +25,6 @@ import (
 // The scale-out tests: a Redis Cluster master dies in the middle of a
 // fan-out, RabbitMQ closes feedd's connections in the middle of one, and
 // the read path goes to a replica.
-
-// stackEnv returns the environment of the named stack for t.
-func stackEnv(t *testing.T, name string) map[string]string {
-	t.Helper()
-	for _, s := range stacks {
-		if s.name == name {
-			return s.env(t)
-		}
-	}
-	t.Fatalf("no stack %q", name)
-	return nil
-}
 
 // userTokens mints a token for each of ids.
 func userTokens(t *testing.T, in *instance, ids []int64) []string {
@@ -89,9 +76,8 @@ func feedsEventually(t *testing.T, in *instance, tokens []string, want []string,
 // (.ci/run starts one on ports 7100-7105), because other packages' tests
 // use the shared one at the same time.
 func TestClusterMasterDiesDuringFanout(t *testing.T) {
-	feedtest.RequireServices(t)
 	url := clusterURLFrom(t, "FEEDD_TEST_REDIS_FAILOVER_CLUSTER_URL", "FEEDD_CLUSTER_PORT=7100 .ci/redis-cluster.sh")
-	env := servicesEnv(t, url)
+	env := servicesEnv(t, mariaDB, url)
 	c := clusterClient(t, url)
 	t.Cleanup(func() { deletePrefix(t, c, env["FEEDD_REDIS_PREFIX"]) })
 	t.Cleanup(func() { restoreCluster(t, url) })
@@ -263,139 +249,101 @@ func closeBrokerConnections(t *testing.T, prefix string) int {
 
 // TestBrokerClosesConnectionsDuringFanout: RabbitMQ closes feedd's
 // connections (both, publishing and consuming) twice while posts fan out,
-// on quorum and on classic queues. feedd reconnects, declares its
+// on quorum and on classic queues, on either SQL server. feedd reconnects, declares its
 // topology again and resumes: every inbox holds every post exactly once,
 // and nothing is dead-lettered.
 func TestBrokerClosesConnectionsDuringFanout(t *testing.T) {
 	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
 		feedtest.Missing(t, "rabbitmqctl is not on PATH: %v", err)
 	}
-	for _, qt := range []string{"quorum", "classic"} {
-		t.Run(qt, func(t *testing.T) {
-			env := stackEnv(t, "services")
-			prefix := env["FEEDD_AMQP_PREFIX"]
-			in := startFeedd(t, env, nil, "FEEDD_AMQP_QUEUE_TYPE", qt,
-				"FEEDD_BATCH_SIZE", "25", "FEEDD_DIRECT_FANOUT", "10", "FEEDD_WORKERS", "2")
-			author, authorTok := in.user("author")
-			authorID, _ := feed.ParseID(author)
-			followers := bulkFollowers(t, in, authorID, 1500)
-			ctx := context.Background()
-			for _, f := range followers {
-				if err := in.d.cache.FillInbox(ctx, f, nil, true, time.Hour); err != nil {
-					t.Fatal(err)
-				}
+	for _, stack := range sqlServerStacks {
+		t.Run(stack, func(t *testing.T) {
+			for _, qt := range []string{"quorum", "classic"} {
+				t.Run(qt, func(t *testing.T) { testBrokerClosesConnections(t, stackEnv(t, stack), qt) })
 			}
-			testenv.Eventually(t, 10*time.Second, "feedd's two connections show in rabbitmqctl", func() bool {
-				return len(brokerConnections(t, prefix)) == 2
-			})
-			var ids []int64
-			for i := range 3 {
-				p := in.post(authorTok, fmt.Sprintf("post %d", i))
-				id, _ := feed.ParseID(p)
-				ids = append(ids, id)
-				if i < 2 {
-					// In the middle of this post's fan-out: some inbox
-					// has it, not all.
-					// Generous: after the first close the consumers
-					// reconnect with backoff, which a loaded machine
-					// stretches; what is proven is that it resumes.
-					testenv.Eventually(t, time.Minute, "the fan-out starts", func() bool {
-						pg, err := in.d.cache.InboxPage(ctx, followers[len(followers)-1], 0, 5)
-						return err == nil && slices.Contains(pg.IDs, id) ||
-							func() bool {
-								pg, err := in.d.cache.InboxPage(ctx, followers[0], 0, 5)
-								return err == nil && slices.Contains(pg.IDs, id)
-							}()
-					})
-					if n := closeBrokerConnections(t, prefix); n == 0 {
-						t.Fatalf("found no connection named \"feedd %s…\" to close", prefix)
-					}
-				}
-			}
-			slices.Reverse(ids)
-			deadline := time.Now().Add(90 * time.Second)
-			for _, f := range followers {
-				for {
-					pg, err := in.d.cache.InboxPage(ctx, f, 0, 10)
-					if err == nil && slices.Equal(pg.IDs, ids) {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("inbox of %d = %v, %v; want exactly %v", f, pg.IDs, err, ids)
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
-			}
-			for _, q := range []string{feed.QueuePosts, feed.QueueTasks} {
-				if n, err := in.d.broker.DeadLetters(ctx, q); err != nil || n != 0 {
-					t.Errorf("dead letters of %s = %d, %v; want 0", q, n, err)
-				}
-			}
-			testenv.Eventually(t, 10*time.Second, "feedd reconnected both connections", func() bool {
-				return len(brokerConnections(t, prefix)) == 2
-			})
 		})
 	}
 }
 
-// TestReadReplica: with FEEDD_MYSQL_READ_DSN the feed is read from the
-// replica, and what must see its own writes from the primary. The
-// "replica" is a second database that the test copies the primary into
-// by hand, so it lags exactly as much as the test says: a post made after
-// the last copy is served by GET /v1/posts/{id} (primary) but is not in
-// a feed (replica) until the next copy.
-func TestReadReplica(t *testing.T) {
-	env := stackEnv(t, "services")
-	root := testenv.MySQLDSN()
-	primary := strings.TrimPrefix(env["FEEDD_MYSQL_DSN"], root)
-	replica := primary + "_replica"
-	db, err := sql.Open("mysql", root)
-	if err != nil {
-		t.Fatal(err)
+func testBrokerClosesConnections(t *testing.T, env map[string]string, qt string) {
+	prefix := env["FEEDD_AMQP_PREFIX"]
+	in := startFeedd(t, env, nil, "FEEDD_AMQP_QUEUE_TYPE", qt,
+		"FEEDD_BATCH_SIZE", "25", "FEEDD_DIRECT_FANOUT", "10", "FEEDD_WORKERS", "2")
+	author, authorTok := in.user("author")
+	authorID, _ := feed.ParseID(author)
+	followers := bulkFollowers(t, in, authorID, 1500)
+	ctx := context.Background()
+	for _, f := range followers {
+		if err := in.d.cache.FillInbox(ctx, f, nil, true, time.Hour); err != nil {
+			t.Fatal(err)
+		}
 	}
-	t.Cleanup(func() {
-		_, _ = db.Exec("DROP DATABASE IF EXISTS " + replica)
-		db.Close()
+	testenv.Eventually(t, 10*time.Second, "feedd's two connections show in rabbitmqctl", func() bool {
+		return len(brokerConnections(t, prefix)) == 2
 	})
-	if _, err := db.Exec("CREATE DATABASE " + replica + " CHARACTER SET utf8mb4"); err != nil {
-		t.Fatal(err)
-	}
-	var tables []string
-	replicate := func() {
-		t.Helper()
-		if tables == nil {
-			rows, err := db.Query("SELECT table_name FROM information_schema.tables WHERE table_schema = ?", primary)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-				var name string
-				if err := rows.Scan(&name); err != nil {
-					t.Fatal(err)
-				}
-				tables = append(tables, name)
-			}
-			rows.Close()
-			for _, tb := range tables {
-				if _, err := db.Exec(fmt.Sprintf("CREATE TABLE %s.%s LIKE %s.%s", replica, tb, primary, tb)); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		for _, tb := range tables {
-			for _, q := range []string{
-				fmt.Sprintf("DELETE FROM %s.%s", replica, tb),
-				fmt.Sprintf("INSERT INTO %s.%s SELECT * FROM %s.%s", replica, tb, primary, tb),
-			} {
-				if _, err := db.Exec(q); err != nil {
-					t.Fatalf("replicate: %s: %v", q, err)
-				}
+	var ids []int64
+	for i := range 3 {
+		p := in.post(authorTok, fmt.Sprintf("post %d", i))
+		id, _ := feed.ParseID(p)
+		ids = append(ids, id)
+		if i < 2 {
+			// In the middle of this post's fan-out: some inbox
+			// has it, not all.
+			// Generous: after the first close the consumers
+			// reconnect with backoff, which a loaded machine
+			// stretches; what is proven is that it resumes.
+			testenv.Eventually(t, time.Minute, "the fan-out starts", func() bool {
+				pg, err := in.d.cache.InboxPage(ctx, followers[len(followers)-1], 0, 5)
+				return err == nil && slices.Contains(pg.IDs, id) ||
+					func() bool {
+						pg, err := in.d.cache.InboxPage(ctx, followers[0], 0, 5)
+						return err == nil && slices.Contains(pg.IDs, id)
+					}()
+			})
+			if n := closeBrokerConnections(t, prefix); n == 0 {
+				t.Fatalf("found no connection named \"feedd %s…\" to close", prefix)
 			}
 		}
 	}
+	slices.Reverse(ids)
+	deadline := time.Now().Add(90 * time.Second)
+	for _, f := range followers {
+		for {
+			pg, err := in.d.cache.InboxPage(ctx, f, 0, 10)
+			if err == nil && slices.Equal(pg.IDs, ids) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("inbox of %d = %v, %v; want exactly %v", f, pg.IDs, err, ids)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for _, q := range []string{feed.QueuePosts, feed.QueueTasks} {
+		if n, err := in.d.broker.DeadLetters(ctx, q); err != nil || n != 0 {
+			t.Errorf("dead letters of %s = %d, %v; want 0", q, n, err)
+		}
+	}
+	testenv.Eventually(t, 10*time.Second, "feedd reconnected both connections", func() bool {
+		return len(brokerConnections(t, prefix)) == 2
+	})
+}
+
+// TestReadReplica: with FEEDD_MYSQL_READ_DSN (FEEDD_POSTGRES_READ_DSN)
+// the feed is read from the replica, and what must see its own writes
+// from the primary. The "replica" is a copy that the test makes of the
+// primary by hand (newReplica), so it lags exactly as much as the test
+// says: a post made after the last copy is served by GET /v1/posts/{id}
+// (primary) but is not in a feed (replica) until the next copy.
+func TestReadReplica(t *testing.T) {
+	forEachSQLServer(t, testReadReplica)
+}
+
+func testReadReplica(t *testing.T, env map[string]string) {
+	replicate := newReplica(t, env)
 	// Pull mode reads every feed page from SQL, so each page shows which
 	// database answered.
-	in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", "pull", "FEEDD_MYSQL_READ_DSN", root+replica)
+	in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", "pull")
 	author, authorTok := in.user("author")
 	_, readerTok := in.user("reader")
 	in.follow(readerTok, author)

@@ -190,7 +190,7 @@ func testFollowBatchRace(t *testing.T, e *env) {
 //
 //	go test -run x -bench FollowBatch -benchtime 5x ./internal/sqlstore/
 func BenchmarkFollowBatch(b *testing.B) {
-	for _, be := range []backend{{name: "sqlite", setup: setupSQLite}, {name: "mysql", setup: setupMySQL}} {
+	for _, be := range []backend{{name: "sqlite", setup: setupSQLite}, {name: "mysql", setup: setupMySQL}, {name: "postgres", setup: setupPostgres}} {
 		b.Run(be.name, func(b *testing.B) {
 			newDB := be.setup(b)
 			for _, way := range []string{"batch", "single"} {

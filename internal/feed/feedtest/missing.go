@@ -100,7 +100,8 @@ func packageName() string {
 
 // RequireServices dials the services at addrs (host:port) and reports the
 // first that does not answer as Missing. The defaults are the machine's:
-// MariaDB, Redis and RabbitMQ on loopback.
+// MariaDB, Redis and RabbitMQ on loopback; a test on PostgreSQL names its
+// addresses.
 func RequireServices(tb testing.TB, addrs ...string) {
 	tb.Helper()
 	if len(addrs) == 0 {
@@ -109,7 +110,7 @@ func RequireServices(tb testing.TB, addrs ...string) {
 	for _, addr := range addrs {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
-			Missing(tb, "service at %s is not reachable (%v): start MariaDB, Redis and RabbitMQ", addr, err)
+			Missing(tb, "service at %s is not reachable (%v): start the services the tests use (MariaDB, PostgreSQL, Redis, RabbitMQ; docs/testing.md)", addr, err)
 		}
 		c.Close()
 	}
