@@ -232,15 +232,24 @@ var sqliteDialect = dialect{
 	upsertLikes: " ON CONFLICT (user_id, post_id) DO UPDATE SET" +
 		" liked = CASE WHEN excluded.version > likes.version THEN excluded.liked ELSE likes.liked END," +
 		" version = MAX(likes.version, excluded.version)",
-	upsertStats: " ON CONFLICT (post_id) DO UPDATE SET like_count = post_stats.like_count + excluded.like_count," +
-		" updated_at = excluded.updated_at",
-	addCounts: " ON CONFLICT (id) DO UPDATE SET follower_count = users.follower_count + excluded.follower_count," +
-		" following_count = users.following_count + excluded.following_count",
-	upsertMarker: " ON CONFLICT (user_id) DO UPDATE SET last_read_id = excluded.last_read_id," +
-		" updated_at = excluded.updated_at WHERE excluded.last_read_id > markers.last_read_id",
-	bumpStale:       " ON CONFLICT (user_id) DO UPDATE SET mark = stale_feeds.mark + 1",
+	upsertStats:     onConflictStats,
+	addCounts:       onConflictCounts,
+	upsertMarker:    onConflictMarker,
+	bumpStale:       onConflictStale,
 	updateReturning: true,
 }
+
+// The upserts SQLite took from PostgreSQL, word for word the same on
+// both.
+const (
+	onConflictStats = " ON CONFLICT (post_id) DO UPDATE SET like_count = post_stats.like_count + excluded.like_count," +
+		" updated_at = excluded.updated_at"
+	onConflictCounts = " ON CONFLICT (id) DO UPDATE SET follower_count = users.follower_count + excluded.follower_count," +
+		" following_count = users.following_count + excluded.following_count"
+	onConflictMarker = " ON CONFLICT (user_id) DO UPDATE SET last_read_id = excluded.last_read_id," +
+		" updated_at = excluded.updated_at WHERE excluded.last_read_id > markers.last_read_id"
+	onConflictStale = " ON CONFLICT (user_id) DO UPDATE SET mark = stale_feeds.mark + 1"
+)
 
 func mustSub(fsys fs.FS, dir string) fs.FS {
 	sub, err := fs.Sub(fsys, dir)

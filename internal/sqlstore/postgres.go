@@ -68,13 +68,10 @@ var postgresDialect = dialect{
 	upsertLikes: " ON CONFLICT (user_id, post_id) DO UPDATE SET" +
 		" liked = CASE WHEN excluded.version > likes.version THEN excluded.liked ELSE likes.liked END," +
 		" version = GREATEST(likes.version, excluded.version)",
-	upsertStats: " ON CONFLICT (post_id) DO UPDATE SET like_count = post_stats.like_count + excluded.like_count," +
-		" updated_at = excluded.updated_at",
-	addCounts: " ON CONFLICT (id) DO UPDATE SET follower_count = users.follower_count + excluded.follower_count," +
-		" following_count = users.following_count + excluded.following_count",
-	upsertMarker: " ON CONFLICT (user_id) DO UPDATE SET last_read_id = excluded.last_read_id," +
-		" updated_at = excluded.updated_at WHERE excluded.last_read_id > markers.last_read_id",
-	bumpStale:       " ON CONFLICT (user_id) DO UPDATE SET mark = stale_feeds.mark + 1",
+	upsertStats:     onConflictStats,
+	addCounts:       onConflictCounts,
+	upsertMarker:    onConflictMarker,
+	bumpStale:       onConflictStale,
 	updateReturning: true,
 	setMarker: "INSERT INTO markers (user_id, last_read_id, updated_at) VALUES (?, ?, ?)" +
 		" ON CONFLICT (user_id) DO UPDATE SET last_read_id = excluded.last_read_id, updated_at = excluded.updated_at" +
@@ -140,8 +137,7 @@ func OpenPostgresReplicated(ctx context.Context, dsn, readDSN string, pools Pool
 		s.Close()
 		return nil, fmt.Errorf("sqlstore: read replica: %w", err)
 	}
-	s.replica = r.db
-	s.counters = append(s.counters, r.counters...)
+	s.readFrom(r)
 	return s, nil
 }
 
@@ -173,12 +169,7 @@ func openPostgres(ctx context.Context, dsn string, pools Pools, timeouts Timeout
 		if _, ok := cfg.RuntimeParams["plan_cache_mode"]; !ok {
 			cfg.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 		}
-		db := sql.OpenDB(countingConnector{Connector: stdlib.GetConnector(*cfg), c: c})
-		db.SetMaxOpenConns(n)
-		db.SetMaxIdleConns(max(1, n/2))
-		db.SetConnMaxLifetime(5 * time.Minute)
-		db.SetConnMaxIdleTime(time.Minute)
-		return db
+		return serverPool(countingConnector{Connector: stdlib.GetConnector(*cfg), c: c}, n)
 	}
 	if pools.Write <= 0 {
 		pools.Write = 32

@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -201,16 +202,7 @@ func openMySQL(ctx context.Context, dsn string, pools Pools, pool string) (*Stor
 	}
 	c := &counter{pool: pool}
 	counted := countingConnector{Connector: conn, c: c}
-	open := func(n int) *sql.DB {
-		db := sql.OpenDB(counted)
-		db.SetMaxOpenConns(n)
-		db.SetMaxIdleConns(max(1, n/2))
-		// Below the usual server and proxy idle timeouts, so the pool does
-		// not hand out connections the other side already dropped.
-		db.SetConnMaxLifetime(5 * time.Minute)
-		db.SetConnMaxIdleTime(time.Minute)
-		return db
-	}
+	open := func(n int) *sql.DB { return serverPool(counted, n) }
 	if pools.Write <= 0 {
 		pools.Write = 32
 	}
@@ -242,9 +234,28 @@ func OpenMySQLReplicated(ctx context.Context, dsn, readDSN string, pools Pools) 
 		s.Close()
 		return nil, fmt.Errorf("sqlstore: read replica: %w", err)
 	}
+	s.readFrom(r)
+	return s, nil
+}
+
+// serverPool is a pool of at most n connections to a database server
+// (MySQL or PostgreSQL).
+func serverPool(conn driver.Connector, n int) *sql.DB {
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(max(1, n/2))
+	// Below the usual server and proxy idle timeouts, so the pool does
+	// not hand out connections the other side already dropped.
+	db.SetConnMaxLifetime(5 * time.Minute)
+	db.SetConnMaxIdleTime(time.Minute)
+	return db
+}
+
+// readFrom sends s's lag-tolerant reads to r, a store on a read replica,
+// whose statements s counts from now on.
+func (s *Store) readFrom(r *Store) {
 	s.replica = r.db
 	s.counters = append(s.counters, r.counters...)
-	return s, nil
 }
 
 // Pools returns the write pool and the read pool (the same pool when
