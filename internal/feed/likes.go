@@ -92,8 +92,9 @@ type LikeCache interface {
 	// (LikeChange.Unfinished).
 	SetLiked(ctx context.Context, user, post int64, postTime time.Time, liked bool, cold *LikeEntry, window int, ttl time.Duration) (LikeChange, error)
 	// RevertLike undoes a change whose event could not be published, if
-	// the pair still has that change's version; a previous state that was
-	// unfinished is so again.
+	// the pair still has that change's version and it is unfinished (a
+	// concurrent call that finished it made its event durable); a
+	// previous state that was unfinished is so again.
 	RevertLike(ctx context.Context, user, post int64, ch LikeChange) error
 	// FillUserLikes creates user's recent set from SQL's newest actions
 	// (newest first) unless it exists. complete says they are all of the

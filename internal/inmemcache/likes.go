@@ -156,7 +156,7 @@ func (c *Cache) SetLiked(ctx context.Context, user, post int64, postTime time.Ti
 	return feed.LikeChange{Outcome: feed.LikeChanged, Version: v, Prev: cur, Unfinished: unfinished}, nil
 }
 
-// RevertLike undoes ch if the pair still has its version.
+// RevertLike undoes ch if the pair still has its version, unfinished.
 func (c *Cache) RevertLike(ctx context.Context, user, post int64, ch feed.LikeChange) error {
 	if c.closed.Load() {
 		return errClosed
@@ -168,15 +168,13 @@ func (c *Cache) RevertLike(ctx context.Context, user, post int64, ch feed.LikeCh
 	if u == nil {
 		return nil
 	}
-	if e, ok := u.acts[post]; !ok || e.Version != ch.Version {
+	if e, ok := u.acts[post]; !ok || e.Version != ch.Version || u.journal[post] != ch.Version {
 		return nil
 	}
 	delete(u.acts, post)
-	if u.journal[post] == ch.Version {
-		delete(u.journal, post)
-		if ch.Unfinished {
-			u.journal[post] = ch.Prev.Version
-		}
+	delete(u.journal, post)
+	if ch.Unfinished {
+		u.journal[post] = ch.Prev.Version
 	}
 	if ch.Prev.Version > 0 {
 		u.acts[post] = ch.Prev

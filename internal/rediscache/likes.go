@@ -132,7 +132,7 @@ func (c *Cache) SetLiked(ctx context.Context, user, post int64, postTime time.Ti
 	}, nil
 }
 
-// RevertLike undoes ch if the pair still has its version.
+// RevertLike undoes ch if the pair still has its version, unfinished.
 func (c *Cache) RevertLike(ctx context.Context, user, post int64, ch feed.LikeChange) error {
 	// The change set the opposite of Prev.
 	err := revertLike.Run(ctx, c.client, []string{c.likeUserKey(user), c.likeJournalKey(user)},

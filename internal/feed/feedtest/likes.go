@@ -232,6 +232,14 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 		if ch := setLiked(t, c, 1, 10, postTime, false, nil, window); ch.Unfinished {
 			t.Errorf("after finishing the unlike = %+v; want finished", ch)
 		}
+		// A change a concurrent retry finished is not reverted: its event
+		// is durable.
+		fin := setLiked(t, c, 1, 12, postTime, true, nil, window)
+		must(t, c.FinishLike(ctx, 1, 12, fin.Version))
+		must(t, c.RevertLike(ctx, 1, 12, fin))
+		if st := states(t, c, 1, []int64{12}, postTime); !st.Liked[12] {
+			t.Errorf("after reverting a finished like: %+v; want it kept", st)
+		}
 		// A reverted fresh change leaves nothing unfinished.
 		ch := setLiked(t, c, 1, 11, postTime, true, nil, window)
 		must(t, c.RevertLike(ctx, 1, 11, ch))

@@ -1,5 +1,6 @@
 -- likes_revert.lua: RevertLike. Undoes a change whose event could not be
--- published, if the pair still has that change's version: removes the
+-- published, if the pair still has that change's version and it is
+-- still unfinished (a retry that finished it made its event durable): removes the
 -- change's member and puts back the state it replaced, if there was one.
 --
 -- KEYS[1] the user's set; KEYS[2] the user's journal, whose entry of the
@@ -11,8 +12,9 @@
 -- unfinished. Returns 1 if it reverted,
 -- 0 if the pair has changed since.
 --
--- A script because the version check and the change back must be one
--- step: a newer action in between must not be undone.
+-- A script because the checks and the change back must be one step: a
+-- newer action in between must not be undone, nor a change a concurrent
+-- retry finished.
 
 local key = KEYS[1]
 local p = ARGV[1]
@@ -25,14 +27,15 @@ local s = redis.call('ZSCORE', key, m)
 if not s or tonumber(s) ~= tonumber(ARGV[3]) then
   return 0
 end
-redis.call('ZREM', key, m)
 local j = redis.call('HGET', KEYS[2], p)
-if j and tonumber(j) == tonumber(ARGV[3]) then
-  if ARGV[6] == '1' then
-    redis.call('HSET', KEYS[2], p, ARGV[5])
-  else
-    redis.call('HDEL', KEYS[2], p)
-  end
+if not j or tonumber(j) ~= tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('ZREM', key, m)
+if ARGV[6] == '1' then
+  redis.call('HSET', KEYS[2], p, ARGV[5])
+else
+  redis.call('HDEL', KEYS[2], p)
 end
 if tonumber(ARGV[5]) > 0 then
   if ARGV[4] == '1' then
