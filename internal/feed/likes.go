@@ -36,8 +36,14 @@ type LikeChange struct {
 	// Version is the new action's version when Outcome is LikeChanged,
 	// else the version of the state that was already there.
 	Version int64
-	// Prev is the state the change replaced, for RevertLike.
+	// Prev is the state the change replaced, for RevertLike; when
+	// Outcome is LikeUnchanged, the state that is there.
 	Prev LikeEntry
+	// Unfinished says Prev is a change whose event and counter move are
+	// not known to have happened: the call that decided it died or failed
+	// before FinishLike. The caller redoes them (RecordLike is idempotent
+	// by version, MoveLikeCount by user and version) before going on.
+	Unfinished bool
 }
 
 // LikeOutcome is the result of SetLiked.
@@ -79,10 +85,16 @@ type LikeCache interface {
 	// SetLiked sets user's state of post (created at postTime) to liked,
 	// if the recent set can decide. cold, when not nil, is what SQL says
 	// of the pair, used only if the set does not know it. The set keeps
-	// the newest window actions and lives for ttl after each change.
+	// the newest window actions and lives for ttl after each change. A
+	// change stays unfinished until FinishLike: the step that decides it
+	// journals it, so that a process dying before its event and counter
+	// move leaves a trace the user's next call on the post finds
+	// (LikeChange.Unfinished).
 	SetLiked(ctx context.Context, user, post int64, postTime time.Time, liked bool, cold *LikeEntry, window int, ttl time.Duration) (LikeChange, error)
 	// RevertLike undoes a change whose event could not be published, if
-	// the pair still has that change's version.
+	// the pair still has that change's version and it is unfinished (a
+	// concurrent call that finished it made its event durable); a
+	// previous state that was unfinished is so again.
 	RevertLike(ctx context.Context, user, post int64, ch LikeChange) error
 	// FillUserLikes creates user's recent set from SQL's newest actions
 	// (newest first) unless it exists. complete says they are all of the
@@ -91,6 +103,14 @@ type LikeCache interface {
 	// AddLikeCount adds delta to post's counter if it is cached, renews
 	// its ttl, and returns the new value and whether it was cached.
 	AddLikeCount(ctx context.Context, post, delta int64, ttl time.Duration) (int64, bool, error)
+	// MoveLikeCount is AddLikeCount for user's change of version: it adds
+	// delta once, however often it is called for that change (or after a
+	// newer change of the pair moved it), for LikeMoveMemory at least.
+	MoveLikeCount(ctx context.Context, post, user, version, delta int64, ttl time.Duration) (int64, bool, error)
+	// FinishLike clears the journal of user's change of post of version
+	// (a no-op if the pair has changed since): its event is recorded and
+	// its counter moved.
+	FinishLike(ctx context.Context, user, post, version int64) error
 	// FillLikeCounts caches counters that are absent, for ttl.
 	FillLikeCounts(ctx context.Context, counts map[int64]int64, ttl time.Duration) error
 	// LikeStates returns, in one round trip, reader's state of each of
@@ -104,6 +124,15 @@ type LikeCache interface {
 	// first, and whether the set exists: the actions SQL may not have yet.
 	RecentLikes(ctx context.Context, user int64) ([]LikeEntry, bool, error)
 }
+
+// LikeMoveMemory is how long MoveLikeCount remembers a change it moved a
+// counter for. It outlasts the 15 s a like call may run, so that a retry
+// racing the call it repairs moves once. A change left unfinished longer
+// than this by a process that died just after its move (between the move
+// and FinishLike) is moved again by its repair: one like counted twice in
+// the cached counter until it expires (SQL stays exact). The window is one
+// round trip wide; the other crash windows repair exactly at any age.
+const LikeMoveMemory = time.Minute
 
 // LikeClockSkew is how far the cache's clock (which versions likes) and
 // the clocks that stamp post ids may disagree. A post created less than

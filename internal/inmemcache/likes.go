@@ -20,6 +20,14 @@ type likeShard struct {
 	mu     sync.Mutex
 	counts map[int64]likeCount
 	users  map[int64]*likeSet
+	// marks holds, per post, each user's newest change that moved the
+	// counter (MoveLikeCount), for feed.LikeMoveMemory.
+	marks map[int64]map[int64]likeMark
+}
+
+type likeMark struct {
+	version int64
+	at      int64 // unix ns of the move
 }
 
 type likeCount struct {
@@ -32,11 +40,14 @@ type likeSet struct {
 	w       int64 // window start, microseconds; >= 1
 	top     int64 // highest version issued
 	expires int64
+	// journal holds the changes decided but not finished: post → version.
+	journal map[int64]int64
 }
 
 func (s *likeShard) reset() {
 	s.counts = map[int64]likeCount{}
 	s.users = map[int64]*likeSet{}
+	s.marks = map[int64]map[int64]likeMark{}
 }
 
 func (s *likeShard) sweep(now int64) {
@@ -48,6 +59,20 @@ func (s *likeShard) sweep(now int64) {
 	for k, e := range s.users {
 		if expired(e.expires, now) {
 			delete(s.users, k)
+		}
+	}
+	for k, m := range s.marks {
+		trimMarks(m, now)
+		if len(m) == 0 {
+			delete(s.marks, k)
+		}
+	}
+}
+
+func trimMarks(m map[int64]likeMark, now int64) {
+	for u, e := range m {
+		if now-e.at > feed.LikeMoveMemory.Nanoseconds() {
+			delete(m, u)
 		}
 	}
 }
@@ -103,8 +128,9 @@ func (c *Cache) SetLiked(ctx context.Context, user, post int64, postTime time.Ti
 		cur = feed.LikeEntry{Post: post, Liked: cold.Liked, Version: cold.Version}
 	}
 	u.expires = deadline(now, ttl)
+	unfinished := cur.Version > 0 && u.journal[post] == cur.Version
 	if cur.Liked == liked {
-		return feed.LikeChange{Outcome: feed.LikeUnchanged, Version: cur.Version, Prev: cur}, nil
+		return feed.LikeChange{Outcome: feed.LikeUnchanged, Version: cur.Version, Prev: cur, Unfinished: unfinished}, nil
 	}
 	v := max(now.UnixMicro(), u.top+1, cur.Version+1)
 	u.top = v
@@ -123,10 +149,14 @@ func (c *Cache) SetLiked(ctx context.Context, user, post int64, postTime time.Ti
 			u.w = max(u.w, oldest.Version)
 		}
 	}
-	return feed.LikeChange{Outcome: feed.LikeChanged, Version: v, Prev: cur}, nil
+	if u.journal == nil {
+		u.journal = map[int64]int64{}
+	}
+	u.journal[post] = v
+	return feed.LikeChange{Outcome: feed.LikeChanged, Version: v, Prev: cur, Unfinished: unfinished}, nil
 }
 
-// RevertLike undoes ch if the pair still has its version.
+// RevertLike undoes ch if the pair still has its version, unfinished.
 func (c *Cache) RevertLike(ctx context.Context, user, post int64, ch feed.LikeChange) error {
 	if c.closed.Load() {
 		return errClosed
@@ -138,10 +168,14 @@ func (c *Cache) RevertLike(ctx context.Context, user, post int64, ch feed.LikeCh
 	if u == nil {
 		return nil
 	}
-	if e, ok := u.acts[post]; !ok || e.Version != ch.Version {
+	if e, ok := u.acts[post]; !ok || e.Version != ch.Version || u.journal[post] != ch.Version {
 		return nil
 	}
 	delete(u.acts, post)
+	delete(u.journal, post)
+	if ch.Unfinished {
+		u.journal[post] = ch.Prev.Version
+	}
 	if ch.Prev.Version > 0 {
 		u.acts[post] = ch.Prev
 	}
@@ -193,6 +227,51 @@ func (c *Cache) AddLikeCount(ctx context.Context, post, delta int64, ttl time.Du
 	e.expires = deadline(now, ttl)
 	s.counts[post] = e
 	return e.n, true, nil
+}
+
+// MoveLikeCount adds user's change's delta to a cached counter once.
+func (c *Cache) MoveLikeCount(ctx context.Context, post, user, version, delta int64, ttl time.Duration) (int64, bool, error) {
+	if c.closed.Load() {
+		return 0, false, errClosed
+	}
+	now := c.now()
+	s := &c.likes[shardOf(post)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.marks[post]
+	if m == nil {
+		m = map[int64]likeMark{}
+		s.marks[post] = m
+	}
+	moved := m[user].version >= version
+	if !moved {
+		// The janitor's sweep drops marks older than the memory.
+		m[user] = likeMark{version: version, at: now.UnixNano()}
+	}
+	e, ok := s.count(post, now.UnixNano())
+	if !ok {
+		return 0, false, nil
+	}
+	if !moved {
+		e.n += delta
+	}
+	e.expires = deadline(now, ttl)
+	s.counts[post] = e
+	return e.n, true, nil
+}
+
+// FinishLike clears the journal entry of user's change of post.
+func (c *Cache) FinishLike(ctx context.Context, user, post, version int64) error {
+	if c.closed.Load() {
+		return errClosed
+	}
+	s := &c.likes[shardOf(user)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u := s.set(user, c.now().UnixNano()); u != nil && u.journal[post] == version {
+		delete(u.journal, post)
+	}
+	return nil
 }
 
 // FillLikeCounts caches absent counters.
@@ -260,7 +339,7 @@ func (c *Cache) DropLikes(ctx context.Context, user, post int64) error {
 	}
 	if post != 0 {
 		s := &c.likes[shardOf(post)]
-		lockAnd(&s.mu, func() { delete(s.counts, post) })
+		lockAnd(&s.mu, func() { delete(s.counts, post); delete(s.marks, post) })
 	}
 	if user != 0 {
 		s := &c.likes[shardOf(user)]

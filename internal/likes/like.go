@@ -41,6 +41,20 @@ func (s *Service) set(ctx context.Context, user, id int64, liked bool) (feed.Lik
 	if err != nil {
 		return feed.LikeState{}, unavailable(fmt.Errorf("likes: decide %d on %d: %w", user, id, err))
 	}
+	// A process that died between the steps of an earlier change of the
+	// pair (or a call that failed after deciding) left it unfinished: its
+	// event may be missing from SQL and its counter move from the cache.
+	// Finish it first, so that a client's retry of a like repairs it, and
+	// so that a newer change's delta applies after the one it replaces.
+	if ch.Unfinished {
+		s.metrics.repairs.Inc()
+		if _, _, err := s.finish(ctx, user, id, ch.Prev); err != nil {
+			if ch.Outcome == feed.LikeChanged {
+				s.revert(ctx, user, id, ch) // which journals ch.Prev again
+			}
+			return feed.LikeState{}, err
+		}
+	}
 	if ch.Outcome != feed.LikeChanged {
 		n, err := s.count(ctx, id)
 		if err != nil {
@@ -48,27 +62,51 @@ func (s *Service) set(ctx context.Context, user, id int64, liked bool) (feed.Lik
 		}
 		return feed.LikeState{Count: n, LikedByMe: liked}, nil
 	}
+	n, recorded, err := s.finish(ctx, user, id, feed.LikeEntry{Post: id, Liked: liked, Version: ch.Version})
+	if err != nil {
+		if !recorded {
+			s.revert(ctx, user, id, ch)
+		}
+		return feed.LikeState{}, err
+	}
+	s.metrics.accepted.WithLabelValues(op(liked)).Inc()
+	return feed.LikeState{Count: max(n, 0), LikedByMe: liked}, nil
+}
+
+// finish does the steps after a change e of user's is decided: makes its
+// event durable, moves the cached counter, and clears the change's
+// journal entry. Every step is safe to repeat (RecordLike by version,
+// MoveLikeCount by user and version, FinishLike by version), which is
+// what lets a later call finish a change whose process died in between.
+// It returns the post's count after the change, and whether the event is
+// durable (on an error before it, the caller reverts a fresh change).
+//
+// A change nobody calls again on (the client never retried, the user
+// never touched the post again) stays unfinished: if its process died
+// before the event was durable, the cache shows the like (liked_by_me,
+// and the counter not moved) while SQL never has it, until the user's
+// recent set expires or the user acts on the post again, which finishes
+// it first. If the process died after the event, SQL has it and only
+// the cached counter is one short until it expires or is repaired.
+func (s *Service) finish(ctx context.Context, user, id int64, e feed.LikeEntry) (n int64, recorded bool, err error) {
 	// The counter is cached before the event can reach SQL: loaded
 	// afterwards it could already hold this like and count it twice. A
 	// counter therefore exists whenever an event of its post is in
 	// flight (its ttl is days, the flight milliseconds), which is why a
 	// counter loaded from SQL on a miss is exact.
 	if _, err := s.count(ctx, id); err != nil {
-		s.revert(ctx, user, id, ch)
-		return feed.LikeState{}, err
+		return 0, false, err
 	}
-	ev := feed.LikeEvent{User: user, Post: id, Liked: liked, Version: ch.Version}
+	ev := feed.LikeEvent{User: user, Post: id, Liked: e.Liked, Version: e.Version}
 	if err := s.record(ctx, ev); err != nil {
-		s.revert(ctx, user, id, ch)
-		return feed.LikeState{}, unavailable(fmt.Errorf("likes: persist %d on %d: %w", user, id, err))
+		return 0, false, unavailable(fmt.Errorf("likes: persist %d on %d: %w", user, id, err))
 	}
 	delta := int64(1)
-	if !liked {
+	if !e.Liked {
 		delta = -1
 	}
-	s.metrics.accepted.WithLabelValues(op(liked)).Inc()
 	s.startMove(id)
-	n, ok, err := s.cache.AddLikeCount(ctx, id, delta, s.cfg.CountTTL)
+	n, ok, err := s.cache.MoveLikeCount(ctx, id, user, e.Version, delta, s.cfg.CountTTL)
 	s.endMove(id, n, err == nil && ok)
 	if err != nil || !ok {
 		// Lost between the load and now (Redis failed over): SQL will
@@ -76,10 +114,15 @@ func (s *Service) set(ctx context.Context, user, id int64, liked bool) (feed.Lik
 		s.cacheFailed("count like", err)
 		n, err = s.count(ctx, id)
 		if err != nil {
-			return feed.LikeState{}, err
+			return 0, true, err
 		}
 	}
-	return feed.LikeState{Count: max(n, 0), LikedByMe: liked}, nil
+	if err := s.cache.FinishLike(ctx, user, id, e.Version); err != nil {
+		// Left unfinished: the next call on the pair repeats the steps,
+		// which change nothing more.
+		s.cacheFailed("finish like", err)
+	}
+	return n, true, nil
 }
 
 func op(liked bool) string {

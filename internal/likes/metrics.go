@@ -8,6 +8,7 @@ type metrics struct {
 	setFills    prometheus.Counter
 	coldReads   prometheus.Counter
 	cacheErrors prometheus.Counter
+	repairs     prometheus.Counter
 }
 
 type writerMetrics struct {
@@ -37,9 +38,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		cacheErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_likes_cache_errors_total", Help: "Likes cache calls that failed.",
 		}),
+		repairs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "feedd_likes_repairs_total", Help: "Unfinished likes and unlikes (their call died or failed between steps) finished by a later call on the pair.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.accepted, m.countLoads, m.setFills, m.coldReads, m.cacheErrors)
+		reg.MustRegister(m.accepted, m.countLoads, m.setFills, m.coldReads, m.cacheErrors, m.repairs)
 	}
 	return m
 }

@@ -13,10 +13,15 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// Likes live in two kinds of keys, each its own hash tag:
+// Likes live in four kinds of keys, under two hash tags:
 //
 //	likes:n:{<post>}  the post's like counter, a plain integer string;
 //	                  renewed by every read (GETEX) and write
+//	likes:m:{<post>}  the post's move marks, a sorted set: member a user,
+//	                  score the version of the user's newest change that
+//	                  moved the counter (MoveLikeCount), kept for
+//	                  feed.LikeMoveMemory; same tag as the counter, so the
+//	                  mark and the move are one script on one slot
 //	likes:u:{<user>}  the user's recent set: a sorted set of the newest
 //	                  actions, member "<post>" for a like and "-<post>"
 //	                  for an unlike (likeMember: a post from before 2025
@@ -26,6 +31,10 @@ import (
 //	                  knows every action on posts created after W (plus
 //	                  feed.LikeClockSkew), since an older action could only
 //	                  have been trimmed if its version was below W
+//	likes:j:{<user>}  the user's journal, a hash: field a post's member,
+//	                  value the version of a change decided but not yet
+//	                  finished (event recorded, counter moved); same tag
+//	                  as the set, so SetLiked writes both in one script
 //
 // Versions are below 2^53 (microseconds until the year 2255), exact as
 // scores and as Lua numbers. W is at least 1, because ZMSCORE reports a
@@ -39,14 +48,24 @@ var (
 	revertLike = redis.NewScript(revertLikeScript)
 	fillLikes  = redis.NewScript(fillLikesScript)
 	addCount   = redis.NewScript(addCountScript)
+	moveCount  = redis.NewScript(moveCountScript)
+	finishLike = redis.NewScript(finishLikeScript)
 )
 
 func (c *Cache) likeUserKey(user int64) string {
 	return c.likesKey + "u:{" + strconv.FormatInt(user, 10) + "}"
 }
 
+func (c *Cache) likeJournalKey(user int64) string {
+	return c.likesKey + "j:{" + strconv.FormatInt(user, 10) + "}"
+}
+
 func (c *Cache) likeCountKey(post int64) string {
 	return c.likesKey + "n:{" + strconv.FormatInt(post, 10) + "}"
+}
+
+func (c *Cache) likeMarksKey(post int64) string {
+	return c.likesKey + "m:{" + strconv.FormatInt(post, 10) + "}"
 }
 
 // likeMember is post's member in a recent set for a like; an unlike's is
@@ -96,27 +115,28 @@ func (c *Cache) SetLiked(ctx context.Context, user, post int64, postTime time.Ti
 	if cold != nil {
 		coldGiven, coldLiked, coldVersion = "1", boolArg(cold.Liked), cold.Version
 	}
-	res, err := setLiked.Run(ctx, c.client, []string{c.likeUserKey(user)},
+	res, err := setLiked.Run(ctx, c.client, []string{c.likeUserKey(user), c.likeJournalKey(user)},
 		likeMember(post), boolArg(liked), micros(postTime), feed.LikeClockSkew.Microseconds(), max(window, 1), ms(ttl),
 		coldGiven, coldLiked, coldVersion).Int64Slice()
 	if err != nil {
 		return feed.LikeChange{}, fmt.Errorf("rediscache: set like of %d on %d: %w", user, post, err)
 	}
-	if len(res) != 4 {
+	if len(res) != 5 {
 		return feed.LikeChange{}, fmt.Errorf("rediscache: set like of %d on %d: script returned %v", user, post, res)
 	}
 	return feed.LikeChange{
-		Outcome: feed.LikeOutcome(res[0]),
-		Version: res[1],
-		Prev:    feed.LikeEntry{Post: post, Liked: res[2] == 1, Version: res[3]},
+		Outcome:    feed.LikeOutcome(res[0]),
+		Version:    res[1],
+		Prev:       feed.LikeEntry{Post: post, Liked: res[2] == 1, Version: res[3]},
+		Unfinished: res[4] == 1,
 	}, nil
 }
 
-// RevertLike undoes ch if the pair still has its version.
+// RevertLike undoes ch if the pair still has its version, unfinished.
 func (c *Cache) RevertLike(ctx context.Context, user, post int64, ch feed.LikeChange) error {
 	// The change set the opposite of Prev.
-	err := revertLike.Run(ctx, c.client, []string{c.likeUserKey(user)},
-		likeMember(post), boolArg(!ch.Prev.Liked), ch.Version, boolArg(ch.Prev.Liked), ch.Prev.Version).Err()
+	err := revertLike.Run(ctx, c.client, []string{c.likeUserKey(user), c.likeJournalKey(user)},
+		likeMember(post), boolArg(!ch.Prev.Liked), ch.Version, boolArg(ch.Prev.Liked), ch.Prev.Version, boolArg(ch.Unfinished)).Err()
 	if err != nil {
 		return fmt.Errorf("rediscache: revert like of %d on %d: %w", user, post, err)
 	}
@@ -161,6 +181,24 @@ func (c *Cache) AddLikeCount(ctx context.Context, post, delta int64, ttl time.Du
 		return 0, false, fmt.Errorf("rediscache: add %d to like count of %d: %w %v", delta, post, err, res)
 	}
 	return res[1], res[0] == 1, nil
+}
+
+// MoveLikeCount adds user's change's delta to a cached counter once.
+func (c *Cache) MoveLikeCount(ctx context.Context, post, user, version, delta int64, ttl time.Duration) (int64, bool, error) {
+	res, err := moveCount.Run(ctx, c.client, []string{c.likeCountKey(post), c.likeMarksKey(post)},
+		user, version, delta, ms(ttl), feed.LikeMoveMemory.Microseconds()).Int64Slice()
+	if err != nil || len(res) != 2 {
+		return 0, false, fmt.Errorf("rediscache: move like count of %d by %d's change %d: %w %v", post, user, version, err, res)
+	}
+	return res[1], res[0] == 1, nil
+}
+
+// FinishLike clears the journal entry of user's change of post.
+func (c *Cache) FinishLike(ctx context.Context, user, post, version int64) error {
+	if err := finishLike.Run(ctx, c.client, []string{c.likeJournalKey(user)}, likeMember(post), version).Err(); err != nil {
+		return fmt.Errorf("rediscache: finish like of %d on %d: %w", user, post, err)
+	}
+	return nil
 }
 
 // FillLikeCounts sets absent counters, in one pipeline.
@@ -243,10 +281,10 @@ func (c *Cache) LikeStates(ctx context.Context, reader int64, posts []int64, pos
 func (c *Cache) DropLikes(ctx context.Context, user, post int64) error {
 	p := c.client.Pipeline()
 	if post != 0 {
-		p.Del(ctx, c.likeCountKey(post))
+		p.Del(ctx, c.likeCountKey(post), c.likeMarksKey(post))
 	}
 	if user != 0 {
-		p.Del(ctx, c.likeUserKey(user))
+		p.Del(ctx, c.likeUserKey(user), c.likeJournalKey(user))
 	}
 	if _, err := p.Exec(ctx); err != nil {
 		return fmt.Errorf("rediscache: drop likes: %w", err)

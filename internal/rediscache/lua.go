@@ -64,6 +64,8 @@ var (
 	revertLikeScript = luaScript("likes_revert.lua")
 	fillLikesScript  = luaScript("likes_fill.lua")
 	addCountScript   = luaScript("likes_add_count.lua")
+	moveCountScript  = luaScript("likes_move_count.lua")
+	finishLikeScript = luaScript("likes_finish.lua")
 
 	beatPutScript  = luaScript("beat_put.lua")
 	beatListScript = luaScript("beat_list.lua")

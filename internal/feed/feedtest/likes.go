@@ -190,6 +190,95 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 		}
 	})
 
+	t.Run("unfinished changes", func(t *testing.T) {
+		// A change is journaled with its decision and stays unfinished
+		// until FinishLike: a process killed in between leaves it for the
+		// user's next call on the pair to find and finish.
+		c := newCache(t)
+		ctx := t.Context()
+		must(t, c.FillUserLikes(ctx, 1, nil, true, longTTL))
+		must(t, c.FillUserLikes(ctx, 2, nil, true, longTTL))
+		like := setLiked(t, c, 1, 10, postTime, true, nil, window)
+		if like.Outcome != feed.LikeChanged || like.Unfinished {
+			t.Fatalf("first like = %+v; want changed, nothing unfinished before it", like)
+		}
+		again := setLiked(t, c, 1, 10, postTime, true, nil, window)
+		if again.Outcome != feed.LikeUnchanged || !again.Unfinished || again.Prev.Version != like.Version || !again.Prev.Liked {
+			t.Fatalf("like again before FinishLike = %+v; want unchanged and unfinished at version %d", again, like.Version)
+		}
+		if ch := setLiked(t, c, 2, 10, postTime, true, nil, window); ch.Outcome != feed.LikeChanged || ch.Unfinished {
+			t.Errorf("another user's like = %+v; want changed, not unfinished (journals are per user)", ch)
+		}
+		must(t, c.FinishLike(ctx, 1, 10, like.Version))
+		if ch := setLiked(t, c, 1, 10, postTime, true, nil, window); ch.Outcome != feed.LikeUnchanged || ch.Unfinished {
+			t.Errorf("like again after FinishLike = %+v; want unchanged, finished", ch)
+		}
+		unlike := setLiked(t, c, 1, 10, postTime, false, nil, window)
+		must(t, c.FinishLike(ctx, 1, 10, like.Version)) // stale: the unlike's entry stays
+		if ch := setLiked(t, c, 1, 10, postTime, false, nil, window); !ch.Unfinished || ch.Prev.Version != unlike.Version {
+			t.Errorf("unlike again after a stale FinishLike = %+v; want unfinished at %d", ch, unlike.Version)
+		}
+		// A change over an unfinished one says so; reverting it makes the
+		// one it replaced unfinished again.
+		relike := setLiked(t, c, 1, 10, postTime, true, nil, window)
+		if relike.Outcome != feed.LikeChanged || !relike.Unfinished || relike.Prev.Version != unlike.Version || relike.Prev.Liked {
+			t.Fatalf("like over an unfinished unlike = %+v; want changed, Prev the unfinished unlike %d", relike, unlike.Version)
+		}
+		must(t, c.RevertLike(ctx, 1, 10, relike))
+		if ch := setLiked(t, c, 1, 10, postTime, false, nil, window); ch.Outcome != feed.LikeUnchanged || !ch.Unfinished || ch.Version != unlike.Version {
+			t.Errorf("after the revert = %+v; want the unlike %d back, unfinished", ch, unlike.Version)
+		}
+		must(t, c.FinishLike(ctx, 1, 10, unlike.Version))
+		if ch := setLiked(t, c, 1, 10, postTime, false, nil, window); ch.Unfinished {
+			t.Errorf("after finishing the unlike = %+v; want finished", ch)
+		}
+		// A change a concurrent retry finished is not reverted: its event
+		// is durable.
+		fin := setLiked(t, c, 1, 12, postTime, true, nil, window)
+		must(t, c.FinishLike(ctx, 1, 12, fin.Version))
+		must(t, c.RevertLike(ctx, 1, 12, fin))
+		if st := states(t, c, 1, []int64{12}, postTime); !st.Liked[12] {
+			t.Errorf("after reverting a finished like: %+v; want it kept", st)
+		}
+		// A reverted fresh change leaves nothing unfinished.
+		ch := setLiked(t, c, 1, 11, postTime, true, nil, window)
+		must(t, c.RevertLike(ctx, 1, 11, ch))
+		if ch := setLiked(t, c, 1, 11, postTime, false, nil, window); ch.Outcome != feed.LikeUnchanged || ch.Unfinished {
+			t.Errorf("after reverting a fresh like = %+v; want unchanged, nothing unfinished", ch)
+		}
+	})
+
+	t.Run("counter moves once per change", func(t *testing.T) {
+		// A retry finishing a change moves the counter only if the
+		// change's own call did not: by user and version.
+		c := newCache(t)
+		ctx := t.Context()
+		if _, ok, err := c.MoveLikeCount(ctx, 10, 1, 100, 1, longTTL); err != nil || ok {
+			t.Errorf("move of an absent counter: ok %v, %v; want false (not created)", ok, err)
+		}
+		must(t, c.FillLikeCounts(ctx, map[int64]int64{10: 5, 11: 0}, longTTL))
+		for i, tc := range []struct {
+			post, user, version, delta, want int64
+		}{
+			{10, 1, 200, 1, 6},
+			{10, 1, 200, 1, 6},  // the same change again
+			{10, 1, 150, 1, 6},  // an older change of the pair: a newer one moved it
+			{10, 2, 200, 1, 7},  // another user, same version
+			{11, 1, 200, 1, 1},  // another post
+			{10, 1, 300, -1, 6}, // the pair's next change
+			{10, 1, 300, -1, 6},
+		} {
+			n, ok, err := c.MoveLikeCount(ctx, tc.post, tc.user, tc.version, tc.delta, longTTL)
+			if err != nil || !ok || n != tc.want {
+				t.Errorf("step %d: MoveLikeCount(post %d, user %d, version %d, %+d) = %d, %v, %v; want %d", i, tc.post, tc.user, tc.version, tc.delta, n, ok, err, tc.want)
+			}
+		}
+		st := states(t, c, 0, []int64{10, 11}, postTime)
+		if st.Counts[10] != 6 || st.Counts[11] != 1 {
+			t.Errorf("counts = %v; want 10:6 11:1", st.Counts)
+		}
+	})
+
 	t.Run("counters only of counted posts", func(t *testing.T) {
 		// The caller holds some counters itself and asks only for the
 		// others; the reader's state is of every post all the same.

@@ -6,26 +6,31 @@
 -- records the action with a new version (the server's time in µs, above
 -- every score in the set and the pair's own version) and trims the set to
 -- the window, moving w up to the newest version trimmed. A call that
--- decides renews the set's ttl.
+-- decides renews the set's ttl, and journals the change in the user's
+-- journal (field: the post's member, value: the version) until
+-- FinishLike clears it.
 --
--- KEYS[1] the user's set. ARGV[1] the post's member (likes.go's
+-- KEYS[1] the user's set; KEYS[2] the user's journal. ARGV[1] the post's member (likes.go's
 -- likeMember); ARGV[2] want: 1 like, 0 unlike;
 -- ARGV[3] the post's time in µs; ARGV[4] the clock skew in µs; ARGV[5]
 -- the window; ARGV[6] the ttl in ms; ARGV[7] '1' if a cold state is
 -- given, else '0'; ARGV[8] the cold state's liked (1/0); ARGV[9] its
--- version. Returns {outcome, version, prev liked, prev version}, outcome
--- as feed.LikeOutcome: 0 unchanged, 1 changed, 2 cold (call again with
--- SQL's state), 3 absent (fill the set from SQL).
+-- version. Returns {outcome, version, prev liked, prev version,
+-- prev unfinished (1/0)}, outcome as feed.LikeOutcome: 0 unchanged, 1
+-- changed, 2 cold (call again with SQL's state), 3 absent (fill the set
+-- from SQL).
 --
 -- A script because the decision reads the set and writes it: two likes
--- of one user racing must not both see the old state.
+-- of one user racing must not both see the old state; and the journal
+-- entry must exist as soon as the decision does, or a process dying in
+-- between would leave a like no retry finishes.
 
 local key = KEYS[1]
 local p = ARGV[1]
 local np = '-' .. p
 local w = redis.call('ZSCORE', key, 'w')
 if not w then
-  return {3, 0, 0, 0}
+  return {3, 0, 0, 0, 0}
 end
 local cur, curV = nil, 0
 local s = redis.call('ZSCORE', key, p)
@@ -43,13 +48,21 @@ if not cur then
   elseif ARGV[7] == '1' then
     cur, curV = tonumber(ARGV[8]), tonumber(ARGV[9])
   else
-    return {2, 0, 0, 0}
+    return {2, 0, 0, 0, 0}
   end
 end
 redis.call('PEXPIRE', key, ARGV[6])
+local jkey = KEYS[2]
+local unfinished = 0
+if curV > 0 then
+  local j = redis.call('HGET', jkey, p)
+  if j and tonumber(j) == curV then
+    unfinished = 1
+  end
+end
 local want = tonumber(ARGV[2])
 if cur == want then
-  return {0, curV, cur, curV}
+  return {0, curV, cur, curV, unfinished}
 end
 local t = redis.call('TIME')
 local v = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -80,4 +93,6 @@ if n > window then
   end
   redis.call('ZADD', key, nw, 'w')
 end
-return {1, v, cur, curV}
+redis.call('HSET', jkey, p, string.format('%.0f', v))
+redis.call('PEXPIRE', jkey, ARGV[6])
+return {1, v, cur, curV, unfinished}

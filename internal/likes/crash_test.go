@@ -1,0 +1,177 @@
+package likes
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// errKilled is what a killed process's calls return: nothing after the
+// kill reaches the cache or the queue.
+var errKilled = errors.New("process killed")
+
+// dyingCache is the likes cache as a process sees it that is killed -9
+// right after its call named at returns: that call takes effect, every
+// later one (the revert included) does not.
+type dyingCache struct {
+	c    feed.LikeCache
+	at   string
+	dead *atomic.Bool
+}
+
+func (d *dyingCache) step(name string, err error) error {
+	if err == nil && name == d.at {
+		d.dead.Store(true)
+	}
+	return err
+}
+
+func (d *dyingCache) SetLiked(ctx context.Context, user, post int64, postTime time.Time, liked bool, cold *feed.LikeEntry, window int, ttl time.Duration) (feed.LikeChange, error) {
+	if d.dead.Load() {
+		return feed.LikeChange{}, errKilled
+	}
+	ch, err := d.c.SetLiked(ctx, user, post, postTime, liked, cold, window, ttl)
+	if ch.Outcome != feed.LikeChanged {
+		return ch, err
+	}
+	return ch, d.step("SetLiked", err)
+}
+
+func (d *dyingCache) RevertLike(ctx context.Context, user, post int64, ch feed.LikeChange) error {
+	if d.dead.Load() {
+		return errKilled
+	}
+	return d.c.RevertLike(ctx, user, post, ch)
+}
+
+func (d *dyingCache) FillUserLikes(ctx context.Context, user int64, recent []feed.LikeEntry, complete bool, ttl time.Duration) error {
+	if d.dead.Load() {
+		return errKilled
+	}
+	return d.c.FillUserLikes(ctx, user, recent, complete, ttl)
+}
+
+func (d *dyingCache) AddLikeCount(ctx context.Context, post, delta int64, ttl time.Duration) (int64, bool, error) {
+	if d.dead.Load() {
+		return 0, false, errKilled
+	}
+	return d.c.AddLikeCount(ctx, post, delta, ttl)
+}
+
+func (d *dyingCache) MoveLikeCount(ctx context.Context, post, user, version, delta int64, ttl time.Duration) (int64, bool, error) {
+	if d.dead.Load() {
+		return 0, false, errKilled
+	}
+	n, ok, err := d.c.MoveLikeCount(ctx, post, user, version, delta, ttl)
+	return n, ok, d.step("MoveLikeCount", err)
+}
+
+func (d *dyingCache) FinishLike(ctx context.Context, user, post, version int64) error {
+	if d.dead.Load() {
+		return errKilled
+	}
+	return d.c.FinishLike(ctx, user, post, version)
+}
+
+func (d *dyingCache) FillLikeCounts(ctx context.Context, counts map[int64]int64, ttl time.Duration) error {
+	if d.dead.Load() {
+		return errKilled
+	}
+	return d.c.FillLikeCounts(ctx, counts, ttl)
+}
+
+func (d *dyingCache) LikeStates(ctx context.Context, reader int64, posts []int64, postTimes []time.Time, counted []int64, ttl time.Duration) (feed.LikeStates, error) {
+	if d.dead.Load() {
+		return feed.LikeStates{}, errKilled
+	}
+	return d.c.LikeStates(ctx, reader, posts, postTimes, counted, ttl)
+}
+
+func (d *dyingCache) RecentLikes(ctx context.Context, user int64) ([]feed.LikeEntry, bool, error) {
+	if d.dead.Load() {
+		return nil, false, errKilled
+	}
+	return d.c.RecentLikes(ctx, user)
+}
+
+// TestRetryFinishesAfterKill: a serve process killed between any two steps
+// of a like leaves it unfinished; the client's retry on another process
+// finishes it, so that the like is in SQL once and counted once, in SQL
+// and in the cached counter. A later unlike, instead of a retry, finishes
+// it too before undoing it.
+func TestRetryFinishesAfterKill(t *testing.T) {
+	for _, at := range []string{"SetLiked", "record", "MoveLikeCount", "never"} {
+		for _, then := range []string{"retry", "unlike"} {
+			t.Run(at+"/"+then, func(t *testing.T) {
+				f := newFixture(t)
+				ctx := t.Context()
+				logger := slog.New(slog.DiscardHandler)
+				w := NewWriter(logger, WriterConfig{}, f.store, prometheus.NewRegistry())
+				post := f.posts[0].ID
+				// User 3 liked the post before: the counter is cached at 1.
+				if _, err := f.svc.Like(ctx, 3, post); err != nil {
+					t.Fatal(err)
+				}
+
+				var dead atomic.Bool
+				record := func(ctx context.Context, ev feed.LikeEvent) error {
+					if dead.Load() {
+						return errKilled
+					}
+					err := w.Submit(ctx, ev)
+					if err == nil && at == "record" {
+						dead.Store(true)
+					}
+					return err
+				}
+				victim := New(logger, Config{}, f.store, &dyingCache{c: f.cache, at: at, dead: &dead}, storePosts{f.store}, record, nil)
+				// A process killed after the move would not answer; this one
+				// answers, since a failed FinishLike only leaves the change
+				// for the next call to finish.
+				_, err := victim.Like(ctx, 2, post)
+				if answered := at == "MoveLikeCount" || at == "never"; (err == nil) != answered {
+					t.Fatalf("like on the process killed after %s: %v; want answered %v", at, err, answered)
+				}
+
+				// The client goes on through another process.
+				next := New(logger, Config{}, f.store, f.cache, storePosts{f.store}, w.Submit, prometheus.NewRegistry())
+				want := feed.LikeState{Count: 2, LikedByMe: true}
+				if then == "unlike" {
+					want = feed.LikeState{Count: 1}
+				}
+				for i := range 2 { // the second call must change nothing more
+					var st feed.LikeState
+					if then == "retry" {
+						st, err = next.Like(ctx, 2, post)
+					} else {
+						st, err = next.Unlike(ctx, 2, post)
+					}
+					if err != nil || st != want {
+						t.Fatalf("%s %d after a kill after %s = %+v, %v; want %+v", then, i, at, st, err, want)
+					}
+				}
+				counts, err := f.store.LikeCounts(ctx, []int64{post})
+				if err != nil || counts[post] != want.Count {
+					t.Errorf("SQL count = %d, %v; want %d", counts[post], err, want.Count)
+				}
+				_, _, on, err := f.store.UserLikeEntries(ctx, 2, 0, []int64{post})
+				if err != nil || on[post].Liked != want.LikedByMe {
+					t.Errorf("SQL like of user 2 = %+v, %v; want liked %v", on[post], err, want.LikedByMe)
+				}
+				// A fresh process reads the cached counter, not its own copy.
+				fresh := New(logger, Config{}, f.store, f.cache, storePosts{f.store}, w.Submit, nil)
+				st, _, err := fresh.LikeStates(ctx, 2, f.posts[:1])
+				if err != nil || st[post] != want {
+					t.Errorf("cached state = %+v, %v; want %+v", st[post], err, want)
+				}
+			})
+		}
+	}
+}
