@@ -202,7 +202,7 @@ func openMySQL(ctx context.Context, dsn string, pools Pools, pool string) (*Stor
 	}
 	c := &counter{pool: pool}
 	counted := countingConnector{Connector: conn, c: c}
-	open := func(n int) *sql.DB { return serverPool(counted, n) }
+	open := func(n int) *sql.DB { return serverPool(counted, n, max(1, n/2)) }
 	if pools.Write <= 0 {
 		pools.Write = 32
 	}
@@ -239,11 +239,11 @@ func OpenMySQLReplicated(ctx context.Context, dsn, readDSN string, pools Pools) 
 }
 
 // serverPool is a pool of at most n connections to a database server
-// (MySQL or PostgreSQL).
-func serverPool(conn driver.Connector, n int) *sql.DB {
+// (MySQL or PostgreSQL), of which it keeps idle.
+func serverPool(conn driver.Connector, n, idle int) *sql.DB {
 	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(n)
-	db.SetMaxIdleConns(max(1, n/2))
+	db.SetMaxIdleConns(idle)
 	// Below the usual server and proxy idle timeouts, so the pool does
 	// not hand out connections the other side already dropped.
 	db.SetConnMaxLifetime(5 * time.Minute)
