@@ -16,6 +16,7 @@ func TestLuaFiles(t *testing.T) {
 		"kv_compare_delete.lua": compareAndDeleteScript, "kv_compare_expire.lua": compareAndExpireScript,
 		"likes_set.lua": setLikedScript, "likes_revert.lua": revertLikeScript,
 		"likes_fill.lua": fillLikesScript, "likes_add_count.lua": addCountScript,
+		"likes_move_count.lua": moveCountScript, "likes_finish.lua": finishLikeScript,
 		"post_set.lua": postSetScript,
 		"beat_put.lua": beatPutScript, "beat_list.lua": beatListScript,
 	}
