@@ -83,13 +83,16 @@ type dialect struct {
 	// whose rows all exist: each row adds its follower and following
 	// counts to the stored ones, one statement for a whole batch.
 	addCounts string
-	// likeRowsFirst: the server takes no gap locks (PostgreSQL), so a
-	// locking read of an absent pair locks nothing, and two writers
-	// could both count its first like. ApplyLikes then inserts a row of
-	// version 0 (no action) for every pair first, which a concurrent
-	// writer's insert of the same pair waits on, so that every pair has
-	// a row to lock.
-	likeRowsFirst bool
+	// claimLikes, when set, is how a server without gap locks
+	// (PostgreSQL) locks the batch writer's pairs: a locking read of an
+	// absent pair would lock nothing, and two writers could both count
+	// its first like. ApplyLikes then inserts a row of version 0 (no
+	// action) for every pair, ending with claimLikes, which turns an
+	// existing row's conflict into a no-change update (a row lock) and
+	// returns every pair's row: the claim and the locking read are one
+	// statement. A concurrent writer's insert of the same pair waits on
+	// it.
+	claimLikes string
 	// likesByKey pins the batch writer's locking read to the primary key,
 	// so that it locks exactly its (user, post) pairs: left alone, MariaDB
 	// picks a secondary index and locks every like of the users, or of a

@@ -37,8 +37,9 @@ type likePair struct{ user, post int64 }
 // the batch's pairs are read with a lock first (on MySQL FOR UPDATE,
 // which also locks the gaps of absent pairs, so concurrent writers in
 // other processes serialize on shared pairs; on PostgreSQL, which has no
-// gap locks, after inserting a no-action row for each absent pair; on
-// SQLite the transaction is the only writer), so each post's delta is the
+// gap locks, by inserting a no-action row for each pair that returns
+// the pair's row, dialect.claimLikes; on SQLite the transaction is the
+// only writer), so each post's delta is the
 // number of rows that really flipped. Then one multi-row upsert writes the rows (an unlike is
 // kept as a tombstone row, so that the version survives it), and one
 // multi-row upsert moves every touched post's stats row by its delta:
@@ -71,46 +72,48 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 			version int64
 		}
 		stored := make(map[likePair]row, len(pairs))
-		if s.d.likeRowsFirst {
+		// read scans the locked rows of a claim or a locking read.
+		read := func(what string, n int, query string, args []any) error {
+			rows, err := tx.QueryContext(ctx, query, args...)
+			if err != nil {
+				return fmt.Errorf("%s %d pairs: %w", what, n, err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var p likePair
+				var r row
+				if err := rows.Scan(&p.user, &p.post, &r.liked, &r.version); err != nil {
+					return fmt.Errorf("%s %d pairs: %w", what, n, err)
+				}
+				stored[p] = r
+			}
+			return rows.Err()
+		}
+		if s.d.claimLikes != "" {
 			for start := 0; start < len(pairs); start += chunkSize {
 				chunk := pairs[start:min(start+chunkSize, len(pairs))]
 				args := make([]any, 0, 2*len(chunk))
 				for _, p := range chunk {
 					args = append(args, p.user, p.post)
 				}
-				if _, err := tx.ExecContext(ctx, "INSERT INTO likes (user_id, post_id, liked, version) VALUES "+
-					strings.TrimSuffix(strings.Repeat("(?, ?, 0, 0), ", len(chunk)), ", ")+s.d.keepLikes, args...); err != nil {
-					return fmt.Errorf("claim %d pairs: %w", len(chunk), err)
-				}
-			}
-		}
-		for start := 0; start < len(pairs); start += likePairsPerSelect {
-			chunk := pairs[start:min(start+likePairsPerSelect, len(pairs))]
-			args := make([]any, 0, 2*len(chunk))
-			conds := make([]string, len(chunk))
-			for i, p := range chunk {
-				conds[i] = "(user_id = ? AND post_id = ?)"
-				args = append(args, p.user, p.post)
-			}
-			rows, err := tx.QueryContext(ctx, "SELECT user_id, post_id, liked, version FROM likes"+s.d.likesByKey+" WHERE "+
-				strings.Join(conds, " OR ")+" ORDER BY user_id, post_id"+s.d.forUpdate, args...)
-			if err != nil {
-				return fmt.Errorf("lock %d pairs: %w", len(chunk), err)
-			}
-			for rows.Next() {
-				var p likePair
-				var r row
-				if err := rows.Scan(&p.user, &p.post, &r.liked, &r.version); err != nil {
-					rows.Close()
+				if err := read("claim", len(chunk), "INSERT INTO likes (user_id, post_id, liked, version) VALUES "+
+					strings.TrimSuffix(strings.Repeat("(?, ?, 0, 0), ", len(chunk)), ", ")+s.d.claimLikes, args); err != nil {
 					return err
 				}
-				stored[p] = r
 			}
-			if err := rows.Close(); err != nil {
-				return err
-			}
-			if err := rows.Err(); err != nil {
-				return err
+		} else {
+			for start := 0; start < len(pairs); start += likePairsPerSelect {
+				chunk := pairs[start:min(start+likePairsPerSelect, len(pairs))]
+				args := make([]any, 0, 2*len(chunk))
+				conds := make([]string, len(chunk))
+				for i, p := range chunk {
+					conds[i] = "(user_id = ? AND post_id = ?)"
+					args = append(args, p.user, p.post)
+				}
+				if err := read("lock", len(chunk), "SELECT user_id, post_id, liked, version FROM likes"+s.d.likesByKey+" WHERE "+
+					strings.Join(conds, " OR ")+" ORDER BY user_id, post_id"+s.d.forUpdate, args); err != nil {
+					return err
+				}
 			}
 		}
 		var vals []any
