@@ -160,7 +160,7 @@ var mysqlDialect = dialect{
 	// version before version moves.
 	upsertLikes: " ON DUPLICATE KEY UPDATE liked = IF(VALUES(version) > version, VALUES(liked), liked)," +
 		" version = GREATEST(version, VALUES(version))",
-	upsertStats: " ON DUPLICATE KEY UPDATE like_count = like_count + VALUES(like_count), updated_at = VALUES(updated_at)",
+	upsertStats: " ON DUPLICATE KEY UPDATE like_count = like_count + VALUES(like_count), like_seq = like_seq + 1, updated_at = VALUES(updated_at)",
 	likesByKey:  " FORCE INDEX (PRIMARY)",
 	keepLikes:   " ON DUPLICATE KEY UPDATE version = version",
 	addCounts: " ON DUPLICATE KEY UPDATE follower_count = follower_count + VALUES(follower_count)," +
@@ -246,7 +246,7 @@ var sqliteDialect = dialect{
 // both.
 const (
 	onConflictStats = " ON CONFLICT (post_id) DO UPDATE SET like_count = post_stats.like_count + excluded.like_count," +
-		" updated_at = excluded.updated_at"
+		" like_seq = post_stats.like_seq + 1, updated_at = excluded.updated_at"
 	onConflictCounts = " ON CONFLICT (id) DO UPDATE SET follower_count = users.follower_count + excluded.follower_count," +
 		" following_count = users.following_count + excluded.following_count"
 	onConflictMarker = " ON CONFLICT (user_id) DO UPDATE SET last_read_id = excluded.last_read_id," +

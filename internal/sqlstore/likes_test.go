@@ -31,11 +31,11 @@ func like(user, post, version int64, liked bool) feed.LikeEvent {
 
 func mustApply(t *testing.T, s *Store, evs ...feed.LikeEvent) (map[int64]int64, int) {
 	t.Helper()
-	d, w, err := s.ApplyLikes(t.Context(), evs)
+	w, err := s.ApplyLikes(t.Context(), evs)
 	if err != nil {
 		t.Fatalf("ApplyLikes: %v", err)
 	}
-	return d, w
+	return w.Deltas, w.Writes
 }
 
 // wantLikes checks post's stats row and its liked rows.
@@ -173,7 +173,7 @@ func testApplyConcurrent(t *testing.T, e *env) {
 			r.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
 			for len(evs) > 0 {
 				n := min(len(evs), 1+r.IntN(60))
-				if _, _, err := st.ApplyLikes(t.Context(), evs[:n]); err != nil {
+				if _, err := st.ApplyLikes(t.Context(), evs[:n]); err != nil {
 					t.Errorf("writer %d: %v", w, err)
 					return
 				}
@@ -316,7 +316,7 @@ func BenchmarkApplyLikes(b *testing.B) {
 			b.ResetTimer()
 			for op := range b.N {
 				for _, liked := range []bool{true, false} {
-					if _, _, err := s.ApplyLikes(ctx, batch(op, liked)); err != nil {
+					if _, err := s.ApplyLikes(ctx, batch(op, liked)); err != nil {
 						b.Fatal(err)
 					}
 				}
