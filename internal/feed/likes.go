@@ -123,13 +123,23 @@ type LikeCache interface {
 	// (newest first) unless it exists. complete says they are all of the
 	// user's actions.
 	FillUserLikes(ctx context.Context, user int64, recent []LikeEntry, complete bool, ttl time.Duration) error
+	// LikeCount returns post's counter, renewing its ttl, and when it was
+	// loaded from SQL (in µs of the cache's clock, as versions are; 0 if
+	// the cache does not know): a like reads it before its event is
+	// recorded, and passes the time to MoveLikeCount.
+	LikeCount(ctx context.Context, post int64, ttl time.Duration) (n, loaded int64, cached bool, err error)
 	// MoveLikeCount adds user's change of version's delta to post's
 	// counter if it is cached, once, however often it is called for that
 	// change (or after a newer change of the pair moved it, or after
 	// SettleLikes settled it), for LikeMoveMemory at least; it renews the
-	// counter's ttl and returns its value and whether it was cached. The
-	// move is pending until SettleLikes says SQL has the change.
-	MoveLikeCount(ctx context.Context, post, user, version, delta int64, ttl time.Duration) (int64, bool, error)
+	// counter's ttl and returns its value with the change and whether it
+	// was cached. The move is pending until SettleLikes says SQL has the
+	// change. A counter loaded from SQL after since (the cache lost its
+	// keys) may hold the change already: it is not moved, and its settle
+	// brings it in. since is the load time LikeCount gave before the
+	// change's event was recorded, or, for a change whose event may have
+	// been recorded before, the lesser of that and the change's version.
+	MoveLikeCount(ctx context.Context, post, user, version, delta, since int64, ttl time.Duration) (int64, bool, error)
 	// SettleLikes tells the cache what SQL has after a write of like
 	// events: tallies holds the tallies of the events' posts (and of any
 	// post whose count SQL moved), evs the events written (applied or

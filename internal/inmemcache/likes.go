@@ -23,6 +23,7 @@ type likeShard struct {
 	// marks holds, per post, each user's newest change that moved the
 	// counter (MoveLikeCount), for feed.LikeMoveMemory.
 	marks map[int64]map[int64]likeMark
+	kept  map[int64]keptTally
 }
 
 type likeMark struct {
@@ -36,9 +37,19 @@ type likeCount struct {
 	n       int64
 	expires int64
 	tally   feed.LikeTally
+	// loaded is when the counter was loaded from SQL, in µs (a like
+	// version): a change decided before it is not moved.
+	loaded int64
 	// pending holds the moves not yet settled: user and version → when
 	// moved (unix ns).
 	pending map[[2]int64]int64
+}
+
+// keptTally is a tally a settle left for a post without a counter, for a
+// fill that read SQL before that write.
+type keptTally struct {
+	feed.LikeTally
+	expires int64
 }
 
 type likeSet struct {
@@ -54,6 +65,7 @@ func (s *likeShard) reset() {
 	s.counts = map[int64]likeCount{}
 	s.users = map[int64]*likeSet{}
 	s.marks = map[int64]map[int64]likeMark{}
+	s.kept = map[int64]keptTally{}
 }
 
 func (s *likeShard) sweep(now int64) {
@@ -65,6 +77,11 @@ func (s *likeShard) sweep(now int64) {
 	for k, e := range s.users {
 		if expired(e.expires, now) {
 			delete(s.users, k)
+		}
+	}
+	for k, t := range s.kept {
+		if expired(t.expires, now) {
+			delete(s.kept, k)
 		}
 	}
 	for k, m := range s.marks {
@@ -216,8 +233,26 @@ func (c *Cache) FillUserLikes(ctx context.Context, user int64, recent []feed.Lik
 	return nil
 }
 
+// LikeCount reads a counter and its load time.
+func (c *Cache) LikeCount(ctx context.Context, post int64, ttl time.Duration) (n, loaded int64, cached bool, err error) {
+	if c.closed.Load() {
+		return 0, 0, false, errClosed
+	}
+	now := c.now()
+	s := &c.likes[shardOf(post)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.count(post, now.UnixNano())
+	if !ok {
+		return 0, 0, false, nil
+	}
+	e.expires = deadline(now, ttl)
+	s.counts[post] = e
+	return e.n, e.loaded, true, nil
+}
+
 // MoveLikeCount adds user's change's delta to a cached counter once.
-func (c *Cache) MoveLikeCount(ctx context.Context, post, user, version, delta int64, ttl time.Duration) (int64, bool, error) {
+func (c *Cache) MoveLikeCount(ctx context.Context, post, user, version, delta, since int64, ttl time.Duration) (int64, bool, error) {
 	if c.closed.Load() {
 		return 0, false, errClosed
 	}
@@ -238,6 +273,11 @@ func (c *Cache) MoveLikeCount(ctx context.Context, post, user, version, delta in
 	e, ok := s.count(post, now.UnixNano())
 	if !ok {
 		return 0, false, nil
+	}
+	if !moved && e.loaded > since {
+		// Loaded since the change's event may have landed: its settle
+		// brings it in (rediscache's likes_move_count.lua).
+		return e.n + delta, true, nil
 	}
 	if !moved {
 		e.n += delta
@@ -290,6 +330,9 @@ func (c *Cache) SettleLikes(ctx context.Context, tallies map[int64]feed.LikeTall
 				}
 			}
 			if !ok {
+				if t, has := tallies[post]; has && t.Seq > s.kept[post].Seq {
+					s.kept[post] = keptTally{LikeTally: t, expires: deadline(now, ttl)}
+				}
 				return
 			}
 			for _, at := range e.pending {
@@ -341,7 +384,11 @@ func (c *Cache) FillLikeCounts(ctx context.Context, tallies map[int64]feed.LikeT
 		s := &c.likes[shardOf(post)]
 		lockAnd(&s.mu, func() {
 			if _, ok := s.count(post, now.UnixNano()); !ok {
-				s.counts[post] = likeCount{n: t.Count, expires: deadline(now, ttl), tally: t}
+				if k, has := s.kept[post]; has && !expired(k.expires, now.UnixNano()) && k.Seq > t.Seq {
+					t = k.LikeTally
+				}
+				delete(s.kept, post)
+				s.counts[post] = likeCount{n: t.Count, expires: deadline(now, ttl), tally: t, loaded: now.UnixMicro()}
 			}
 		})
 	}

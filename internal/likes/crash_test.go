@@ -66,11 +66,18 @@ func (d *dyingCache) SettleLikes(ctx context.Context, tallies map[int64]feed.Lik
 	return d.c.SettleLikes(ctx, tallies, evs, ttl)
 }
 
-func (d *dyingCache) MoveLikeCount(ctx context.Context, post, user, version, delta int64, ttl time.Duration) (int64, bool, error) {
+func (d *dyingCache) LikeCount(ctx context.Context, post int64, ttl time.Duration) (int64, int64, bool, error) {
+	if d.dead.Load() {
+		return 0, 0, false, errKilled
+	}
+	return d.c.LikeCount(ctx, post, ttl)
+}
+
+func (d *dyingCache) MoveLikeCount(ctx context.Context, post, user, version, delta, since int64, ttl time.Duration) (int64, bool, error) {
 	if d.dead.Load() {
 		return 0, false, errKilled
 	}
-	n, ok, err := d.c.MoveLikeCount(ctx, post, user, version, delta, ttl)
+	n, ok, err := d.c.MoveLikeCount(ctx, post, user, version, delta, since, ttl)
 	return n, ok, d.step("MoveLikeCount", err)
 }
 

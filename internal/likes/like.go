@@ -48,7 +48,7 @@ func (s *Service) set(ctx context.Context, user, id int64, liked bool) (feed.Lik
 	// so that a newer change's delta applies after the one it replaces.
 	if ch.Unfinished {
 		s.metrics.repairs.Inc()
-		if _, _, err := s.finish(ctx, user, id, ch.Prev); err != nil {
+		if _, _, err := s.finish(ctx, user, id, ch.Prev, true); err != nil {
 			if ch.Outcome == feed.LikeChanged {
 				s.revert(ctx, user, id, ch) // which journals ch.Prev again
 			}
@@ -62,7 +62,7 @@ func (s *Service) set(ctx context.Context, user, id int64, liked bool) (feed.Lik
 		}
 		return feed.LikeState{Count: n, LikedByMe: liked}, nil
 	}
-	n, recorded, err := s.finish(ctx, user, id, feed.LikeEntry{Post: id, Liked: liked, Version: ch.Version})
+	n, recorded, err := s.finish(ctx, user, id, feed.LikeEntry{Post: id, Liked: liked, Version: ch.Version}, false)
 	if err != nil {
 		if !recorded {
 			s.revert(ctx, user, id, ch)
@@ -88,14 +88,20 @@ func (s *Service) set(ctx context.Context, user, id int64, liked bool) (feed.Lik
 // recent set expires or the user acts on the post again, which finishes
 // it first. If the process died after the event, SQL has it and only
 // the cached counter is one short until it expires or is repaired.
-func (s *Service) finish(ctx context.Context, user, id int64, e feed.LikeEntry) (n int64, recorded bool, err error) {
+func (s *Service) finish(ctx context.Context, user, id int64, e feed.LikeEntry, repair bool) (n int64, recorded bool, err error) {
 	// The counter is cached before the event can reach SQL, so that the
 	// move below is pending on it until the writer settles the event
 	// (SettleLikes). A counter loaded while events are in flight without
 	// their moves (the cache lost its keys) is corrected by the same
 	// settle: SQL's tally after the event is newer than the loaded one.
-	if _, err := s.count(ctx, id); err != nil {
+	_, since, err := s.loadedCount(ctx, id)
+	if err != nil {
 		return 0, false, err
+	}
+	if repair {
+		// Its event may have landed in SQL before this counter was
+		// loaded, if the counter was loaded after the change was decided.
+		since = min(since, e.Version)
 	}
 	ev := feed.LikeEvent{User: user, Post: id, Liked: e.Liked, Version: e.Version}
 	if err := s.record(ctx, ev); err != nil {
@@ -106,7 +112,7 @@ func (s *Service) finish(ctx context.Context, user, id int64, e feed.LikeEntry) 
 		delta = -1
 	}
 	s.startMove(id)
-	n, ok, err := s.cache.MoveLikeCount(ctx, id, user, e.Version, delta, s.cfg.CountTTL)
+	n, ok, err := s.cache.MoveLikeCount(ctx, id, user, e.Version, delta, since, s.cfg.CountTTL)
 	s.endMove(id, n, err == nil && ok)
 	if err != nil || !ok {
 		// Lost between the load and now (Redis failed over): SQL will
@@ -202,6 +208,26 @@ func (s *Service) count(ctx context.Context, post int64) (int64, error) {
 	}
 	s.learn(from, countsOf(tallies))
 	return tallies[post].Count, nil
+}
+
+// loadedCount is count for a like's write path: the counter, loaded from
+// SQL on a miss, and when it was loaded (feed.LikeCache.LikeCount).
+func (s *Service) loadedCount(ctx context.Context, post int64) (n, loaded int64, err error) {
+	for range 2 {
+		n, loaded, ok, err := s.cache.LikeCount(ctx, post, s.cfg.CountTTL)
+		if err != nil {
+			return 0, 0, unavailable(fmt.Errorf("likes: count of %d: %w", post, err))
+		}
+		if ok {
+			return n, loaded, nil
+		}
+		if _, err := s.count(ctx, post); err != nil {
+			return 0, 0, err
+		}
+	}
+	// Loaded and lost again at once (the cache is failing over): the
+	// move will find no counter and the answer comes from SQL.
+	return 0, 0, nil
 }
 
 // countsOf is the counts of tallies.

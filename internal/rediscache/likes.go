@@ -183,10 +183,30 @@ func windowStart(recent []feed.LikeEntry, complete bool) int64 {
 	return max(w, 1)
 }
 
+// LikeCount reads a counter and its load time, in one pipeline of two
+// commands on the post's slot.
+func (c *Cache) LikeCount(ctx context.Context, post int64, ttl time.Duration) (n, loaded int64, cached bool, err error) {
+	p := c.client.Pipeline()
+	count := p.GetEx(ctx, c.likeCountKey(post), max(ttl, 0))
+	at := p.HGet(ctx, c.likeTallyKey(post), "at")
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, 0, false, fmt.Errorf("rediscache: like count of %d: %w", post, err)
+	}
+	n, err = count.Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, 0, false, nil
+	}
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("rediscache: like count of %d: %w", post, err)
+	}
+	loaded, _ = at.Int64() // absent: 0, unknown
+	return n, loaded, true, nil
+}
+
 // MoveLikeCount adds user's change's delta to a cached counter once.
-func (c *Cache) MoveLikeCount(ctx context.Context, post, user, version, delta int64, ttl time.Duration) (int64, bool, error) {
+func (c *Cache) MoveLikeCount(ctx context.Context, post, user, version, delta, since int64, ttl time.Duration) (int64, bool, error) {
 	res, err := moveCount.Run(ctx, c.client, []string{c.likeCountKey(post), c.likeMarksKey(post), c.likePendingKey(post), c.likeTallyKey(post)},
-		user, version, delta, ms(ttl), feed.LikeMoveMemory.Microseconds()).Int64Slice()
+		user, version, delta, ms(ttl), feed.LikeMoveMemory.Microseconds(), since).Int64Slice()
 	if err != nil || len(res) != 2 {
 		return 0, false, fmt.Errorf("rediscache: move like count of %d by %d's change %d: %w %v", post, user, version, err, res)
 	}

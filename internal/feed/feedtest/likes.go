@@ -2,6 +2,7 @@ package feedtest
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -17,6 +18,10 @@ type LikeCache interface {
 	// be 0).
 	DropLikes(ctx context.Context, user, post int64) error
 }
+
+// anyLoad is a MoveLikeCount since that no load is after: the change's
+// event was recorded after the counter was loaded, however recently.
+const anyLoad = math.MaxInt64
 
 // TestLikeCache runs the behavioural suite of feed.LikeCache against the
 // implementation newCache builds: a fresh, empty cache per subtest that
@@ -169,15 +174,25 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 	t.Run("counters", func(t *testing.T) {
 		c := newCache(t)
 		ctx := t.Context()
-		if _, ok, err := c.MoveLikeCount(ctx, 10, 1, 100, 1, longTTL); err != nil || ok {
+		// Changes decided after the counters are loaded, as a like's are.
+		v := time.Now().Add(time.Hour).UnixMicro()
+		if _, ok, err := c.MoveLikeCount(ctx, 10, 1, v, 1, anyLoad, longTTL); err != nil || ok {
 			t.Errorf("move of an absent counter: ok %v, %v; want false (not created)", ok, err)
 		}
+		if _, _, cached, err := c.LikeCount(ctx, 10, longTTL); err != nil || cached {
+			t.Errorf("LikeCount of an absent counter: cached %v, %v; want false", cached, err)
+		}
+		before := time.Now().UnixMicro()
 		must(t, c.FillLikeCounts(ctx, map[int64]feed.LikeTally{10: {Count: 5, Seq: 5}, 11: {}}, longTTL))
 		must(t, c.FillLikeCounts(ctx, map[int64]feed.LikeTally{10: {Count: 99, Seq: 99}}, longTTL)) // present: kept
-		if n, ok, err := c.MoveLikeCount(ctx, 10, 2, 100, 1, longTTL); err != nil || !ok || n != 6 {
+		// The load time is the cache's clock: allow a second of skew.
+		if n, loaded, cached, err := c.LikeCount(ctx, 10, longTTL); err != nil || !cached || n != 5 || loaded < before-1e6 || loaded > time.Now().UnixMicro()+1e6 {
+			t.Errorf("LikeCount after a fill = %d loaded at %d, cached %v, %v; want 5, loaded about %d", n, loaded, cached, err, before)
+		}
+		if n, ok, err := c.MoveLikeCount(ctx, 10, 2, v, 1, anyLoad, longTTL); err != nil || !ok || n != 6 {
 			t.Errorf("move: %d %v %v; want 6", n, ok, err)
 		}
-		if n, _, _ := c.MoveLikeCount(ctx, 11, 2, 100, -1, longTTL); n != -1 {
+		if n, _, _ := c.MoveLikeCount(ctx, 11, 2, v, -1, anyLoad, longTTL); n != -1 {
 			t.Errorf("counters are plain integers: got %d; want -1 (callers clamp)", n)
 		}
 		st := states(t, c, 0, []int64{10, 11, 12}, postTime)
@@ -205,12 +220,13 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 			}
 			return n
 		}
+		v := time.Now().Add(time.Hour).UnixMicro()
 		like := func(user, version int64) feed.LikeEvent {
 			return feed.LikeEvent{User: user, Post: 10, Liked: true, Version: version}
 		}
 		must(t, c.FillLikeCounts(ctx, map[int64]feed.LikeTally{10: {Count: 9, Seq: 3}}, longTTL))
 		for _, u := range []int64{1, 2} {
-			if _, _, err := c.MoveLikeCount(ctx, 10, u, 100, 1, longTTL); err != nil {
+			if _, _, err := c.MoveLikeCount(ctx, 10, u, v, 1, anyLoad, longTTL); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -219,17 +235,17 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 		}
 		// Two writers commit 1's like (seq 4, count 10), then 2's (seq 5,
 		// count 11), and settle in the other order.
-		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{10: {Count: 11, Seq: 5}}, []feed.LikeEvent{like(2, 100)}, longTTL))
-		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{10: {Count: 10, Seq: 4}}, []feed.LikeEvent{like(1, 100)}, longTTL))
+		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{10: {Count: 11, Seq: 5}}, []feed.LikeEvent{like(2, v)}, longTTL))
+		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{10: {Count: 10, Seq: 4}}, []feed.LikeEvent{like(1, v)}, longTTL))
 		if n := count(10); n != 11 {
 			t.Errorf("after both settled out of order: %d; want 11", n)
 		}
 		// A late move of a settled change (its repair) counts nothing.
-		if n, _, err := c.MoveLikeCount(ctx, 10, 1, 100, 1, longTTL); err != nil || n != 11 {
+		if n, _, err := c.MoveLikeCount(ctx, 10, 1, v, 1, anyLoad, longTTL); err != nil || n != 11 {
 			t.Errorf("late move of a settled change: %d, %v; want 11", n, err)
 		}
 		// A repeated event, settled again, changes nothing.
-		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{10: {Count: 11, Seq: 5}}, []feed.LikeEvent{like(2, 100)}, longTTL))
+		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{10: {Count: 11, Seq: 5}}, []feed.LikeEvent{like(2, v)}, longTTL))
 		if n := count(10); n != 11 {
 			t.Errorf("after a repeated settle: %d; want 11", n)
 		}
@@ -242,16 +258,24 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 		c := newCache(t)
 		ctx := t.Context()
 		must(t, c.FillLikeCounts(ctx, map[int64]feed.LikeTally{20: {Count: 4, Seq: 7}}, longTTL))
-		// A like made since the load moves it.
-		if n, _, err := c.MoveLikeCount(ctx, 20, 3, 300, 1, longTTL); err != nil || n != 5 {
+		// A like made since moves it; one decided before the load, whose
+		// move comes late, does not: the load may have counted it.
+		v := time.Now().Add(time.Hour).UnixMicro()
+		if n, _, err := c.MoveLikeCount(ctx, 20, 3, v, 1, anyLoad, longTTL); err != nil || n != 5 {
 			t.Fatalf("move after the load: %d, %v; want 5", n, err)
+		}
+		if n, _, err := c.MoveLikeCount(ctx, 20, 2, 110, 1, 110, longTTL); err != nil || n != 6 {
+			t.Fatalf("late move of a change decided before the load: %d, %v; want 6 answered, nothing moved", n, err)
+		}
+		if st := states(t, c, 0, []int64{20}, postTime); st.Counts[20] != 5 {
+			t.Fatalf("after a late move of a change decided before the load: %v; want 5", st.Counts)
 		}
 		evs := []feed.LikeEvent{{User: 1, Post: 20, Liked: true, Version: 100}, {User: 2, Post: 20, Liked: true, Version: 110}}
 		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{20: {Count: 6, Seq: 8}}, evs, longTTL))
 		if st := states(t, c, 0, []int64{20}, postTime); st.Counts[20] != 7 {
 			t.Errorf("after the in-flight likes landed: %v; want 7 (6 in SQL, 1 pending)", st.Counts)
 		}
-		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{20: {Count: 7, Seq: 9}}, []feed.LikeEvent{{User: 3, Post: 20, Liked: true, Version: 300}}, longTTL))
+		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{20: {Count: 7, Seq: 9}}, []feed.LikeEvent{{User: 3, Post: 20, Liked: true, Version: v}}, longTTL))
 		if st := states(t, c, 0, []int64{20}, postTime); st.Counts[20] != 7 {
 			t.Errorf("after the last like landed: %v; want 7", st.Counts)
 		}
@@ -260,6 +284,12 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{20: {Count: 2, Seq: 1}, 21: {Count: 3, Seq: 1}}, nil, longTTL))
 		if st := states(t, c, 0, []int64{20, 21}, postTime); st.Counts[20] != 7 || len(st.Counts) != 1 {
 			t.Errorf("after an older tally: %v; want 20:7, 21 missing", st.Counts)
+		}
+		// A fill that read SQL before that settle takes the settle's newer
+		// tally.
+		must(t, c.FillLikeCounts(ctx, map[int64]feed.LikeTally{21: {Count: 2, Seq: 0}}, longTTL))
+		if st := states(t, c, 0, []int64{21}, postTime); st.Counts[21] != 3 {
+			t.Errorf("a fill older than a settle: %v; want 21:3, the settle's", st.Counts)
 		}
 	})
 
@@ -326,7 +356,8 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 		// change's own call did not: by user and version.
 		c := newCache(t)
 		ctx := t.Context()
-		if _, ok, err := c.MoveLikeCount(ctx, 10, 1, 100, 1, longTTL); err != nil || ok {
+		v := time.Now().Add(time.Hour).UnixMicro()
+		if _, ok, err := c.MoveLikeCount(ctx, 10, 1, v+100, 1, anyLoad, longTTL); err != nil || ok {
 			t.Errorf("move of an absent counter: ok %v, %v; want false (not created)", ok, err)
 		}
 		must(t, c.FillLikeCounts(ctx, map[int64]feed.LikeTally{10: {Count: 5}, 11: {}}, longTTL))
@@ -341,7 +372,7 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 			{10, 1, 300, -1, 6}, // the pair's next change
 			{10, 1, 300, -1, 6},
 		} {
-			n, ok, err := c.MoveLikeCount(ctx, tc.post, tc.user, tc.version, tc.delta, longTTL)
+			n, ok, err := c.MoveLikeCount(ctx, tc.post, tc.user, v+tc.version, tc.delta, anyLoad, longTTL)
 			if err != nil || !ok || n != tc.want {
 				t.Errorf("step %d: MoveLikeCount(post %d, user %d, version %d, %+d) = %d, %v, %v; want %d", i, tc.post, tc.user, tc.version, tc.delta, n, ok, err, tc.want)
 			}
@@ -470,7 +501,7 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 		if st := states(t, c, 1, []int64{old}, postTime); st.Liked[old] {
 			t.Errorf("after revert: %+v; want %d unliked", st, old)
 		}
-		if n, _, err := c.MoveLikeCount(t.Context(), old, 1, like.Version, 1, longTTL); err != nil || n != 0 && n != 1 {
+		if n, _, err := c.MoveLikeCount(t.Context(), old, 1, like.Version, 1, anyLoad, longTTL); err != nil || n != 0 && n != 1 {
 			t.Errorf("MoveLikeCount(%d) = %d, %v", old, n, err)
 		}
 	})

@@ -4,12 +4,15 @@
 -- below it is not moved again. Marks older than the memory are dropped at
 -- each move, so that a hot post keeps only its last minute of likers. A
 -- move is pending (the post's pending set, member "<user>:<version>",
--- score the time of the move) until likes_settle.lua says SQL has it.
+-- score the time of the move) until likes_settle.lua says SQL has it. A
+-- counter loaded (the tally's "at") after the caller's "since" is not
+-- moved: the load may have counted the change.
 --
 -- KEYS[1] the counter; KEYS[2] the post's marks (a sorted set: member the
 -- user, score the version); KEYS[3] the pending moves; KEYS[4] the
 -- counter's tally. ARGV[1] the user; ARGV[2] the version; ARGV[3] the
--- delta; ARGV[4] the counter's ttl in ms; ARGV[5] the memory in µs.
+-- delta; ARGV[4] the counter's ttl in ms; ARGV[5] the memory in µs;
+-- ARGV[6] since, in µs.
 -- Returns {1, the value} if the counter is cached, else {0, 0}.
 --
 -- A script because the mark, the move and its pending entry must be one
@@ -30,8 +33,15 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   return {0, 0}
 end
 local n
+local at = redis.call('HGET', KEYS[4], 'at')
 if moved then
   n = tonumber(redis.call('GET', KEYS[1]))
+elseif at and tonumber(at) > tonumber(ARGV[6]) then
+  -- Loaded from SQL since the change's event may have landed there (the
+  -- cache lost its keys in between): not moved; the settle of its event
+  -- brings it in. The caller is told the value with it, which is what
+  -- everyone sees once it lands.
+  n = tonumber(redis.call('GET', KEYS[1])) + tonumber(ARGV[3])
 else
   n = redis.call('INCRBY', KEYS[1], ARGV[3])
   redis.call('ZADD', KEYS[3], string.format('%.0f', now), ARGV[1] .. ':' .. ARGV[2])

@@ -7,7 +7,8 @@
 -- pending, and the tally that holds them is newer than the loaded one.
 --
 -- KEYS[1] the counter; KEYS[2] the marks; KEYS[3] the pending moves;
--- KEYS[4] the tally (a hash: seq, count). ARGV[1] the tally's seq (-1:
+-- KEYS[4] the tally (a hash: seq, count, and at: when the counter was
+-- loaded, in µs). ARGV[1] the tally's seq (-1:
 -- none given); ARGV[2] its count; ARGV[3] the counter's ttl in ms;
 -- ARGV[4] the marks' memory in µs; ARGV[5] the pending limit in µs; then
 -- per event, user, version, delta. Returns 1 if the counter is kept, 0
@@ -36,7 +37,14 @@ for i = 6, #ARGV, 3 do
   end
 end
 if not cached then
-  redis.call('DEL', KEYS[3], KEYS[4])
+  redis.call('DEL', KEYS[3])
+  -- Kept for a fill that read SQL before this write (likes_fill_count.lua
+  -- takes the newer of the two).
+  local seq = redis.call('HGET', KEYS[4], 'seq')
+  if tonumber(ARGV[1]) >= 0 and (not seq or tonumber(ARGV[1]) > tonumber(seq)) then
+    redis.call('HSET', KEYS[4], 'seq', ARGV[1], 'count', ARGV[2])
+    redis.call('PEXPIRE', KEYS[4], ARGV[3])
+  end
   return 0
 end
 local b = redis.call('HMGET', KEYS[4], 'seq', 'count')
