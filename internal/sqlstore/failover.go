@@ -263,12 +263,17 @@ func (c *cluster) observe(node int, gen uint64) {
 	}
 }
 
-// Moves returns the last moves of the writes from node to node, oldest
-// first.
-func (c *cluster) Moves() []NodeMove {
+// NodeMoves returns the last moves (up to 100) of a multi-host store's
+// writes from node to node, oldest first, and the node that takes them
+// now; nil and "" for a store on one host.
+func (s *Store) NodeMoves() ([]NodeMove, string) {
+	if s.nodes == nil {
+		return nil, ""
+	}
+	c := s.nodes
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]NodeMove(nil), c.moves...)
+	return append([]NodeMove(nil), c.moves...), c.addrs[c.writer]
 }
 
 // wsrep is what a node says of its place in a Galera cluster.

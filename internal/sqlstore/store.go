@@ -53,6 +53,9 @@ type Store struct {
 	// lateralMin is the n above which a wide window's feed is read
 	// followee by followee, where the dialect can (lateralFeed).
 	lateralMin int
+	// nodes is the cluster of a multi-host MySQL DSN (failover.go); nil
+	// for one host.
+	nodes *cluster
 }
 
 // OpenSQLite opens (creating it if needed) the SQLite database at path,
@@ -204,10 +207,12 @@ func openMySQL(ctx context.Context, dsn string, pools Pools, pool string) (*Stor
 		}
 	}
 	var conn driver.Connector
+	var nodes *cluster
 	if hosts == nil {
 		conn, err = mysql.NewConnector(cfg)
 	} else {
-		conn, err = newCluster(cfg, hosts)
+		nodes, err = newCluster(cfg, hosts)
+		conn = nodes
 		cfg.Addr = strings.Join(hosts, ",")
 	}
 	if err != nil {
@@ -228,7 +233,7 @@ func openMySQL(ctx context.Context, dsn string, pools Pools, pool string) (*Stor
 	if pools.Read > 0 {
 		rdb = open(pools.Read)
 	}
-	return &Store{db: db, rdb: rdb, replica: rdb, d: mysqlDialect, counters: []*counter{c}, pullCandidates: chunkSize}, nil
+	return &Store{db: db, rdb: rdb, replica: rdb, d: mysqlDialect, counters: []*counter{c}, pullCandidates: chunkSize, nodes: nodes}, nil
 }
 
 // OpenMySQLReplicated is OpenMySQL with sized pools, and with one more

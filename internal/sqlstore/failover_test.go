@@ -1,0 +1,144 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/feed/feedtest"
+	"github.com/feedd/feedd/internal/testenv"
+)
+
+func TestSplitHosts(t *testing.T) {
+	for _, c := range []struct {
+		dsn, first string
+		hosts      []string
+	}{
+		{"root@tcp(127.0.0.1:3306)/feedd", "root@tcp(127.0.0.1:3306)/feedd", nil},
+		{"root@tcp(a:1,b:2,c:3)/feedd", "root@tcp(a:1)/feedd", []string{"a:1", "b:2", "c:3"}},
+		{"u:p@ss@tcp(a:1, b:2)/feedd?timeout=1s&loc=UTC", "u:p@ss@tcp(a:1)/feedd?timeout=1s&loc=UTC", []string{"a:1", "b:2"}},
+		{"root@tcp(a:1,b:2)/", "root@tcp(a:1)/", []string{"a:1", "b:2"}},
+		{"root@unix(/run/mysqld/mysqld.sock)/feedd", "root@unix(/run/mysqld/mysqld.sock)/feedd", nil},
+		{"/feedd", "/feedd", nil},
+	} {
+		first, hosts := splitHosts(c.dsn)
+		if first != c.first || !slices.Equal(hosts, c.hosts) {
+			t.Errorf("splitHosts(%q) = %q, %q; want %q, %q", c.dsn, first, hosts, c.first, c.hosts)
+		}
+	}
+}
+
+// TestGaleraFailover: a store on the three nodes of a Galera cluster
+// writes through the first; when it is killed (SIGKILL), the store's
+// writes move to the second within seconds, every post the store said it
+// wrote is there, and once the first node is back and synced the writes
+// go back to it with nobody doing anything.
+func TestGaleraFailover(t *testing.T) {
+	hosts := testenv.GaleraHosts(t)
+	feedtest.RequireServices(t, hosts...)
+	testenv.LockGalera(t, true)
+	ctx := t.Context()
+	s, err := OpenMySQL(ctx, testenv.CreateGaleraDatabase(t, "feedd_galera_"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustUsers(t, s, 1)
+	if _, writer := s.NodeMoves(); writer != hosts[0] {
+		t.Fatalf("writing node %s; want the first, %s", writer, hosts[0])
+	}
+
+	// Posts at a steady pace, each with an idempotency key and retried
+	// until it is written, as a client would.
+	var (
+		mu      sync.Mutex
+		written []int64
+		okAt    []time.Time
+		failed  int
+	)
+	loadCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for id := int64(1); loadCtx.Err() == nil; id++ {
+			p := feed.Post{ID: id << 16, AuthorID: 1, Content: "post " + strconv.FormatInt(id, 10)}
+			idem := feed.Idempotency{Key: "k" + strconv.FormatInt(id, 10), Fingerprint: make([]byte, 32), TTL: time.Hour}
+			for loadCtx.Err() == nil {
+				cctx, cancel := context.WithTimeout(loadCtx, 5*time.Second)
+				_, _, err := s.CreatePost(cctx, p, idem)
+				cancel()
+				mu.Lock()
+				if err == nil {
+					written = append(written, p.ID)
+					okAt = append(okAt, time.Now())
+				} else {
+					failed++
+					if failed < 10 {
+						t.Logf("%v: %v", time.Now().Format("15:04:05.000"), err)
+					}
+				}
+				mu.Unlock()
+				if err == nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+
+	time.Sleep(time.Second)
+	killed := time.Now()
+	testenv.Galera(t, "kill", "1")
+	testenv.Eventually(t, 20*time.Second, "writes move to another node", func() bool {
+		_, writer := s.NodeMoves()
+		return writer != hosts[0]
+	})
+	time.Sleep(2 * time.Second)
+	testenv.Galera(t, "start", "1")
+	back := time.Now()
+	testenv.Eventually(t, 20*time.Second, "writes come back to the first node", func() bool {
+		_, writer := s.NodeMoves()
+		return writer == hosts[0]
+	})
+	time.Sleep(time.Second)
+	stop()
+	<-done
+
+	moves, _ := s.NodeMoves()
+	for _, m := range moves {
+		t.Logf("writes moved from %s to %s at %v (%s)", m.From, m.To, m.At.Sub(killed).Round(time.Millisecond), m.Why)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var gap time.Duration
+	for i := 1; i < len(okAt); i++ {
+		if okAt[i].After(killed) && okAt[i-1].Before(back) {
+			gap = max(gap, okAt[i].Sub(okAt[i-1]))
+		}
+	}
+	t.Logf("%d posts written, %d failed attempts; the longest time without a written post around the kill: %v",
+		len(written), failed, gap.Round(time.Millisecond))
+	if gap > 5*time.Second {
+		t.Errorf("no post was written for %v; want at most 5s", gap)
+	}
+	for _, id := range written {
+		if _, err := s.Post(ctx, id); err != nil {
+			t.Errorf("post %d, written, is not there: %v", id, err)
+		}
+	}
+	if n, err := s.OutboxBacklog(ctx); err != nil || n != int64(len(written)) {
+		t.Errorf("outbox holds %d, %v; want one event per post, %d", n, err, len(written))
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		t.Fatal("test context ended")
+	}
+}
