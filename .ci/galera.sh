@@ -88,12 +88,31 @@ EOF
   chown -R mysql:mysql "$d"
 }
 
+# recovered N: the last position node N committed, recovered from its
+# InnoDB logs when its grastate.dat lost it (a SIGKILL leaves seqno -1).
+# Started at that position, the node catches up by IST from the gcache of
+# a live node; started without it, it would take a full state transfer
+# (SST), during which the donor stops taking writes.
+recovered() {
+  local d="$dir/$1"
+  [[ -f "$d/data/grastate.dat" ]] || return 0
+  grep -q '^seqno: *-1' "$d/data/grastate.dat" || return 0
+  /usr/sbin/mariadbd --defaults-file="$d/my.cnf" --wsrep-recover --log-error="$d/recover.log" >/dev/null 2>&1 || true
+  local pos
+  pos=$(grep -o 'Recovered position: [^ ]*' "$d/recover.log" | tail -n 1 | awk '{print $3}')
+  rm -f "$d/recover.log"
+  [[ -n "$pos" ]] && echo "--wsrep-start-position=$pos"
+}
+
 # launch N [args]: start node N's server in the background.
 launch() {
   local n="$1"
   shift
   configure "$n"
   rm -f "$dir/$n/mysqld.sock"
+  if [[ "${1:-}" != --wsrep-new-cluster ]]; then
+    set -- "$@" $(recovered "$n")
+  fi
   # setsid: the server outlives this script and its caller's process group.
   setsid /usr/sbin/mariadbd --defaults-file="$dir/$n/my.cnf" "$@" </dev/null >>"$dir/$n/error.log" 2>&1 &
 }
