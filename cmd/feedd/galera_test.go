@@ -25,6 +25,6 @@ var galeraServer = &sqlServer{
 // kills its nodes.
 func galeraEnv(t *testing.T) map[string]string {
 	t.Helper()
-	testenv.LockGalera(t, false)
+	testenv.UseGalera(t, false)
 	return servicesEnv(t, galeraServer, testenv.Getenv("FEEDD_TEST_E2E_REDIS_URL", testRedis))
 }

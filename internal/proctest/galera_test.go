@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/sqlstore"
 	"github.com/feedd/feedd/internal/testenv"
 )
@@ -48,10 +47,8 @@ func TestGaleraFailover(t *testing.T) {
 		down        = 6 * time.Second // between the kill and the start
 		after       = 8 * time.Second // load once the node is back
 	)
+	testenv.UseGalera(t, true)
 	hosts := testenv.GaleraHosts(t)
-	feedtest.RequireServices(t, hosts...)
-	testenv.LockGalera(t, true)
-	testenv.Galera(t, "up") // three synced nodes, whatever an earlier test left
 	s := newStack(t, galera)
 	s.migrate()
 	env := s.with("FEEDD_AUTO_MIGRATE", "false",

@@ -3,14 +3,18 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/feedd/feedd/internal/feed"
-	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/testenv"
 )
 
@@ -39,9 +43,8 @@ func TestSplitHosts(t *testing.T) {
 // wrote is there, and once the first node is back and synced the writes
 // go back to it with nobody doing anything.
 func TestGaleraFailover(t *testing.T) {
+	testenv.UseGalera(t, true)
 	hosts := testenv.GaleraHosts(t)
-	feedtest.RequireServices(t, hosts...)
-	testenv.LockGalera(t, true)
 	ctx := t.Context()
 	s, err := OpenMySQL(ctx, testenv.CreateGaleraDatabase(t, "feedd_galera_"))
 	if err != nil {
@@ -140,5 +143,32 @@ func TestGaleraFailover(t *testing.T) {
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		t.Fatal("test context ended")
+	}
+}
+
+// TestMySQLRetryable: a transaction runs again when the server rolled it
+// back, or when it ended before its COMMIT; never when its COMMIT may have
+// taken effect.
+func TestMySQLRetryable(t *testing.T) {
+	deadlock := &mysql.MySQLError{Number: mysqlLockDeadlock}
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"deadlock victim", deadlock, true},
+		{"certification failure at COMMIT", commitError{deadlock}, true},
+		{"lock wait timeout", &mysql.MySQLError{Number: mysqlLockWaitTimeout}, true},
+		{"node not ready", &mysql.MySQLError{Number: mysqlNotReady}, true},
+		{"node not ready at COMMIT", commitError{&mysql.MySQLError{Number: mysqlNotReady}}, false},
+		{"connection lost", fmt.Errorf("insert: %w", mysql.ErrInvalidConn), true},
+		{"connection lost at COMMIT", commitError{mysql.ErrInvalidConn}, false},
+		{"connection refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
+		{"duplicate key", &mysql.MySQLError{Number: mysqlDupEntry}, false},
+		{"the caller gave up", context.Canceled, false},
+	} {
+		if got := mysqlRetryable(c.err); got != c.want {
+			t.Errorf("%s (%v): retryable %v; want %v", c.name, c.err, got, c.want)
+		}
 	}
 }

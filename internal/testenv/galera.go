@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/feedd/feedd/internal/feed/feedtest"
 )
 
 // The Galera trio that .ci/galera.sh starts; FEEDD_TEST_GALERA_DSN
@@ -100,11 +102,25 @@ func onAnyNode(tb testing.TB, stmt string) error {
 	return errors.Join(errs...)
 }
 
-// LockGalera keeps the tests that share the Galera cluster apart across
-// test binaries (packages run in parallel): a test that kills nodes takes
-// the lock exclusively, one that only uses the cluster shares it. Released
-// when the test ends.
-func LockGalera(tb testing.TB, exclusive bool) {
+// UseGalera readies a test for the Galera cluster. Tests in several test
+// binaries (packages run in parallel) share it: one that kills nodes
+// (kills) waits until no other test uses the cluster and has it to itself;
+// one that only uses it waits for those that kill. It skips the test
+// loudly when a node does not answer, and fails it under CI=true. A test
+// that kills nodes has every node started again when it ends, whatever it
+// left.
+func UseGalera(tb testing.TB, kills bool) {
+	tb.Helper()
+	lockGalera(tb, kills)
+	feedtest.RequireServices(tb, GaleraHosts(tb)...)
+	if kills {
+		tb.Cleanup(func() { Galera(tb, "up") })
+	}
+}
+
+// lockGalera takes a lock shared by every test of the cluster, exclusively
+// or not, released when the test ends.
+func lockGalera(tb testing.TB, exclusive bool) {
 	tb.Helper()
 	f, err := os.OpenFile(filepath.Join(os.TempDir(), "feedd-galera-tests.lock"), os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
