@@ -2,15 +2,9 @@ package proctest
 
 import (
 	"context"
-	"encoding/json"
-	"math/rand/v2"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/feedd/feedd/internal/sqlstore"
 	"github.com/feedd/feedd/internal/testenv"
@@ -41,57 +35,17 @@ var galera = backend{
 // is dead-lettered.
 func TestGaleraFailover(t *testing.T) {
 	const (
-		followers   = 2000
-		streamUsers = 20
-		before      = 4 * time.Second // load before the kill
-		down        = 6 * time.Second // between the kill and the start
-		after       = 8 * time.Second // load once the node is back
+		before = 4 * time.Second // load before the kill
+		down   = 6 * time.Second // between the kill and the start
+		after  = 8 * time.Second // load once the node takes writes again
 	)
 	testenv.UseGalera(t, true)
-	hosts := testenv.GaleraHosts(t)
-	s := newStack(t, galera)
-	s.migrate()
-	env := s.with("FEEDD_AUTO_MIGRATE", "false",
-		"FEEDD_BATCH_SIZE", "200", "FEEDD_DIRECT_FANOUT", "100", "FEEDD_WORKERS", "2")
-	serve := startReady(t, "serve", env, "serve")
-	work := startReady(t, "work", env, "work")
-	api := serve.api()
+	writer := testenv.GaleraHosts(t)[0] // feedd writes through the first node of the list
 	ctx := context.Background()
-
-	author, authorTok := api.newUser(s.admin, "author")
-	fans := s.followers(author, followers)
-	w := newChaosWorld(t, s, serve, author, authorTok, streamUsers)
-	w.liking = true
-	type answer struct {
-		at     time.Time
-		what   string
-		status int
-		body   []byte
-	}
-	var (
-		mu      sync.Mutex
-		answers []answer
-	)
-	w.seen = func(method, path string, status int, body []byte, took time.Duration) {
-		mu.Lock()
-		answers = append(answers, answer{time.Now(), method + " " + path, status, body})
-		mu.Unlock()
-	}
-
-	loadCtx, stop := context.WithCancel(ctx)
-	var load errgroup.Group
-	load.Go(func() error { return w.celebPosts(loadCtx, time.Second) })
-	for g := range 4 {
-		load.Go(func() error { return w.streamOps(loadCtx, rand.New(rand.NewPCG(uint64(g), 26))) })
-	}
-	sample := make([]int64, 0, 100)
-	for i := 0; i < followers; i += followers / cap(sample) {
-		sample = append(sample, fans[i])
-	}
-	load.Go(func() error { return w.readLoop(loadCtx, w.sign(s.env["FEEDD_JWT_SECRET"], sample)) })
+	s := newStack(t, galera)
+	load := startSteadyLoad(t, s, 2000, 20, 26)
 
 	time.Sleep(before)
-	writer := hosts[0] // feedd writes through the first node of the list
 	t.Logf("SIGKILL the writing node %s", writer)
 	killed := time.Now()
 	testenv.Galera(t, "kill", "1")
@@ -110,36 +64,16 @@ func TestGaleraFailover(t *testing.T) {
 	})
 	t.Logf("node %s takes writes again %v after it was synced", writer, time.Since(back).Round(time.Millisecond))
 	time.Sleep(after)
-	stop()
-	if err := load.Wait(); err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	for _, p := range []*proc{serve, work} {
-		select {
-		case <-p.exited:
-			t.Fatalf("%s exited during the test (%v); want it to ride out the failover", p.name, p.cmd.ProcessState)
-		default:
-		}
-	}
+	all := load.finish()
 
 	// The answers: failures only 503s, and writes answered again soon.
-	mu.Lock()
-	all := slices.Clone(answers)
-	mu.Unlock()
 	var failed int
-	var lastWrite time.Time
+	var lastWrite, gapStart time.Time
 	var gap time.Duration
-	var gapStart time.Time
 	for _, a := range all {
-		ok := a.status >= 200 && a.status < 300
-		if !ok {
+		if !a.ok() {
 			failed++
-			var e struct {
-				Error struct {
-					Code string `json:"code"`
-				} `json:"error"`
-			}
-			if json.Unmarshal(a.body, &e) != nil || e.Error.Code == "" || (a.status != 503 && !inFlight(a.status, a.body)) {
+			if !a.clean() {
 				t.Errorf("%s at %v after the kill: status %d, body %q; want a 503 (or 409 idempotency_key_in_flight) with a JSON error",
 					a.what, a.at.Sub(killed).Round(time.Millisecond), a.status, a.body)
 			}
@@ -154,28 +88,16 @@ func TestGaleraFailover(t *testing.T) {
 		}
 		lastWrite = a.at
 	}
-	if n := w.noRetryAfter.Load(); n > 0 {
+	if n := load.w.noRetryAfter.Load(); n > 0 {
 		t.Errorf("%d answers were 503 without Retry-After; want it on every one", n)
 	}
+	authorPosts, streamPosts, follows, likes, reads := load.summary()
 	t.Logf("load: %d author posts, %d stream posts, %d follows, %d likes, %d feed reads; %d answers, %d of them 503/409; "+
 		"the longest time without a successful write: %v, from %v after the kill",
-		len(w.posts[author]), w.streamPostCount(), w.followCount(), w.likeCount(), w.reads.Load(), len(all), failed,
+		authorPosts, streamPosts, follows, likes, reads, len(all), failed,
 		gap.Round(time.Millisecond), gapStart.Sub(killed).Round(time.Millisecond))
 	if gap > 5*time.Second {
 		t.Errorf("no write succeeded for %v; want at most 5s", gap.Round(time.Millisecond))
 	}
-
-	// The end state, read through the cluster.
-	testenv.Eventually(t, 60*time.Second, "the outbox and the queues are empty", func() bool {
-		n, err := s.store.OutboxBacklog(ctx)
-		return err == nil && n == 0 && s.queued("posts") == 0 && s.queued("tasks") == 0
-	})
-	w.checkSQL(ctx, s)
-	w.checkLikes(ctx, s)
-	wantFan := reversed(slices.Sorted(slices.Values(w.posts[author])))
-	present := s.waitExistingInboxes(fans, wantFan, 60*time.Second)
-	items := w.checkFeeds(ctx, s, fans, wantFan)
-	s.requireNoDeadLetters()
-	t.Logf("checked: %d posts, %d follows and %d likes in SQL with exact counts; %d of %d follower inboxes hold the %d author posts exactly once; %d feeds read whole through the API (%d items); 0 dead letters",
-		w.streamPostCount()+len(w.posts[author]), w.followCount(), w.likeCount(), present, followers, len(wantFan), followers+streamUsers, items)
+	load.checkEnd(ctx)
 }
