@@ -99,5 +99,14 @@ func TestGaleraFailover(t *testing.T) {
 	if gap > 5*time.Second {
 		t.Errorf("no write succeeded for %v; want at most 5s", gap.Round(time.Millisecond))
 	}
+	// What an operator sees: both processes write through the first node
+	// again, after a move away and one back.
+	for _, p := range []*proc{load.serve, load.work} {
+		m := scrape(t, p)
+		if m[`feedd_sql_writer{node="`+writer+`"}`] < 1 || m["feedd_sql_writer_moves_total"] < 2 {
+			t.Errorf("%s: feedd_sql_writer{node=%q} = %v, feedd_sql_writer_moves_total = %v; want ≥ 1 and ≥ 2",
+				p.name, writer, m[`feedd_sql_writer{node="`+writer+`"}`], m["feedd_sql_writer_moves_total"])
+		}
+	}
 	load.checkEnd(ctx)
 }

@@ -263,17 +263,24 @@ func (c *cluster) observe(node int, gen uint64) {
 	}
 }
 
-// NodeMoves returns the last moves (up to 100) of a multi-host store's
-// writes from node to node, oldest first, and the node that takes them
-// now; nil and "" for a store on one host.
-func (s *Store) NodeMoves() ([]NodeMove, string) {
+// Nodes is what a multi-host store says of its nodes.
+type Nodes struct {
+	Writer string     // the node that takes the writes now
+	Moves  uint64     // how often the writes moved since the store opened
+	Last   []NodeMove // the last moves (up to 100), oldest first
+}
+
+// Nodes returns the writing node of a multi-host store and its moves;
+// false for a store on one host.
+func (s *Store) Nodes() (Nodes, bool) {
 	if s.nodes == nil {
-		return nil, ""
+		return Nodes{}, false
 	}
 	c := s.nodes
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]NodeMove(nil), c.moves...), c.addrs[c.writer]
+	// gen counts the moves.
+	return Nodes{Writer: c.addrs[c.writer], Moves: c.gen, Last: append([]NodeMove(nil), c.moves...)}, true
 }
 
 // wsrep is what a node says of its place in a Galera cluster.

@@ -55,8 +55,12 @@ func TestGaleraFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustUsers(t, s, 1)
-	if _, writer := s.NodeMoves(); writer != hosts[0] {
-		t.Fatalf("writing node %s; want the first, %s", writer, hosts[0])
+	writer := func() string {
+		n, _ := s.Nodes()
+		return n.Writer
+	}
+	if w := writer(); w != hosts[0] {
+		t.Fatalf("writing node %s; want the first, %s", w, hosts[0])
 	}
 
 	// Posts at a steady pace, each with an idempotency key and retried
@@ -102,22 +106,20 @@ func TestGaleraFailover(t *testing.T) {
 	killed := time.Now()
 	testenv.Galera(t, "kill", "1")
 	testenv.Eventually(t, 20*time.Second, "writes move to another node", func() bool {
-		_, writer := s.NodeMoves()
-		return writer != hosts[0]
+		return writer() != hosts[0]
 	})
 	time.Sleep(2 * time.Second)
 	testenv.Galera(t, "start", "1")
 	back := time.Now()
 	testenv.Eventually(t, 20*time.Second, "writes come back to the first node", func() bool {
-		_, writer := s.NodeMoves()
-		return writer == hosts[0]
+		return writer() == hosts[0]
 	})
 	time.Sleep(time.Second)
 	stop()
 	<-done
 
-	moves, _ := s.NodeMoves()
-	for _, m := range moves {
+	nodes, _ := s.Nodes()
+	for _, m := range nodes.Last {
 		t.Logf("writes moved from %s to %s at %v (%s)", m.From, m.To, m.At.Sub(killed).Round(time.Millisecond), m.Why)
 	}
 	mu.Lock()
