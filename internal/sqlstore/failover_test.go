@@ -1,13 +1,16 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/testenv"
 )
 
@@ -171,6 +175,122 @@ func TestMySQLRetryable(t *testing.T) {
 	} {
 		if got := mysqlRetryable(c.err); got != c.want {
 			t.Errorf("%s (%v): retryable %v; want %v", c.name, c.err, got, c.want)
+		}
+	}
+}
+
+// TestLostCommitIsNotRepeated: when the connection breaks after a COMMIT
+// was sent, the transaction may have committed, so it is not run again:
+// the caller gets the error (a 503 for a client), and a client that
+// publishes again with the same idempotency key gets the post, created
+// once.
+func TestLostCommitIsNotRepeated(t *testing.T) {
+	cfg, err := mysql.ParseDSN(testenv.MySQLDSN())
+	if err != nil {
+		t.Fatalf("FEEDD_TEST_MYSQL_DSN does not parse: %v", err)
+	}
+	feedtest.RequireServices(t, cfg.Addr)
+	cfg, err = mysql.ParseDSN(testenv.CreateDatabase(t, "feedd_commit_"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := startCommitCutter(t, cfg.Addr)
+	cfg.Addr = cut.addr()
+	ctx := t.Context()
+	s, err := OpenMySQL(ctx, cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustUsers(t, s, 1)
+
+	p := feed.Post{ID: 7 << 16, AuthorID: 1, Content: "sent, committed, answer lost"}
+	idem := feed.Idempotency{Key: "lost-commit", Fingerprint: make([]byte, 32), TTL: time.Hour}
+	cut.arm()
+	if _, _, err := s.CreatePost(ctx, p, idem); err == nil || !connLost(err) {
+		t.Fatalf("CreatePost whose COMMIT's answer was lost: %v; want the lost connection, not a repeat", err)
+	}
+	if !cut.fired() {
+		t.Fatal("the proxy saw no COMMIT")
+	}
+	got, created, err := s.CreatePost(ctx, p, idem)
+	if err != nil || created || got.ID != p.ID {
+		t.Fatalf("CreatePost again with the same key: post %d, created %v, %v; want post %d, created false", got.ID, created, err, p.ID)
+	}
+	var posts, events int
+	if err := s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM posts").Scan(&posts); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox").Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	if posts != 1 || events != 1 {
+		t.Fatalf("%d posts and %d outbox events; want 1 and 1", posts, events)
+	}
+}
+
+// commitCutter is a TCP proxy to a MySQL server that, once armed, passes
+// the next COMMIT on to the server, lets it commit, and then breaks the
+// connection before the answer reaches the client.
+type commitCutter struct {
+	t      *testing.T
+	ln     net.Listener
+	target string
+	armed  atomic.Bool
+	cut    atomic.Bool
+}
+
+func startCommitCutter(t *testing.T, target string) *commitCutter {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &commitCutter{t: t, ln: ln, target: target}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go c.serve(client)
+		}
+	}()
+	return c
+}
+
+func (c *commitCutter) addr() string { return c.ln.Addr().String() }
+func (c *commitCutter) arm()         { c.armed.Store(true) }
+func (c *commitCutter) fired() bool  { return c.cut.Load() }
+
+func (c *commitCutter) serve(client net.Conn) {
+	defer client.Close()
+	server, err := net.Dial("tcp", c.target)
+	if err != nil {
+		return
+	}
+	defer server.Close()
+	go io.Copy(client, server)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := client.Read(buf)
+		if err != nil {
+			return
+		}
+		if _, err := server.Write(buf[:n]); err != nil {
+			return
+		}
+		if bytes.Contains(buf[:n], []byte("COMMIT")) && c.armed.CompareAndSwap(true, false) {
+			// The server commits; the client never hears of it.
+			c.cut.Store(true)
+			client.(*net.TCPConn).SetLinger(0)
+			client.Close()
+			time.Sleep(200 * time.Millisecond)
+			return
 		}
 	}
 }
