@@ -87,9 +87,11 @@ type cluster struct {
 	// longer takes the writes.
 	writer int        // guarded by mu
 	gen    uint64     // guarded by mu
-	since  time.Time  // when an earlier node was first seen synced; guarded by mu
-	probed int        // that node; guarded by mu
-	moves  []NodeMove // guarded by mu
+	// probed is the first node before the writing one that the failback
+	// loop found synced (-1: none), since when it has been.
+	probed int        // guarded by mu
+	since  time.Time  // guarded by mu
+	moves  []NodeMove // the last 100; guarded by mu
 
 	stop   context.CancelFunc
 	done   chan struct{}
