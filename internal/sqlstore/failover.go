@@ -85,8 +85,8 @@ type cluster struct {
 	// writer is the index of the writing node; gen counts the moves from
 	// node to node, so that a connection can tell it is to a node that no
 	// longer takes the writes.
-	writer int        // guarded by mu
-	gen    uint64     // guarded by mu
+	writer int    // guarded by mu
+	gen    uint64 // guarded by mu
 	// probed is the first node before the writing one that the failback
 	// loop found synced (-1: none), since when it has been.
 	probed int        // guarded by mu
