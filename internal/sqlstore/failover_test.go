@@ -41,6 +41,22 @@ func TestSplitHosts(t *testing.T) {
 	}
 }
 
+// openWithUser opens a migrated MySQL store on dsn, closed when the test
+// ends, with user 1 in it.
+func openWithUser(t *testing.T, dsn string) *Store {
+	t.Helper()
+	s, err := OpenMySQL(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	mustUsers(t, s, 1)
+	return s
+}
+
 // TestGaleraFailover: a store on the three nodes of a Galera cluster
 // writes through the first; when it is killed (SIGKILL), the store's
 // writes move to the second within seconds, every post the store said it
@@ -50,15 +66,7 @@ func TestGaleraFailover(t *testing.T) {
 	testenv.UseGalera(t, true)
 	hosts := testenv.GaleraHosts(t)
 	ctx := t.Context()
-	s, err := OpenMySQL(ctx, testenv.CreateGaleraDatabase(t, "feedd_galera_"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mustUsers(t, s, 1)
+	s := openWithUser(t, testenv.CreateGaleraDatabase(t, "feedd_galera_"))
 	writer := func() string {
 		n, _ := s.Nodes()
 		return n.Writer
@@ -197,15 +205,7 @@ func TestLostCommitIsNotRepeated(t *testing.T) {
 	cut := startCommitCutter(t, cfg.Addr)
 	cfg.Addr = cut.addr()
 	ctx := t.Context()
-	s, err := OpenMySQL(ctx, cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mustUsers(t, s, 1)
+	s := openWithUser(t, cfg.FormatDSN())
 
 	p := feed.Post{ID: 7 << 16, AuthorID: 1, Content: "sent, committed, answer lost"}
 	idem := feed.Idempotency{Key: "lost-commit", Fingerprint: make([]byte, 32), TTL: time.Hour}
