@@ -22,15 +22,20 @@ type costCollector struct {
 	sqlDesc, sqlJobDesc, redisDesc *prometheus.Desc
 }
 
-func newCostCollector(redis *rediscache.CommandCounter, stores ...*sqlstore.Store) *costCollector {
-	var distinct []*sqlstore.Store
+// distinct returns the stores that are there, each once.
+func distinct(stores []*sqlstore.Store) []*sqlstore.Store {
+	var out []*sqlstore.Store
 	for _, s := range stores {
-		if s != nil && !slices.Contains(distinct, s) {
-			distinct = append(distinct, s)
+		if s != nil && !slices.Contains(out, s) {
+			out = append(out, s)
 		}
 	}
+	return out
+}
+
+func newCostCollector(redis *rediscache.CommandCounter, stores ...*sqlstore.Store) *costCollector {
 	return &costCollector{
-		stores: distinct,
+		stores: distinct(stores),
 		redis:  redis,
 		sqlDesc: prometheus.NewDesc("feedd_sql_statements_total",
 			"SQL statements sent to the SQL server (MySQL or PostgreSQL), by pool (primary, replica) and verb (select, insert, begin, commit…).",

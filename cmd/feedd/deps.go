@@ -246,6 +246,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		}
 	}
 	d.reg.MustRegister(newCostCollector(redisCounter, d.store, d.workStore))
+	d.reg.MustRegister(newNodesCollector(d.store, d.workStore))
 	if cfg.amqpURL != "" {
 		b, err := rabbit.Dial(ctx, cfg.amqpURL, rabbit.Options{Prefix: cfg.amqpPrefix, QueueType: cfg.amqpQueue}, logger)
 		if err != nil {

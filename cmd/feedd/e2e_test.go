@@ -17,39 +17,44 @@ import (
 )
 
 func TestPublishFanoutRead(t *testing.T) {
-	forEachStack(t, func(t *testing.T, env map[string]string) {
-		in := startFeedd(t, env, nil)
-		alice, aliceTok := in.user("alice")
-		_, bobTok := in.user("bob")
-		in.follow(bobTok, alice)
-		if got := in.feedAll(bobTok, 20); len(got) != 0 {
-			t.Fatalf("empty feed has %v", got)
-		}
-		p := in.post(aliceTok, "hello, followers")
-		// The read path would find the post in SQL anyway; check that the
-		// fan-out itself put it into bob's inbox.
-		bob, _ := feed.ParseID(in.must(200, "GET", "/v1/users/"+alice+"/followers", aliceTok, nil).items()[0]["id"].(string))
-		pid, _ := feed.ParseID(p)
-		testenv.Eventually(t, 10*time.Second, "post reaches bob's inbox", func() bool {
-			pg, err := in.d.cache.InboxPage(context.Background(), bob, 0, 10)
-			return err == nil && slices.Contains(pg.IDs, pid)
-		})
-		r := in.must(200, "GET", "/v1/me/feed", bobTok, nil)
-		items := r.items()
-		if len(items) != 1 || items[0]["id"] != p || items[0]["author_id"] != alice || items[0]["content"] != "hello, followers" {
-			t.Fatalf("feed = %s; want alice's one post", r.raw)
-		}
-		if _, err := time.Parse("2006-01-02T15:04:05.000Z", items[0]["created_at"].(string)); err != nil {
-			t.Fatalf("created_at %q is not RFC 3339 UTC with milliseconds: %v", items[0]["created_at"], err)
-		}
-		if r.body["next_cursor"] != nil {
-			t.Fatalf("next_cursor = %v; want null at the end", r.body["next_cursor"])
-		}
-		u := in.must(200, "GET", "/v1/users/"+alice, bobTok, nil)
-		if u.body["follower_count"] != float64(1) || u.body["following_count"] != float64(0) {
-			t.Fatalf("alice = %s; want 1 follower, 0 following", u.raw)
-		}
+	forEachStack(t, publishFanoutRead)
+	t.Run("galera", func(t *testing.T) { publishFanoutRead(t, galeraEnv(t)) })
+}
+
+// publishFanoutRead: a follower's inbox and feed get a post, with the
+// author's counts.
+func publishFanoutRead(t *testing.T, env map[string]string) {
+	in := startFeedd(t, env, nil)
+	alice, aliceTok := in.user("alice")
+	_, bobTok := in.user("bob")
+	in.follow(bobTok, alice)
+	if got := in.feedAll(bobTok, 20); len(got) != 0 {
+		t.Fatalf("empty feed has %v", got)
+	}
+	p := in.post(aliceTok, "hello, followers")
+	// The read path would find the post in SQL anyway; check that the
+	// fan-out itself put it into bob's inbox.
+	bob, _ := feed.ParseID(in.must(200, "GET", "/v1/users/"+alice+"/followers", aliceTok, nil).items()[0]["id"].(string))
+	pid, _ := feed.ParseID(p)
+	testenv.Eventually(t, 10*time.Second, "post reaches bob's inbox", func() bool {
+		pg, err := in.d.cache.InboxPage(context.Background(), bob, 0, 10)
+		return err == nil && slices.Contains(pg.IDs, pid)
 	})
+	r := in.must(200, "GET", "/v1/me/feed", bobTok, nil)
+	items := r.items()
+	if len(items) != 1 || items[0]["id"] != p || items[0]["author_id"] != alice || items[0]["content"] != "hello, followers" {
+		t.Fatalf("feed = %s; want alice's one post", r.raw)
+	}
+	if _, err := time.Parse("2006-01-02T15:04:05.000Z", items[0]["created_at"].(string)); err != nil {
+		t.Fatalf("created_at %q is not RFC 3339 UTC with milliseconds: %v", items[0]["created_at"], err)
+	}
+	if r.body["next_cursor"] != nil {
+		t.Fatalf("next_cursor = %v; want null at the end", r.body["next_cursor"])
+	}
+	u := in.must(200, "GET", "/v1/users/"+alice, bobTok, nil)
+	if u.body["follower_count"] != float64(1) || u.body["following_count"] != float64(0) {
+		t.Fatalf("alice = %s; want 1 follower, 0 following", u.raw)
+	}
 }
 
 // TestBigFanout: an author with 12,000 followers and a small batch size is
@@ -399,61 +404,67 @@ func TestDeleteIsLazyAndFinal(t *testing.T) {
 }
 
 func TestFollowBackfillAndUnfollow(t *testing.T) {
-	forEachStack(t, func(t *testing.T, env map[string]string) {
-		in := startFeedd(t, env, nil)
-		a, aTok := in.user("a")
-		b, bTok := in.user("b")
-		rID, rTok := in.user("reader")
-		rid, _ := feed.ParseID(rID)
-		in.follow(rTok, a)
-		var bPosts []string
-		for i := range 15 {
-			bPosts = append(bPosts, in.post(bTok, "b"+strconv.Itoa(i)))
-		}
-		aPost := in.post(aTok, "from a")
-		aid, _ := feed.ParseID(aPost)
-		in.feedAll(rTok, 20) // materialize
-		testenv.Eventually(t, 10*time.Second, "a's post in the inbox", func() bool {
-			pg, _ := in.d.cache.InboxPage(context.Background(), rid, 0, 50)
-			return slices.Contains(pg.IDs, aid)
-		})
-		in.follow(rTok, b)
-		in.follow(rTok, b) // idempotent
+	forEachStack(t, followBackfillAndUnfollow)
+	t.Run("galera", func(t *testing.T) { followBackfillAndUnfollow(t, galeraEnv(t)) })
+}
+
+// followBackfillAndUnfollow: a follow copies the followee's recent posts
+// into the inbox, an unfollow takes them out, both idempotent, with exact
+// counts.
+func followBackfillAndUnfollow(t *testing.T, env map[string]string) {
+	in := startFeedd(t, env, nil)
+	a, aTok := in.user("a")
+	b, bTok := in.user("b")
+	rID, rTok := in.user("reader")
+	rid, _ := feed.ParseID(rID)
+	in.follow(rTok, a)
+	var bPosts []string
+	for i := range 15 {
+		bPosts = append(bPosts, in.post(bTok, "b"+strconv.Itoa(i)))
+	}
+	aPost := in.post(aTok, "from a")
+	aid, _ := feed.ParseID(aPost)
+	in.feedAll(rTok, 20) // materialize
+	testenv.Eventually(t, 10*time.Second, "a's post in the inbox", func() bool {
 		pg, _ := in.d.cache.InboxPage(context.Background(), rid, 0, 50)
-		for _, p := range bPosts[5:] {
-			id, _ := feed.ParseID(p)
-			if !slices.Contains(pg.IDs, id) {
-				t.Fatalf("follow did not copy b's recent post %s into the inbox %v", p, pg.IDs)
-			}
-		}
-		got := in.feedAll(rTok, 4)
-		if len(got) != 16 {
-			t.Fatalf("feed after follow has %d posts; want 16 (all of b's and a's)", len(got))
-		}
-		if u := in.must(200, "GET", "/v1/users/"+b, rTok, nil); u.body["follower_count"] != float64(1) {
-			t.Fatalf("b follower_count after two follows = %v; want 1", u.body["follower_count"])
-		}
-		in.must(204, "DELETE", "/v1/me/following/"+b, rTok, nil)
-		in.must(204, "DELETE", "/v1/me/following/"+b, rTok, nil)
-		// Unfollowing oneself is one more idempotent unfollow of nobody.
-		in.must(204, "DELETE", "/v1/me/following/"+rID, rTok, nil)
-		pg, _ = in.d.cache.InboxPage(context.Background(), rid, 0, 50)
-		for _, p := range bPosts {
-			id, _ := feed.ParseID(p)
-			if slices.Contains(pg.IDs, id) {
-				t.Fatalf("unfollow left b's post %s in the inbox", p)
-			}
-		}
-		if got := in.feedAll(rTok, 4); !slices.Equal(got, []string{aPost}) {
-			t.Fatalf("feed after unfollow = %v; want only a's post", got)
-		}
-		if u := in.must(200, "GET", "/v1/users/"+b, rTok, nil); u.body["follower_count"] != float64(0) {
-			t.Fatalf("b follower_count after unfollow = %v; want 0", u.body["follower_count"])
-		}
-		if u := in.must(200, "GET", "/v1/users/"+rID, rTok, nil); u.body["following_count"] != float64(1) {
-			t.Fatalf("reader following_count = %v; want 1", u.body["following_count"])
-		}
+		return slices.Contains(pg.IDs, aid)
 	})
+	in.follow(rTok, b)
+	in.follow(rTok, b) // idempotent
+	pg, _ := in.d.cache.InboxPage(context.Background(), rid, 0, 50)
+	for _, p := range bPosts[5:] {
+		id, _ := feed.ParseID(p)
+		if !slices.Contains(pg.IDs, id) {
+			t.Fatalf("follow did not copy b's recent post %s into the inbox %v", p, pg.IDs)
+		}
+	}
+	got := in.feedAll(rTok, 4)
+	if len(got) != 16 {
+		t.Fatalf("feed after follow has %d posts; want 16 (all of b's and a's)", len(got))
+	}
+	if u := in.must(200, "GET", "/v1/users/"+b, rTok, nil); u.body["follower_count"] != float64(1) {
+		t.Fatalf("b follower_count after two follows = %v; want 1", u.body["follower_count"])
+	}
+	in.must(204, "DELETE", "/v1/me/following/"+b, rTok, nil)
+	in.must(204, "DELETE", "/v1/me/following/"+b, rTok, nil)
+	// Unfollowing oneself is one more idempotent unfollow of nobody.
+	in.must(204, "DELETE", "/v1/me/following/"+rID, rTok, nil)
+	pg, _ = in.d.cache.InboxPage(context.Background(), rid, 0, 50)
+	for _, p := range bPosts {
+		id, _ := feed.ParseID(p)
+		if slices.Contains(pg.IDs, id) {
+			t.Fatalf("unfollow left b's post %s in the inbox", p)
+		}
+	}
+	if got := in.feedAll(rTok, 4); !slices.Equal(got, []string{aPost}) {
+		t.Fatalf("feed after unfollow = %v; want only a's post", got)
+	}
+	if u := in.must(200, "GET", "/v1/users/"+b, rTok, nil); u.body["follower_count"] != float64(0) {
+		t.Fatalf("b follower_count after unfollow = %v; want 0", u.body["follower_count"])
+	}
+	if u := in.must(200, "GET", "/v1/users/"+rID, rTok, nil); u.body["following_count"] != float64(1) {
+		t.Fatalf("reader following_count = %v; want 1", u.body["following_count"])
+	}
 }
 
 // TestPagingPastTrimmedInbox: the inbox keeps only the newest FEEDD_INBOX_MAX

@@ -198,6 +198,8 @@ type chaosWorld struct {
 	liking bool
 
 	reads, retried, shed, repeatFollows, repeatLikes atomic.Int64
+	// noRetryAfter counts the 503s that did not say when to retry.
+	noRetryAfter atomic.Int64
 }
 
 // newChaosWorld creates n stream users through serve, each following the
@@ -249,6 +251,9 @@ func (w *chaosWorld) call(ctx context.Context, method, path, token string, body 
 		if err == nil {
 			b, rerr := io.ReadAll(res.Body)
 			res.Body.Close()
+			if res.StatusCode == 503 && res.Header.Get("Retry-After") == "" {
+				w.noRetryAfter.Add(1)
+			}
 			if w.seen != nil {
 				w.seen(method, path, res.StatusCode, b, time.Since(sent))
 			}

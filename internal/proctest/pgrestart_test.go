@@ -2,14 +2,8 @@ package proctest
 
 import (
 	"context"
-	"encoding/json"
-	"math/rand/v2"
-	"slices"
-	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/feedd/feedd/internal/testenv"
 )
@@ -32,55 +26,14 @@ import (
 func TestPostgresRestart(t *testing.T) {
 	t.Parallel()
 	const (
-		followers   = 2000
-		streamUsers = 20
-		before      = 4 * time.Second // load before the crash
-		outage      = 4 * time.Second // between the crash and the start
-		after       = 12 * time.Second
+		before = 4 * time.Second // load before the crash
+		outage = 4 * time.Second // between the crash and the start
+		after  = 12 * time.Second
 	)
 	pg := startPostgres(t)
 	s := newStack(t, pg.backend())
-	s.migrate()
-	env := s.with("FEEDD_AUTO_MIGRATE", "false",
-		"FEEDD_BATCH_SIZE", "200", "FEEDD_DIRECT_FANOUT", "100", "FEEDD_WORKERS", "2")
-	serve := startReady(t, "serve", env, "serve")
-	work := startReady(t, "work", env, "work")
-	api := serve.api()
 	ctx := context.Background()
-
-	author, authorTok := api.newUser(s.admin, "author")
-	fans := s.followers(author, followers)
-	w := newChaosWorld(t, s, serve, author, authorTok, streamUsers)
-	w.liking = true
-	type answer struct {
-		at     time.Time
-		what   string
-		status int
-		body   []byte
-		took   time.Duration
-	}
-	var (
-		mu      sync.Mutex
-		answers []answer
-	)
-	w.seen = func(method, path string, status int, body []byte, took time.Duration) {
-		mu.Lock()
-		answers = append(answers, answer{time.Now(), method + " " + path, status, body, took})
-		mu.Unlock()
-	}
-
-	loadCtx, stop := context.WithCancel(ctx)
-	var load errgroup.Group
-	load.Go(func() error { return w.celebPosts(loadCtx, time.Second) })
-	for g := range 4 {
-		load.Go(func() error { return w.streamOps(loadCtx, rand.New(rand.NewPCG(uint64(g), 11))) })
-	}
-	sample := make([]int64, 0, 200)
-	for i := 0; i < followers; i += followers / cap(sample) {
-		sample = append(sample, fans[i])
-	}
-	sampleToks := w.sign(s.env["FEEDD_JWT_SECRET"], sample)
-	load.Go(func() error { return w.readLoop(loadCtx, sampleToks) })
+	load := startSteadyLoad(t, s, 2000, 20, 11)
 
 	time.Sleep(before)
 	t.Log("crash PostgreSQL (pg_ctl stop -m immediate)")
@@ -91,41 +44,21 @@ func TestPostgresRestart(t *testing.T) {
 	up := time.Now()
 	t.Logf("PostgreSQL accepts connections again %v after the crash", up.Sub(crashed).Round(time.Millisecond))
 	time.Sleep(after)
-	stop()
-	if err := load.Wait(); err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	for _, p := range []*proc{serve, work} {
-		select {
-		case <-p.exited:
-			t.Fatalf("%s exited during the test (%v); want it to ride out the database's restart", p.name, p.cmd.ProcessState)
-		default:
-		}
-	}
+	all := load.finish()
 
 	// The answers: fast, clean, and successes again soon after the
 	// database is back.
-	mu.Lock()
-	all := slices.Clone(answers)
-	mu.Unlock()
 	var failed []answer
 	var worst answer
 	for _, a := range all {
 		if a.took > worst.took {
 			worst = a
 		}
-		if a.status >= 200 && a.status < 300 {
+		if a.ok() {
 			continue
 		}
 		failed = append(failed, a)
-		var e struct {
-			Error struct {
-				Code string `json:"code"`
-			} `json:"error"`
-		}
-		clean := json.Unmarshal(a.body, &e) == nil && e.Error.Code != "" &&
-			(a.status == 503 || inFlight(a.status, a.body))
-		if !clean {
+		if !a.clean() {
 			t.Errorf("%s at %v after the crash: status %d, body %q; want a 503 (or 409 idempotency_key_in_flight) with a JSON error",
 				a.what, a.at.Sub(crashed).Round(time.Millisecond), a.status, a.body)
 		}
@@ -145,8 +78,9 @@ func TestPostgresRestart(t *testing.T) {
 		}
 		lat = append(lat, a.took)
 	}
+	authorPosts, streamPosts, follows, likes, reads := load.summary()
 	t.Logf("load: %d author posts, %d stream posts, %d follows, %d likes, %d feed reads; %d answers, %d of them 503/409 (p50 %v, max %v), the slowest answer %v (%s, status %d); the last failure %v after the database was back",
-		len(w.posts[author]), w.streamPostCount(), w.followCount(), w.likeCount(), w.reads.Load(), len(all), len(failed),
+		authorPosts, streamPosts, follows, likes, reads, len(all), len(failed),
 		quantile(lat, .5), quantile(lat, 1), worst.took.Round(time.Millisecond), worst.what, worst.status, last.Sub(up).Round(time.Millisecond))
 	if recovered := last.Sub(up); recovered > 15*time.Second {
 		t.Errorf("requests still failed %v after PostgreSQL was back; want the processes serving again within 15s", recovered)
@@ -156,16 +90,5 @@ func TestPostgresRestart(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, "the test's store reaches PostgreSQL again", func() bool {
 		return s.store.DB().PingContext(ctx) == nil
 	})
-	testenv.Eventually(t, 60*time.Second, "the outbox and the queues are empty", func() bool {
-		n, err := s.store.OutboxBacklog(ctx)
-		return err == nil && n == 0 && s.queued("posts") == 0 && s.queued("tasks") == 0
-	})
-	w.checkSQL(ctx, s)
-	w.checkLikes(ctx, s)
-	wantFan := reversed(slices.Sorted(slices.Values(w.posts[author])))
-	present := s.waitExistingInboxes(fans, wantFan, 60*time.Second)
-	items := w.checkFeeds(ctx, s, fans, wantFan)
-	s.requireNoDeadLetters()
-	t.Logf("checked: %d posts, %d follows and %d likes in SQL with exact counts; %d of %d follower inboxes in Redis hold the %d author posts exactly once; %d feeds read whole through the API (%d items); 0 dead letters",
-		w.streamPostCount()+len(w.posts[author]), w.followCount(), w.likeCount(), present, followers, len(wantFan), followers+streamUsers, items)
+	load.checkEnd(ctx)
 }

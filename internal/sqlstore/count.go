@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,6 +122,15 @@ func (s *Store) JobStatements() []JobStatementCount {
 type countingConnector struct {
 	driver.Connector
 	c *counter
+}
+
+// Close closes the wrapped connector if it has anything to close (a
+// cluster's failback loop); sql.DB.Close calls it.
+func (cc countingConnector) Close() error {
+	if c, ok := cc.Connector.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 func (cc countingConnector) Connect(ctx context.Context) (driver.Conn, error) {

@@ -124,6 +124,22 @@ const (
 	mysqlLockDeadlock    = 1213
 )
 
+// mysqlRetryable: the transaction was rolled back and can run again. A
+// deadlock victim and a Galera certification failure (both 1213, the
+// latter at COMMIT) were rolled back by the server. A lock wait that timed
+// out (1205), a node that is not ready (1047) and a lost connection ended
+// the transaction before its COMMIT, and write rolls it back. A COMMIT
+// whose connection broke may have committed: it is not run again.
+func mysqlRetryable(err error) bool {
+	switch mysqlErrNumber(err) {
+	case mysqlLockDeadlock:
+		return true
+	case mysqlLockWaitTimeout, mysqlNotReady:
+		return !atCommit(err)
+	}
+	return connLost(err) && !atCommit(err)
+}
+
 func mysqlErrNumber(err error) uint16 {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
@@ -153,7 +169,7 @@ var mysqlDialect = dialect{
 		" ON DUPLICATE KEY UPDATE follower_id = follower_id",
 	keepExisting:    " ON DUPLICATE KEY UPDATE created_at = created_at",
 	duplicate:       func(err error) bool { return mysqlErrNumber(err) == mysqlDupEntry },
-	retryable:       func(err error) bool { return mysqlErrNumber(err) == mysqlLockDeadlock },
+	retryable:       mysqlRetryable,
 	lockWaitTimeout: func(err error) bool { return mysqlErrNumber(err) == mysqlLockWaitTimeout },
 
 	// Assignments run left to right, so liked compares with the old

@@ -53,6 +53,9 @@ type Store struct {
 	// lateralMin is the n above which a wide window's feed is read
 	// followee by followee, where the dialect can (lateralFeed).
 	lateralMin int
+	// nodes is the cluster of a multi-host MySQL DSN (failover.go); nil
+	// for one host.
+	nodes *cluster
 }
 
 // OpenSQLite opens (creating it if needed) the SQLite database at path,
@@ -172,6 +175,8 @@ func OpenMySQL(ctx context.Context, dsn string) (*Store, error) {
 // openMySQL is OpenMySQL with sized pools, whose statements are counted
 // under pool.
 func openMySQL(ctx context.Context, dsn string, pools Pools, pool string) (*Store, error) {
+	// Several hosts (a Galera cluster): failover.go.
+	dsn, hosts := splitHosts(dsn)
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		// The error may quote the DSN, password included; keep it out.
@@ -195,8 +200,21 @@ func openMySQL(ctx context.Context, dsn string, pools Pools, pool string) (*Stor
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
+		if hosts != nil {
+			// A node that does not answer a dial within 2 s is passed
+			// over for the next.
+			cfg.Timeout = 2 * time.Second
+		}
 	}
-	conn, err := mysql.NewConnector(cfg)
+	var conn driver.Connector
+	var nodes *cluster
+	if hosts == nil {
+		conn, err = mysql.NewConnector(cfg)
+	} else {
+		nodes, err = newCluster(cfg, hosts)
+		conn = nodes
+		cfg.Addr = strings.Join(hosts, ",")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open mysql: %w", err)
 	}
@@ -215,7 +233,7 @@ func openMySQL(ctx context.Context, dsn string, pools Pools, pool string) (*Stor
 	if pools.Read > 0 {
 		rdb = open(pools.Read)
 	}
-	return &Store{db: db, rdb: rdb, replica: rdb, d: mysqlDialect, counters: []*counter{c}, pullCandidates: chunkSize}, nil
+	return &Store{db: db, rdb: rdb, replica: rdb, d: mysqlDialect, counters: []*counter{c}, pullCandidates: chunkSize, nodes: nodes}, nil
 }
 
 // OpenMySQLReplicated is OpenMySQL with sized pools, and with one more
@@ -334,7 +352,24 @@ func (s *Store) inTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.T
 		tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return commitError{err}
+	}
+	return nil
+}
+
+// commitError is a COMMIT that failed: unless the server said it rolled
+// the transaction back, whether it took effect is unknown, and running
+// the transaction again could do it twice (dialect.retryable).
+type commitError struct{ err error }
+
+func (e commitError) Error() string { return "commit: " + e.err.Error() }
+func (e commitError) Unwrap() error { return e.err }
+
+// atCommit reports whether err is a failed COMMIT.
+func atCommit(err error) bool {
+	var ce commitError
+	return errors.As(err, &ce)
 }
 
 // millis and fromMillis convert between times and the unix milliseconds the
