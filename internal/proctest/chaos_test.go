@@ -185,9 +185,8 @@ type chaosWorld struct {
 	stream   []int64
 	tokens   []string
 
-	// seen, if set, hears of every answer (status 0: a transport error)
-	// and how long it took.
-	seen func(method, path string, status int, body []byte, took time.Duration)
+	// seen, if set, hears of every answer (status 0: a transport error).
+	seen func(a answer)
 
 	mu      sync.Mutex
 	posts   map[int64][]int64        // author → ids answered 201, ascending
@@ -224,6 +223,18 @@ func newChaosWorld(t *testing.T, s *stack, serve *proc, celeb int64, celebTok st
 	return w
 }
 
+// answer is one answer the world's clients got, as seen heard of it.
+type answer struct {
+	at           time.Time // when it came
+	method, path string
+	status       int // 0: a transport error
+	body         []byte
+	took         time.Duration
+	retryAfter   string // the Retry-After header
+}
+
+func (a answer) what() string { return a.method + " " + a.path }
+
 // call sends one request, retrying what did not reach a verdict: transport
 // errors (a killed serve process), 429/503 (shedding, a backend down) and
 // 409 idempotency_key_in_flight, as package client does, for up to 60s.
@@ -250,7 +261,8 @@ func (w *chaosWorld) call(ctx context.Context, method, path, token string, body 
 			b, rerr := io.ReadAll(res.Body)
 			res.Body.Close()
 			if w.seen != nil {
-				w.seen(method, path, res.StatusCode, b, time.Since(sent))
+				w.seen(answer{at: time.Now(), method: method, path: path, status: res.StatusCode, body: b,
+					took: time.Since(sent), retryAfter: res.Header.Get("Retry-After")})
 			}
 			if rerr == nil && res.StatusCode != 429 && res.StatusCode != 503 && !inFlight(res.StatusCode, b) {
 				return res.StatusCode, b, nil
@@ -261,7 +273,7 @@ func (w *chaosWorld) call(ctx context.Context, method, path, token string, body 
 			err = fmt.Errorf("status %d, read %v", res.StatusCode, rerr)
 		} else {
 			if w.seen != nil {
-				w.seen(method, path, 0, nil, time.Since(sent))
+				w.seen(answer{at: time.Now(), method: method, path: path, took: time.Since(sent)})
 			}
 			w.retried.Add(1)
 		}
