@@ -185,8 +185,9 @@ type chaosWorld struct {
 	stream   []int64
 	tokens   []string
 
-	// seen, if set, hears of every answer (status 0: a transport error).
-	seen func(a answer)
+	// seen, if set, hears of every answer (status 0: a transport error)
+	// and how long it took.
+	seen func(method, path string, status int, body []byte, took time.Duration)
 
 	mu      sync.Mutex
 	posts   map[int64][]int64        // author → ids answered 201, ascending
@@ -197,6 +198,8 @@ type chaosWorld struct {
 	liking bool
 
 	reads, retried, shed, repeatFollows, repeatLikes atomic.Int64
+	// noRetryAfter counts the 503s that did not say when to retry.
+	noRetryAfter atomic.Int64
 }
 
 // newChaosWorld creates n stream users through serve, each following the
@@ -223,18 +226,6 @@ func newChaosWorld(t *testing.T, s *stack, serve *proc, celeb int64, celebTok st
 	return w
 }
 
-// answer is one answer the world's clients got, as seen heard of it.
-type answer struct {
-	at           time.Time // when it came
-	method, path string
-	status       int // 0: a transport error
-	body         []byte
-	took         time.Duration
-	retryAfter   string // the Retry-After header
-}
-
-func (a answer) what() string { return a.method + " " + a.path }
-
 // call sends one request, retrying what did not reach a verdict: transport
 // errors (a killed serve process), 429/503 (shedding, a backend down) and
 // 409 idempotency_key_in_flight, as package client does, for up to 60s.
@@ -260,9 +251,11 @@ func (w *chaosWorld) call(ctx context.Context, method, path, token string, body 
 		if err == nil {
 			b, rerr := io.ReadAll(res.Body)
 			res.Body.Close()
+			if res.StatusCode == 503 && res.Header.Get("Retry-After") == "" {
+				w.noRetryAfter.Add(1)
+			}
 			if w.seen != nil {
-				w.seen(answer{at: time.Now(), method: method, path: path, status: res.StatusCode, body: b,
-					took: time.Since(sent), retryAfter: res.Header.Get("Retry-After")})
+				w.seen(method, path, res.StatusCode, b, time.Since(sent))
 			}
 			if rerr == nil && res.StatusCode != 429 && res.StatusCode != 503 && !inFlight(res.StatusCode, b) {
 				return res.StatusCode, b, nil
@@ -273,7 +266,7 @@ func (w *chaosWorld) call(ctx context.Context, method, path, token string, body 
 			err = fmt.Errorf("status %d, read %v", res.StatusCode, rerr)
 		} else {
 			if w.seen != nil {
-				w.seen(answer{at: time.Now(), method: method, path: path, took: time.Since(sent)})
+				w.seen(method, path, 0, nil, time.Since(sent))
 			}
 			w.retried.Add(1)
 		}
