@@ -34,6 +34,8 @@ type pgServer struct {
 	// asUser, when set, is the operating-system user the server runs as:
 	// PostgreSQL refuses to run as root.
 	asUser string
+	// orphans are the processes of a killed postmaster (kill, waitGone).
+	orphans []int
 }
 
 // startPostgres creates a cluster in a temporary directory (initdb, trust
@@ -42,8 +44,22 @@ type pgServer struct {
 // stopped and its directory removed when the test ends.
 func startPostgres(t *testing.T) *pgServer {
 	t.Helper()
+	p := newPgServer(t, "initdb", "pg_ctl")
+	if out, err := p.run("initdb", "-D", p.data(), "-A", "trust", "-U", "postgres",
+		"--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	p.start()
+	return p
+}
+
+// newPgServer readies a directory and a free port for a server, checks
+// that the tools it will run are installed, and stops the server and
+// removes the directory when the test ends.
+func newPgServer(t *testing.T, tools ...string) *pgServer {
+	t.Helper()
 	bin := testenv.Getenv("FEEDD_TEST_POSTGRES_BIN", defaultPostgresBin)
-	for _, tool := range []string{"initdb", "pg_ctl"} {
+	for _, tool := range tools {
 		if _, err := os.Stat(filepath.Join(bin, tool)); err != nil {
 			feedtest.Missing(t, "PostgreSQL's %s is not in %s (%v): install postgresql-15, or set FEEDD_TEST_POSTGRES_BIN", tool, bin, err)
 		}
@@ -69,18 +85,13 @@ func startPostgres(t *testing.T) *pgServer {
 		}
 		p.asUser = "postgres"
 	}
-	if out, err := p.run("initdb", "-D", p.data(), "-A", "trust", "-U", "postgres",
-		"--encoding=UTF8", "--locale=C", "--no-sync"); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
-	p.start()
 	t.Cleanup(func() {
-		if out, err := p.run("pg_ctl", "stop", "-D", p.data(), "-m", "immediate"); err != nil && !strings.Contains(out, "Is server running?") {
+		if out, err := p.run("pg_ctl", "stop", "-D", p.data(), "-m", "immediate"); err != nil && !strings.Contains(out, "Is server running?") && !strings.Contains(out, "No such process") {
 			t.Logf("stop the test's PostgreSQL: %v\n%s", err, out)
 		}
 		if t.Failed() {
 			log, _ := os.ReadFile(filepath.Join(p.dir, "log"))
-			t.Logf("log of the test's PostgreSQL:\n%s", tail(string(log)))
+			t.Logf("log of the test's PostgreSQL on port %s:\n%s", p.port, tail(string(log)))
 		}
 	})
 	return p
@@ -131,12 +142,20 @@ func (p *pgServer) url(db string) string {
 // backend is the server as a backend: each stack on it gets a database of
 // its own, which goes with the server at the end.
 func (p *pgServer) backend() backend {
+	return pgBackend("postgres (the test's own server)", p.addr(), p.url)
+}
+
+func (p *pgServer) addr() string { return net.JoinHostPort("127.0.0.1", p.port) }
+
+// pgBackend is a backend on the test's own servers, checked at addr and
+// reached through the DSNs of url, which names a database.
+func pgBackend(name, addr string, url func(db string) string) backend {
 	return backend{
-		name: "postgres (the test's own server)", env: postgres.env,
-		addr: func(*testing.T) string { return net.JoinHostPort("127.0.0.1", p.port) },
+		name: name, env: postgres.env,
+		addr: func(*testing.T) string { return addr },
 		create: func(t *testing.T) string {
 			t.Helper()
-			root, err := sql.Open("pgx", p.url("postgres"))
+			root, err := sql.Open("pgx", url("postgres"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +166,7 @@ func (p *pgServer) backend() backend {
 			if _, err := root.ExecContext(ctx, "CREATE DATABASE "+db); err != nil {
 				t.Fatalf("create database %s on the test's PostgreSQL: %v", db, err)
 			}
-			return p.url(db)
+			return url(db)
 		},
 		open: sqlstore.OpenPostgres,
 	}

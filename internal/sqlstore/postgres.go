@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +29,9 @@ const (
 	pgSerializationFailure = "40001"
 	pgDeadlockDetected     = "40P01"
 	pgLockNotAvailable     = "55P03"
+	// A write refused because the server is read-only: a standby, or a
+	// primary demoted behind an address that moved to another server.
+	pgReadOnlyTransaction = "25006"
 )
 
 func pgCode(err error) string {
@@ -59,10 +64,19 @@ var postgresDialect = dialect{
 		" RETURNING user_id, post_id, liked, version",
 	duplicate: func(err error) bool { return pgCode(err) == pgUniqueViolation },
 	// A deadlock victim and a serialization failure both ran in a
-	// transaction that can simply run again.
+	// transaction that can simply run again. So did a transaction that a
+	// read-only server refused: it wrote nothing, and its connection
+	// closed itself (closeOnReadOnly), so the next attempt connects anew
+	// and finds the read-write server among the DSN's hosts. A lost
+	// connection (57P01 admin_shutdown, a reset) is not retried here: it
+	// may have been lost after the server committed, and the API answers
+	// 503 for the client to retry with its Idempotency-Key.
 	retryable: func(err error) bool {
-		c := pgCode(err)
-		return c == pgDeadlockDetected || c == pgSerializationFailure
+		switch pgCode(err) {
+		case pgDeadlockDetected, pgSerializationFailure, pgReadOnlyTransaction:
+			return true
+		}
+		return false
 	},
 	lockWaitTimeout: func(err error) bool { return pgCode(err) == pgLockNotAvailable },
 
@@ -152,7 +166,8 @@ func openPostgres(ctx context.Context, dsn string, pools Pools, timeouts Timeout
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 5 * time.Second
 	}
-	where := cfg.Host + ":" + strconv.Itoa(int(cfg.Port)) + "/" + cfg.Database
+	closeOnReadOnly(&cfg.Config)
+	where := pgHosts(&cfg.Config) + "/" + cfg.Database
 	c := &counter{pool: pool, rebind: true}
 	open := func(n int, timeout time.Duration) *sql.DB {
 		cfg := cfg.Copy()
@@ -191,6 +206,38 @@ func openPostgres(ctx context.Context, dsn string, pools Pools, timeouts Timeout
 		rdb = open(pools.Read, timeouts.Read)
 	}
 	return &Store{db: db, rdb: rdb, replica: rdb, d: postgresDialect, counters: []*counter{c}, pullCandidates: chunkSize, lateralMin: lateralMin, pgConfig: cfg}, nil
+}
+
+// closeOnReadOnly makes a connection whose server refuses a write as
+// read-only (25006) close itself, so that database/sql drops it and the
+// next connection looks for the read-write server again through the DSN's
+// hosts and target_session_attrs. Without it a connection opened before a
+// failover could send writes to a standby for as long as it lives: the
+// node that was the primary behind a moved address, or a multi-host DSN
+// without target_session_attrs. FATAL errors still close it, as pgx's
+// default handler does.
+func closeOnReadOnly(cfg *pgconn.Config) {
+	next := cfg.OnPgError
+	cfg.OnPgError = func(c *pgconn.PgConn, pe *pgconn.PgError) bool {
+		if pe.Code == pgReadOnlyTransaction {
+			return false
+		}
+		return next == nil || next(c, pe)
+	}
+}
+
+// pgHosts names every host of cfg, host:port, comma-separated as in a
+// multi-host URL, for the messages of a failed open: the first host
+// alone would hide that the others were tried too.
+func pgHosts(cfg *pgconn.Config) string {
+	hosts := []string{net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))}
+	for _, f := range cfg.Fallbacks {
+		h := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port)))
+		if !slices.Contains(hosts, h) { // sslmode=prefer lists each host twice
+			hosts = append(hosts, h)
+		}
+	}
+	return strings.Join(hosts, ",")
 }
 
 // setRuntime sets a session parameter in milliseconds unless the DSN
