@@ -3,7 +3,7 @@
 // Redis (shared by every feedd process), when each user's last write
 // committed, and gives the user's next requests a context that makes the
 // SQL store read the primary until the replica has caught up past that
-// write (sqlstore.MustSee).
+// write (feed.WithLastWrite).
 package freshness
 
 import (
@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/sqlstore"
 )
 
@@ -79,7 +80,7 @@ func (m *Marks) Reading(ctx context.Context, user int64) context.Context {
 		t, ok := m.local[user]
 		m.mu.Unlock()
 		if ok && time.Since(t) <= m.ttl {
-			return sqlstore.MustSee(ctx, t)
+			return feed.WithLastWrite(ctx, t)
 		}
 		return ctx
 	}
@@ -88,9 +89,9 @@ func (m *Marks) Reading(ctx context.Context, user int64) context.Context {
 	case err == redis.Nil:
 		return ctx
 	case err != nil:
-		return sqlstore.MustSee(ctx, time.Now())
+		return feed.WithLastWrite(ctx, time.Now())
 	}
-	return sqlstore.MustSee(ctx, time.UnixMicro(v))
+	return feed.WithLastWrite(ctx, time.UnixMicro(v))
 }
 
 func (m *Marks) key(user int64) string { return m.prefix + strconv.FormatInt(user, 10) }

@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/feedd/feedd/internal/feed"
 )
 
 // Reads from a replica that never show a user less than they wrote.
@@ -24,34 +26,20 @@ import (
 //     "caught up to h", and its lag is now − h.
 //   - a replica behind by more than MaxLag, or whose read failed, is not
 //     read: the reads go to the primary until a heartbeat finds it back.
-//   - a read on behalf of a user whose last write committed at t (MustSee)
+//   - a read on behalf of a user whose last write committed at t (feed.WithLastWrite)
 //     goes to the replica only once it is caught up past t + ClockSkew;
 //     before that it reads the primary.
 //   - a read the replica fails is retried once on the primary, so that a
 //     replica dying under load costs no request an error.
 
-// ClockSkew is the margin between the clocks of two feedd hosts that
-// MustSee allows for: the mark of a write is taken by the clock of the
+// ClockSkew is the margin between the clocks of two feedd hosts that a
+// read after a user's write (feed.WithLastWrite) allows for: the mark of a write is taken by the clock of the
 // process that made it, the heartbeat by the clock of the process that
 // reads. Hosts kept by NTP differ by a few milliseconds.
 const ClockSkew = 100 * time.Millisecond
 
 // BeatInterval is how often a process checks how far its replica is.
 const BeatInterval = 250 * time.Millisecond
-
-// mustSeeKey carries the commit time of the last write of the user a
-// request reads for.
-type mustSeeKey struct{}
-
-// MustSee returns ctx for reads on behalf of a user whose last write
-// committed at t (by a feedd host's clock): they read the primary unless
-// the replica is caught up past t. A zero t adds nothing.
-func MustSee(ctx context.Context, t time.Time) context.Context {
-	if t.IsZero() {
-		return ctx
-	}
-	return context.WithValue(ctx, mustSeeKey{}, t)
-}
 
 // lagWatch is what the heartbeat learnt of the replica; the zero value
 // (never caught up) sends every read to the primary.
@@ -78,7 +66,7 @@ func (w *lagWatch) serves(ctx context.Context) bool {
 	if time.Since(seen) > time.Duration(w.maxLag.Load()) {
 		return false
 	}
-	if t, ok := ctx.Value(mustSeeKey{}).(time.Time); ok && !seen.After(t.Add(ClockSkew)) {
+	if t, ok := feed.LastWrite(ctx); ok && !seen.After(t.Add(ClockSkew)) {
 		return false
 	}
 	return true
@@ -123,7 +111,9 @@ func (s *Store) WatchReplica(ctx context.Context, maxLag time.Duration, logger *
 	}()
 	t := time.NewTicker(BeatInterval)
 	defer t.Stop()
-	wasUp := true
+	// Down until the first beat reads the replica: a new database
+	// reaches it a moment after the primary.
+	wasUp := false
 	for {
 		err := s.beat(ctx, process, min(maxLag, time.Second))
 		if ctx.Err() != nil {
@@ -133,7 +123,7 @@ func (s *Store) WatchReplica(ctx context.Context, maxLag time.Duration, logger *
 		case err != nil && wasUp:
 			logger.Warn("read replica not read: its heartbeat failed; reads go to the primary", "err", err)
 		case err == nil && !wasUp:
-			logger.Info("read replica answers its heartbeat again", "lag", time.Duration(s.lag.lag.Load()))
+			logger.Info("read replica answers its heartbeat; it takes the reads it is fresh enough for", "lag", time.Duration(s.lag.lag.Load()))
 		}
 		wasUp = err == nil
 		select {
