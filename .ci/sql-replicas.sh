@@ -128,7 +128,6 @@ max_wal_senders = 5
 wal_keep_size = 256MB
 hot_standby_feedback = on
 fsync = off
-synchronous_commit = off
 shared_buffers = 64MB
 max_connections = 300
 EOF

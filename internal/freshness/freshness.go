@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,7 +29,15 @@ type Marks struct {
 
 	mu    sync.Mutex
 	local map[int64]time.Time
+
+	// since is when Redis began keeping marks (the sentinel key's
+	// value), Unix microseconds; checked is when it was last read, Unix
+	// nanoseconds. See complete.
+	since, checked atomic.Int64
 }
+
+// recheck is how often a process reads the sentinel key.
+const recheck = time.Second
 
 // New returns the marks of a deployment whose replica is not read past
 // maxLag, kept in Redis through client under prefix; a nil client keeps
@@ -84,6 +93,9 @@ func (m *Marks) Reading(ctx context.Context, user int64) context.Context {
 		}
 		return ctx
 	}
+	if !m.complete(ctx) {
+		return feed.WithLastWrite(ctx, time.Now())
+	}
 	v, err := m.client.Get(ctx, m.key(user)).Int64()
 	switch {
 	case err == redis.Nil:
@@ -92,6 +104,36 @@ func (m *Marks) Reading(ctx context.Context, user int64) context.Context {
 		return feed.WithLastWrite(ctx, time.Now())
 	}
 	return feed.WithLastWrite(ctx, time.UnixMicro(v))
+}
+
+// complete reports whether Redis holds every mark that is still needed:
+// a Redis that lost its data (a restart without persistence, a flush)
+// lost marks too, and a user without one would read a replica that may
+// not have the user's write. A sentinel key without expiry says since
+// when Redis keeps marks; once it is older than a mark lives, every
+// needed mark is there. A missing sentinel is written again, and until
+// then, or while it cannot be read, reads go to the primary. Read at
+// most once a second per process.
+func (m *Marks) complete(ctx context.Context) bool {
+	now := time.Now()
+	if now.UnixNano()-m.checked.Load() >= int64(recheck) {
+		m.checked.Store(now.UnixNano())
+		key := m.prefix + "since"
+		v, err := m.client.Get(ctx, key).Int64()
+		if err == redis.Nil {
+			if _, err = m.client.SetNX(ctx, key, now.UnixMicro(), 0).Result(); err == nil {
+				v, err = m.client.Get(ctx, key).Int64()
+			}
+		}
+		if err != nil {
+			// Unknown: checked again at the next read.
+			m.checked.Store(0)
+			m.since.Store(now.UnixMicro())
+			return false
+		}
+		m.since.Store(v)
+	}
+	return now.Sub(time.UnixMicro(m.since.Load())) >= m.ttl
 }
 
 func (m *Marks) key(user int64) string { return m.prefix + strconv.FormatInt(user, 10) }
