@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/feedd/feedd/internal/feed/feedtest"
+	"github.com/feedd/feedd/internal/freshness"
 	"github.com/feedd/feedd/internal/testenv"
 )
 
@@ -466,5 +468,77 @@ func TestReplicaKilledUnderLoad(t *testing.T) {
 			t.Errorf("replica SELECTs after the replica came back: %v then %v; want the reads back on it", before["replica/select"], after["replica/select"])
 		}
 		t.Logf("%d requests, none failed", done.Load())
+	})
+}
+
+// TestReplicaLagUnderWrites measures, on each pair, the replica's lag as
+// feedd's heartbeat sees it under a steady publish load through two serve
+// processes, and what a write's mark costs (docs/clusters.md has the
+// figures): the replica stays readable (within the default max lag)
+// throughout.
+func TestReplicaLagUnderWrites(t *testing.T) {
+	forEachReplicaPair(t, func(t *testing.T, p *replicaPair) {
+		env := p.env(t)
+		over := []string{"FEEDD_RATE_USER_WRITE", "0", "FEEDD_RATE_WRITE", "0"}
+		procs := []*instance{startRole(t, "serve", env, nil, over...), startRole(t, "serve", env, nil, over...)}
+		startRole(t, "work", env, nil, over...)
+		var toks []string
+		for i := range 8 {
+			_, tok := procs[0].user("w" + strconv.Itoa(i))
+			toks = append(toks, tok)
+		}
+		replicaServes(t, procs[1], 20*time.Second)
+
+		ctx, stop := context.WithCancel(context.Background())
+		var posts, failed atomic.Int64
+		var load sync.WaitGroup
+		for i, tok := range toks {
+			load.Go(func() {
+				for n := 0; ctx.Err() == nil; n++ {
+					if r := procs[i%2].do("POST", "/v1/posts", tok, map[string]any{"content": "lag " + strconv.Itoa(n)}); r.status != 201 {
+						failed.Add(1)
+					}
+					posts.Add(1)
+				}
+			})
+		}
+		var lags []float64
+		start := time.Now()
+		for time.Since(start) < 5*time.Second {
+			time.Sleep(100 * time.Millisecond)
+			lags = append(lags, metric(t, procs[1], "feedd_sql_replica_lag_seconds"))
+		}
+		stop()
+		load.Wait()
+		elapsed := time.Since(start)
+		slices.Sort(lags)
+		if failed.Load() > 0 {
+			t.Errorf("%d of %d publishes failed", failed.Load(), posts.Load())
+		}
+		if lags[len(lags)-1] > 10 {
+			t.Errorf("replica lag under %0.f publishes/s reached %.2f s; want it within the default max lag (10 s)", float64(posts.Load())/elapsed.Seconds(), lags[len(lags)-1])
+		}
+		t.Logf("%s: %.0f publishes/s through 2 serve processes: replica lag p50 %.3f s, max %.3f s (%d samples)",
+			p.name, float64(posts.Load())/elapsed.Seconds(), lags[len(lags)/2], lags[len(lags)-1], len(lags))
+
+		// A write's mark is one SET, a read's check one GET.
+		opt, err := redis.ParseURL(env["FEEDD_REDIS_URL"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := redis.NewClient(opt)
+		defer rc.Close()
+		marks := freshness.New(rc, env["FEEDD_REDIS_PREFIX"], 10*time.Second, slog.New(slog.DiscardHandler))
+		const n = 2000
+		ctx = context.Background()
+		t0 := time.Now()
+		for u := range n {
+			marks.Wrote(ctx, int64(u))
+		}
+		t1 := time.Now()
+		for u := range n {
+			marks.Reading(ctx, int64(u))
+		}
+		t.Logf("a write's mark: %v; a read's check: %v (Redis on loopback, one client)", t1.Sub(t0)/n, time.Since(t1)/n)
 	})
 }
