@@ -156,16 +156,23 @@ func (p *replicaPair) env(tb testing.TB) map[string]string {
 	// without the sentinel, feedd reads only the primary for the marks'
 	// lifetime, as after a loss of Redis's data (which tests that flush
 	// Redis meet).
+	rc := redisOf(tb, env)
+	if err := rc.Set(context.Background(), env["FEEDD_REDIS_PREFIX"]+"wrote:since", 0, 0).Err(); err != nil {
+		tb.Fatalf("redis: %v", err)
+	}
+	return env
+}
+
+// redisOf is a client of the single Redis of env, closed when tb ends.
+func redisOf(tb testing.TB, env map[string]string) *redis.Client {
+	tb.Helper()
 	opt, err := redis.ParseURL(env["FEEDD_REDIS_URL"])
 	if err != nil {
 		tb.Fatal(err)
 	}
 	rc := redis.NewClient(opt)
-	defer rc.Close()
-	if err := rc.Set(context.Background(), env["FEEDD_REDIS_PREFIX"]+"wrote:since", 0, 0).Err(); err != nil {
-		tb.Fatalf("redis: %v", err)
-	}
-	return env
+	tb.Cleanup(func() { rc.Close() })
+	return rc
 }
 
 // dbName is the database a DSN of the pair names.
@@ -490,12 +497,7 @@ func TestReplicaLagUnderWrites(t *testing.T) {
 
 		// A write's mark is one SET, a read's check one GET: each a
 		// Redis round trip, beside a PING's.
-		opt, err := redis.ParseURL(env["FEEDD_REDIS_URL"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		rc := redis.NewClient(opt)
-		defer rc.Close()
+		rc := redisOf(t, env)
 		marks := freshness.New(rc, env["FEEDD_REDIS_PREFIX"], 10*time.Second, slog.New(slog.DiscardHandler))
 		const n = 100
 		ctx := context.Background()

@@ -259,6 +259,7 @@ func serverPool(conn driver.Connector, n, idle int) *sql.DB {
 func (s *Store) readFrom(r *Store) {
 	s.replica = r.db
 	s.lag = &lagWatch{}
+	s.lag.lag.Store(-1) // not measured yet
 	s.counters = append(s.counters, r.counters...)
 }
 
