@@ -257,7 +257,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			// batch's messages are handed back, well under RabbitMQ's
 			// 30-minute consumer timeout.
 			w := likes.NewWriter(logger, likes.WriterConfig{
-				MaxBatch: cfg.likeBatch, Linger: cfg.likeLinger, RetryFor: 5 * time.Minute, Done: workCtx.Done(),
+				MaxBatch: cfg.likeBatch, Linger: cfg.likeLinger, RetryFor: 5 * time.Minute, Done: workCtx.Done(), Cache: d.likes,
 			}, d.workStore, d.reg)
 			work.Go(func() {
 				if err := d.broker.Consume(workCtx, feed.QueueLikes, feed.ConsumeOptions{Concurrency: w.Concurrency()}, w.Handle); err != nil {
@@ -397,7 +397,7 @@ func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts, switc
 	if likesViaBroker(cfg) {
 		record = likes.ViaBroker(d.broker, cfg.likeBatch)
 	} else {
-		w := likes.NewWriter(logger, likes.WriterConfig{MaxBatch: cfg.likeBatch}, d.store, d.reg)
+		w := likes.NewWriter(logger, likes.WriterConfig{MaxBatch: cfg.likeBatch, Cache: d.likes}, d.store, d.reg)
 		record = w.Submit
 	}
 	// b is its own breaker, set like the timeline's: a page's likes never

@@ -103,7 +103,7 @@ func TestWrite(t *testing.T) {
 			post(2002, bob, "", "")
 			post(2003, bob, "", "")
 			must(s.DeletePost(ctx, 2003, bob))
-			_, _, err = s.ApplyLikes(ctx, []feed.LikeEvent{
+			_, err = s.ApplyLikes(ctx, []feed.LikeEvent{
 				{User: alice, Post: 2000, Liked: true, Version: 1},
 				{User: alice, Post: 2001, Liked: true, Version: 2},
 				{User: alice, Post: 1001, Liked: true, Version: 3},
@@ -216,7 +216,7 @@ func TestWriteHidesBlockedLikes(t *testing.T) {
 				ids[author] = id
 				_, _, err = s.CreatePost(ctx, feed.Post{ID: id, AuthorID: author, Content: "hi", CreatedAt: at}, feed.Idempotency{})
 				must(err)
-				_, _, err = s.ApplyLikes(ctx, []feed.LikeEvent{{User: alice, Post: id, Liked: true, Version: author}})
+				_, err = s.ApplyLikes(ctx, []feed.LikeEvent{{User: alice, Post: id, Liked: true, Version: author}})
 				must(err)
 			}
 			_, err := s.Block(ctx, bob, alice) // bob blocks alice

@@ -68,9 +68,11 @@ type LikeImport struct {
 	// there already, liked or unliked since).
 	Outcomes []ImportOutcome
 	// Liked counts the new likes; Deltas is how much each post's like
-	// count moved (posts that did not move are left out).
-	Liked  int
-	Deltas map[int64]int64
+	// count moved (posts that did not move are left out), and Tallies
+	// what SQL has of those posts after the move (for SettleLikes).
+	Liked   int
+	Deltas  map[int64]int64
+	Tallies map[int64]LikeTally
 	// Users are the users of the valid likes, ascending.
 	Users []int64
 }

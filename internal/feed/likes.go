@@ -62,6 +62,29 @@ const (
 	LikeAbsent
 )
 
+// LikeTally is a post's like count as SQL has it, with the count's
+// sequence: the number of writes that moved it, which orders two
+// tallies of one post (counts alone do not: unlikes lower them). The
+// cache's counter is a tally plus the moves of likes on their way to
+// SQL; a newer tally replaces the older one under it (SettleLikes).
+type LikeTally struct {
+	Count, Seq int64
+}
+
+// LikesWritten is what a write of like events did in SQL.
+type LikesWritten struct {
+	// Deltas is how much each post's like count moved: the likes rows
+	// that actually turned liked minus those that turned unliked (posts
+	// that did not move are left out).
+	Deltas map[int64]int64
+	// Tallies is SQL's tally of each post of the events after the write,
+	// for SettleLikes.
+	Tallies map[int64]LikeTally
+	// Rows is how many likes rows were written; Writes how many write
+	// statements it took (the batching ratio's numerator).
+	Rows, Writes int
+}
+
 // LikeStates is a page's like state as the cache knows it.
 type LikeStates struct {
 	// Counts holds the cached counters; a post without one is a miss.
@@ -100,19 +123,30 @@ type LikeCache interface {
 	// (newest first) unless it exists. complete says they are all of the
 	// user's actions.
 	FillUserLikes(ctx context.Context, user int64, recent []LikeEntry, complete bool, ttl time.Duration) error
-	// AddLikeCount adds delta to post's counter if it is cached, renews
-	// its ttl, and returns the new value and whether it was cached.
-	AddLikeCount(ctx context.Context, post, delta int64, ttl time.Duration) (int64, bool, error)
-	// MoveLikeCount is AddLikeCount for user's change of version: it adds
-	// delta once, however often it is called for that change (or after a
-	// newer change of the pair moved it), for LikeMoveMemory at least.
+	// MoveLikeCount adds user's change of version's delta to post's
+	// counter if it is cached, once, however often it is called for that
+	// change (or after a newer change of the pair moved it, or after
+	// SettleLikes settled it), for LikeMoveMemory at least; it renews the
+	// counter's ttl and returns its value and whether it was cached. The
+	// move is pending until SettleLikes says SQL has the change.
 	MoveLikeCount(ctx context.Context, post, user, version, delta int64, ttl time.Duration) (int64, bool, error)
+	// SettleLikes tells the cache what SQL has after a write of like
+	// events: tallies holds the tallies of the events' posts (and of any
+	// post whose count SQL moved), evs the events written (applied or
+	// found already there). Each event's pending move is settled, and a
+	// counter whose tally is older than the one given takes the new one,
+	// so that a counter loaded while events were on their way to SQL (the
+	// cache lost its keys with their moves) ends exact once they land. A
+	// counter that cannot be reconciled (its tally expired, or a move was
+	// pending too long) is dropped, for the next read to load from SQL.
+	SettleLikes(ctx context.Context, tallies map[int64]LikeTally, evs []LikeEvent, ttl time.Duration) error
 	// FinishLike clears the journal of user's change of post of version
 	// (a no-op if the pair has changed since): its event is recorded and
 	// its counter moved.
 	FinishLike(ctx context.Context, user, post, version int64) error
-	// FillLikeCounts caches counters that are absent, for ttl.
-	FillLikeCounts(ctx context.Context, counts map[int64]int64, ttl time.Duration) error
+	// FillLikeCounts caches the counters that are absent, for ttl, from
+	// the tallies SQL has.
+	FillLikeCounts(ctx context.Context, tallies map[int64]LikeTally, ttl time.Duration) error
 	// LikeStates returns, in one round trip, reader's state of each of
 	// posts (reader 0: none; postTimes[i] is the creation time of
 	// posts[i]) and the cached counters of counted, renewing their ttl.
@@ -129,10 +163,16 @@ type LikeCache interface {
 // counter for. It outlasts the 15 s a like call may run, so that a retry
 // racing the call it repairs moves once. A change left unfinished longer
 // than this by a process that died just after its move (between the move
-// and FinishLike) is moved again by its repair: one like counted twice in
-// the cached counter until it expires (SQL stays exact). The window is one
-// round trip wide; the other crash windows repair exactly at any age.
+// and FinishLike) is moved again by its repair; the repair records the
+// event again, and SettleLikes of that event takes the second move back.
 const LikeMoveMemory = time.Minute
+
+// LikePendingLimit is how long a counter move may wait for SettleLikes
+// before the counter is dropped and loaded again from SQL: a settle that
+// never came (the writer could not reach the cache) must not leave a
+// counter off for the days it lives. It outlasts a broker outage that
+// holds like events back for minutes.
+const LikePendingLimit = 15 * time.Minute
 
 // LikeClockSkew is how far the cache's clock (which versions likes) and
 // the clocks that stamp post ids may disagree. A post created less than

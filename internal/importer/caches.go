@@ -89,21 +89,21 @@ func (r *run) authorsPosted(ctx context.Context, authors []int64) {
 	}
 }
 
-// likesChanged corrects the cached counters of the posts whose counts
-// moved (a counter that is not cached is loaded from SQL when read) and
+// likesChanged puts SQL's new tallies under the cached counters of the
+// posts whose counts moved (a counter that is not cached is loaded from
+// SQL when read) and
 // drops the recent sets of the users who liked, which would otherwise
 // answer "not liked" for the posts they now like.
 func (r *run) likesChanged(ctx context.Context, res feed.LikeImport) {
 	if r.caches.Likes == nil {
 		return
 	}
-	posts := make([]int64, 0, len(res.Deltas))
-	for p := range res.Deltas {
+	posts := make([]int64, 0, len(res.Tallies))
+	for p := range res.Tallies {
 		posts = append(posts, p)
 	}
 	r.each(ctx, posts, func(ctx context.Context, post int64) error {
-		_, _, err := r.caches.Likes.AddLikeCount(ctx, post, res.Deltas[post], r.caches.LikeCountTTL)
-		return err
+		return r.caches.Likes.SettleLikes(ctx, map[int64]feed.LikeTally{post: res.Tallies[post]}, nil, r.caches.LikeCountTTL)
 	})
 	if res.Liked > 0 {
 		r.each(ctx, res.Users, func(ctx context.Context, user int64) error {

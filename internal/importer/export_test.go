@@ -82,7 +82,7 @@ func TestImportExport(t *testing.T) {
 		post(bob, 3, "b-2", "")
 		post(carol, 4, "", "")
 		post(dave, 5, "", "")
-		_, _, err := s.ApplyLikes(ctx, []feed.LikeEvent{
+		_, err := s.ApplyLikes(ctx, []feed.LikeEvent{
 			{User: alice, Post: posts[2].ID, Liked: true, Version: 1},
 			{User: alice, Post: posts[4].ID, Liked: true, Version: 2},
 			{User: bob, Post: posts[1].ID, Liked: true, Version: 3},

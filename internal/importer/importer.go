@@ -78,7 +78,7 @@ type Store interface {
 // LikeCounters are the cached like counters and recent sets
 // (feed.LikeCache and the caches' DropLikes).
 type LikeCounters interface {
-	AddLikeCount(ctx context.Context, post, delta int64, ttl time.Duration) (int64, bool, error)
+	SettleLikes(ctx context.Context, tallies map[int64]feed.LikeTally, evs []feed.LikeEvent, ttl time.Duration) error
 	DropLikes(ctx context.Context, user, post int64) error
 }
 

@@ -30,9 +30,15 @@ type likeMark struct {
 	at      int64 // unix ns of the move
 }
 
+// likeCount is a counter: a tally SQL had plus the moves pending on it,
+// as rediscache's keys n, b and p of a post hold them.
 type likeCount struct {
 	n       int64
 	expires int64
+	tally   feed.LikeTally
+	// pending holds the moves not yet settled: user and version → when
+	// moved (unix ns).
+	pending map[[2]int64]int64
 }
 
 type likeSet struct {
@@ -210,25 +216,6 @@ func (c *Cache) FillUserLikes(ctx context.Context, user int64, recent []feed.Lik
 	return nil
 }
 
-// AddLikeCount adds delta to a cached counter.
-func (c *Cache) AddLikeCount(ctx context.Context, post, delta int64, ttl time.Duration) (int64, bool, error) {
-	if c.closed.Load() {
-		return 0, false, errClosed
-	}
-	now := c.now()
-	s := &c.likes[shardOf(post)]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.count(post, now.UnixNano())
-	if !ok {
-		return 0, false, nil
-	}
-	e.n += delta
-	e.expires = deadline(now, ttl)
-	s.counts[post] = e
-	return e.n, true, nil
-}
-
 // MoveLikeCount adds user's change's delta to a cached counter once.
 func (c *Cache) MoveLikeCount(ctx context.Context, post, user, version, delta int64, ttl time.Duration) (int64, bool, error) {
 	if c.closed.Load() {
@@ -254,10 +241,80 @@ func (c *Cache) MoveLikeCount(ctx context.Context, post, user, version, delta in
 	}
 	if !moved {
 		e.n += delta
+		if e.pending == nil {
+			e.pending = map[[2]int64]int64{}
+		}
+		e.pending[[2]int64{user, version}] = now.UnixNano()
 	}
 	e.expires = deadline(now, ttl)
 	s.counts[post] = e
 	return e.n, true, nil
+}
+
+// SettleLikes settles evs' pending moves and moves counters to newer
+// tallies, as rediscache's likes_settle.lua does.
+func (c *Cache) SettleLikes(ctx context.Context, tallies map[int64]feed.LikeTally, evs []feed.LikeEvent, ttl time.Duration) error {
+	if c.closed.Load() {
+		return errClosed
+	}
+	now := c.now()
+	byPost := map[int64][]feed.LikeEvent{}
+	for _, ev := range evs {
+		byPost[ev.Post] = append(byPost[ev.Post], ev)
+	}
+	for post := range tallies {
+		if _, ok := byPost[post]; !ok {
+			byPost[post] = nil
+		}
+	}
+	for post, evs := range byPost {
+		s := &c.likes[shardOf(post)]
+		lockAnd(&s.mu, func() {
+			m := s.marks[post]
+			if m == nil {
+				m = map[int64]likeMark{}
+				s.marks[post] = m
+			}
+			e, ok := s.count(post, now.UnixNano())
+			for _, ev := range evs {
+				if ok {
+					if _, was := e.pending[[2]int64{ev.User, ev.Version}]; was {
+						delete(e.pending, [2]int64{ev.User, ev.Version})
+						e.n -= likeDelta(ev.Liked)
+					}
+				}
+				// Settled is moved: a late move of the change (its repair)
+				// must not count it again.
+				if m[ev.User].version < ev.Version {
+					m[ev.User] = likeMark{version: ev.Version, at: now.UnixNano()}
+				}
+			}
+			if !ok {
+				return
+			}
+			for _, at := range e.pending {
+				if now.UnixNano()-at > feed.LikePendingLimit.Nanoseconds() {
+					delete(s.counts, post)
+					return
+				}
+			}
+			if t, has := tallies[post]; has && t.Seq > e.tally.Seq {
+				e.n += t.Count - e.tally.Count
+				e.tally = t
+			}
+			e.expires = deadline(now, ttl)
+			s.counts[post] = e
+		})
+	}
+	return nil
+}
+
+// likeDelta is how much a change moves its post's counter.
+func likeDelta(liked bool) int64 {
+	if liked {
+		return 1
+	}
+	return -1
 }
 
 // FinishLike clears the journal entry of user's change of post.
@@ -275,16 +332,16 @@ func (c *Cache) FinishLike(ctx context.Context, user, post, version int64) error
 }
 
 // FillLikeCounts caches absent counters.
-func (c *Cache) FillLikeCounts(ctx context.Context, counts map[int64]int64, ttl time.Duration) error {
+func (c *Cache) FillLikeCounts(ctx context.Context, tallies map[int64]feed.LikeTally, ttl time.Duration) error {
 	if c.closed.Load() {
 		return errClosed
 	}
 	now := c.now()
-	for post, n := range counts {
+	for post, t := range tallies {
 		s := &c.likes[shardOf(post)]
 		lockAnd(&s.mu, func() {
 			if _, ok := s.count(post, now.UnixNano()); !ok {
-				s.counts[post] = likeCount{n: n, expires: deadline(now, ttl)}
+				s.counts[post] = likeCount{n: t.Count, expires: deadline(now, ttl), tally: t}
 			}
 		})
 	}

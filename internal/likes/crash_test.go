@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -58,11 +59,11 @@ func (d *dyingCache) FillUserLikes(ctx context.Context, user int64, recent []fee
 	return d.c.FillUserLikes(ctx, user, recent, complete, ttl)
 }
 
-func (d *dyingCache) AddLikeCount(ctx context.Context, post, delta int64, ttl time.Duration) (int64, bool, error) {
+func (d *dyingCache) SettleLikes(ctx context.Context, tallies map[int64]feed.LikeTally, evs []feed.LikeEvent, ttl time.Duration) error {
 	if d.dead.Load() {
-		return 0, false, errKilled
+		return errKilled
 	}
-	return d.c.AddLikeCount(ctx, post, delta, ttl)
+	return d.c.SettleLikes(ctx, tallies, evs, ttl)
 }
 
 func (d *dyingCache) MoveLikeCount(ctx context.Context, post, user, version, delta int64, ttl time.Duration) (int64, bool, error) {
@@ -80,11 +81,11 @@ func (d *dyingCache) FinishLike(ctx context.Context, user, post, version int64) 
 	return d.c.FinishLike(ctx, user, post, version)
 }
 
-func (d *dyingCache) FillLikeCounts(ctx context.Context, counts map[int64]int64, ttl time.Duration) error {
+func (d *dyingCache) FillLikeCounts(ctx context.Context, tallies map[int64]feed.LikeTally, ttl time.Duration) error {
 	if d.dead.Load() {
 		return errKilled
 	}
-	return d.c.FillLikeCounts(ctx, counts, ttl)
+	return d.c.FillLikeCounts(ctx, tallies, ttl)
 }
 
 func (d *dyingCache) LikeStates(ctx context.Context, reader int64, posts []int64, postTimes []time.Time, counted []int64, ttl time.Duration) (feed.LikeStates, error) {
@@ -113,7 +114,7 @@ func TestRetryFinishesAfterKill(t *testing.T) {
 				f := newFixture(t)
 				ctx := t.Context()
 				logger := slog.New(slog.DiscardHandler)
-				w := NewWriter(logger, WriterConfig{}, f.store, prometheus.NewRegistry())
+				w := NewWriter(logger, WriterConfig{Cache: f.cache}, f.store, prometheus.NewRegistry())
 				post := f.posts[0].ID
 				// User 3 liked the post before: the counter is cached at 1.
 				if _, err := f.svc.Like(ctx, 3, post); err != nil {
@@ -173,5 +174,88 @@ func TestRetryFinishesAfterKill(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCacheLostWithLikesInFlight: the cache loses its keys (a Redis
+// restart or failover) while likes are on their way to SQL, and a read
+// loads the counter from SQL before they land. Once they land, the
+// counter is exact: SettleLikes puts SQL's newer tally under it, while
+// the moves of likes made since the loss stay counted once.
+func TestCacheLostWithLikesInFlight(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	logger := slog.New(slog.DiscardHandler)
+	w := NewWriter(logger, WriterConfig{Cache: f.cache}, f.store, nil)
+	post := f.posts[0].ID
+	// Events wait in flight until released, as in a broker's queue.
+	var mu sync.Mutex
+	var held []feed.LikeEvent
+	hold := func(ctx context.Context, ev feed.LikeEvent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		held = append(held, ev)
+		return nil
+	}
+	release := func() {
+		mu.Lock()
+		evs := held
+		held = nil
+		mu.Unlock()
+		for _, ev := range evs {
+			if err := w.Submit(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	svc := New(logger, Config{}, f.store, f.cache, storePosts{f.store}, hold, nil)
+	count := func() int64 {
+		t.Helper()
+		// A process of its own each time: no copy of the count in process.
+		fresh := New(logger, Config{}, f.store, f.cache, storePosts{f.store}, hold, nil)
+		st, _, err := fresh.LikeStates(ctx, 0, f.posts[:1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st[post].Count
+	}
+	for _, u := range []int64{1, 2} {
+		if _, err := svc.Like(ctx, u, post); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("two likes in flight: count %d; want 2", n)
+	}
+	// The cache loses the post's keys; a read loads the counter from SQL,
+	// which has neither like yet.
+	if err := f.cache.DropLikes(ctx, 0, post); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("counter loaded while the likes are in flight: %d; want SQL's 0", n)
+	}
+	// A like made since moves the loaded counter; then all three land.
+	if _, err := svc.Like(ctx, 3, post); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	tallies, err := f.store.LikeTallies(ctx, []int64{post})
+	if err != nil || tallies[post].Count != 3 {
+		t.Fatalf("SQL = %+v, %v; want 3 likes", tallies, err)
+	}
+	if n := count(); n != 3 {
+		t.Errorf("counter after the likes landed: %d; want 3, SQL's", n)
+	}
+	// An unlike in flight, then its event delivered twice: still exact.
+	if _, err := svc.Unlike(ctx, 1, post); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	held = append(held, held...)
+	mu.Unlock()
+	release()
+	if n := count(); n != 2 {
+		t.Errorf("counter after an unlike delivered twice: %d; want 2", n)
 	}
 }

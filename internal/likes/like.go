@@ -89,11 +89,11 @@ func (s *Service) set(ctx context.Context, user, id int64, liked bool) (feed.Lik
 // it first. If the process died after the event, SQL has it and only
 // the cached counter is one short until it expires or is repaired.
 func (s *Service) finish(ctx context.Context, user, id int64, e feed.LikeEntry) (n int64, recorded bool, err error) {
-	// The counter is cached before the event can reach SQL: loaded
-	// afterwards it could already hold this like and count it twice. A
-	// counter therefore exists whenever an event of its post is in
-	// flight (its ttl is days, the flight milliseconds), which is why a
-	// counter loaded from SQL on a miss is exact.
+	// The counter is cached before the event can reach SQL, so that the
+	// move below is pending on it until the writer settles the event
+	// (SettleLikes). A counter loaded while events are in flight without
+	// their moves (the cache lost its keys) is corrected by the same
+	// settle: SQL's tally after the event is newer than the loaded one.
 	if _, err := s.count(ctx, id); err != nil {
 		return 0, false, err
 	}
@@ -191,15 +191,24 @@ func (s *Service) count(ctx context.Context, post int64) (int64, error) {
 		s.learn(from, st.Counts)
 		return n, nil
 	}
-	counts, err := s.store.LikeCounts(ctx, []int64{post})
+	tallies, err := s.store.LikeTallies(ctx, []int64{post})
 	if err != nil {
 		// SQL down is a 503 ("retry shortly"), as on every other path.
 		return 0, unavailable(fmt.Errorf("likes: count of %d from SQL: %w", post, err))
 	}
 	s.metrics.countLoads.Add(1)
-	if err := s.cache.FillLikeCounts(ctx, counts, s.cfg.CountTTL); err != nil {
+	if err := s.cache.FillLikeCounts(ctx, tallies, s.cfg.CountTTL); err != nil {
 		return 0, unavailable(fmt.Errorf("likes: cache count of %d: %w", post, err))
 	}
-	s.learn(from, counts)
-	return counts[post], nil
+	s.learn(from, countsOf(tallies))
+	return tallies[post].Count, nil
+}
+
+// countsOf is the counts of tallies.
+func countsOf(tallies map[int64]feed.LikeTally) map[int64]int64 {
+	counts := make(map[int64]int64, len(tallies))
+	for id, t := range tallies {
+		counts[id] = t.Count
+	}
+	return counts
 }

@@ -139,7 +139,7 @@ func newFixture(t *testing.T) *fixture {
 		f.posts = append(f.posts, p)
 	}
 	logger := slog.New(slog.DiscardHandler)
-	w := NewWriter(logger, WriterConfig{}, store, f.reg)
+	w := NewWriter(logger, WriterConfig{Cache: cache}, store, f.reg)
 	f.svc = New(logger, Config{}, store, cache, storePosts{store}, w.Submit, f.reg)
 	return f
 }
@@ -290,7 +290,7 @@ func TestUserLikesMergesInFlight(t *testing.T) {
 	for i := range 10 {
 		evs = append(evs, feed.LikeEvent{User: 2, Post: f.posts[i].ID, Liked: true, Version: int64(i + 1)})
 	}
-	if _, _, err := f.store.ApplyLikes(ctx, evs); err != nil {
+	if _, err := f.store.ApplyLikes(ctx, evs); err != nil {
 		t.Fatal(err)
 	}
 	page := func(before int64, n int) ([]int, bool, int64) {
@@ -335,6 +335,10 @@ func TestUserLikesMergesInFlight(t *testing.T) {
 type downStore struct{ *sqlstore.Store }
 
 func (downStore) LikeCounts(context.Context, []int64) (map[int64]int64, error) {
+	return nil, fmt.Errorf("sql is down")
+}
+
+func (downStore) LikeTallies(context.Context, []int64) (map[int64]feed.LikeTally, error) {
 	return nil, fmt.Errorf("sql is down")
 }
 
@@ -410,7 +414,7 @@ func TestLocalCounts(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
 	logger := slog.New(slog.DiscardHandler)
-	w := NewWriter(logger, WriterConfig{}, f.store, nil)
+	w := NewWriter(logger, WriterConfig{Cache: f.cache}, f.store, nil)
 	hereReg := prometheus.NewRegistry()
 	newService := func(localTTL time.Duration, reg *prometheus.Registry) *Service {
 		s := New(logger, Config{LocalCountTTL: localTTL}, f.store, f.cache, storePosts{f.store}, w.Submit, reg)
@@ -535,7 +539,7 @@ func TestLocalCountsStorm(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
 	logger := slog.New(slog.DiscardHandler)
-	w := NewWriter(logger, WriterConfig{}, f.store, nil)
+	w := NewWriter(logger, WriterConfig{Cache: f.cache}, f.store, nil)
 	svc := New(logger, Config{LocalCountTTL: time.Minute}, f.store, f.cache, storePosts{f.store}, w.Submit, prometheus.NewRegistry())
 	p := f.posts[0]
 	const users = 100

@@ -17,6 +17,7 @@ type writerMetrics struct {
 	events       prometheus.Counter
 	sqlWrites    prometheus.Counter
 	moved        prometheus.Counter
+	settleErrors prometheus.Counter
 	batchSize    prometheus.Histogram
 	batchSeconds prometheus.Histogram
 }
@@ -65,6 +66,9 @@ func newWriterMetrics(reg prometheus.Registerer) *writerMetrics {
 		moved: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_likes_counts_moved_total", Help: "Post stats rows moved by like batches.",
 		}),
+		settleErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "feedd_likes_settle_errors_total", Help: "Written batches whose settle in the cache failed (their counters are dropped within feed.LikePendingLimit and loaded again).",
+		}),
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "feedd_likes_batch_events", Help: "Events per written batch.",
 			Buckets: []float64{1, 5, 20, 50, 100, 200, 500, 1000},
@@ -75,7 +79,7 @@ func newWriterMetrics(reg prometheus.Registerer) *writerMetrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.batches, m.batchErrors, m.events, m.sqlWrites, m.moved, m.batchSize, m.batchSeconds)
+		reg.MustRegister(m.batches, m.batchErrors, m.events, m.sqlWrites, m.moved, m.settleErrors, m.batchSize, m.batchSeconds)
 	}
 	return m
 }

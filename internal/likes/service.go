@@ -50,6 +50,9 @@ import (
 // Store is what the service needs of SQL.
 type Store interface {
 	LikeCounts(ctx context.Context, posts []int64) (map[int64]int64, error)
+	// LikeTallies is LikeCounts with each count's sequence, which the
+	// cache's counters are loaded from (feed.LikeTally).
+	LikeTallies(ctx context.Context, posts []int64) (map[int64]feed.LikeTally, error)
 	UserLikeEntries(ctx context.Context, user int64, recentN int, posts []int64) (recent []feed.LikeEntry, complete bool, on map[int64]feed.LikeEntry, err error)
 	UserLikes(ctx context.Context, user, before int64, n int) ([]feed.LikeEntry, error)
 	PostLikers(ctx context.Context, post, version, user int64, n int) (users, versions []int64, err error)

@@ -57,18 +57,19 @@ func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Pos
 		}
 	}
 	if len(miss) > 0 {
-		counts, err := breaker.Do(ctx, s.cfg.Breaker, func(ctx context.Context) (map[int64]int64, error) {
-			return s.store.LikeCounts(ctx, miss)
+		tallies, err := breaker.Do(ctx, s.cfg.Breaker, func(ctx context.Context) (map[int64]feed.LikeTally, error) {
+			return s.store.LikeTallies(ctx, miss)
 		})
 		if err != nil {
 			return s.partial(ids, st, err), true, nil
 		}
 		s.metrics.countLoads.Add(float64(len(miss)))
+		counts := countsOf(tallies)
 		for id, n := range counts {
 			st.Counts[id] = n
 		}
 		s.learn(from, counts)
-		if err := s.cache.FillLikeCounts(ctx, counts, s.cfg.CountTTL); err != nil {
+		if err := s.cache.FillLikeCounts(ctx, tallies, s.cfg.CountTTL); err != nil {
 			s.cacheFailed("fill like counts", err)
 		}
 	}

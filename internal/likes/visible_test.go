@@ -37,7 +37,7 @@ func TestListsLeaveOutBlocked(t *testing.T) {
 			want = append([]int64{u}, want...)
 		}
 	}
-	if _, _, err := f.store.ApplyLikes(ctx, evs); err != nil {
+	if _, err := f.store.ApplyLikes(ctx, evs); err != nil {
 		t.Fatal(err)
 	}
 	var got []int64

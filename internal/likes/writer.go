@@ -13,10 +13,16 @@ import (
 )
 
 // Applier writes a batch of like events to SQL idempotently and reports
-// each post's count delta and the write statements it took
-// (sqlstore.Store.ApplyLikes).
+// what it did (sqlstore.Store.ApplyLikes).
 type Applier interface {
-	ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas map[int64]int64, writes int, err error)
+	ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (feed.LikesWritten, error)
+}
+
+// Settler is the cache's half of a written batch (feed.LikeCache's
+// SettleLikes): the counters take SQL's tallies in and the batch's moves
+// out.
+type Settler interface {
+	SettleLikes(ctx context.Context, tallies map[int64]feed.LikeTally, evs []feed.LikeEvent, ttl time.Duration) error
 }
 
 // WriterConfig tunes a Writer.
@@ -38,6 +44,10 @@ type WriterConfig struct {
 	// Done, when closed, ends the retries at once (shutdown): the callers
 	// get the error, and a broker redelivers their messages.
 	Done <-chan struct{}
+	// Cache, when set, is settled after each batch; CountTTL renews the
+	// counters it touches (DefaultCountTTL).
+	Cache    Settler
+	CountTTL time.Duration
 }
 
 // The Writer's defaults, which feedd's flags start from. A zero MaxBatch
@@ -66,6 +76,9 @@ type Writer struct {
 func NewWriter(logger *slog.Logger, cfg WriterConfig, store Applier, reg prometheus.Registerer) *Writer {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.CountTTL <= 0 {
+		cfg.CountTTL = DefaultCountTTL
 	}
 	w := &Writer{cfg: cfg, store: store, logger: logger.With("component", "likes-writer"), metrics: newWriterMetrics(reg)}
 	w.group = newGroup(cfg.MaxBatch, cfg.Linger, w.write)
@@ -116,17 +129,26 @@ func (w *Writer) apply(evs []feed.LikeEvent) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
-	deltas, writes, err := w.store.ApplyLikes(ctx, evs)
+	written, err := w.store.ApplyLikes(ctx, evs)
 	if err != nil {
 		w.metrics.batchErrors.Inc()
 		return err
 	}
 	w.metrics.batches.Inc()
 	w.metrics.events.Add(float64(len(evs)))
-	w.metrics.sqlWrites.Add(float64(writes))
+	w.metrics.sqlWrites.Add(float64(written.Writes))
 	w.metrics.batchSize.Observe(float64(len(evs)))
 	w.metrics.batchSeconds.Observe(time.Since(start).Seconds())
-	w.metrics.moved.Add(float64(len(deltas)))
+	w.metrics.moved.Add(float64(len(written.Deltas)))
+	if w.cfg.Cache != nil {
+		// Not a reason to write the batch again: SQL has it. A counter
+		// this leaves off is dropped once its moves wait past
+		// feed.LikePendingLimit, and loaded again.
+		if err := w.cfg.Cache.SettleLikes(ctx, written.Tallies, evs, w.cfg.CountTTL); err != nil {
+			w.metrics.settleErrors.Inc()
+			w.logger.Warn("settling a batch of likes in the cache failed", "events", len(evs), "err", err)
+		}
+	}
 	return nil
 }
 

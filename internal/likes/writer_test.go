@@ -19,14 +19,14 @@ type flakyStore struct {
 	batches  [][]feed.LikeEvent
 }
 
-func (s *flakyStore) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (map[int64]int64, int, error) {
+func (s *flakyStore) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (feed.LikesWritten, error) {
 	if s.failures.Add(-1) >= 0 {
-		return nil, 0, errors.New("database restarting")
+		return feed.LikesWritten{}, errors.New("database restarting")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batches = append(s.batches, evs)
-	return map[int64]int64{}, 2, nil
+	return feed.LikesWritten{Writes: 2}, nil
 }
 
 func ev(user int64) feed.LikeEvent {

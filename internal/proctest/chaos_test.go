@@ -41,10 +41,11 @@ import (
 // Clients retry what failed on the wire with the same Idempotency-Key, as
 // real clients do. Afterwards every post that was answered 201 is in SQL
 // once, every follow answered 204 is in SQL once with exact counts, every
-// inbox left in Redis holds exactly its owner's feed, and every one of the
-// 50,030 feeds, read whole through the API, holds every post of everyone
-// its owner follows exactly once, newest first. It runs on each SQL
-// backend.
+// like answered 200 is in SQL once with exact like counts (in SQL and
+// through the API), every inbox left in Redis holds exactly its owner's
+// feed, and every one of the 50,030 feeds, read whole through the API,
+// holds every post of everyone its owner follows exactly once, newest
+// first. It runs on each SQL backend.
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	onBackends(t, chaos)
@@ -78,6 +79,7 @@ func chaos(t *testing.T, b backend) {
 	celeb, celebTok := api.newUser(s.admin, "celebrity")
 	fans := s.followers(celeb, followers)
 	w := newChaosWorld(t, s, serve, celeb, celebTok, streamUsers)
+	w.liking = true
 	t.Logf("setup: %d followers with inboxes and %d stream users in %v", followers, streamUsers, time.Since(setup).Round(time.Millisecond))
 
 	// The load runs until stop; the chaos runs on the test goroutine.
@@ -148,8 +150,10 @@ func chaos(t *testing.T, b backend) {
 	})
 
 	// SQL: every post answered 201 exactly once, every follow answered
-	// 204, and the counts equal the edges.
+	// 204, and the counts equal the edges; every like answered 200, and
+	// the like counts, in SQL and through the API.
 	w.checkSQL(ctx, s)
+	w.checkLikes(ctx, s)
 
 	// Redis: every inbox that exists holds exactly its owner's feed.
 	// Flushed inboxes of followers nobody read since are absent, which is

@@ -248,6 +248,41 @@ func missedScript(cmds []*redis.Cmd) ([]int, error) {
 	return missed, nil
 }
 
+// scriptCall is one run of a script: its keys and arguments.
+type scriptCall struct {
+	keys []string
+	args []any
+}
+
+// runEach runs script once per call in one pipeline, each call on its own
+// keys' slot. Calls whose node lacked the script (after a restart, a
+// SCRIPT FLUSH or a failover) are run again with EVAL once the script is
+// loaded; any other error fails the whole, so the calls must be safe to
+// repeat.
+func (c *Cache) runEach(ctx context.Context, script *redis.Script, calls []scriptCall) error {
+	cmds := make([]*redis.Cmd, len(calls))
+	p := c.client.Pipeline()
+	for i, call := range calls {
+		cmds[i] = script.EvalSha(ctx, p, call.keys, call.args...)
+	}
+	if _, err := p.Exec(ctx); err == nil {
+		return nil
+	}
+	missed, err := missedScript(cmds)
+	if err != nil {
+		return err
+	}
+	loadErr := c.loadScript(ctx, script)
+	p = c.client.Pipeline()
+	for _, i := range missed {
+		script.Eval(ctx, p, calls[i].keys, calls[i].args...)
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return errors.Join(err, loadErr)
+	}
+	return nil
+}
+
 // ms renders a ttl in milliseconds for a script; a positive ttl under a
 // millisecond rounds up rather than to "no expiry".
 func ms(ttl time.Duration) int64 {

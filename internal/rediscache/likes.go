@@ -47,7 +47,8 @@ var (
 	setLiked   = redis.NewScript(setLikedScript)
 	revertLike = redis.NewScript(revertLikeScript)
 	fillLikes  = redis.NewScript(fillLikesScript)
-	addCount   = redis.NewScript(addCountScript)
+	fillCount  = redis.NewScript(fillCountScript)
+	settle     = redis.NewScript(settleScript)
 	moveCount  = redis.NewScript(moveCountScript)
 	finishLike = redis.NewScript(finishLikeScript)
 )
@@ -66,6 +67,14 @@ func (c *Cache) likeCountKey(post int64) string {
 
 func (c *Cache) likeMarksKey(post int64) string {
 	return c.likesKey + "m:{" + strconv.FormatInt(post, 10) + "}"
+}
+
+func (c *Cache) likePendingKey(post int64) string {
+	return c.likesKey + "p:{" + strconv.FormatInt(post, 10) + "}"
+}
+
+func (c *Cache) likeTallyKey(post int64) string {
+	return c.likesKey + "t:{" + strconv.FormatInt(post, 10) + "}"
 }
 
 // likeMember is post's member in a recent set for a like; an unlike's is
@@ -174,18 +183,9 @@ func windowStart(recent []feed.LikeEntry, complete bool) int64 {
 	return max(w, 1)
 }
 
-// AddLikeCount adds delta to a cached counter.
-func (c *Cache) AddLikeCount(ctx context.Context, post, delta int64, ttl time.Duration) (int64, bool, error) {
-	res, err := addCount.Run(ctx, c.client, []string{c.likeCountKey(post)}, delta, ms(ttl)).Int64Slice()
-	if err != nil || len(res) != 2 {
-		return 0, false, fmt.Errorf("rediscache: add %d to like count of %d: %w %v", delta, post, err, res)
-	}
-	return res[1], res[0] == 1, nil
-}
-
 // MoveLikeCount adds user's change's delta to a cached counter once.
 func (c *Cache) MoveLikeCount(ctx context.Context, post, user, version, delta int64, ttl time.Duration) (int64, bool, error) {
-	res, err := moveCount.Run(ctx, c.client, []string{c.likeCountKey(post), c.likeMarksKey(post)},
+	res, err := moveCount.Run(ctx, c.client, []string{c.likeCountKey(post), c.likeMarksKey(post), c.likePendingKey(post), c.likeTallyKey(post)},
 		user, version, delta, ms(ttl), feed.LikeMoveMemory.Microseconds()).Int64Slice()
 	if err != nil || len(res) != 2 {
 		return 0, false, fmt.Errorf("rediscache: move like count of %d by %d's change %d: %w %v", post, user, version, err, res)
@@ -201,17 +201,54 @@ func (c *Cache) FinishLike(ctx context.Context, user, post, version int64) error
 	return nil
 }
 
-// FillLikeCounts sets absent counters, in one pipeline.
-func (c *Cache) FillLikeCounts(ctx context.Context, counts map[int64]int64, ttl time.Duration) error {
-	if len(counts) == 0 {
+// FillLikeCounts sets absent counters from SQL's tallies, in one
+// pipeline of a script per post (each on its post's slot).
+func (c *Cache) FillLikeCounts(ctx context.Context, tallies map[int64]feed.LikeTally, ttl time.Duration) error {
+	if len(tallies) == 0 {
 		return nil
 	}
-	p := c.client.Pipeline()
-	for post, n := range counts {
-		p.SetNX(ctx, c.likeCountKey(post), n, max(ttl, 0))
+	calls := make([]scriptCall, 0, len(tallies))
+	for post, t := range tallies {
+		calls = append(calls, scriptCall{
+			keys: []string{c.likeCountKey(post), c.likePendingKey(post), c.likeTallyKey(post)},
+			args: []any{t.Count, t.Seq, ms(ttl)},
+		})
 	}
-	if _, err := p.Exec(ctx); err != nil {
-		return fmt.Errorf("rediscache: fill %d like counts: %w", len(counts), err)
+	if err := c.runEach(ctx, fillCount, calls); err != nil {
+		return fmt.Errorf("rediscache: fill %d like counts: %w", len(tallies), err)
+	}
+	return nil
+}
+
+// SettleLikes settles evs' pending moves and puts newer tallies under the
+// counters (lua/likes_settle.lua), in one pipeline of a script per post.
+func (c *Cache) SettleLikes(ctx context.Context, tallies map[int64]feed.LikeTally, evs []feed.LikeEvent, ttl time.Duration) error {
+	args := make(map[int64][]any, len(tallies))
+	for post, t := range tallies {
+		args[post] = []any{t.Seq, t.Count}
+	}
+	for _, ev := range evs {
+		if args[ev.Post] == nil {
+			args[ev.Post] = []any{-1, 0}
+		}
+		delta := 1
+		if !ev.Liked {
+			delta = -1
+		}
+		args[ev.Post] = append(args[ev.Post], ev.User, ev.Version, delta)
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	calls := make([]scriptCall, 0, len(args))
+	for post, a := range args {
+		calls = append(calls, scriptCall{
+			keys: []string{c.likeCountKey(post), c.likeMarksKey(post), c.likePendingKey(post), c.likeTallyKey(post)},
+			args: append([]any{a[0], a[1], ms(ttl), feed.LikeMoveMemory.Microseconds(), feed.LikePendingLimit.Microseconds()}, a[2:]...),
+		})
+	}
+	if err := c.runEach(ctx, settle, calls); err != nil {
+		return fmt.Errorf("rediscache: settle likes of %d posts: %w", len(args), err)
 	}
 	return nil
 }
@@ -281,7 +318,7 @@ func (c *Cache) LikeStates(ctx context.Context, reader int64, posts []int64, pos
 func (c *Cache) DropLikes(ctx context.Context, user, post int64) error {
 	p := c.client.Pipeline()
 	if post != 0 {
-		p.Del(ctx, c.likeCountKey(post), c.likeMarksKey(post))
+		p.Del(ctx, c.likeCountKey(post), c.likeMarksKey(post), c.likePendingKey(post), c.likeTallyKey(post))
 	}
 	if user != 0 {
 		p.Del(ctx, c.likeUserKey(user), c.likeJournalKey(user))

@@ -63,7 +63,8 @@ var (
 	setLikedScript   = luaScript("likes_set.lua")
 	revertLikeScript = luaScript("likes_revert.lua")
 	fillLikesScript  = luaScript("likes_fill.lua")
-	addCountScript   = luaScript("likes_add_count.lua")
+	fillCountScript  = luaScript("likes_fill_count.lua")
+	settleScript     = luaScript("likes_settle.lua")
 	moveCountScript  = luaScript("likes_move_count.lua")
 	finishLikeScript = luaScript("likes_finish.lua")
 

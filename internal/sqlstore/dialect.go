@@ -83,13 +83,16 @@ type dialect struct {
 	// whose rows all exist: each row adds its follower and following
 	// counts to the stored ones, one statement for a whole batch.
 	addCounts string
-	// likeRowsFirst: the server takes no gap locks (PostgreSQL), so a
-	// locking read of an absent pair locks nothing, and two writers
-	// could both count its first like. ApplyLikes then inserts a row of
-	// version 0 (no action) for every pair first, which a concurrent
-	// writer's insert of the same pair waits on, so that every pair has
-	// a row to lock.
-	likeRowsFirst bool
+	// claimLikes, when set, is how a server without gap locks
+	// (PostgreSQL) locks the batch writer's pairs: a locking read of an
+	// absent pair would lock nothing, and two writers could both count
+	// its first like. ApplyLikes then inserts a row of version 0 (no
+	// action) for every pair, ending with claimLikes, which turns an
+	// existing row's conflict into a no-change update (a row lock) and
+	// returns every pair's row: the claim and the locking read are one
+	// statement. A concurrent writer's insert of the same pair waits on
+	// it.
+	claimLikes string
 	// likesByKey pins the batch writer's locking read to the primary key,
 	// so that it locks exactly its (user, post) pairs: left alone, MariaDB
 	// picks a secondary index and locks every like of the users, or of a
@@ -157,7 +160,7 @@ var mysqlDialect = dialect{
 	// version before version moves.
 	upsertLikes: " ON DUPLICATE KEY UPDATE liked = IF(VALUES(version) > version, VALUES(liked), liked)," +
 		" version = GREATEST(version, VALUES(version))",
-	upsertStats: " ON DUPLICATE KEY UPDATE like_count = like_count + VALUES(like_count), updated_at = VALUES(updated_at)",
+	upsertStats: " ON DUPLICATE KEY UPDATE like_count = like_count + VALUES(like_count), like_seq = like_seq + 1, updated_at = VALUES(updated_at)",
 	likesByKey:  " FORCE INDEX (PRIMARY)",
 	keepLikes:   " ON DUPLICATE KEY UPDATE version = version",
 	addCounts: " ON DUPLICATE KEY UPDATE follower_count = follower_count + VALUES(follower_count)," +
@@ -243,7 +246,7 @@ var sqliteDialect = dialect{
 // both.
 const (
 	onConflictStats = " ON CONFLICT (post_id) DO UPDATE SET like_count = post_stats.like_count + excluded.like_count," +
-		" updated_at = excluded.updated_at"
+		" like_seq = post_stats.like_seq + 1, updated_at = excluded.updated_at"
 	onConflictCounts = " ON CONFLICT (id) DO UPDATE SET follower_count = users.follower_count + excluded.follower_count," +
 		" following_count = users.following_count + excluded.following_count"
 	onConflictMarker = " ON CONFLICT (user_id) DO UPDATE SET last_read_id = excluded.last_read_id," +

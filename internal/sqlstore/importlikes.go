@@ -82,20 +82,20 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 	if len(evs) == 0 {
 		return res, nil
 	}
-	deltas, err := s.insertLikes(ctx, evs)
+	w, err := s.insertLikes(ctx, evs)
 	if errors.Is(err, errMixedLikes) {
 		// Some of the pairs have rows and some not (a run cut short, or
 		// likes made meanwhile): the batch writer's locking read tells
 		// which, under locks that keep live writers of the pairs off.
-		deltas, _, err = s.ApplyLikes(ctx, evs)
+		w, err = s.ApplyLikes(ctx, evs)
 	}
 	if err != nil {
 		return res, fmt.Errorf("sqlstore: import likes: %w", err)
 	}
-	for _, d := range deltas {
+	for _, d := range w.Deltas {
 		res.Liked += int(d)
 	}
-	res.Deltas = deltas
+	res.Deltas, res.Tallies = w.Deltas, w.Tallies
 	return res, nil
 }
 
@@ -115,15 +115,16 @@ var errMixedLikes = errors.New("some of the pairs have rows")
 // waits, then reads the imported row, and one that came first left a
 // row the insert kept and did not count. Any other count is
 // errMixedLikes, with nothing written.
-func (s *Store) insertLikes(ctx context.Context, evs []feed.LikeEvent) (map[int64]int64, error) {
+func (s *Store) insertLikes(ctx context.Context, evs []feed.LikeEvent) (feed.LikesWritten, error) {
 	slices.SortFunc(evs, func(a, b feed.LikeEvent) int {
 		return cmp.Or(cmp.Compare(a.User, b.User), cmp.Compare(a.Post, b.Post))
 	})
 	// The same pair twice in a batch has the same version: one row.
 	evs = slices.CompactFunc(evs, func(a, b feed.LikeEvent) bool { return a.User == b.User && a.Post == b.Post })
-	var deltas map[int64]int64
+	var w feed.LikesWritten
 	apply := func(tx *sql.Tx) error {
-		deltas = map[int64]int64{}
+		w = feed.LikesWritten{}
+		deltas := map[int64]int64{}
 		var added int64
 		for start := 0; start < len(evs); start += importRows {
 			chunk := evs[start:min(start+importRows, len(evs))]
@@ -166,12 +167,14 @@ func (s *Store) insertLikes(ctx context.Context, evs []feed.LikeEvent) (map[int6
 			for _, p := range chunk {
 				args = append(args, p, deltas[p], now)
 			}
-			if _, err := tx.ExecContext(ctx, "INSERT INTO post_stats (post_id, like_count, updated_at) VALUES "+
-				strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(chunk)), ", ")+s.d.upsertStats, args...); err != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO post_stats (post_id, like_count, like_seq, updated_at) VALUES "+
+				strings.TrimSuffix(strings.Repeat("(?, ?, 1, ?), ", len(chunk)), ", ")+s.d.upsertStats, args...); err != nil {
 				return fmt.Errorf("move %d like counts: %w", len(chunk), err)
 			}
 		}
-		return nil
+		tallies, err := likeTallies(ctx, tx, posts)
+		w = feed.LikesWritten{Deltas: deltas, Tallies: tallies, Rows: len(evs)}
+		return err
 	}
 	var err error
 	for round := 0; round < 4; round++ {
@@ -180,7 +183,7 @@ func (s *Store) insertLikes(ctx context.Context, evs []feed.LikeEvent) (map[int6
 		}
 	}
 	if err != nil {
-		return nil, err
+		return feed.LikesWritten{}, err
 	}
-	return deltas, nil
+	return w, nil
 }

@@ -12,16 +12,6 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 )
 
-// likeBatch is what ApplyLikes did.
-type likeBatch struct {
-	// Deltas is how much each post's like count moved: the likes rows
-	// that actually turned liked minus those that turned unliked.
-	Deltas map[int64]int64
-	// Rows is how many likes rows were written; Writes how many write
-	// statements it took (the batching ratio's numerator).
-	Rows, Writes int
-}
-
 // likePairsPerSelect bounds the (user, post) pairs of one locking read.
 const likePairsPerSelect = 250
 
@@ -37,8 +27,9 @@ type likePair struct{ user, post int64 }
 // the batch's pairs are read with a lock first (on MySQL FOR UPDATE,
 // which also locks the gaps of absent pairs, so concurrent writers in
 // other processes serialize on shared pairs; on PostgreSQL, which has no
-// gap locks, after inserting a no-action row for each absent pair; on
-// SQLite the transaction is the only writer), so each post's delta is the
+// gap locks, by inserting a no-action row for each pair that returns
+// the pair's row, dialect.claimLikes; on SQLite the transaction is the
+// only writer), so each post's delta is the
 // number of rows that really flipped. Then one multi-row upsert writes the rows (an unlike is
 // kept as a tombstone row, so that the version survives it), and one
 // multi-row upsert moves every touched post's stats row by its delta:
@@ -46,7 +37,7 @@ type likePair struct{ user, post int64 }
 //
 // It returns each post's delta (posts that did not move are left out) and
 // the number of write statements it ran.
-func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas map[int64]int64, writes int, err error) {
+func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (out feed.LikesWritten, err error) {
 	latest := make(map[likePair]feed.LikeEvent, len(evs))
 	for _, ev := range evs {
 		k := likePair{ev.User, ev.Post}
@@ -63,54 +54,55 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 	slices.SortFunc(pairs, func(a, b likePair) int {
 		return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(a.post, b.post))
 	})
-	var out likeBatch
 	apply := func(tx *sql.Tx) error {
-		out = likeBatch{Deltas: map[int64]int64{}}
+		out = feed.LikesWritten{Deltas: map[int64]int64{}}
 		type row struct {
 			liked   bool
 			version int64
 		}
 		stored := make(map[likePair]row, len(pairs))
-		if s.d.likeRowsFirst {
+		// read scans the locked rows of a claim or a locking read.
+		read := func(what string, n int, query string, args []any) error {
+			rows, err := tx.QueryContext(ctx, query, args...)
+			if err != nil {
+				return fmt.Errorf("%s %d pairs: %w", what, n, err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var p likePair
+				var r row
+				if err := rows.Scan(&p.user, &p.post, &r.liked, &r.version); err != nil {
+					return fmt.Errorf("%s %d pairs: %w", what, n, err)
+				}
+				stored[p] = r
+			}
+			return rows.Err()
+		}
+		if s.d.claimLikes != "" {
 			for start := 0; start < len(pairs); start += chunkSize {
 				chunk := pairs[start:min(start+chunkSize, len(pairs))]
 				args := make([]any, 0, 2*len(chunk))
 				for _, p := range chunk {
 					args = append(args, p.user, p.post)
 				}
-				if _, err := tx.ExecContext(ctx, "INSERT INTO likes (user_id, post_id, liked, version) VALUES "+
-					strings.TrimSuffix(strings.Repeat("(?, ?, 0, 0), ", len(chunk)), ", ")+s.d.keepLikes, args...); err != nil {
-					return fmt.Errorf("claim %d pairs: %w", len(chunk), err)
-				}
-			}
-		}
-		for start := 0; start < len(pairs); start += likePairsPerSelect {
-			chunk := pairs[start:min(start+likePairsPerSelect, len(pairs))]
-			args := make([]any, 0, 2*len(chunk))
-			conds := make([]string, len(chunk))
-			for i, p := range chunk {
-				conds[i] = "(user_id = ? AND post_id = ?)"
-				args = append(args, p.user, p.post)
-			}
-			rows, err := tx.QueryContext(ctx, "SELECT user_id, post_id, liked, version FROM likes"+s.d.likesByKey+" WHERE "+
-				strings.Join(conds, " OR ")+" ORDER BY user_id, post_id"+s.d.forUpdate, args...)
-			if err != nil {
-				return fmt.Errorf("lock %d pairs: %w", len(chunk), err)
-			}
-			for rows.Next() {
-				var p likePair
-				var r row
-				if err := rows.Scan(&p.user, &p.post, &r.liked, &r.version); err != nil {
-					rows.Close()
+				if err := read("claim", len(chunk), "INSERT INTO likes (user_id, post_id, liked, version) VALUES "+
+					strings.TrimSuffix(strings.Repeat("(?, ?, 0, 0), ", len(chunk)), ", ")+s.d.claimLikes, args); err != nil {
 					return err
 				}
-				stored[p] = r
 			}
-			if err := rows.Close(); err != nil {
-				return err
-			}
-			if err := rows.Err(); err != nil {
-				return err
+		} else {
+			for start := 0; start < len(pairs); start += likePairsPerSelect {
+				chunk := pairs[start:min(start+likePairsPerSelect, len(pairs))]
+				args := make([]any, 0, 2*len(chunk))
+				conds := make([]string, len(chunk))
+				for i, p := range chunk {
+					conds[i] = "(user_id = ? AND post_id = ?)"
+					args = append(args, p.user, p.post)
+				}
+				if err := read("lock", len(chunk), "SELECT user_id, post_id, liked, version FROM likes"+s.d.likesByKey+" WHERE "+
+					strings.Join(conds, " OR ")+" ORDER BY user_id, post_id"+s.d.forUpdate, args); err != nil {
+					return err
+				}
 			}
 		}
 		var vals []any
@@ -159,13 +151,23 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 		for start := 0; start < len(stats); start += 3 * chunkSize {
 			chunk := stats[start:min(start+3*chunkSize, len(stats))]
 			n := len(chunk) / 3
-			if _, err := tx.ExecContext(ctx, "INSERT INTO post_stats (post_id, like_count, updated_at) VALUES "+
-				strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", n), ", ")+s.d.upsertStats, chunk...); err != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO post_stats (post_id, like_count, like_seq, updated_at) VALUES "+
+				strings.TrimSuffix(strings.Repeat("(?, ?, 1, ?), ", n), ", ")+s.d.upsertStats, chunk...); err != nil {
 				return fmt.Errorf("move %d like counts: %w", n, err)
 			}
 			out.Writes++
 		}
-		return nil
+		// The tallies the cache settles with: read under this
+		// transaction's locks on the moved posts' stats rows, so each is
+		// exactly what this write left.
+		touched := make([]int64, 0, len(pairs))
+		for _, p := range pairs {
+			touched = append(touched, p.post)
+		}
+		slices.Sort(touched)
+		var err error
+		out.Tallies, err = likeTallies(ctx, tx, slices.Compact(touched))
+		return err
 	}
 	// Writers in several processes that share pairs (a redelivery) lock
 	// the same gaps and can deadlock on the inserts; the victim runs
@@ -177,44 +179,69 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (deltas ma
 		}
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("sqlstore: apply %d like events: %w", len(evs), err)
+		return feed.LikesWritten{}, fmt.Errorf("sqlstore: apply %d like events: %w", len(evs), err)
 	}
 	for post, d := range out.Deltas {
 		if d == 0 {
 			delete(out.Deltas, post)
 		}
 	}
-	return out.Deltas, out.Writes, nil
+	return out, nil
 }
 
 // LikeCounts returns the like counts of posts; a post nobody liked is 0.
 func (s *Store) LikeCounts(ctx context.Context, posts []int64) (map[int64]int64, error) {
-	counts := make(map[int64]int64, len(posts))
+	tallies, err := s.LikeTallies(ctx, posts)
+	if err != nil {
+		return nil, err
+	}
+	counts := make(map[int64]int64, len(tallies))
+	for id, t := range tallies {
+		counts[id] = t.Count
+	}
+	return counts, nil
+}
+
+// LikeTallies returns the like counts of posts with their sequences, for
+// the cache's counters; a post nobody liked is {0, 0}.
+func (s *Store) LikeTallies(ctx context.Context, posts []int64) (map[int64]feed.LikeTally, error) {
+	tallies, err := likeTallies(ctx, s.rdb, posts)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: like counts of %d posts: %w", len(posts), err)
+	}
+	return tallies, nil
+}
+
+func likeTallies(ctx context.Context, q interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, posts []int64) (map[int64]feed.LikeTally, error) {
+	tallies := make(map[int64]feed.LikeTally, len(posts))
 	for _, id := range posts {
-		counts[id] = 0
+		tallies[id] = feed.LikeTally{}
 	}
 	for _, chunk := range chunks(posts) {
 		err := func() error {
-			rows, err := s.rdb.QueryContext(ctx,
-				"SELECT post_id, like_count FROM post_stats WHERE post_id IN ("+placeholders(len(chunk))+")", chunk...)
+			rows, err := q.QueryContext(ctx,
+				"SELECT post_id, like_count, like_seq FROM post_stats WHERE post_id IN ("+placeholders(len(chunk))+")", chunk...)
 			if err != nil {
 				return err
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var id, n int64
-				if err := rows.Scan(&id, &n); err != nil {
+				var id int64
+				var t feed.LikeTally
+				if err := rows.Scan(&id, &t.Count, &t.Seq); err != nil {
 					return err
 				}
-				counts[id] = n
+				tallies[id] = t
 			}
 			return rows.Err()
 		}()
 		if err != nil {
-			return nil, fmt.Errorf("sqlstore: like counts of %d posts: %w", len(posts), err)
+			return nil, err
 		}
 	}
-	return counts, nil
+	return tallies, nil
 }
 
 // PostLikedBy returns which of users like post, in one query per 500

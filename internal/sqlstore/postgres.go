@@ -55,8 +55,9 @@ var postgresDialect = dialect{
 	insertFollow:  "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
 	keepExisting:  " ON CONFLICT DO NOTHING",
 	keepLikes:     " ON CONFLICT DO NOTHING",
-	likeRowsFirst: true,
-	duplicate:     func(err error) bool { return pgCode(err) == pgUniqueViolation },
+	claimLikes: " ON CONFLICT (user_id, post_id) DO UPDATE SET version = likes.version" +
+		" RETURNING user_id, post_id, liked, version",
+	duplicate: func(err error) bool { return pgCode(err) == pgUniqueViolation },
 	// A deadlock victim and a serialization failure both ran in a
 	// transaction that can simply run again.
 	retryable: func(err error) bool {

@@ -270,7 +270,7 @@ func (s *Store) purgeLikes(ctx context.Context, tx *sql.Tx, user int64, r *feed.
 		return false, err
 	}
 	if len(liked) > 0 {
-		if _, err := tx.ExecContext(ctx, "UPDATE post_stats SET like_count = like_count - 1, updated_at = ? WHERE post_id IN ("+placeholders(len(liked))+")",
+		if _, err := tx.ExecContext(ctx, "UPDATE post_stats SET like_count = like_count - 1, like_seq = like_seq + 1, updated_at = ? WHERE post_id IN ("+placeholders(len(liked))+")",
 			append([]any{millis(time.Now())}, liked...)...); err != nil {
 			return false, err
 		}

@@ -169,15 +169,15 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 	t.Run("counters", func(t *testing.T) {
 		c := newCache(t)
 		ctx := t.Context()
-		if _, ok, err := c.AddLikeCount(ctx, 10, 1, longTTL); err != nil || ok {
-			t.Errorf("add to an absent counter: ok %v, %v; want false (not created)", ok, err)
+		if _, ok, err := c.MoveLikeCount(ctx, 10, 1, 100, 1, longTTL); err != nil || ok {
+			t.Errorf("move of an absent counter: ok %v, %v; want false (not created)", ok, err)
 		}
-		must(t, c.FillLikeCounts(ctx, map[int64]int64{10: 5, 11: 0}, longTTL))
-		must(t, c.FillLikeCounts(ctx, map[int64]int64{10: 99}, longTTL)) // present: kept
-		if n, ok, err := c.AddLikeCount(ctx, 10, 1, longTTL); err != nil || !ok || n != 6 {
-			t.Errorf("add: %d %v %v; want 6", n, ok, err)
+		must(t, c.FillLikeCounts(ctx, map[int64]feed.LikeTally{10: {Count: 5, Seq: 5}, 11: {}}, longTTL))
+		must(t, c.FillLikeCounts(ctx, map[int64]feed.LikeTally{10: {Count: 99, Seq: 99}}, longTTL)) // present: kept
+		if n, ok, err := c.MoveLikeCount(ctx, 10, 2, 100, 1, longTTL); err != nil || !ok || n != 6 {
+			t.Errorf("move: %d %v %v; want 6", n, ok, err)
 		}
-		if n, _, _ := c.AddLikeCount(ctx, 11, -1, longTTL); n != -1 {
+		if n, _, _ := c.MoveLikeCount(ctx, 11, 2, 100, -1, longTTL); n != -1 {
 			t.Errorf("counters are plain integers: got %d; want -1 (callers clamp)", n)
 		}
 		st := states(t, c, 0, []int64{10, 11, 12}, postTime)
@@ -187,6 +187,79 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 		must(t, c.DropLikes(ctx, 0, 10))
 		if st := states(t, c, 0, []int64{10}, postTime); len(st.Counts) != 0 {
 			t.Errorf("after drop: %v; want missing", st.Counts)
+		}
+	})
+
+	t.Run("settled counters", func(t *testing.T) {
+		// A counter is SQL's tally plus the moves SQL does not have yet:
+		// settling an event takes its move back and puts SQL's newer tally
+		// in, whatever order writers settle in.
+		c := newCache(t)
+		ctx := t.Context()
+		count := func(post int64) int64 {
+			t.Helper()
+			st := states(t, c, 0, []int64{post}, postTime)
+			n, ok := st.Counts[post]
+			if !ok {
+				t.Fatalf("counter of %d missing", post)
+			}
+			return n
+		}
+		like := func(user, version int64) feed.LikeEvent {
+			return feed.LikeEvent{User: user, Post: 10, Liked: true, Version: version}
+		}
+		must(t, c.FillLikeCounts(ctx, map[int64]feed.LikeTally{10: {Count: 9, Seq: 3}}, longTTL))
+		for _, u := range []int64{1, 2} {
+			if _, _, err := c.MoveLikeCount(ctx, 10, u, 100, 1, longTTL); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := count(10); n != 11 {
+			t.Fatalf("two moves on 9: %d; want 11", n)
+		}
+		// Two writers commit 1's like (seq 4, count 10), then 2's (seq 5,
+		// count 11), and settle in the other order.
+		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{10: {Count: 11, Seq: 5}}, []feed.LikeEvent{like(2, 100)}, longTTL))
+		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{10: {Count: 10, Seq: 4}}, []feed.LikeEvent{like(1, 100)}, longTTL))
+		if n := count(10); n != 11 {
+			t.Errorf("after both settled out of order: %d; want 11", n)
+		}
+		// A late move of a settled change (its repair) counts nothing.
+		if n, _, err := c.MoveLikeCount(ctx, 10, 1, 100, 1, longTTL); err != nil || n != 11 {
+			t.Errorf("late move of a settled change: %d, %v; want 11", n, err)
+		}
+		// A repeated event, settled again, changes nothing.
+		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{10: {Count: 11, Seq: 5}}, []feed.LikeEvent{like(2, 100)}, longTTL))
+		if n := count(10); n != 11 {
+			t.Errorf("after a repeated settle: %d; want 11", n)
+		}
+	})
+
+	t.Run("counter loaded while likes were in flight", func(t *testing.T) {
+		// The cache lost its keys while likes 1 and 2 were on their way to
+		// SQL, and a read loaded the counter before they landed: SQL's
+		// newer tally brings them in.
+		c := newCache(t)
+		ctx := t.Context()
+		must(t, c.FillLikeCounts(ctx, map[int64]feed.LikeTally{20: {Count: 4, Seq: 7}}, longTTL))
+		// A like made since the load moves it.
+		if n, _, err := c.MoveLikeCount(ctx, 20, 3, 300, 1, longTTL); err != nil || n != 5 {
+			t.Fatalf("move after the load: %d, %v; want 5", n, err)
+		}
+		evs := []feed.LikeEvent{{User: 1, Post: 20, Liked: true, Version: 100}, {User: 2, Post: 20, Liked: true, Version: 110}}
+		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{20: {Count: 6, Seq: 8}}, evs, longTTL))
+		if st := states(t, c, 0, []int64{20}, postTime); st.Counts[20] != 7 {
+			t.Errorf("after the in-flight likes landed: %v; want 7 (6 in SQL, 1 pending)", st.Counts)
+		}
+		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{20: {Count: 7, Seq: 9}}, []feed.LikeEvent{{User: 3, Post: 20, Liked: true, Version: 300}}, longTTL))
+		if st := states(t, c, 0, []int64{20}, postTime); st.Counts[20] != 7 {
+			t.Errorf("after the last like landed: %v; want 7", st.Counts)
+		}
+		// A tally older than the counter's changes nothing; settling a
+		// post without a counter caches none.
+		must(t, c.SettleLikes(ctx, map[int64]feed.LikeTally{20: {Count: 2, Seq: 1}, 21: {Count: 3, Seq: 1}}, nil, longTTL))
+		if st := states(t, c, 0, []int64{20, 21}, postTime); st.Counts[20] != 7 || len(st.Counts) != 1 {
+			t.Errorf("after an older tally: %v; want 20:7, 21 missing", st.Counts)
 		}
 	})
 
@@ -256,7 +329,7 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 		if _, ok, err := c.MoveLikeCount(ctx, 10, 1, 100, 1, longTTL); err != nil || ok {
 			t.Errorf("move of an absent counter: ok %v, %v; want false (not created)", ok, err)
 		}
-		must(t, c.FillLikeCounts(ctx, map[int64]int64{10: 5, 11: 0}, longTTL))
+		must(t, c.FillLikeCounts(ctx, map[int64]feed.LikeTally{10: {Count: 5}, 11: {}}, longTTL))
 		for i, tc := range []struct {
 			post, user, version, delta, want int64
 		}{
@@ -286,7 +359,7 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 		ctx := t.Context()
 		must(t, c.FillUserLikes(ctx, 1, nil, true, longTTL))
 		setLiked(t, c, 1, 10, postTime, true, nil, window)
-		must(t, c.FillLikeCounts(ctx, map[int64]int64{10: 3, 11: 4, 12: 5}, longTTL))
+		must(t, c.FillLikeCounts(ctx, map[int64]feed.LikeTally{10: {Count: 3}, 11: {Count: 4}, 12: {Count: 5}}, longTTL))
 		st, err := c.LikeStates(ctx, 1, []int64{10, 11}, []time.Time{postTime, postTime}, []int64{11}, longTTL)
 		if err != nil {
 			t.Fatal(err)
@@ -341,7 +414,7 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 	t.Run("reads renew counters", func(t *testing.T) {
 		c := newCache(t)
 		ctx := t.Context()
-		must(t, c.FillLikeCounts(ctx, map[int64]int64{10: 3, 11: 4}, shortTTL))
+		must(t, c.FillLikeCounts(ctx, map[int64]feed.LikeTally{10: {Count: 3}, 11: {Count: 4}}, shortTTL))
 		for range 3 {
 			time.Sleep(shortTTL / 2)
 			if _, err := c.LikeStates(ctx, 0, nil, nil, []int64{10}, shortTTL); err != nil {
@@ -397,8 +470,8 @@ func TestLikeCache(t *testing.T, newCache func(t *testing.T) LikeCache) {
 		if st := states(t, c, 1, []int64{old}, postTime); st.Liked[old] {
 			t.Errorf("after revert: %+v; want %d unliked", st, old)
 		}
-		if n, _, err := c.AddLikeCount(t.Context(), old, 1, longTTL); err != nil || n != 0 && n != 1 {
-			t.Errorf("AddLikeCount(%d) = %d, %v", old, n, err)
+		if n, _, err := c.MoveLikeCount(t.Context(), old, 1, like.Version, 1, longTTL); err != nil || n != 0 && n != 1 {
+			t.Errorf("MoveLikeCount(%d) = %d, %v", old, n, err)
 		}
 	})
 
