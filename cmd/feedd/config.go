@@ -32,6 +32,7 @@ type config struct {
 	mysqlReadDSN   string
 	postgresDSN    string
 	postgresRead   string
+	replicaMaxLag  time.Duration
 	amqpQueue      string
 	redisPrefix    string
 	amqpURL        string

@@ -16,6 +16,7 @@ import (
 	"github.com/feedd/feedd/internal/breaker"
 	"github.com/feedd/feedd/internal/census"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/httpapi"
 	"github.com/feedd/feedd/internal/inmemcache"
 	"github.com/feedd/feedd/internal/inmemqueue"
 	"github.com/feedd/feedd/internal/rabbit"
@@ -62,7 +63,10 @@ type deps struct {
 	// cacheBreaker is the Redis servers' breakers (nil on the embedded
 	// cache).
 	cacheBreaker *rediscache.Breaker
-	reg          *prometheus.Registry
+	// fresh keeps users' reads as fresh as their writes when the API's
+	// store reads from a replica; nil without one.
+	fresh httpapi.Freshness
+	reg   *prometheus.Registry
 	// figures holds the metrics the heartbeat reads, which are also on
 	// reg (see register): gathering it asks no backend anything, where
 	// gathering reg asks the broker and SQL for their gauges.
@@ -230,6 +234,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		redisCounter = rediscache.CountCommands(client)
 		rc := rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix, InboxMax: cfg.inboxMax, InboxGroups: cfg.inboxGroups, InboxTTL: cfg.inboxTTL()})
 		d.cache, d.likes, d.notifier, d.beats = rc, rc, rc, rc
+		d.fresh = writeMarks(cfg, d.store, client, logger)
 		if err := d.cache.Ping(ctx); err != nil {
 			return nil, fmt.Errorf("redis: %w", err)
 		}
@@ -240,6 +245,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 	} else {
 		mc := inmemcache.New(inmemcache.Options{InboxMax: cfg.inboxMax, InboxTTL: cfg.inboxTTL()})
 		d.cache, d.likes, d.notifier, d.beats = mc, mc, mc, mc
+		d.fresh = writeMarks(cfg, d.store, nil, logger)
 		if cfg.fanoutMode == feed.ModeHybrid {
 			lists := inmemcache.New(inmemcache.Options{InboxMax: authorListMax, InboxTTL: cfg.inboxTTL()})
 			d.authorLists, d.closeAuthorLists = lists, lists.Close

@@ -14,7 +14,6 @@ var galeraServer = &sqlServer{
 	testDSN:      testenv.GaleraDSN,
 	create:       func(tb testing.TB) string { return testenv.CreateGaleraDatabase(tb, "feedd_e2e_") },
 	addr:         func(tb testing.TB, _ string) string { return testenv.GaleraHosts(tb)[0] },
-	likeTable:    mariaDB.likeTable,
 }
 
 // galeraEnv is the services stack on the Galera cluster, for a few of the

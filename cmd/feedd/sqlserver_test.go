@@ -1,8 +1,6 @@
 package main
 
 import (
-	"database/sql"
-	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -29,14 +27,6 @@ type sqlServer struct {
 	create func(tb testing.TB) string
 	// addr returns the host:port of a DSN of this server.
 	addr func(tb testing.TB, dsn string) string
-	// replicaOf creates the schema replica beside the database of dsn
-	// (see newReplica) and returns a connection that reaches both, the
-	// schema that holds the database's tables, and a DSN that reads the
-	// replica's.
-	replicaOf func(tb testing.TB, dsn, replica string) (db *sql.DB, schema, replicaDSN string)
-	// likeTable is the statement that creates an empty copy of a table,
-	// indexes included (identities left out: the replica is only read).
-	likeTable func(dst, src string) string
 }
 
 var mariaDB = &sqlServer{
@@ -51,30 +41,6 @@ var mariaDB = &sqlServer{
 		}
 		return cfg.Addr
 	},
-	// On MariaDB a schema is a database, so the replica is a database
-	// beside the primary's on the same server.
-	replicaOf: func(tb testing.TB, dsn, replica string) (*sql.DB, string, string) {
-		cfg, err := mysql.ParseDSN(dsn)
-		if err != nil {
-			tb.Fatalf("a MySQL DSN does not parse: %v", err)
-		}
-		primary := cfg.DBName
-		cfg.DBName = ""
-		db, err := sql.Open("mysql", cfg.FormatDSN())
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() {
-			_, _ = db.Exec("DROP DATABASE IF EXISTS " + replica)
-			db.Close()
-		})
-		if _, err := db.Exec("CREATE DATABASE " + replica + " CHARACTER SET utf8mb4"); err != nil {
-			tb.Fatalf("create database %s: %v", replica, err)
-		}
-		cfg.DBName = replica
-		return db, primary, cfg.FormatDSN()
-	},
-	likeTable: func(dst, src string) string { return "CREATE TABLE " + dst + " LIKE " + src },
 }
 
 var postgreSQL = &sqlServer{
@@ -92,28 +58,6 @@ var postgreSQL = &sqlServer{
 		}
 		return u.Host
 	},
-	// PostgreSQL queries one database per connection, so the replica is
-	// a schema of the primary's database, which the replica's DSN puts
-	// first on the search path (dropped with the database).
-	replicaOf: func(tb testing.TB, dsn, replica string) (*sql.DB, string, string) {
-		db, err := sql.Open("pgx", dsn)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { db.Close() })
-		if _, err := db.Exec("CREATE SCHEMA " + replica); err != nil {
-			tb.Fatalf("create schema %s: %v", replica, err)
-		}
-		u, err := url.Parse(dsn)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("search_path", replica)
-		u.RawQuery = q.Encode()
-		return db, "public", u.String()
-	},
-	likeTable: func(dst, src string) string { return "CREATE TABLE " + dst + " (LIKE " + src + " INCLUDING INDEXES)" },
 }
 
 // servicesEnv creates a database on server and a queue prefix for one
@@ -178,53 +122,4 @@ func stallSQL(t *testing.T, env map[string]string) *stallProxy {
 	proxy := newStallProxy(t, addr)
 	env[s.variable] = strings.Replace(env[s.variable], addr, proxy.addr(), 1)
 	return proxy
-}
-
-// newReplica makes a copy of the SQL database of env's stack on the same
-// server, sets env's read replica setting to it, and returns the function
-// that copies the primary's rows into it again: a replica that lags
-// exactly as much as the test says. The replica's tables are made at the
-// first copy, so that feedd may migrate the primary in between.
-func newReplica(t *testing.T, env map[string]string) (replicate func()) {
-	t.Helper()
-	s := serverOf(env)
-	if s == nil {
-		t.Fatal("newReplica: the stack has no SQL server")
-	}
-	replica := "feedd_replica_" + testenv.RandHex(4)
-	db, primary, readDSN := s.replicaOf(t, env[s.variable], replica)
-	env[s.readVariable] = readDSN
-	var tables []string
-	return func() {
-		t.Helper()
-		if tables == nil {
-			rows, err := db.Query(fmt.Sprintf("SELECT table_name FROM information_schema.tables WHERE table_schema = '%s' AND table_type = 'BASE TABLE'", primary))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-				var name string
-				if err := rows.Scan(&name); err != nil {
-					t.Fatal(err)
-				}
-				tables = append(tables, name)
-			}
-			rows.Close()
-			for _, tb := range tables {
-				if _, err := db.Exec(s.likeTable(replica+"."+tb, primary+"."+tb)); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		for _, tb := range tables {
-			for _, q := range []string{
-				fmt.Sprintf("DELETE FROM %s.%s", replica, tb),
-				fmt.Sprintf("INSERT INTO %s.%s SELECT * FROM %s.%s", replica, tb, primary, tb),
-			} {
-				if _, err := db.Exec(q); err != nil {
-					t.Fatalf("replicate: %s: %v", q, err)
-				}
-			}
-		}
-	}
 }

@@ -68,6 +68,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var work sync.WaitGroup
+	watchReplicas(workCtx, cfg, d, logger, &work)
 
 	// Every process writes a heartbeat for the ops console; its breakers
 	// are the likes' SQL breaker (a serving process's) and the Redis
@@ -162,6 +163,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			Switches:  switches,
 			Live:      &httpapi.Live{Hub: hub, Tickets: d.cache},
 			Console:   census.NewConsole(logger, reporter, d.beats, d.store, d.queues, switches),
+			Freshness: d.fresh,
 			Pages:     pages,
 		}, api{svc, ws}, newLikes(cfg, d, logger, svc, switches, likesBreaker), d.register(), apiMetrics)
 	} else {

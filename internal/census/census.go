@@ -208,6 +208,7 @@ func (r *Reporter) take() (beat, error) {
 		ReadErrors:    s.readErrors - min(old.readErrors, s.readErrors),
 		InboxWrites:   max(s.inboxWrites-old.inboxWrites, 0),
 		Breakers:      r.breakerList(s),
+		ReplicaLag:    s.replicaLag,
 	}
 	r.last = b
 	return b, nil
@@ -253,6 +254,9 @@ type beat struct {
 	ReadErrors    uint64         `json:"read_errors"`
 	InboxWrites   float64        `json:"inbox_writes"`
 	Breakers      []BreakerState `json:"breakers"`
+	// ReplicaLag is the SQL read replica's lag in seconds; nil without
+	// a replica.
+	ReplicaLag *float64 `json:"replica_lag,omitempty"`
 }
 
 // perSecond is n over the beat's window, 0 for an empty window.
@@ -267,10 +271,11 @@ func (b beat) process() Process {
 	return Process{
 		ID: b.ID, Role: b.Role, Host: b.Host, PID: b.PID, Version: b.Version,
 		StartedAt: Time{b.Started}, LastSeen: Time{b.At}, WindowSeconds: round(b.Window),
-		Publish:  traffic(b.perSecond(float64(b.Publish.total())), b.perSecond(float64(b.PublishErrors)), b.Publish),
-		Read:     traffic(b.perSecond(float64(b.Read.total())), b.perSecond(float64(b.ReadErrors)), b.Read),
-		Fanout:   fanout(b.perSecond(b.InboxWrites), b.Lag),
-		Breakers: orEmpty(b.Breakers),
+		Publish:           traffic(b.perSecond(float64(b.Publish.total())), b.perSecond(float64(b.PublishErrors)), b.Publish),
+		Read:              traffic(b.perSecond(float64(b.Read.total())), b.perSecond(float64(b.ReadErrors)), b.Read),
+		Fanout:            fanout(b.perSecond(b.InboxWrites), b.Lag),
+		Breakers:          orEmpty(b.Breakers),
+		ReplicaLagSeconds: b.ReplicaLag,
 	}
 }
 

@@ -113,6 +113,10 @@ type Process struct {
 	Read          Traffic        `json:"read"`
 	Fanout        Fanout         `json:"fanout"`
 	Breakers      []BreakerState `json:"breakers"`
+	// ReplicaLagSeconds is how far the process's SQL read replica is
+	// behind the primary (feedd_sql_replica_lag_seconds); absent without
+	// a replica.
+	ReplicaLagSeconds *float64 `json:"replica_lag_seconds,omitempty"`
 }
 
 // Time is a time as the API writes every time: RFC 3339 in UTC with

@@ -16,6 +16,7 @@ const (
 	metricLag         = "feedd_fanout_lag_seconds"
 	metricInboxWrites = "feedd_fanout_inbox_writes_total"
 	metricSQLBreaker  = "feedd_sql_breaker_state"
+	metricReplicaLag  = "feedd_sql_replica_lag_seconds"
 
 	// The method and route labels (the route table's method and path) of
 	// a publish and of a home-feed read.
@@ -142,6 +143,7 @@ type sample struct {
 	publishErrors, readErrors uint64
 	inboxWrites               float64
 	sqlBreaker                *float64
+	replicaLag                *float64
 }
 
 // read takes a sample out of gathered metric families.
@@ -188,6 +190,11 @@ func read(families []*dto.MetricFamily) sample {
 			for _, m := range f.GetMetric() {
 				v := m.GetGauge().GetValue()
 				s.sqlBreaker = &v
+			}
+		case metricReplicaLag:
+			for _, m := range f.GetMetric() {
+				v := m.GetGauge().GetValue()
+				s.replicaLag = &v
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 package feed
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 type requestIDKey struct{}
 
@@ -18,6 +21,26 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 func RequestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)
 	return id
+}
+
+type lastWriteKey struct{}
+
+// WithLastWrite returns ctx for a request of a user whose last write
+// committed at t (by a feedd host's clock): what the request reads must
+// show that write, wherever it reads from (a SQL replica that may lag, a
+// process's copy of the user's mute and block set). A zero t adds nothing.
+func WithLastWrite(ctx context.Context, t time.Time) context.Context {
+	if t.IsZero() {
+		return ctx
+	}
+	return context.WithValue(ctx, lastWriteKey{}, t)
+}
+
+// LastWrite returns the commit time of the last write of the user ctx
+// reads for, if WithLastWrite gave one.
+func LastWrite(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(lastWriteKey{}).(time.Time)
+	return t, ok
 }
 
 // Check is the state of one dependency, as a readiness probe reports it.

@@ -154,7 +154,30 @@ func guard(cfg Config, m *defenceMetrics, class limit.Class, next http.Handler) 
 			}
 			return release, ok
 		}
-		serveHeld(w, r, next, cfg.WriteTimeout, release, take)
+		h := next
+		if cfg.Freshness != nil && user != 0 {
+			h = fresh(cfg.Freshness, user, next)
+		}
+		serveHeld(w, r, h, cfg.WriteTimeout, release, take)
+	})
+}
+
+// fresh runs next, a route answering into a heldWriter, for user: a read
+// with the context that makes it see the user's last write, and a write
+// that succeeded marked as the user's last before its answer goes out, so
+// that the user's next request, to any process, sees it.
+func fresh(f Freshness, user int64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			next.ServeHTTP(w, r.WithContext(f.Reading(r.Context(), user)))
+			return
+		}
+		next.ServeHTTP(w, r)
+		// Nothing written is net/http's 200.
+		if hw, ok := w.(*heldWriter); ok && (hw.status == 0 || hw.status >= 200 && hw.status < 300) {
+			// The write committed even if the client went away.
+			f.Wrote(context.WithoutCancel(r.Context()), user)
+		}
 	})
 }
 

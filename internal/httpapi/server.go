@@ -173,10 +173,25 @@ type Config struct {
 	// answer 404).
 	Console Console
 
+	// Freshness keeps each user's reads as fresh as that user's own
+	// writes when reads may go to a lagging replica (nil: reads need no
+	// help, there is no replica).
+	Freshness Freshness
+
 	// Pages are the web pages served beside the API (nil: none): the
 	// paths outside the route table that they claim, and nothing under
 	// /v1/, whose unknown paths keep their JSON 404.
 	Pages Pages
+}
+
+// Freshness remembers users' writes and makes their reads see them
+// (internal/freshness).
+type Freshness interface {
+	// Reading returns the context a read of user runs with.
+	Reading(ctx context.Context, user int64) context.Context
+	// Wrote records that a write of user committed; it is called before
+	// the write's answer goes out.
+	Wrote(ctx context.Context, user int64)
 }
 
 // Pages is a handler of web pages and the ServeMux patterns it answers

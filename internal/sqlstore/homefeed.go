@@ -21,7 +21,9 @@ func (s *Store) NewestPostsFloor(ctx context.Context, k int) (int64, error) {
 		return 0, nil
 	}
 	var id int64
-	err := s.replica.QueryRowContext(ctx, "SELECT id FROM posts ORDER BY id DESC LIMIT 1 OFFSET ?", k-1).Scan(&id)
+	err := s.fromReplica(ctx, func(db *sql.DB) error {
+		return db.QueryRowContext(ctx, "SELECT id FROM posts ORDER BY id DESC LIMIT 1 OFFSET ?", k-1).Scan(&id)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -172,7 +174,7 @@ func (s *Store) feedIDs(ctx context.Context, reader, after, before int64, n int,
 	own += " p.author_id = ? AND" + window
 	args = append(append(append(args, bandArgs...), reader), lo, hi, n)
 	args = append(args, n)
-	ids, err := s.queryIDsOn(ctx, s.replica, n, "SELECT id FROM (SELECT p.id FROM "+fe+
+	ids, err := s.replicaIDs(ctx, n, "SELECT id FROM (SELECT p.id FROM "+fe+
 		") fe UNION ALL SELECT id FROM (SELECT p.id FROM "+own+
 		") ow ORDER BY id DESC LIMIT ?", args...)
 	if err != nil {

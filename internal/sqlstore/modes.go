@@ -94,7 +94,7 @@ func (s *Store) pullFollowees(ctx context.Context, reader, high, low int64) ([]i
 	// is then a primary-key lookup each. The join from reader's follows
 	// cost a lookup per followee: 15 ms idle for a reader following
 	// 5,000, and up to 400 ms under the bench's read load.
-	pulled, err := s.queryIDsOn(ctx, s.replica, s.pullCandidates+1,
+	pulled, err := s.replicaIDs(ctx, s.pullCandidates+1,
 		`SELECT id FROM users WHERE follower_count >= ? AND (follower_count >= ? OR pull_mode = 1) LIMIT ?`,
 		low, high, s.pullCandidates+1)
 	if err != nil {
@@ -109,7 +109,7 @@ func (s *Store) pullFollowees(ctx context.Context, reader, high, low int64) ([]i
 		for _, id := range pulled {
 			args = append(args, id)
 		}
-		ids, err := s.queryIDsOn(ctx, s.replica, len(pulled), `SELECT followee_id FROM follows
+		ids, err := s.replicaIDs(ctx, len(pulled), `SELECT followee_id FROM follows
 			WHERE follower_id = ? AND followee_id IN (`+placeholders(len(pulled))+`) ORDER BY followee_id`, args...)
 		if err != nil {
 			return nil, false, fmt.Errorf("sqlstore: pulled followees of %d: %w", reader, err)
@@ -117,13 +117,13 @@ func (s *Store) pullFollowees(ctx context.Context, reader, high, low int64) ([]i
 		return ids, slices.Contains(pulled, reader), nil
 	}
 	// Pulled authors beyond one IN list: the join from reader's follows.
-	ids, err := s.queryIDsOn(ctx, s.replica, 64, `SELECT u.id FROM follows f JOIN users u ON u.id = f.followee_id
+	ids, err := s.replicaIDs(ctx, 64, `SELECT u.id FROM follows f JOIN users u ON u.id = f.followee_id
 		WHERE f.follower_id = ? AND (u.follower_count >= ? OR (u.follower_count >= ? AND u.pull_mode = 1))
 		ORDER BY u.id`, reader, high, low)
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlstore: pulled followees of %d: %w", reader, err)
 	}
-	self, err := s.queryIDsOn(ctx, s.replica, 1, `SELECT id FROM users
+	self, err := s.replicaIDs(ctx, 1, `SELECT id FROM users
 		WHERE id = ? AND (follower_count >= ? OR (follower_count >= ? AND pull_mode = 1))`, reader, high, low)
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlstore: is %d pulled: %w", reader, err)
@@ -141,7 +141,7 @@ func (s *Store) AuthorsPostIDs(ctx context.Context, authors []int64, before int6
 	var out []int64
 	for _, chunk := range chunks(authors) {
 		args := append(chunk, upperBound(before), n)
-		ids, err := s.queryIDsOn(ctx, s.replica, n, `SELECT id FROM posts WHERE author_id IN (`+placeholders(len(chunk))+`)
+		ids, err := s.replicaIDs(ctx, n, `SELECT id FROM posts WHERE author_id IN (`+placeholders(len(chunk))+`)
 			AND id < ? AND deleted_at IS NULL ORDER BY id DESC LIMIT ?`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: post ids of %d authors: %w", len(authors), err)

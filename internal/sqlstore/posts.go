@@ -200,8 +200,8 @@ func (s *Store) Post(ctx context.Context, id int64) (feed.Post, error) {
 func (s *Store) Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, error) {
 	posts := make(map[int64]feed.Post, len(ids))
 	for _, chunk := range chunks(ids) {
-		err := func() error {
-			rows, err := s.replica.QueryContext(ctx,
+		err := s.fromReplica(ctx, func(db *sql.DB) error {
+			rows, err := db.QueryContext(ctx,
 				"SELECT "+postColumns+" FROM posts WHERE id IN ("+placeholders(len(chunk))+")", chunk...)
 			if err != nil {
 				return err
@@ -215,7 +215,7 @@ func (s *Store) Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, er
 				posts[p.ID] = p
 			}
 			return rows.Err()
-		}()
+		})
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: posts (%d ids): %w", len(ids), err)
 		}
@@ -336,10 +336,14 @@ func (s *Store) AuthorPosts(ctx context.Context, author, before int64, n int) ([
 	if n <= 0 {
 		return []feed.Post{}, nil
 	}
-	rows, err := s.replica.QueryContext(ctx, "SELECT "+postColumns+` FROM posts
-		WHERE author_id = ? AND id < ? AND deleted_at IS NULL ORDER BY id DESC LIMIT ?`,
-		author, upperBound(before), n)
-	posts, err := scanPosts(rows, err, n)
+	var posts []feed.Post
+	err := s.fromReplica(ctx, func(db *sql.DB) error {
+		rows, err := db.QueryContext(ctx, "SELECT "+postColumns+` FROM posts
+			WHERE author_id = ? AND id < ? AND deleted_at IS NULL ORDER BY id DESC LIMIT ?`,
+			author, upperBound(before), n)
+		posts, err = scanPosts(rows, err, n)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: posts of %d before %d: %w", author, before, err)
 	}

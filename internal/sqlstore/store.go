@@ -41,7 +41,10 @@ type Store struct {
 	// its own writes — a post just created, an idempotent retry, the
 	// follower lists a fan-out walks, the outbox — stays on rdb or db.
 	replica *sql.DB
-	d       dialect
+	// lag decides, read by read, whether the replica takes a
+	// lag-tolerant read (replica.go); nil without a read replica.
+	lag *lagWatch
+	d   dialect
 	// counters count the statements of the MySQL pools (count.go).
 	counters []*counter
 	// pgConfig is a PostgreSQL store's connection settings, for the
@@ -273,6 +276,8 @@ func serverPool(conn driver.Connector, n, idle int) *sql.DB {
 // whose statements s counts from now on.
 func (s *Store) readFrom(r *Store) {
 	s.replica = r.db
+	s.lag = &lagWatch{}
+	s.lag.lag.Store(-1) // not measured yet
 	s.counters = append(s.counters, r.counters...)
 }
 
@@ -290,11 +295,8 @@ func (s *Store) Ping(ctx context.Context) error {
 			return fmt.Errorf("sqlstore: ping readers: %w", err)
 		}
 	}
-	if s.replica != s.rdb {
-		if err := s.replica.PingContext(ctx); err != nil {
-			return fmt.Errorf("sqlstore: ping read replica: %w", err)
-		}
-	}
+	// The read replica is left out: while it is down its reads go to the
+	// primary (replica.go), so the process is ready without it.
 	return nil
 }
 

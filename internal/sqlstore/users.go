@@ -78,8 +78,8 @@ func (s *Store) User(ctx context.Context, id int64) (feed.User, error) {
 func (s *Store) Users(ctx context.Context, ids []int64) (map[int64]feed.User, error) {
 	users := make(map[int64]feed.User, len(ids))
 	for _, chunk := range chunks(ids) {
-		err := func() error {
-			rows, err := s.replica.QueryContext(ctx,
+		err := s.fromReplica(ctx, func(db *sql.DB) error {
+			rows, err := db.QueryContext(ctx,
 				"SELECT "+userColumns+" FROM users WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL", chunk...)
 			if err != nil {
 				return err
@@ -93,7 +93,7 @@ func (s *Store) Users(ctx context.Context, ids []int64) (map[int64]feed.User, er
 				users[u.ID] = u
 			}
 			return rows.Err()
-		}()
+		})
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: users (%d ids): %w", len(ids), err)
 		}

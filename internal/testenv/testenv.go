@@ -44,9 +44,16 @@ func PostgresDSN() string { return Getenv("FEEDD_TEST_POSTGRES_DSN", defaultPost
 // its URL.
 func CreatePostgresDatabase(tb testing.TB, prefix string) string {
 	tb.Helper()
-	u, err := url.Parse(PostgresDSN())
+	return CreatePostgresDatabaseOn(tb, PostgresDSN(), prefix)
+}
+
+// CreatePostgresDatabaseOn is CreatePostgresDatabase on the server of
+// server, the URL of a user that may create databases.
+func CreatePostgresDatabaseOn(tb testing.TB, server, prefix string) string {
+	tb.Helper()
+	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		tb.Fatalf("FEEDD_TEST_POSTGRES_DSN is not a postgres:// URL")
+		tb.Fatalf("%q is not a postgres:// URL", server)
 	}
 	root, err := sql.Open("pgx", u.String())
 	if err != nil {
@@ -96,9 +103,16 @@ func RandHex(n int) string {
 // the server of MySQLDSN, drops it when tb ends, and returns its DSN.
 func CreateDatabase(tb testing.TB, prefix string) string {
 	tb.Helper()
-	cfg, err := mysql.ParseDSN(MySQLDSN())
+	return CreateDatabaseOn(tb, MySQLDSN(), prefix)
+}
+
+// CreateDatabaseOn is CreateDatabase on the server of server, the DSN of
+// a user that may create databases.
+func CreateDatabaseOn(tb testing.TB, server, prefix string) string {
+	tb.Helper()
+	cfg, err := mysql.ParseDSN(server)
 	if err != nil {
-		tb.Fatalf("FEEDD_TEST_MYSQL_DSN does not parse: %v", err)
+		tb.Fatalf("a MySQL DSN does not parse: %v", err)
 	}
 	root, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {

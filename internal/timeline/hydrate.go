@@ -25,7 +25,13 @@ func (s *Service) hydrate(ctx context.Context, ids []int64, sql bool) ([]feed.Po
 	if len(ids) == 0 {
 		return nil, nil, nil
 	}
-	found := s.hotPosts(ids)
+	found := make(map[int64]feed.Post, len(ids))
+	// A reader who wrote within the hot posts' lifetime (an edit, a
+	// delete, through another process maybe) may be newer than this
+	// process's copies; the shared cache has the newest version.
+	if !s.wroteSince(ctx, 2*s.hotTTL) {
+		found = s.hotPosts(ids)
+	}
 	var cold []int64
 	for _, id := range ids {
 		if _, ok := found[id]; !ok {

@@ -85,7 +85,10 @@ func (s *Service) Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
 	if viewer == 0 {
 		return feed.Hidden{}, nil
 	}
-	if h, ok := s.hidden.Get(viewer); ok {
+	// A viewer who wrote within HiddenTTL (a mute, a block, through
+	// another process maybe) may be newer than this process's copy; as
+	// much again covers the two hosts' clocks.
+	if h, ok := s.hidden.Get(viewer); ok && !s.wroteSince(ctx, 2*s.cfg.HiddenTTL) {
 		return h, nil
 	}
 	if h, ok := s.cachedHidden(ctx, viewer); ok {
@@ -148,4 +151,11 @@ func ForgetHidden(ctx context.Context, kv feed.KV, user int64) error {
 	}
 	_, err = kv.CompareAndDelete(ctx, hiddenKey(user), v)
 	return err
+}
+
+// wroteSince reports whether the user ctx reads for wrote within the last
+// d (feed.WithLastWrite): a copy this process took up to d ago may miss it.
+func (s *Service) wroteSince(ctx context.Context, d time.Duration) bool {
+	t, ok := feed.LastWrite(ctx)
+	return ok && s.now().Sub(t) <= d
 }

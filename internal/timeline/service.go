@@ -181,6 +181,7 @@ type Service struct {
 	breaker     *breaker.Breaker
 	switches    *degrade.Switches
 	hot         *lru.Cache[int64, feed.Post]
+	hotTTL      time.Duration
 	lastSaved   *lru.Cache[int64, struct{}]
 	flights     flights
 	listFills   singleflight.Group
@@ -305,7 +306,7 @@ func WithSwitches(sw *degrade.Switches) Option {
 // edits in this process update it at once; other processes serve a
 // deleted post, or a post's version before an edit, for at most ttl.
 func WithHotPosts(n int, ttl time.Duration) Option {
-	return func(s *Service) { s.hot = lru.New[int64, feed.Post](n, ttl, nil) }
+	return func(s *Service) { s.hot, s.hotTTL = lru.New[int64, feed.Post](n, ttl, nil), ttl }
 }
 
 func (s *Service) cacheFailed(what string, err error) {
