@@ -153,7 +153,7 @@ func settings(c *config) []*opt {
 		setting(groupDefences, readByServe, "shed-wait", "how long a request beyond the in-flight bound waits for a slot before 503", bind(durKind, &c.shedWait, limit.DefaultShedWait)),
 		setting(groupDefences, readByServe, "sql-timeout", "an API SQL call slower than this fails and counts against the breaker", bind(durKind, &c.sqlTimeout, 5*time.Second)),
 		setting(groupDefences, readByServe, "breaker-failures", "consecutive failed or slow SQL calls that open the breaker", bind(intKind, &c.breakerFailures, 5, positive)),
-		setting(groupDefences, readByServe, "breaker-cooldown", "how long the open breaker refuses SQL calls before probing", bind(durKind, &c.breakerCooldown, 5*time.Second)),
+		setting(groupDefences, readByServe, "breaker-cooldown", "how long the open breaker refuses SQL calls before probing", bind(durKind, &c.breakerCooldown, time.Second)),
 		setting(groupDefences, readByBoth, "cache-breaker-failures", "consecutive calls to one Redis server (Cluster node) failing as unreachable (network error, timeout, LOADING, CLUSTERDOWN…) that open its cache breaker", bind(intKind, &c.cacheFailures, 5, positive)),
 		setting(groupDefences, readByBoth, "cache-breaker-cooldown", "how long the open cache breaker refuses Redis calls before probing", bind(durKind, &c.cacheCooldown, time.Second)),
 		setting(groupDefences, readByServe, "sql-read-conns", "SQL server: connections of the API's read pool", bind(intKind, &c.sqlReadConns, 24, positive)),
