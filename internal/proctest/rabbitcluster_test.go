@@ -232,7 +232,8 @@ func poisonDeadLetters(t *testing.T, url string) {
 type rabbitCluster struct {
 	t      *testing.T
 	script string
-	url    string // the nodes' AMQP URLs, comma-separated
+	url    string          // the nodes' AMQP URLs, comma-separated
+	dead   map[string]bool // nodes killed and not started again
 }
 
 // requireRabbitCluster returns the cluster FEEDD_TEST_AMQP_CLUSTER_URL
@@ -248,7 +249,7 @@ func requireRabbitCluster(t *testing.T) *rabbitCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &rabbitCluster{t: t, script: script, url: url}
+	c := &rabbitCluster{t: t, script: script, url: url, dead: map[string]bool{}}
 	if got := c.run("up"); got != url {
 		t.Fatalf(".ci/rabbitmq-cluster.sh up printed %q; want FEEDD_TEST_AMQP_CLUSTER_URL=%q", got, url)
 	}
@@ -275,11 +276,20 @@ func (c *rabbitCluster) leader(queue string) string { return c.run("leader", que
 func (c *rabbitCluster) kill(node string) {
 	c.t.Helper()
 	c.run("kill", node)
-	c.t.Cleanup(func() { c.run("start", node) })
+	c.dead[node] = true
+	c.t.Cleanup(func() {
+		if c.dead[node] {
+			c.start(node)
+		}
+	})
 }
 
 // start starts node again and waits until it runs in the cluster.
-func (c *rabbitCluster) start(node string) { c.run("start", node) }
+func (c *rabbitCluster) start(node string) {
+	c.t.Helper()
+	c.run("start", node)
+	delete(c.dead, node)
+}
 
 // inboxWrites samples the work processes' feedd_fanout_inbox_writes_total.
 type inboxWrites struct {
