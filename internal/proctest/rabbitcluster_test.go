@@ -75,11 +75,11 @@ func TestRabbitClusterLeaderKill(t *testing.T) {
 	defer stop()
 	writes := watchInboxWrites(ctx, works, 100*time.Millisecond)
 	seen := watchInbox(ctx, s, steadyReaders[0], 20*time.Millisecond)
-	published := publishSteadily(ctx, api.as(steadyTok), steadyEvery, steadyMax)
+	pubCtx, stopPublishing := context.WithCancel(ctx)
+	published := publishSteadily(pubCtx, api.as(steadyTok), steadyEvery, steadyMax)
 
-	// The work processes declared the queues when they subscribed; the
-	// first node of FEEDD_AMQP_URL, where every process connected, leads
-	// them.
+	// The processes declared the queues when they connected; the node of
+	// the first to declare leads them.
 	leader := cl.leader(s.amqpPrefix + feed.QueuePosts)
 	tasksLeader := cl.leader(s.amqpPrefix + feed.QueueTasks)
 	consumers := map[string]int{feed.QueuePosts: s.consumers(feed.QueuePosts), feed.QueueTasks: s.consumers(feed.QueueTasks)}
@@ -97,6 +97,8 @@ func TestRabbitClusterLeaderKill(t *testing.T) {
 	before := writes.last() - base
 	killedAt := time.Now()
 	cl.kill(leader)
+	// The steady publishes go on through the kill window, and stop there.
+	time.AfterFunc(window+time.Second, stopPublishing)
 	t.Logf("SIGKILL of %s %v after the publish, at %v of %d inbox writes", leader, killedAt.Sub(start).Round(time.Millisecond), before, followers)
 
 	// Reading 100,000 inboxes over and over would slow the fan-out down:
@@ -108,7 +110,6 @@ func TestRabbitClusterLeaderKill(t *testing.T) {
 	done := time.Now()
 	t.Logf("every one of the %d inboxes holds the post exactly once (0 duplicates), %v after the kill, %v after the publish",
 		followers, done.Sub(killedAt).Round(time.Millisecond), done.Sub(start).Round(time.Millisecond))
-	stop()
 	pubs := published()
 
 	// Publishing: every publish answered; its latency in the kill window.
@@ -127,6 +128,10 @@ func TestRabbitClusterLeaderKill(t *testing.T) {
 	if len(during) == 0 {
 		t.Fatalf("no publish started in the %v after the kill", window)
 	}
+	// The steady author's followers got every post it published, exactly
+	// once, in order.
+	s.waitInboxes(steadyReaders, reversed(ids), 60*time.Second)
+	stop()
 	// The longest pause of the fan-out's inbox writes, and the longest
 	// time a steady post took from its publish's answer to an inbox: what
 	// the kill cost consumers (reconnect, new leader, redeliveries).
@@ -139,9 +144,6 @@ func TestRabbitClusterLeaderKill(t *testing.T) {
 		t.Errorf("%v inbox writes since the publish; want at least the %d followers", after, followers)
 	}
 
-	// The steady author's followers got every post it published, exactly
-	// once, in order.
-	s.waitInboxes(steadyReaders, reversed(ids), 60*time.Second)
 	s.requireNoDeadLetters()
 	var redelivered float64
 	for _, w := range works {
