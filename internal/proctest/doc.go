@@ -10,7 +10,9 @@
 // the shared service. Those run on MariaDB and on PostgreSQL, as subtests
 // named after the backend (-run '/postgres'). A PostgreSQL crash is made
 // on a server of the test's own (initdb and pg_ctl in a temporary
-// directory), never on the shared one.
+// directory), never on the shared one, and a RabbitMQ node is killed in a
+// three-node cluster of the test's own (.ci/rabbitmq-cluster.sh,
+// FEEDD_TEST_AMQP_CLUSTER_URL), never the shared broker.
 //
 // The package holds only tests. It builds cmd/feedd once per test binary
 // and starts it with exec, so it sees what a deployment sees: exit

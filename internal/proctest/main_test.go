@@ -159,7 +159,12 @@ type stack struct {
 
 func newStack(t *testing.T, b backend) *stack {
 	t.Helper()
-	svc := requireServices(t, b)
+	return newStackOn(t, b, requireServices(t, b))
+}
+
+// newStackOn is newStack on the services svc names (a RabbitMQ cluster).
+func newStackOn(t *testing.T, b backend, svc services) *stack {
+	t.Helper()
 	ctx := context.Background()
 	id := testenv.RandHex(5)
 
@@ -242,7 +247,7 @@ func deleteKeys(t *testing.T, client *redis.Client, prefix string) {
 // posts and tasks; a queue that was never declared holds none.
 func (s *stack) deadLetters() map[string]int {
 	s.t.Helper()
-	conn, err := amqp.Dial(s.amqpURL)
+	conn, err := testenv.DialAMQP(s.amqpURL)
 	if err != nil {
 		s.t.Fatalf("dial rabbitmq: %v", err)
 	}
@@ -278,7 +283,7 @@ func (s *stack) consumers(queue string) int {
 // declared yet reads as empty.
 func (s *stack) inspect(queue string) amqp.Queue {
 	s.t.Helper()
-	conn, err := amqp.Dial(s.amqpURL)
+	conn, err := testenv.DialAMQP(s.amqpURL)
 	if err != nil {
 		s.t.Fatalf("dial rabbitmq: %v", err)
 	}

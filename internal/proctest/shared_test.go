@@ -112,11 +112,23 @@ func TestTwoServeTwoWork(t *testing.T) {
 // labels, as printed) to value.
 func scrape(t *testing.T, p *proc) map[string]float64 {
 	t.Helper()
+	m, err := metrics(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// metrics is scrape for a goroutine of the test, which may not fail it.
+func metrics(p *proc) (map[string]float64, error) {
 	res, err := http.Get(p.url() + "/metrics")
 	if err != nil {
-		t.Fatalf("scrape %s: %v", p.name, err)
+		return nil, fmt.Errorf("scrape %s: %w", p.name, err)
 	}
 	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		return nil, fmt.Errorf("scrape %s: status %d", p.name, res.StatusCode)
+	}
 	m := map[string]float64{}
 	sc := bufio.NewScanner(res.Body)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
@@ -131,17 +143,14 @@ func scrape(t *testing.T, p *proc) map[string]float64 {
 		}
 		v, err := strconv.ParseFloat(line[i+1:], 64)
 		if err != nil {
-			t.Fatalf("scrape %s: line %q: %v", p.name, line, err)
+			return nil, fmt.Errorf("scrape %s: line %q: %w", p.name, line, err)
 		}
 		m[line[:i]] = v
 	}
 	if err := sc.Err(); err != nil {
-		t.Fatalf("scrape %s: %v", p.name, err)
+		return nil, fmt.Errorf("scrape %s: %w", p.name, err)
 	}
-	if res.StatusCode != 200 {
-		t.Fatalf("scrape %s: status %d", p.name, res.StatusCode)
-	}
-	return m
+	return m, nil
 }
 
 // TestProcessesComeAndGo: two serve and three work processes share one set

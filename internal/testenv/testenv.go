@@ -13,6 +13,7 @@ import (
 	"errors"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -133,6 +134,21 @@ func CreateDatabaseOn(tb testing.TB, server, prefix string) string {
 	return cfg.FormatDSN()
 }
 
+// DialAMQP connects to the first node of url that answers: url may list
+// the nodes of a cluster, comma-separated, as FEEDD_AMQP_URL does, and a
+// test that kills one still inspects the cluster through another.
+func DialAMQP(url string) (*amqp.Connection, error) {
+	var errs []error
+	for _, u := range strings.Split(url, ",") {
+		conn, err := amqp.Dial(strings.TrimSpace(u))
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
 // DeleteQueues deletes the queues and the dead-letter exchange that a
 // feedd with the AMQP prefix declared on the broker at url; those it never
 // declared are no error.
@@ -143,7 +159,7 @@ func CreateDatabaseOn(tb testing.TB, server, prefix string) string {
 // fails for minutes. Tests therefore let the work processes they start
 // consume (or run for a while) before they end.
 func DeleteQueues(tb testing.TB, url, prefix string) {
-	conn, err := amqp.Dial(url)
+	conn, err := DialAMQP(url)
 	if err != nil {
 		tb.Logf("cleanup: dial rabbitmq: %v", err)
 		return
