@@ -74,8 +74,10 @@ func feedsEventually(t *testing.T, in *instance, tokens []string, want []string,
 //
 // It runs on a Cluster of its own, FEEDD_TEST_REDIS_FAILOVER_CLUSTER_URL
 // (.ci/run starts one on ports 7100-7105), because other packages' tests
-// use the shared one at the same time.
+// use the shared one at the same time; it has it to itself
+// (testenv.LockCluster), as other tests kill its nodes too.
 func TestClusterMasterDiesDuringFanout(t *testing.T) {
+	testenv.LockCluster(t, testenv.RedisFailoverCluster)
 	url := clusterURLFrom(t, "FEEDD_TEST_REDIS_FAILOVER_CLUSTER_URL", "FEEDD_CLUSTER_PORT=7100 .ci/redis-cluster.sh")
 	env := servicesEnv(t, mariaDB, url)
 	c := clusterClient(t, url)

@@ -252,13 +252,15 @@ type rabbitCluster struct {
 
 // requireRabbitCluster returns the cluster FEEDD_TEST_AMQP_CLUSTER_URL
 // names, with its three nodes running (a node an earlier run left dead is
-// started again). Without it the test skips, or fails under CI=true.
+// started again), to the test alone until it ends (tests of other packages
+// kill its nodes too). Without it the test skips, or fails under CI=true.
 func requireRabbitCluster(t *testing.T) *rabbitCluster {
 	t.Helper()
 	url := os.Getenv("FEEDD_TEST_AMQP_CLUSTER_URL")
 	if url == "" {
 		feedtest.Missing(t, "no RabbitMQ cluster: start one with .ci/rabbitmq-cluster.sh up and set FEEDD_TEST_AMQP_CLUSTER_URL to what it prints")
 	}
+	testenv.LockCluster(t, testenv.RabbitCluster)
 	script, err := filepath.Abs(filepath.Join("..", "..", ".ci", "rabbitmq-cluster.sh"))
 	if err != nil {
 		t.Fatal(err)

@@ -4,12 +4,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -120,22 +118,7 @@ func UseGalera(tb testing.TB, kills bool) {
 
 // lockGalera takes a lock shared by every test of the cluster, exclusively
 // or not, released when the test ends.
-func lockGalera(tb testing.TB, exclusive bool) {
-	tb.Helper()
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "feedd-galera-tests.lock"), os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		tb.Fatalf("lock the Galera cluster: %v", err)
-	}
-	how := syscall.LOCK_SH
-	if exclusive {
-		how = syscall.LOCK_EX
-	}
-	if err := syscall.Flock(int(f.Fd()), how); err != nil {
-		f.Close()
-		tb.Fatalf("lock the Galera cluster: %v", err)
-	}
-	tb.Cleanup(func() { f.Close() }) // closing the file releases the lock
-}
+func lockGalera(tb testing.TB, exclusive bool) { lockFile(tb, "galera", exclusive) }
 
 // Galera runs .ci/galera.sh with args (kill N, start N) and returns its
 // output; a failure fails the test.
