@@ -8,13 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/feed/feedtest"
@@ -98,12 +95,6 @@ func TestClusterMasterDiesDuringFanout(t *testing.T) {
 
 	// The victim is the master of the first follower's inbox.
 	key := rediscache.New(nil, rediscache.Options{Prefix: env["FEEDD_REDIS_PREFIX"]}).InboxKeys(followers[0])[0]
-	victim, err := c.MasterForKey(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := victim.Options().Addr
-	pid := processID(t, victim)
 
 	var posts []string
 	posts = append(posts, in.post(authorTok, "before the crash"))
@@ -118,12 +109,10 @@ func TestClusterMasterDiesDuringFanout(t *testing.T) {
 		}
 		return false
 	})
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatalf("kill redis master %s (pid %d): %v", addr, pid, err)
-	}
-	t.Logf("killed master %s (pid %d)", addr, pid)
+	addr := testenv.KillRedisMaster(t, c, key)
+	t.Logf("killed master %s", addr)
 	posts = append(posts, in.post(authorTok, "during the failover"))
-	waitFailover(t, url, addr)
+	t.Logf("failover of %s took %v", addr, testenv.WaitRedisFailover(t, c, addr).Round(time.Millisecond))
 	posts = append(posts, in.post(authorTok, "after the failover"))
 
 	slices.Reverse(posts)
@@ -131,59 +120,6 @@ func TestClusterMasterDiesDuringFanout(t *testing.T) {
 	if n, err := in.d.broker.DeadLetters(ctx, feed.QueueTasks); err != nil || n != 0 {
 		t.Errorf("dead-lettered tasks = %d, %v; want 0", n, err)
 	}
-}
-
-// processID returns the pid of a Redis node.
-func processID(t *testing.T, node *redis.Client) int {
-	t.Helper()
-	info, err := node.Info(context.Background(), "server").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			pid, err := strconv.Atoi(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return pid
-		}
-	}
-	t.Fatal("INFO server has no process_id")
-	return 0
-}
-
-// waitFailover waits until a surviving node reports the cluster ok with
-// dead marked as failed: its replica has taken its slots over.
-func waitFailover(t *testing.T, url, dead string) {
-	t.Helper()
-	c := clusterClient(t, url)
-	start := time.Now()
-	testenv.Eventually(t, 30*time.Second, "a replica takes over the dead master's slots", func() bool {
-		for _, addr := range c.Options().Addrs {
-			if addr == dead {
-				continue
-			}
-			n := redis.NewClient(&redis.Options{Addr: addr})
-			info, err1 := n.ClusterInfo(context.Background()).Result()
-			nodes, err2 := n.ClusterNodes(context.Background()).Result()
-			n.Close()
-			if err1 != nil || err2 != nil {
-				continue
-			}
-			if !strings.Contains(info, "cluster_state:ok") {
-				return false
-			}
-			for _, line := range strings.Split(nodes, "\n") {
-				f := strings.Fields(line)
-				if len(f) > 2 && strings.HasPrefix(f[1], dead+"@") {
-					return strings.Contains(f[2], "fail") && !strings.Contains(f[2], "fail?")
-				}
-			}
-		}
-		return false
-	})
-	t.Logf("failover of %s took %v", dead, time.Since(start).Round(time.Millisecond))
 }
 
 // restoreCluster restarts any dead node of the test Cluster and waits

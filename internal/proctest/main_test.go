@@ -175,8 +175,10 @@ func newStackOn(t *testing.T, b backend, svc services) *stack {
 	}
 	t.Cleanup(func() { store.Close() })
 
-	opt, _ := redis.ParseURL(svc.redis)
-	client := redis.NewClient(opt)
+	client, err := rediscache.NewClient(svc.redis, "", 0)
+	if err != nil {
+		t.Fatalf("redis %s: %v", svc.redis, err)
+	}
 	redisPrefix := "proc" + id + ":"
 	cache := rediscache.New(client, rediscache.Options{Prefix: redisPrefix, InboxMax: 1000})
 	t.Cleanup(func() {
@@ -221,18 +223,40 @@ func (s *stack) migrate() {
 }
 
 // deleteKeys removes every key under prefix, in batches, without
-// blocking the server.
-func deleteKeys(t *testing.T, client *redis.Client, prefix string) {
+// blocking the server; on a Redis Cluster, from every master.
+func deleteKeys(t *testing.T, client redis.UniversalClient, prefix string) {
 	ctx := context.Background()
+	cc, ok := client.(*redis.ClusterClient)
+	if !ok {
+		deleteNodeKeys(ctx, t, client, client.(*redis.Client), prefix)
+		return
+	}
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		deleteNodeKeys(ctx, t, client, node, prefix)
+		return nil
+	})
+	if err != nil {
+		t.Logf("cleanup: redis keys %s*: %v", prefix, err)
+	}
+}
+
+// deleteNodeKeys removes the keys under prefix that node holds, one
+// UNLINK each through client (a Cluster's keys of one node may lie in
+// different slots).
+func deleteNodeKeys(ctx context.Context, t *testing.T, client redis.UniversalClient, node *redis.Client, prefix string) {
 	var cursor uint64
 	for {
-		keys, next, err := client.Scan(ctx, cursor, prefix+"*", 2000).Result()
+		keys, next, err := node.Scan(ctx, cursor, prefix+"*", 2000).Result()
 		if err != nil {
 			t.Logf("cleanup: scan redis keys %s*: %v", prefix, err)
 			return
 		}
 		if len(keys) > 0 {
-			if err := client.Unlink(ctx, keys...).Err(); err != nil {
+			pipe := client.Pipeline()
+			for _, k := range keys {
+				pipe.Unlink(ctx, k)
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
 				t.Logf("cleanup: unlink redis keys: %v", err)
 				return
 			}
