@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/rediscache"
