@@ -122,7 +122,10 @@ type Stream struct {
 	floor int64          // posts at or below it are not sent: the client has them (0: none; a post from before 2025 is below 0)
 	sent  map[int64]bool // post id → deleted since: a post sent is never sent again, a delete once
 	order []int64        // sent's ids, oldest first, to forget the oldest
-	close sync.Once
+	// lastID is the client's Last-Event-ID: the one it resumed from, or
+	// the newest post sent with an id: line since.
+	lastID int64
+	close  sync.Once
 }
 
 // end makes Next return why; the first reason wins.
@@ -278,7 +281,21 @@ func (s *Stream) Sent(id int64) {
 
 // Resumed tells the stream that its client has every post up to last (its
 // Last-Event-ID): a late event of an older post is not sent again.
-func (s *Stream) Resumed(last int64) { s.floor = last }
+func (s *Stream) Resumed(last int64) { s.floor, s.lastID = last, max(s.lastID, last) }
+
+// idLine reports whether post id goes out with an id: line, and takes it
+// as the client's Last-Event-ID if so. A post older than the client's
+// Last-Event-ID (announced late: its relay could not announce it, and
+// its dispatcher did after the fan-out, when newer posts had gone out)
+// goes without one: an id: line would move the client's Last-Event-ID
+// back to it, so a resume would send again every post sent since.
+func (s *Stream) idLine(id int64) bool {
+	if id < s.lastID {
+		return false
+	}
+	s.lastID = id
+	return true
+}
 
 // WasSent reports whether post id went to the client.
 func (s *Stream) WasSent(id int64) bool {

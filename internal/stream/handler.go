@@ -381,6 +381,7 @@ func resume(ctx context.Context, tl Timeline, lk Likes, me, last int64, s *Strea
 			return err
 		}
 		s.Sent(id)
+		s.idLine(id)
 	}
 	return nil
 }

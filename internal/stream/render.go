@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -63,7 +64,22 @@ func sendShared(ctx context.Context, tl Timeline, lk Likes, s *Stream, ev Event,
 	if b == nil || err != nil {
 		return err
 	}
+	if ev.Kind == Post && !s.idLine(ev.ID) {
+		b = withoutID(b)
+	}
 	return sse.send(b)
+}
+
+// withoutID returns a post event without its id: line, in a new slice
+// (the rendering is shared by many streams).
+func withoutID(b []byte) []byte {
+	const head = "event: post\n"
+	rest, ok := bytes.CutPrefix(b, []byte(head+"id: "))
+	if !ok {
+		return b
+	}
+	_, rest, _ = bytes.Cut(rest, []byte("\n"))
+	return append([]byte(head), rest...)
 }
 
 // loadHidden reads s's reader's hidden authors into s.
