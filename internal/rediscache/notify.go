@@ -57,13 +57,17 @@ func (c *Cache) Notify(ctx context.Context, author int64, msg []byte) error {
 
 // Subscribe returns a subscription; its connections open on first Add.
 func (c *Cache) Subscribe() feed.Subscription {
-	return &subscription{c: c, pubsubs: map[int]*redis.PubSub{}, out: make(chan feed.Notification, notifyBuffer), done: make(chan struct{})}
+	return &subscription{
+		c: c, pubsubs: map[int]*redis.PubSub{}, chans: map[int]map[string]bool{},
+		out: make(chan feed.Notification, notifyBuffer), done: make(chan struct{}),
+	}
 }
 
 type subscription struct {
 	c       *Cache
 	mu      sync.Mutex
-	pubsubs map[int]*redis.PubSub // by group; one, group 0, off a Cluster
+	pubsubs map[int]*redis.PubSub   // by group; one, group 0, off a Cluster
+	chans   map[int]map[string]bool // by group, the channels listened to (on a Cluster)
 	closed  bool
 	out     chan feed.Notification
 	done    chan struct{}
@@ -125,6 +129,14 @@ func (s *subscription) Add(ctx context.Context, authors ...int64) error {
 			ch := ps.Channel()
 			s.wg.Go(func() { s.forward(ch) })
 		}
+		if sharded {
+			if s.chans[g] == nil {
+				s.chans[g] = map[string]bool{}
+			}
+			for _, c := range chans {
+				s.chans[g][c] = true
+			}
+		}
 	}
 	return nil
 }
@@ -146,6 +158,25 @@ func (s *subscription) Remove(ctx context.Context, authors ...int64) error {
 			err = ps.SUnsubscribe(ctx, chans...)
 		} else {
 			err = ps.Unsubscribe(ctx, chans...)
+		}
+		if sharded {
+			for _, c := range chans {
+				delete(s.chans[g], c)
+			}
+			if len(s.chans[g]) == 0 {
+				// A sharded connection left with no channels is closed:
+				// reconnecting with none (its node failed over), go-redis
+				// would open it on a random node, and the next SSUBSCRIBE
+				// on it would go to a shard that does not own the slot,
+				// whose MOVED the receiver drops: the channels would stay
+				// silent for good. The next Add opens one on the slot's
+				// master.
+				delete(s.pubsubs, g)
+				delete(s.chans, g)
+				if cerr := ps.Close(); cerr != nil && err == nil {
+					err = cerr
+				}
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("rediscache: unsubscribe from %d channels: %w", len(chans), err)

@@ -107,6 +107,24 @@ func TestNotifier(t *testing.T, newNotifier func(t *testing.T) feed.Notifier) {
 		expectNone(t, s)
 	})
 
+	t.Run("a channel removed and added again delivers", func(t *testing.T) {
+		// The subscription's connections may close when their last
+		// channel goes; C stays open and the next Add listens again.
+		n := newNotifier(t)
+		s := subscribe(t, n, 1)
+		waitSubscribed(t, n, s, 1)
+		if err := s.Remove(t.Context(), 1); err != nil {
+			t.Fatalf("Remove: %v", err)
+		}
+		if err := s.Add(t.Context(), 1); err != nil {
+			t.Fatalf("Add again: %v", err)
+		}
+		waitSubscribed(t, n, s, 1)
+		notify(t, n, 1, "again")
+		expect(t, s, feed.Notification{Author: 1, Msg: []byte("again")})
+		expectNone(t, s)
+	})
+
 	t.Run("close closes C and stops delivery", func(t *testing.T) {
 		n := newNotifier(t)
 		s := n.Subscribe()
