@@ -228,7 +228,8 @@ func newChaosWorld(t *testing.T, s *stack, serve *proc, celeb int64, celebTok st
 
 // call sends one request, retrying what did not reach a verdict: transport
 // errors (a killed serve process), 429/503 (shedding, a backend down) and
-// 409 idempotency_key_in_flight, as package client does, for up to 60s.
+// 409 idempotency_key_in_flight, as package client does, for up to 60s:
+// after the answer's Retry-After, or 50 ms without one.
 // Any other status is returned. POST bodies carry their Idempotency-Key in
 // hdr, so a retry of a post that was stored returns that post.
 func (w *chaosWorld) call(ctx context.Context, method, path, token string, body any, hdr ...string) (int, []byte, error) {
@@ -238,6 +239,7 @@ func (w *chaosWorld) call(ctx context.Context, method, path, token string, body 
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
+		wait := 50 * time.Millisecond
 		req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), method, w.base+path, bytes.NewReader(raw))
 		if err != nil {
 			return 0, nil, err
@@ -263,6 +265,9 @@ func (w *chaosWorld) call(ctx context.Context, method, path, token string, body 
 			if rerr == nil {
 				w.shed.Add(1)
 			}
+			if secs, perr := strconv.Atoi(res.Header.Get("Retry-After")); perr == nil && secs > 0 {
+				wait = time.Duration(secs) * time.Second
+			}
 			err = fmt.Errorf("status %d, read %v", res.StatusCode, rerr)
 		} else {
 			if w.seen != nil {
@@ -273,7 +278,7 @@ func (w *chaosWorld) call(ctx context.Context, method, path, token string, body 
 		if time.Now().After(deadline) {
 			return 0, nil, fmt.Errorf("%s %s: no answer within 60s: %w", method, path, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(wait)
 	}
 }
 

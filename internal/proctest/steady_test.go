@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,4 +142,39 @@ func (l *steadyLoad) checkEnd(ctx context.Context) {
 	s.requireNoDeadLetters()
 	l.t.Logf("checked: %d posts, %d follows and %d likes in SQL with exact counts; %d of %d follower inboxes in Redis hold the %d author posts exactly once; %d feeds read whole through the API (%d items); 0 dead letters",
 		w.streamPostCount()+len(w.posts[l.author]), w.followCount(), w.likeCount(), present, len(l.fans), len(wantFan), len(l.fans)+len(w.stream), items)
+}
+
+// sortAnswers fails the test for each answer that is neither a success nor
+// a clean failure (timed from t0) and for 503s without Retry-After, and
+// returns the failures and when each successful write was answered, in
+// order.
+func (l *steadyLoad) sortAnswers(all []answer, t0 time.Time) (failed []answer, writes []time.Time) {
+	l.t.Helper()
+	for _, a := range all {
+		switch {
+		case !a.ok():
+			failed = append(failed, a)
+			if !a.clean() {
+				l.t.Errorf("%s at %v after the kill: status %d, body %q; want a 503 (or 409 idempotency_key_in_flight) with a JSON error",
+					a.what, a.at.Sub(t0).Round(time.Millisecond), a.status, a.body)
+			}
+		case !strings.HasPrefix(a.what, "GET "):
+			writes = append(writes, a.at)
+		}
+	}
+	if n := l.w.noRetryAfter.Load(); n > 0 {
+		l.t.Errorf("%d answers were 503 without Retry-After; want it on every one", n)
+	}
+	return failed, writes
+}
+
+// longestGap returns the longest time between two successive writes, the
+// later after from and the earlier before to, and when it began.
+func longestGap(writes []time.Time, from, to time.Time) (gap time.Duration, start time.Time) {
+	for i := 1; i < len(writes); i++ {
+		if writes[i].After(from) && writes[i-1].Before(to) && writes[i].Sub(writes[i-1]) > gap {
+			gap, start = writes[i].Sub(writes[i-1]), writes[i-1]
+		}
+	}
+	return gap, start
 }
