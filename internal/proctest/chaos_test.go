@@ -590,7 +590,7 @@ func (w *chaosWorld) checkLikes(ctx context.Context, s *stack) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("post %d through the API: like_count %d; want %d, the likes answered 200", post, got.LikeCount, n)
+				t.Fatalf("post %d through the API: like_count %d; want %d, the likes answered 200%s", post, got.LikeCount, n, s.explainLikes(post))
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -782,6 +782,42 @@ func (s *stack) flushRedis() int {
 			return n
 		}
 	}
+}
+
+// explainLikes describes a post's like counter for a failure message: the
+// cached counter, its tally and pending moves and move marks, and what
+// SQL has.
+func (s *stack) explainLikes(post int64) string {
+	ctx := context.Background()
+	opt, err := redis.ParseURL(s.env["FEEDD_REDIS_URL"])
+	if err != nil {
+		return err.Error()
+	}
+	c := redis.NewClient(opt)
+	defer c.Close()
+	var b strings.Builder
+	key := func(kind string) string {
+		return s.env["FEEDD_REDIS_PREFIX"] + "likes:" + kind + ":{" + strconv.FormatInt(post, 10) + "}"
+	}
+	n, _ := c.Get(ctx, key("n")).Result()
+	tally, _ := c.HGetAll(ctx, key("t")).Result()
+	pending, _ := c.ZRangeWithScores(ctx, key("p"), 0, -1).Result()
+	marks, _ := c.ZRangeWithScores(ctx, key("m"), 0, -1).Result()
+	fmt.Fprintf(&b, "\n  cache: counter %q, tally %v, pending %v, marks %v", n, tally, pending, marks)
+	var count, seq int64
+	_ = s.store.DB().QueryRowContext(ctx, "SELECT like_count, like_seq FROM post_stats WHERE post_id = ?", post).Scan(&count, &seq)
+	fmt.Fprintf(&b, "\n  SQL: like_count %d, like_seq %d; rows:", count, seq)
+	rows, err := s.store.DB().QueryContext(ctx, "SELECT user_id, liked, version FROM likes WHERE post_id = ? ORDER BY version", post)
+	if err == nil {
+		defer rows.Close()
+		for rows.Next() {
+			var user, liked, version int64
+			if rows.Scan(&user, &liked, &version) == nil {
+				fmt.Fprintf(&b, " (user %d liked %d version %d)", user, liked, version)
+			}
+		}
+	}
+	return b.String()
 }
 
 // explainFeed describes how a feed differs from what it should be, for a
