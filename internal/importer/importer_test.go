@@ -20,30 +20,35 @@ import (
 // The SQL store is the importer's Store.
 var _ importer.Store = (*sqlstore.Store)(nil)
 
-// stores runs fn on the embedded SQLite store and on MariaDB.
+// stores runs fn on the embedded SQLite store, on MariaDB and on
+// PostgreSQL.
 func stores(t *testing.T, fn func(t *testing.T, s *sqlstore.Store)) {
-	t.Run("sqlite", func(t *testing.T) {
-		s, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "feedd.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		if err := s.Migrate(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		fn(t, s)
-	})
-	t.Run("mysql", func(t *testing.T) {
-		s, err := sqlstore.OpenMySQL(t.Context(), testenv.CreateDatabase(t, "feedd_import_"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		if err := s.Migrate(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		fn(t, s)
-	})
+	for _, st := range []struct {
+		name string
+		open func(t *testing.T) (*sqlstore.Store, error)
+	}{
+		{"sqlite", func(t *testing.T) (*sqlstore.Store, error) {
+			return sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "feedd.db"))
+		}},
+		{"mysql", func(t *testing.T) (*sqlstore.Store, error) {
+			return sqlstore.OpenMySQL(t.Context(), testenv.CreateDatabase(t, "feedd_import_"))
+		}},
+		{"postgres", func(t *testing.T) (*sqlstore.Store, error) {
+			return sqlstore.OpenPostgres(t.Context(), testenv.CreatePostgresDatabase(t, "feedd_import_"))
+		}},
+	} {
+		t.Run(st.name, func(t *testing.T) {
+			s, err := st.open(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			if err := s.Migrate(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			fn(t, s)
+		})
+	}
 }
 
 func lines(ls ...string) string { return strings.Join(ls, "\n") + "\n" }

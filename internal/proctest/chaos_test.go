@@ -595,7 +595,7 @@ func (w *chaosWorld) checkLikes(ctx context.Context, s *stack) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("post %d through the API: like_count %d; want %d, the likes answered 200", post, got.LikeCount, n)
+				t.Fatalf("post %d through the API: like_count %d; want %d, the likes answered 200%s", post, got.LikeCount, n, s.explainLikes(post))
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -760,7 +760,10 @@ func (s *stack) queued(queue string) int {
 // Redis restart without persistence (or FLUSHALL) does to feedd, and
 // returns how many there were. It deletes by the test's prefix rather than
 // flushing a database: the server is shared with other suites and other
-// people's runs, which an actual FLUSHDB would hit too.
+// people's runs, which an actual FLUSHDB would hit too. It deletes them in
+// one script, so that, as in a restart, every key goes at the same instant:
+// a flush in batches while the load runs would leave states no restart
+// leaves (a post's counter without the pending moves it holds).
 func (s *stack) flushRedis() int {
 	s.t.Helper()
 	opt, err := redis.ParseURL(s.env["FEEDD_REDIS_URL"])
@@ -769,24 +772,63 @@ func (s *stack) flushRedis() int {
 	}
 	c := redis.NewClient(opt)
 	defer c.Close()
+	n, err := flushScript.Run(context.Background(), c, nil, s.env["FEEDD_REDIS_PREFIX"]+"*").Int()
+	if err != nil {
+		s.t.Fatalf("flush: %v", err)
+	}
+	return n
+}
+
+// flushScript deletes the keys matching ARGV[1]; it runs on one server
+// (SCAN from a script names keys it was not given, which a Cluster would
+// refuse).
+var flushScript = redis.NewScript(`
+local cursor, n = "0", 0
+repeat
+  local r = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 5000)
+  cursor = r[1]
+  for _, k in ipairs(r[2]) do
+    redis.call('UNLINK', k)
+    n = n + 1
+  end
+until cursor == "0"
+return n
+`)
+
+// explainLikes describes a post's like counter for a failure message: the
+// cached counter, its tally and pending moves and move marks, and what
+// SQL has.
+func (s *stack) explainLikes(post int64) string {
 	ctx := context.Background()
-	var cursor uint64
-	n := 0
-	for {
-		keys, next, err := c.Scan(ctx, cursor, s.env["FEEDD_REDIS_PREFIX"]+"*", 5000).Result()
-		if err != nil {
-			s.t.Fatalf("flush: scan: %v", err)
-		}
-		if len(keys) > 0 {
-			if err := c.Unlink(ctx, keys...).Err(); err != nil {
-				s.t.Fatalf("flush: unlink: %v", err)
+	opt, err := redis.ParseURL(s.env["FEEDD_REDIS_URL"])
+	if err != nil {
+		return err.Error()
+	}
+	c := redis.NewClient(opt)
+	defer c.Close()
+	var b strings.Builder
+	key := func(kind string) string {
+		return s.env["FEEDD_REDIS_PREFIX"] + "likes:" + kind + ":{" + strconv.FormatInt(post, 10) + "}"
+	}
+	n, _ := c.Get(ctx, key("n")).Result()
+	tally, _ := c.HGetAll(ctx, key("t")).Result()
+	pending, _ := c.ZRangeWithScores(ctx, key("p"), 0, -1).Result()
+	marks, _ := c.ZRangeWithScores(ctx, key("m"), 0, -1).Result()
+	fmt.Fprintf(&b, "\n  cache: counter %q, tally %v, pending %v, marks %v", n, tally, pending, marks)
+	var count, seq int64
+	_ = s.store.DB().QueryRowContext(ctx, "SELECT like_count, like_seq FROM post_stats WHERE post_id = ?", post).Scan(&count, &seq)
+	fmt.Fprintf(&b, "\n  SQL: like_count %d, like_seq %d; rows:", count, seq)
+	rows, err := s.store.DB().QueryContext(ctx, "SELECT user_id, liked, version FROM likes WHERE post_id = ? ORDER BY version", post)
+	if err == nil {
+		defer rows.Close()
+		for rows.Next() {
+			var user, liked, version int64
+			if rows.Scan(&user, &liked, &version) == nil {
+				fmt.Fprintf(&b, " (user %d liked %d version %d)", user, liked, version)
 			}
-			n += len(keys)
-		}
-		if cursor = next; cursor == 0 {
-			return n
 		}
 	}
+	return b.String()
 }
 
 // explainFeed describes how a feed differs from what it should be, for a

@@ -83,6 +83,10 @@ type dialect struct {
 	// whose rows all exist: each row adds its follower and following
 	// counts to the stored ones, one statement for a whole batch.
 	addCounts string
+	// likesFromArrays, when set, is the import's insert of liked rows
+	// (keeping existing ones) from three arrays: user ids, post ids and
+	// versions.
+	likesFromArrays string
 	// claimLikes, when set, is how a server without gap locks
 	// (PostgreSQL) locks the batch writer's pairs: a locking read of an
 	// absent pair would lock nothing, and two writers could both count

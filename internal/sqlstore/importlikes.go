@@ -126,22 +126,37 @@ func (s *Store) insertLikes(ctx context.Context, evs []feed.LikeEvent) (feed.Lik
 		w = feed.LikesWritten{}
 		deltas := map[int64]int64{}
 		var added int64
-		for start := 0; start < len(evs); start += importRows {
+		insert := func(n int, query string, args ...any) error {
+			res, err := tx.ExecContext(ctx, query, args...)
+			if err != nil {
+				return fmt.Errorf("insert %d likes: %w", n, err)
+			}
+			rows, err := res.RowsAffected()
+			added += rows
+			return err
+		}
+		if s.d.likesFromArrays != "" {
+			// Three array parameters instead of three per row: a
+			// statement of thousands of parameters costs PostgreSQL more
+			// to bind and plan than to run.
+			users, posts, versions := make([]int64, len(evs)), make([]int64, len(evs)), make([]int64, len(evs))
+			for i, ev := range evs {
+				users[i], posts[i], versions[i] = ev.User, ev.Post, ev.Version
+			}
+			if err := insert(len(evs), s.d.likesFromArrays, users, posts, versions); err != nil {
+				return err
+			}
+		}
+		for start := 0; start < len(evs) && s.d.likesFromArrays == ""; start += importRows {
 			chunk := evs[start:min(start+importRows, len(evs))]
 			args := make([]any, 0, 3*len(chunk))
 			for _, ev := range chunk {
 				args = append(args, ev.User, ev.Post, ev.Version)
 			}
-			res, err := tx.ExecContext(ctx, "INSERT INTO likes (user_id, post_id, liked, version) VALUES "+
-				strings.TrimSuffix(strings.Repeat("(?, ?, 1, ?), ", len(chunk)), ", ")+s.d.keepLikes, args...)
-			if err != nil {
-				return fmt.Errorf("insert %d likes: %w", len(chunk), err)
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
+			if err := insert(len(chunk), "INSERT INTO likes (user_id, post_id, liked, version) VALUES "+
+				strings.TrimSuffix(strings.Repeat("(?, ?, 1, ?), ", len(chunk)), ", ")+s.d.keepLikes, args...); err != nil {
 				return err
 			}
-			added += n
 		}
 		switch added {
 		case 0:

@@ -60,6 +60,8 @@ var postgresDialect = dialect{
 	insertFollow:  "INSERT INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
 	keepExisting:  " ON CONFLICT DO NOTHING",
 	keepLikes:     " ON CONFLICT DO NOTHING",
+	likesFromArrays: "INSERT INTO likes (user_id, post_id, liked, version)" +
+		" SELECT u, p, 1, v FROM unnest(?::bigint[], ?::bigint[], ?::bigint[]) AS t(u, p, v) ON CONFLICT DO NOTHING",
 	claimLikes: " ON CONFLICT (user_id, post_id) DO UPDATE SET version = likes.version" +
 		" RETURNING user_id, post_id, liked, version",
 	duplicate: func(err error) bool { return pgCode(err) == pgUniqueViolation },
