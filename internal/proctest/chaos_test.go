@@ -800,12 +800,7 @@ return n
 // SQL has.
 func (s *stack) explainLikes(post int64) string {
 	ctx := context.Background()
-	opt, err := redis.ParseURL(s.env["FEEDD_REDIS_URL"])
-	if err != nil {
-		return err.Error()
-	}
-	c := redis.NewClient(opt)
-	defer c.Close()
+	c := s.redis
 	var b strings.Builder
 	key := func(kind string) string {
 		return s.env["FEEDD_REDIS_PREFIX"] + "likes:" + kind + ":{" + strconv.FormatInt(post, 10) + "}"

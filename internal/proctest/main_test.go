@@ -153,6 +153,7 @@ type stack struct {
 	admin      string
 	store      *sqlstore.Store
 	cache      *rediscache.Cache
+	redis      redis.UniversalClient // the cache's client, for what a test inspects
 	amqpURL    string
 	amqpPrefix string
 }
@@ -190,7 +191,7 @@ func newStackOn(t *testing.T, b backend, svc services) *stack {
 	t.Cleanup(func() { testenv.DeleteQueues(t, svc.amqp, amqpPrefix) })
 
 	s := &stack{
-		t: t, admin: "admin-" + testenv.RandHex(16), store: store, cache: cache,
+		t: t, admin: "admin-" + testenv.RandHex(16), store: store, cache: cache, redis: client,
 		amqpURL: svc.amqp, amqpPrefix: amqpPrefix,
 	}
 	s.env = map[string]string{
