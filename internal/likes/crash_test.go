@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // errKilled is what a killed process's calls return: nothing after the
@@ -265,4 +266,45 @@ func TestCacheLostWithLikesInFlight(t *testing.T) {
 	if n := count(); n != 2 {
 		t.Errorf("counter after an unlike delivered twice: %d; want 2", n)
 	}
+}
+
+// lossyCache loses the first settle it is given, as a Redis master that
+// acknowledged it and failed over before replicating it does.
+type lossyCache struct {
+	feed.LikeCache
+	lost atomic.Bool
+}
+
+func (c *lossyCache) SettleLikes(ctx context.Context, tallies map[int64]feed.LikeTally, evs []feed.LikeEvent, ttl time.Duration) error {
+	if c.lost.CompareAndSwap(false, true) {
+		return nil
+	}
+	return c.LikeCache.SettleLikes(ctx, tallies, evs, ttl)
+}
+
+// TestSettleLostInFailover: the first settle of a like is lost while its
+// move stays pending in the cache; the next like's settle brings the
+// first one's tally in, so the counter would count it twice, until the
+// writer settles the first batch again.
+func TestSettleLostInFailover(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	logger := slog.New(slog.DiscardHandler)
+	cache := &lossyCache{LikeCache: f.cache}
+	w := NewWriter(logger, WriterConfig{Cache: cache, Resettle: []time.Duration{200 * time.Millisecond}}, f.store, nil)
+	svc := New(logger, Config{LocalCountTTL: 0}, f.store, f.cache, storePosts{f.store}, w.Submit, nil)
+	post := f.posts[0].ID
+	for _, u := range []int64{1, 2} {
+		if _, err := svc.Like(ctx, u, post); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() int64 {
+		st, _, err := New(logger, Config{}, f.store, f.cache, storePosts{f.store}, w.Submit, nil).LikeStates(ctx, 0, f.posts[:1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st[post].Count
+	}
+	testenv.Eventually(t, 5*time.Second, "the counter exact once the lost settle is made again", func() bool { return count() == 2 })
 }

@@ -48,7 +48,19 @@ type WriterConfig struct {
 	// counters it touches (DefaultCountTTL).
 	Cache    Settler
 	CountTTL time.Duration
+	// Resettle lists when a batch is settled again after its first
+	// settle (DefaultResettle). A Redis master that fails over before it
+	// replicated a settle loses it, while the moves the settle took back
+	// may have reached its replica: the counter would count those likes
+	// twice until it expires. Settling is idempotent, so a batch is
+	// settled again once the failover is over.
+	Resettle []time.Duration
 }
+
+// DefaultResettle is WriterConfig.Resettle's default: after a failover
+// of a Redis Cluster master with a short node timeout, and after one with
+// Redis's default of 15 s.
+var DefaultResettle = []time.Duration{5 * time.Second, 30 * time.Second}
 
 // The Writer's defaults, which feedd's flags start from. A zero MaxBatch
 // takes DefaultMaxBatch; a zero Linger is group commit, which a
@@ -79,6 +91,9 @@ func NewWriter(logger *slog.Logger, cfg WriterConfig, store Applier, reg prometh
 	}
 	if cfg.CountTTL <= 0 {
 		cfg.CountTTL = DefaultCountTTL
+	}
+	if cfg.Resettle == nil {
+		cfg.Resettle = DefaultResettle
 	}
 	w := &Writer{cfg: cfg, store: store, logger: logger.With("component", "likes-writer"), metrics: newWriterMetrics(reg)}
 	w.group = newGroup(cfg.MaxBatch, cfg.Linger, w.write)
@@ -141,15 +156,31 @@ func (w *Writer) apply(evs []feed.LikeEvent) error {
 	w.metrics.batchSeconds.Observe(time.Since(start).Seconds())
 	w.metrics.moved.Add(float64(len(written.Deltas)))
 	if w.cfg.Cache != nil {
-		// Not a reason to write the batch again: SQL has it. A counter
-		// this leaves off is dropped once its moves wait past
-		// feed.LikePendingLimit, and loaded again.
-		if err := w.cfg.Cache.SettleLikes(ctx, written.Tallies, evs, w.cfg.CountTTL); err != nil {
-			w.metrics.settleErrors.Inc()
-			w.logger.Warn("settling a batch of likes in the cache failed", "events", len(evs), "err", err)
+		w.settle(ctx, written.Tallies, evs)
+		for _, d := range w.cfg.Resettle {
+			time.AfterFunc(d, func() {
+				select {
+				case <-w.cfg.Done:
+				default:
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					w.settle(ctx, written.Tallies, evs)
+				}
+			})
 		}
 	}
 	return nil
+}
+
+// settle tells the cache what a written batch did. A failure is not a
+// reason to write the batch again: SQL has it. A counter it leaves off is
+// settled again (WriterConfig.Resettle), or dropped once its moves wait
+// past feed.LikePendingLimit and loaded again.
+func (w *Writer) settle(ctx context.Context, tallies map[int64]feed.LikeTally, evs []feed.LikeEvent) {
+	if err := w.cfg.Cache.SettleLikes(ctx, tallies, evs, w.cfg.CountTTL); err != nil {
+		w.metrics.settleErrors.Inc()
+		w.logger.Warn("settling a batch of likes in the cache failed", "events", len(evs), "err", err)
+	}
 }
 
 // ViaBroker returns a Recorder that publishes like events to
