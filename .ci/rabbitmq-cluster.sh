@@ -102,8 +102,9 @@ EOF
     RABBITMQ_PID_FILE="$d/pid" \
     "$bin/rabbitmq-server" >"$d/log/stdout" 2>&1 </dev/null &
   # The VM writes its pid file early in boot; wait for it so that kill
-  # works from now on.
-  for _ in $(seq 1 100); do alive "$n" && return 0; sleep 0.1; done
+  # works from now on. On a loaded 2-core machine the wrapper scripts take
+  # more than 10 s to get there.
+  for _ in $(seq 1 600); do alive "$n" && return 0; sleep 0.1; done
   echo "rabbitmq-cluster: node $n did not start; see $d/log" >&2
   exit 1
 }
