@@ -143,9 +143,22 @@ func TestPostDataAndEdits(t *testing.T) {
 			t.Fatalf("edit = %s; want the post with its new content and data, and edited_at", edited.raw)
 		}
 		editDone := time.Now()
-		if stale := viewsShow(in.postViews(bob, id, aliceID, bobID), "edited", newData); len(stale) > 0 {
-			t.Errorf("the editing process shows the old post on %v", stale)
+		// Bob has written nothing: on a stack with a read replica his reads
+		// may lag the edit by the replica's lag, as documented; elsewhere
+		// the editing process shows it at once.
+		shows := func(what, data string) {
+			t.Helper()
+			if readsFromReplica(env) {
+				testenv.Eventually(t, 10*time.Second, "bob's views show the post "+what, func() bool {
+					return len(viewsShow(in.postViews(bob, id, aliceID, bobID), what, data)) == 0
+				})
+				return
+			}
+			if stale := viewsShow(in.postViews(bob, id, aliceID, bobID), what, data); len(stale) > 0 {
+				t.Errorf("the editing process shows the post not %s on %v", what, stale)
+			}
 		}
+		shows("edited", newData)
 		if got := in.feedAll(bob, 2); !slices.Equal(got, order) {
 			t.Errorf("feed after the edit = %v; want the order unchanged, %v", got, order)
 		}
@@ -165,13 +178,17 @@ func TestPostDataAndEdits(t *testing.T) {
 		if _, ok := r.body["data"]; ok || r.str("content") != "edited" || r.str("edited_at") <= editedAt {
 			t.Errorf("edit removing data = %s; want no data, content kept, a later edited_at", r.raw)
 		}
-		if stale := viewsShow(in.postViews(bob, id, aliceID, bobID), "edited", ""); len(stale) > 0 {
-			t.Errorf("data still shown on %v after its removal", stale)
-		}
+		shows("edited", "")
 
 		in.must(204, "DELETE", "/v1/posts/"+id, alice, nil)
 		in.must(404, "PATCH", "/v1/posts/"+id, alice, `{"content":"back from the dead"}`)
 	})
+}
+
+// readsFromReplica reports whether env's feedd reads lag-tolerant data
+// from a read replica.
+func readsFromReplica(env map[string]string) bool {
+	return env["FEEDD_MYSQL_READ_DSN"] != "" || env["FEEDD_POSTGRES_READ_DSN"] != ""
 }
 
 // timeRE reports whether s is RFC 3339 in UTC with milliseconds.
