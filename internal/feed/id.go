@@ -100,7 +100,12 @@ type IDGen struct {
 	ms  int64
 	seq int64
 	now func() time.Time
+	// shards holds NextOn's sequences, one per shard.
+	shards map[int64]*shardSeq
 }
+
+// shardSeq is one shard's millisecond and count within it.
+type shardSeq struct{ ms, n int64 }
 
 // NewIDGen returns a generator reading the clock with now (time.Now if nil).
 func NewIDGen(now func() time.Time) *IDGen {
@@ -131,6 +136,53 @@ func (g *IDGen) Next() int64 {
 		}
 	}
 	return g.ms<<seqBits | g.seq
+}
+
+// NextOn returns a new id whose low bits are owner's shard among shards (a
+// power of two; 1 means unsharded, and is Next): the id of a post carries
+// its author's shard, so the post is found from its id (package shards).
+// Its ids are unique and time-ordered per shard; each millisecond holds
+// 4096/shards of them per shard.
+func (g *IDGen) NextOn(owner int64, shards int) int64 {
+	if shards <= 1 {
+		return g.Next()
+	}
+	shard := owner & int64(shards-1)
+	per := int64(seqMask+1) / int64(shards) // sequence numbers per shard and ms
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shards == nil {
+		g.shards = map[int64]*shardSeq{}
+	}
+	st := g.shards[shard]
+	if st == nil {
+		st = &shardSeq{}
+		g.shards[shard] = st
+	}
+	ms := max(g.now().Sub(IDEpoch).Milliseconds(), 1)
+	switch {
+	case ms > st.ms:
+		st.ms = ms
+		st.n = rand.Int64N(max(per/2, 1))
+	default:
+		st.n++
+		if st.n >= per {
+			st.ms++
+			st.n = rand.Int64N(max(per/2, 1))
+		}
+	}
+	return st.ms<<seqBits | st.n*int64(shards) | shard
+}
+
+// OnShard returns seq (0..MaxSeq) with its low bits replaced by owner's
+// shard among shards: an imported post's sequence number (ImportSeq), so
+// that its id carries its author's shard as NextOn's do.
+func OnShard(seq, owner int64, shards int) int64 {
+	if shards <= 1 {
+		return seq
+	}
+	m := int64(shards - 1)
+	return seq&^m | owner&m
 }
 
 // IDTime returns the creation time encoded in an id, to the millisecond.
