@@ -1,0 +1,91 @@
+package shards
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/feedd/feedd/internal/sqlstore"
+)
+
+// Store is feedd's SQL store over logical shards: it has the methods of
+// sqlstore.Store that the services call, and routes each to the shard of
+// the user or post it is about. A call about one user touches one shard; a
+// read about many (a batch of posts, a home feed from SQL, the most liked
+// posts) asks the shards concerned at once and merges their answers.
+type Store struct {
+	m Map
+	// shards[k] is logical shard k's database.
+	shards []*sqlstore.Store
+}
+
+// New returns a Store over shards, one store per logical shard of m, in
+// shard order. It takes ownership of them (Close closes them).
+func New(m Map, shards []*sqlstore.Store) (*Store, error) {
+	if len(shards) != m.N {
+		return nil, fmt.Errorf("shards: %d stores for %d shards", len(shards), m.N)
+	}
+	return &Store{m: m, shards: shards}, nil
+}
+
+// Map returns the shard map.
+func (s *Store) Map() Map { return s.m }
+
+// N returns the number of logical shards.
+func (s *Store) N() int { return s.m.N }
+
+// Shard returns logical shard k's store: a relay runs on each one's
+// outbox, and the metrics read each one's pools.
+func (s *Store) Shard(k int) *sqlstore.Store { return s.shards[k] }
+
+// of returns the shard that holds id's rows: a user's, or a post's (its
+// id carries its author's shard).
+func (s *Store) of(id int64) *sqlstore.Store { return s.shards[s.m.Of(id)] }
+
+// byShard groups ids by the shard that holds them, keeping their order.
+func (s *Store) byShard(ids []int64) map[int][]int64 {
+	g := make(map[int][]int64)
+	for _, id := range ids {
+		k := s.m.Of(id)
+		g[k] = append(g[k], id)
+	}
+	return g
+}
+
+// each runs f on every shard at once and returns the shards' errors
+// joined; f's results go where f puts them (index k is shard k's).
+func (s *Store) each(ctx context.Context, f func(ctx context.Context, k int, st *sqlstore.Store) error) error {
+	return s.some(ctx, allOf(len(s.shards)), f)
+}
+
+// some is each over the shards ks only.
+func (s *Store) some(ctx context.Context, ks []int, f func(ctx context.Context, k int, st *sqlstore.Store) error) error {
+	if len(ks) == 1 {
+		return f(ctx, ks[0], s.shards[ks[0]])
+	}
+	errs := make([]error, len(ks))
+	var wg sync.WaitGroup
+	for i, k := range ks {
+		wg.Go(func() { errs[i] = f(ctx, k, s.shards[k]) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func allOf(n int) []int {
+	ks := make([]int, n)
+	for i := range ks {
+		ks[i] = i
+	}
+	return ks
+}
+
+// Close closes every shard's pools.
+func (s *Store) Close() error {
+	var errs []error
+	for _, st := range s.shards {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(errs...)
+}
