@@ -1,6 +1,7 @@
 package shards
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,7 +76,7 @@ func open(ctx context.Context, m Map, pools sqlstore.Pools, timeouts sqlstore.Ti
 	}
 	for _, p := range m.Places {
 		n := p.To - p.From + 1
-		share := sqlstore.Pools{Write: max(2, or(pools.Write, 32)/n)}
+		share := sqlstore.Pools{Write: max(2, cmp.Or(pools.Write, 32)/n)}
 		if pools.Read > 0 {
 			share.Read = max(2, pools.Read/n)
 		}
@@ -105,11 +106,4 @@ func open(ctx context.Context, m Map, pools sqlstore.Pools, timeouts sqlstore.Ti
 		}
 	}
 	return stores, nil
-}
-
-func or(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
 }
