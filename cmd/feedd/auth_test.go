@@ -172,7 +172,7 @@ func (in *instance) snapshot(aliceTok, bobTok, alice, bob string) string {
 		"SELECT COUNT(*) FROM idempotency",
 	} {
 		var n int
-		if err := in.d.store.DB().QueryRowContext(ctx, q).Scan(&n); err != nil {
+		if err := in.sql().DB().QueryRowContext(ctx, q).Scan(&n); err != nil {
 			in.t.Fatalf("%s: %v", q, err)
 		}
 		fmt.Fprintf(&b, "%s=%d ", q[len("SELECT COUNT(*) FROM "):], n)

@@ -120,7 +120,7 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 	var jsonl string
 	var likesPerPost int
 	f := newBenchFlags("graph", getenv, stderr, "Writes a synthetic social graph into the SQL store (or, with --jsonl, as files for\nfeedd import) and a manifest for bench run; docs/BENCH.md describes its shape.")
-	f.settings(&cfg, "mysql-dsn", "postgres-dsn", "data-dir")
+	f.settings(&cfg, "mysql-dsn", "postgres-dsn", "shards", "shard-dsns", "data-dir")
 	f.reword("mysql-dsn", "MySQL/MariaDB DSN of the store to fill; empty: FEEDD_POSTGRES_DSN's, or the embedded SQLite in the data dir")
 	f.reword("postgres-dsn", "PostgreSQL connection string (URL or keywords) of the store to fill; not with FEEDD_MYSQL_DSN")
 	f.num(&o.Users, "users", o.Users, "accounts in the graph, special ones included")
@@ -153,6 +153,10 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 		return usageError{fmt.Errorf("bench graph: --cohorts: %w", err)}
 	}
 	o.Seed = uint64(seed)
+	if cfg.sharded() {
+		// Post ids carry their author's shard, as published ones do.
+		o.Shards = cfg.shards
+	}
 
 	begin := time.Now()
 	g, err := graph.Plan(o, begin)
@@ -167,12 +171,12 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
+	if err := migrateAll(ctx, store); err != nil {
 		return err
 	}
 	// The graph goes straight into the tables through the store's bulk
 	// API, past the store's rules (sqlstore's BulkLoadUsers says which).
-	if has, err := store.AnyUsers(ctx); err != nil {
+	if has, err := anyUsers(ctx, store); err != nil {
 		return err
 	} else if has && !appendTo {
 		return errors.New("bench graph: the database already holds users; use a fresh database, or --append")

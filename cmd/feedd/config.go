@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/limit"
+	"github.com/feedd/feedd/internal/shards"
 	"github.com/feedd/feedd/internal/sqlstore"
 )
 
@@ -32,6 +34,8 @@ type config struct {
 	mysqlReadDSN   string
 	postgresDSN    string
 	postgresRead   string
+	shards         int
+	shardDSNs      string
 	replicaMaxLag  time.Duration
 	amqpQueue      string
 	redisPrefix    string
@@ -130,6 +134,23 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 // DSNs calls it after parsing them.
 func (c config) checkSQL() error {
 	switch {
+	case c.shardDSNs != "" && c.mysqlDSN != "":
+		return usageError{errors.New("FEEDD_SHARD_DSNS and FEEDD_MYSQL_DSN are both set: with shards, FEEDD_SHARD_DSNS names every database; unset FEEDD_MYSQL_DSN")}
+	case c.shardDSNs != "" && c.postgresDSN != "":
+		return usageError{errors.New("FEEDD_SHARD_DSNS and FEEDD_POSTGRES_DSN are both set: with shards, FEEDD_SHARD_DSNS names every database; unset FEEDD_POSTGRES_DSN")}
+	case c.shardDSNs == "" && c.shards != 1:
+		// The count's own rule first (shards.Parse checks it before the
+		// map): a map of every shard on one server passes if the count is
+		// right.
+		if _, err := shards.Parse(c.shards, fmt.Sprintf("0-%d=-", c.shards-1)); err != nil {
+			return usageError{err}
+		}
+		return usageError{fmt.Errorf("FEEDD_SHARDS is %d but FEEDD_SHARD_DSNS is not set: say where the shards live, e.g. 0-%d=root@tcp(db1:3306)/feedd;%d-%d=root@tcp(db2:3306)/feedd", c.shards, c.shards/2-1, c.shards/2, c.shards-1)}
+	case c.shardDSNs != "":
+		if _, err := c.shardMap(); err != nil {
+			return err
+		}
+		return nil
 	case c.mysqlDSN != "" && c.postgresDSN != "":
 		return usageError{errors.New("FEEDD_MYSQL_DSN and FEEDD_POSTGRES_DSN are both set: feedd keeps its data in one SQL database; set one of them (or neither, for the embedded SQLite)")}
 	case c.mysqlReadDSN != "" && c.mysqlDSN == "":
@@ -139,6 +160,20 @@ func (c config) checkSQL() error {
 	}
 	return nil
 }
+
+// shardMap is the layout FEEDD_SHARDS and FEEDD_SHARD_DSNS give; an
+// error is a usageError.
+func (c config) shardMap() (shards.Map, error) {
+	m, err := shards.Parse(c.shards, c.shardDSNs)
+	if err != nil {
+		return shards.Map{}, usageError{err}
+	}
+	return m, nil
+}
+
+// sharded reports whether the SQL truth is logical shards
+// (FEEDD_SHARD_DSNS), whatever their number.
+func (c config) sharded() bool { return c.shardDSNs != "" }
 
 // parseRule reads "RATE:BURST" (or "RATE", burst = max(1, RATE)); "0" is
 // no limit.
@@ -170,12 +205,15 @@ func (c config) redis() bool { return c.redisURL != "" || c.redisCluster != "" }
 
 // embedded reports whether the SQL store is the embedded SQLite file,
 // not a server (MySQL or PostgreSQL) that several processes share.
-func (c config) embedded() bool { return c.mysqlDSN == "" && c.postgresDSN == "" }
+func (c config) embedded() bool { return c.mysqlDSN == "" && c.postgresDSN == "" && !c.sharded() }
 
 // sqlBackend names the SQL store, as the start line, bench's manifest and
-// the errors say it: sqlite, mysql or postgres.
+// the errors say it: sqlite, mysql, postgres or shards (on MySQL or
+// PostgreSQL servers, as FEEDD_SHARD_DSNS says).
 func (c config) sqlBackend() string {
 	switch {
+	case c.sharded():
+		return "shards"
 	case c.postgresDSN != "":
 		return "postgres"
 	case c.mysqlDSN != "":
@@ -188,6 +226,8 @@ func (c config) sqlBackend() string {
 // for messages that tell the operator what to set.
 func (c config) sqlDSNVar() string {
 	switch {
+	case c.sharded():
+		return "FEEDD_SHARD_DSNS"
 	case c.postgresDSN != "":
 		return "FEEDD_POSTGRES_DSN"
 	case c.mysqlDSN != "":

@@ -443,7 +443,7 @@ func testBulkheads(t *testing.T, env map[string]string) {
 	if in.d.workStore == in.d.store {
 		t.Fatal("the API and the workers share one store; want separate pools")
 	}
-	work, _ := in.d.workStore.Pools()
+	work, _ := databases(in.d.workStore)[0].Pools()
 	ctx := context.Background()
 	var held []*sql.Conn
 	for range 2 {

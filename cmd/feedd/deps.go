@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +20,7 @@ import (
 	"github.com/feedd/feedd/internal/inmemqueue"
 	"github.com/feedd/feedd/internal/rabbit"
 	"github.com/feedd/feedd/internal/rediscache"
+	"github.com/feedd/feedd/internal/shards"
 	"github.com/feedd/feedd/internal/social"
 	"github.com/feedd/feedd/internal/sqlstore"
 )
@@ -31,13 +31,14 @@ const authorListMax = 100
 
 // deps are the backends one process talks to.
 type deps struct {
-	// store is the API's: on a SQL server its own write and read pools.
-	store *sqlstore.Store
+	// store is the API's: on a SQL server its own write and read pools
+	// (on shards, each shard's share of them).
+	store truth
 	// workStore is the relay's, the dispatcher's and the workers' (a
 	// bulkhead: a slow fan-out cannot take the API's connections). On
 	// SQLite it is store: the file has one writer anyway, and readers
 	// never wait for it.
-	workStore *sqlstore.Store
+	workStore truth
 	// purges is what the purger claims and runs purges on: workStore
 	// when nil (tests put a fault in front of it).
 	purges social.PurgeStore
@@ -143,29 +144,30 @@ func recordHas(r slog.Record, key string) bool {
 	return found
 }
 
-// openStore opens the SQL store; on a SQL server with pools sized for a
-// role, and on PostgreSQL with timeouts (none: the commands that run long
-// on purpose, such as a migration or an import).
-func openStore(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts sqlstore.Timeouts) (*sqlstore.Store, error) {
-	switch cfg.sqlBackend() {
-	case "postgres":
-		return sqlstore.OpenPostgresReplicated(ctx, cfg.postgresDSN, cfg.postgresRead, pools, timeouts)
-	case "mysql":
-		return sqlstore.OpenMySQLReplicated(ctx, cfg.mysqlDSN, cfg.mysqlReadDSN, pools)
-	}
-	if err := makeDataDir(cfg.dataDir); err != nil {
-		return nil, err
-	}
-	return sqlstore.OpenSQLite(ctx, filepath.Join(cfg.dataDir, "feedd.db"))
-}
-
+// migrate is the migrate role. On shards it also creates each shard's
+// database where it is missing and records which shard it is, refusing a
+// database that is another shard (shards.Migrate).
 func migrate(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Writer) error {
+	if cfg.sharded() {
+		m, err := cfg.shardMap()
+		if err != nil {
+			return err
+		}
+		if err := shards.Migrate(ctx, m); err != nil {
+			if errors.Is(err, sqlstore.ErrShardMismatch) {
+				return usageError{fmt.Errorf("%w; fix FEEDD_SHARDS and FEEDD_SHARD_DSNS to place each shard where it lives", err)}
+			}
+			return err
+		}
+		fmt.Fprintf(stdout, "feedd: migrations applied to %d shards\n", m.N)
+		return nil
+	}
 	store, err := openStore(ctx, cfg, sqlstore.Pools{Write: 2}, sqlstore.Timeouts{})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
+	if err := migrateAll(ctx, store); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "feedd: migrations applied")
@@ -216,7 +218,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		d.workStore = d.store
 	}
 	if cfg.autoMigrate || cfg.embedded() {
-		if err := d.store.Migrate(ctx); err != nil {
+		if err := migrateAll(ctx, d.store); err != nil {
 			return nil, err
 		}
 	}
@@ -251,8 +253,9 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 			d.authorLists, d.closeAuthorLists = lists, lists.Close
 		}
 	}
-	d.reg.MustRegister(newCostCollector(redisCounter, d.store, d.workStore))
-	d.reg.MustRegister(newNodesCollector(d.store, d.workStore))
+	dbs := append(databases(d.store), databases(d.workStore)...)
+	d.reg.MustRegister(newCostCollector(redisCounter, dbs...))
+	d.reg.MustRegister(newNodesCollector(dbs...))
 	if cfg.amqpURL != "" {
 		b, err := rabbit.Dial(ctx, cfg.amqpURL, rabbit.Options{Prefix: cfg.amqpPrefix, QueueType: cfg.amqpQueue}, logger)
 		if err != nil {

@@ -95,10 +95,10 @@ func bulkFollowers(t *testing.T, in *instance, author int64, n int) []int64 {
 		users[i] = feed.User{ID: ids[i], Name: "f" + strconv.Itoa(i)}
 	}
 	ctx := context.Background()
-	if err := in.d.store.BulkCreateUsers(ctx, users); err != nil {
+	if err := in.sql().BulkCreateUsers(ctx, users); err != nil {
 		t.Fatalf("bulk users: %v", err)
 	}
-	if err := in.d.store.BulkFollow(ctx, author, ids); err != nil {
+	if err := in.sql().BulkFollow(ctx, author, ids); err != nil {
 		t.Fatalf("bulk follow: %v", err)
 	}
 	return ids

@@ -31,7 +31,7 @@ user's data".
 	f.str(&user, "user", "", "the id of the user to export (required)")
 	f.str(&out, "out", "-", "the file to write; - is standard output. The file is written whole or not at all (it appears once complete), readable by its owner only")
 	// The store settings are the roles' own.
-	f.settings(&cfg, "mysql-dsn", "postgres-dsn", "data-dir")
+	f.settings(&cfg, "mysql-dsn", "postgres-dsn", "shards", "shard-dsns", "data-dir")
 	if err := f.parse(args); err != nil {
 		return err
 	}

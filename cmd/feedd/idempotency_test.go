@@ -136,7 +136,7 @@ func TestIdempotencyKeyExpiry(t *testing.T) {
 
 		keys := func() int {
 			var n int
-			if err := in.d.store.DB().QueryRowContext(context.Background(), "SELECT COUNT(*) FROM idempotency").Scan(&n); err != nil {
+			if err := in.sql().DB().QueryRowContext(context.Background(), "SELECT COUNT(*) FROM idempotency").Scan(&n); err != nil {
 				t.Fatal(err)
 			}
 			return n

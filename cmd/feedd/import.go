@@ -58,7 +58,7 @@ was. Safe while feedd serves; see docs/operations.md.
 	// The deployment's settings are the roles' own: same flags, same
 	// environment variables, a flag winning.
 	var cfg config
-	f.settings(&cfg, "mysql-dsn", "postgres-dsn", "data-dir", "redis-url", "redis-cluster", "redis-prefix", "inbox-groups", "inbox-max", "fanout-mode", "pull-threshold", "active-days", "log-level")
+	f.settings(&cfg, "mysql-dsn", "postgres-dsn", "shards", "shard-dsns", "data-dir", "redis-url", "redis-cluster", "redis-prefix", "inbox-groups", "inbox-max", "fanout-mode", "pull-threshold", "active-days", "log-level")
 	f.reword("redis-url", "Redis URL of the deployment, whose cached inboxes and counters the import corrects; empty: the serving feedd's own memory, which the import cannot reach")
 	if err := f.parse(args); err != nil {
 		return err
@@ -110,7 +110,7 @@ was. Safe while feedd serves; see docs/operations.md.
 		return err
 	}
 	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
+	if err := migrateAll(ctx, store); err != nil {
 		return err
 	}
 	caches := importer.Caches{InboxTTL: cfg.inboxTTL(), LikeCountTTL: likes.DefaultCountTTL}
@@ -132,7 +132,7 @@ was. Safe while feedd serves; see docs/operations.md.
 		fmt.Fprintln(stderr, "import: no FEEDD_REDIS_URL: the cache is the serving feedd's own memory, which this command cannot reach; restart feedd after the import so that its feeds are rebuilt from SQL")
 	}
 	sum, err := importer.Run(ctx, store, caches, importer.Options{
-		Strict: strict, Batch: batch, Writers: writers, Policy: policy, Bad: stderr, Logger: logger,
+		Strict: strict, Batch: batch, Writers: writers, Policy: policy, Shards: shardCount(store), Bad: stderr, Logger: logger,
 		Progress: func(k importer.Kind, name string, total int64) importer.Progress {
 			return progress.New(stderr, string(k)+" "+name, total)
 		},

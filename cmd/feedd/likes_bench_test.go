@@ -271,7 +271,7 @@ func (s *benchServer) checkCounts(b *testing.B, posts []string, liked []map[int]
 		}
 		v := s.mustJSON(b, "GET", "/v1/posts/"+id, s.admin, "")
 		var stats int64
-		_ = s.d.store.DB().QueryRow("SELECT COALESCE(MAX(like_count), 0) FROM post_stats WHERE post_id = ?", id).Scan(&stats)
+		_ = databases(s.d.store)[0].DB().QueryRow("SELECT COALESCE(MAX(like_count), 0) FROM post_stats WHERE post_id = ?", id).Scan(&stats)
 		if got := int64(v["like_count"].(float64)); got != want || stats != want {
 			b.Errorf("post %s: API %d, SQL %d; want %d", id, got, stats, want)
 		}

@@ -26,7 +26,7 @@ func (in *instance) likeState(token, post string) (int64, bool) {
 // sqlLikes reads a post's stats row and liked rows straight from SQL.
 func (in *instance) sqlLikes(post string) (stats, rows int64) {
 	in.t.Helper()
-	db := in.d.store.DB()
+	db := in.sqlOf(post).DB()
 	if err := db.QueryRow("SELECT COALESCE(MAX(like_count), 0) FROM post_stats WHERE post_id = ?", post).Scan(&stats); err != nil {
 		in.t.Fatal(err)
 	}

@@ -168,7 +168,7 @@ func TestPgBouncer(t *testing.T) {
 
 	in := startFeedd(t, env, nil)
 	var timeout string
-	if err := in.d.store.DB().QueryRowContext(t.Context(), "SHOW statement_timeout").Scan(&timeout); err != nil || timeout != "30s" {
+	if err := in.sql().DB().QueryRowContext(t.Context(), "SHOW statement_timeout").Scan(&timeout); err != nil || timeout != "30s" {
 		t.Errorf("SHOW statement_timeout through pgbouncer = %q, %v; want 30s (the database's)", timeout, err)
 	}
 

@@ -86,7 +86,7 @@ func TestPostgresTimeouts(t *testing.T) {
 	in := startFeedd(t, env, nil, "FEEDD_SQL_WRITE_TIMEOUT", "7s", "FEEDD_SQL_LOCK_TIMEOUT", "3s")
 	for setting, want := range map[string]string{"statement_timeout": "7s", "lock_timeout": "3s"} {
 		var got string
-		if err := in.d.store.DB().QueryRowContext(t.Context(), "SHOW "+setting).Scan(&got); err != nil {
+		if err := in.sql().DB().QueryRowContext(t.Context(), "SHOW "+setting).Scan(&got); err != nil {
 			t.Fatalf("SHOW %s: %v", setting, err)
 		}
 		if got != want {
@@ -106,7 +106,7 @@ func TestPostgresRelayWoken(t *testing.T) {
 	serve := startRole(t, "serve", env, nil)
 	listeners := func() int {
 		var n int
-		if err := serve.d.store.DB().QueryRowContext(t.Context(),
+		if err := serve.sql().DB().QueryRowContext(t.Context(),
 			"SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = ?",
 			"feedd outbox listener").Scan(&n); err != nil {
 			t.Fatal(err)
@@ -121,7 +121,7 @@ func TestPostgresRelayWoken(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = serve.d.store.ListenOutbox(ctx, func() {
+		_ = serve.sql().ListenOutbox(ctx, func() {
 			select {
 			case wakes <- struct{}{}:
 			default:

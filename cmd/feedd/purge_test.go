@@ -153,7 +153,7 @@ func TestAccountDeletion(t *testing.T) {
 			return n == 0 && stats == 0 && rows == 0
 		})
 		var left int
-		db := in.d.store.DB()
+		db := in.sql().DB()
 		if err := db.QueryRow(`SELECT (SELECT COUNT(*) FROM follows WHERE follower_id = ? OR followee_id = ?)
 			+ (SELECT COUNT(*) FROM likes WHERE user_id = ?) + (SELECT COUNT(*) FROM posts WHERE author_id = ?)`,
 			alice, alice, alice, alice).Scan(&left); err != nil || left != 0 {

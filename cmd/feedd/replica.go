@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,8 +21,8 @@ import (
 func watchReplicas(ctx context.Context, cfg config, d *deps, logger *slog.Logger, work *sync.WaitGroup) {
 	logger = logger.With("component", "replica")
 	var stores []*sqlstore.Store
-	for _, s := range []*sqlstore.Store{d.store, d.workStore} {
-		if s.HasReplica() && (len(stores) == 0 || stores[0] != s) {
+	for _, s := range distinct(append(databases(d.store), databases(d.workStore)...)) {
+		if s.HasReplica() {
 			stores = append(stores, s)
 		}
 	}
@@ -31,7 +32,8 @@ func watchReplicas(ctx context.Context, cfg config, d *deps, logger *slog.Logger
 	for _, s := range stores {
 		work.Go(func() { s.WatchReplica(ctx, cfg.replicaMaxLag, logger) })
 	}
-	// The API's store, whose replica the users' reads go to.
+	// The API's store, whose replica the users' reads go to (logical
+	// shards are opened without replicas).
 	s := stores[0]
 	d.register().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "feedd_sql_replica_lag_seconds",
@@ -52,8 +54,8 @@ func watchReplicas(ctx context.Context, cfg config, d *deps, logger *slog.Logger
 // user's writes when the API's store reads from a replica: marks in Redis
 // through client, shared by every process, or in memory without Redis
 // (one process). Nil without a replica: every read sees every write.
-func writeMarks(cfg config, store *sqlstore.Store, client redis.UniversalClient, logger *slog.Logger) httpapi.Freshness {
-	if !store.HasReplica() {
+func writeMarks(cfg config, store truth, client redis.UniversalClient, logger *slog.Logger) httpapi.Freshness {
+	if !slices.ContainsFunc(databases(store), (*sqlstore.Store).HasReplica) {
 		return nil
 	}
 	return freshness.New(client, cfg.redisPrefix, cfg.replicaMaxLag, logger)

@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/feedd/feedd/internal/shards"
 )
 
 // minSecretLen is the shortest admin token or JWT secret feedd accepts:
@@ -35,6 +37,10 @@ const (
 	// password may be in its userinfo or in a password parameter, or
 	// keyword=value pairs whose password (and sslpassword) is the secret.
 	connString
+	// shardList: FEEDD_SHARD_DSNS, FROM-TO=DSN parts separated by ";",
+	// each DSN a MySQL one (credentialURL) or a PostgreSQL one
+	// (connString).
+	shardList
 )
 
 // showSecret is how a secret setting's value may be shown: "(set)" for a
@@ -53,10 +59,38 @@ func showSecret(kind secretKind, v string) string {
 // redactCredentials is v, a setting of kind credentialURL or connString,
 // with its passwords replaced by "***", and the passwords.
 func redactCredentials(kind secretKind, v string) (string, []string) {
-	if kind == connString {
+	switch kind {
+	case connString:
 		return redactConnString(v)
+	case shardList:
+		return redactShardList(v)
 	}
 	return redactURLs(v)
+}
+
+// redactShardList is redactURLs for FEEDD_SHARD_DSNS: each part's DSN is
+// redacted as its kind of server reads it. A part without "=" is
+// redacted whole as a DSN, so that a malformed map hides its password too.
+func redactShardList(s string) (string, []string) {
+	parts := strings.Split(s, ";")
+	var passwords []string
+	for i, part := range parts {
+		rng, dsn, ok := strings.Cut(part, "=")
+		if !ok {
+			rng, dsn = "", part
+		}
+		kind := credentialURL
+		if shards.BackendOf(dsn) == shards.Postgres {
+			kind = connString
+		}
+		shown, pw := redactCredentials(kind, dsn)
+		passwords = append(passwords, pw...)
+		if ok {
+			shown = rng + "=" + shown
+		}
+		parts[i] = shown
+	}
+	return strings.Join(parts, ";"), passwords
 }
 
 // redactConnString is redactURLs for a libpq connection string, which the

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"sync"
 	"time"
 
@@ -51,9 +52,9 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	policy := feed.DeliveryPolicy{Mode: cfg.fanoutMode, PullThreshold: int64(cfg.pullAt)}
 	registerBackendMetrics(d)
 	announcer := stream.NewAnnouncer(d.notifier)
-	var rel *relay.Relay
+	var rel relays
 	if runWork {
-		rel = relay.New(logger, relay.Config{Workers: cfg.relayWorkers, MaxPending: cfg.relayMaxPending, Announce: announcer}, d.workStore, d.broker, d.reg)
+		rel = newRelays(logger, relay.Config{Workers: cfg.relayWorkers, MaxPending: cfg.relayMaxPending, Announce: announcer}, d.workStore, d.broker, d.reg)
 	}
 	// A work process needs every backend: without one it cannot move a
 	// post along.
@@ -112,7 +113,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		} else {
 			// No relay here: wake those of the work processes (on
 			// PostgreSQL; on MySQL they find the post at their poll).
-			waker := relay.NewWaker(logger, d.store)
+			waker := relay.NewWaker(logger, notifyAll(databases(d.store)))
 			work.Go(func() { _ = waker.Run(workCtx) })
 			opts = append(opts, timeline.WithPublishHook(waker.Notify))
 		}
@@ -128,7 +129,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		}, d.store, d.cache, d.authorLists, d.register(), opts...)
 		// The writes go through the timeline's SQL breaker, and tell it
 		// what they changed.
-		ws := social.New(logger, social.Config{Policy: policy, IdempotencyTTL: cfg.idempotencyTTL},
+		ws := social.New(logger, social.Config{Policy: policy, IdempotencyTTL: cfg.idempotencyTTL, Shards: shardCount(d.store)},
 			d.store, d.cache, svc, feed.NewIDGen(d.now), d.register(),
 			social.WithBreaker(svc.SQLBreaker()), social.WithAnnouncer(announcer))
 		// Readers whose cached feed missed a change during a cache outage
@@ -227,7 +228,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			RetryFor: cfg.fanoutRetryFor, Done: workCtx.Done(),
 			Announce: announcer,
 		}, d.workStore, d.cache, d.authorLists, d.broker, d.register())
-		work.Go(func() { _ = rel.Run(workCtx) })
+		work.Go(func() { rel.Run(workCtx) })
 		keySweep := social.NewKeySweep(logger, d.workStore, cfg.idempotencyTTL, d.reg)
 		work.Go(func() { keySweep.Run(workCtx) })
 		var counters social.LikeCounters
@@ -362,10 +363,21 @@ func registerBackendMetrics(d *deps) {
 		}, func() float64 { return count(d.broker.DeadLetters, q) }))
 	}
 	pools := map[string]*sql.DB{}
-	w, r := d.store.Pools()
-	pools["api_write"], pools["api_read"] = w, r
+	// On shards, each shard's pools are named for it: api_write_s3.
+	suffix := func(k int) string {
+		if _, one := any(d.store).(*sqlstore.Store); one { // any: see routed
+			return ""
+		}
+		return "_s" + strconv.Itoa(k)
+	}
+	for k, db := range databases(d.store) {
+		w, r := db.Pools()
+		pools["api_write"+suffix(k)], pools["api_read"+suffix(k)] = w, r
+	}
 	if d.workStore != d.store {
-		pools["work"], _ = d.workStore.Pools()
+		for k, db := range databases(d.workStore) {
+			pools["work"+suffix(k)], _ = db.Pools()
+		}
 	}
 	seen := map[*sql.DB]bool{}
 	for name, db := range pools {
@@ -428,7 +440,7 @@ func orEmbedded(real bool, name string) string {
 }
 
 // followees reads whom a reader follows, for the live stream's hub.
-func followees(store *sqlstore.Store) stream.Followees {
+func followees(store truth) stream.Followees {
 	const page = 1000
 	return func(ctx context.Context, reader int64) ([]int64, error) {
 		var all []int64

@@ -120,6 +120,10 @@ type Options struct {
 	// author that the import takes over the pull threshold is recorded
 	// as pulled.
 	Policy feed.DeliveryPolicy
+	// Shards is the number of logical shards of the store (FEEDD_SHARDS;
+	// 0 or 1: one database): an imported post's id carries its author's
+	// shard (feed.OnShard), as a published one's does.
+	Shards int
 	// Bad receives one line per bad line: FILE:LINE: reason.
 	Bad io.Writer
 	// Progress starts the progress of a file of total lines (0:

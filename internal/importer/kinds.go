@@ -194,7 +194,7 @@ func (r *run) writePosts(ctx context.Context, src Source, batch []item[feed.Post
 		for _, i := range todo {
 			p := batch[i].row
 			for ; attempt[i] < maxSeqAttempts; attempt[i]++ {
-				if p.ID, err = feed.IDAt(p.CreatedAt, feed.ImportSeq(p.AuthorID, p.ExternalID, attempt[i])); err == nil {
+				if p.ID, err = feed.IDAt(p.CreatedAt, feed.OnShard(feed.ImportSeq(p.AuthorID, p.ExternalID, attempt[i]), p.AuthorID, r.opts.Shards)); err == nil {
 					break
 				}
 			}

@@ -33,7 +33,7 @@ func (s *Service) Publish(ctx context.Context, author int64, d feed.Draft, idem 
 		created bool
 	)
 	for attempt := 0; attempt < 4; attempt++ {
-		id := s.ids.Next()
+		id := s.ids.NextOn(author, s.cfg.Shards)
 		p, created, err = s.store.CreatePost(ctx, feed.Post{
 			ID: id, AuthorID: author, Content: d.Content, Data: d.Data, CreatedAt: feed.IDTime(id),
 			ExternalID: d.ExternalID,

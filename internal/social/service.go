@@ -81,6 +81,10 @@ type Config struct {
 	// (FEEDD_IDEMPOTENCY_TTL): within it a retry gets the first answer,
 	// after it the key is new.
 	IdempotencyTTL time.Duration
+	// Shards is the number of logical shards the SQL truth is spread
+	// over (FEEDD_SHARDS; 0 or 1: one database): a post's id carries its
+	// author's shard (feed.IDGen.NextOn), so that it is found by id.
+	Shards int
 }
 
 func (c Config) withDefaults() Config {

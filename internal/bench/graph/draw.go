@@ -124,7 +124,7 @@ func (g *Graph) eachPostBatch(ctx context.Context, size int, emit func([]feed.Po
 			}
 		}
 		clock = start.Add(time.Duration(float64(g.opts.PostSpan) * float64(k) / float64(total)))
-		id := gen.Next()
+		id := gen.NextOn(g.ids[a], g.opts.Shards)
 		body = append(body[:0], "bench post "...)
 		body = strconv.AppendInt(body, int64(k), 10)
 		body = append(body, ": "...)

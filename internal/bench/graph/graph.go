@@ -54,6 +54,10 @@ type Options struct {
 	// need a random sample of readers.
 	SampleUsers int    `json:"sample_users"`
 	Seed        uint64 `json:"seed"`
+	// Shards is the number of logical shards of the store the graph goes
+	// into (FEEDD_SHARDS; 0 or 1: one database): a post's id carries its
+	// author's shard (feed.IDGen.NextOn), as a published one's does.
+	Shards int `json:"shards,omitempty"`
 }
 
 // DefaultOptions are the flags' defaults.

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/feedd/feedd/internal/bench/graph"
+	"github.com/feedd/feedd/internal/census"
+	"github.com/feedd/feedd/internal/export"
+	"github.com/feedd/feedd/internal/fanout"
+	"github.com/feedd/feedd/internal/importer"
+	"github.com/feedd/feedd/internal/likes"
+	"github.com/feedd/feedd/internal/shards"
+	"github.com/feedd/feedd/internal/social"
+	"github.com/feedd/feedd/internal/sqlstore"
+	"github.com/feedd/feedd/internal/timeline"
+)
+
+// truth is feedd's SQL truth as the services and commands call it: one
+// database (*sqlstore.Store) or logical shards over several
+// (*shards.Store, which routes each call to the shard it is about). It is
+// the union of what its consumers declare, so that a method a service
+// adds to its store interface is one the router must have too. What is
+// per database (pools, replicas, the outbox a relay drains, migrations)
+// is reached through databases.
+type truth interface {
+	timeline.Store
+	social.Store
+	social.KeySweeper
+	social.PurgeStore
+	fanout.Store
+	likes.Store
+	likes.Applier
+	census.Outbox
+	importer.Store
+	export.Source
+	graph.SQLStore
+	Close() error
+}
+
+var _ truth = (*sqlstore.Store)(nil)
+
+// databases returns the databases of store: itself, or each logical
+// shard's, in shard order.
+func databases(store truth) []*sqlstore.Store {
+	switch s := any(store).(type) { // any: see routed
+	case *sqlstore.Store:
+		return []*sqlstore.Store{s}
+	case *shards.Store:
+		out := make([]*sqlstore.Store, s.N())
+		for k := range out {
+			out[k] = s.Shard(k)
+		}
+		return out
+	}
+	return nil
+}
+
+// shardCount is the number of logical shards of store (1: one database).
+func shardCount(store truth) int {
+	if s, ok := any(store).(*shards.Store); ok { // any: see routed
+		return s.N()
+	}
+	return 1
+}
+
+// openStore opens the SQL store; on a SQL server with pools sized for a
+// role, and on PostgreSQL with timeouts (none: the commands that run long
+// on purpose, such as a migration or an import). With FEEDD_SHARD_DSNS it
+// is the logical shards, each checked to be the shard the map places
+// there.
+func openStore(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts sqlstore.Timeouts) (truth, error) {
+	switch cfg.sqlBackend() {
+	case "shards":
+		return openShards(ctx, cfg, pools, timeouts)
+	case "postgres":
+		return sqlstore.OpenPostgresReplicated(ctx, cfg.postgresDSN, cfg.postgresRead, pools, timeouts)
+	case "mysql":
+		return sqlstore.OpenMySQLReplicated(ctx, cfg.mysqlDSN, cfg.mysqlReadDSN, pools)
+	}
+	if err := makeDataDir(cfg.dataDir); err != nil {
+		return nil, err
+	}
+	return sqlstore.OpenSQLite(ctx, filepath.Join(cfg.dataDir, "feedd.db"))
+}
+
+// openShards opens the logical shards of the map. A map that disagrees
+// with the data is the operator's to fix, not a failure to retry: a usage
+// error (exit 2), as a map that does not parse is.
+func openShards(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts sqlstore.Timeouts) (truth, error) {
+	m, err := cfg.shardMap()
+	if err != nil {
+		return nil, err
+	}
+	s, err := shards.Open(ctx, m, pools, timeouts)
+	switch {
+	case errors.Is(err, sqlstore.ErrShardMismatch):
+		return nil, usageError{fmt.Errorf("%w; run feedd migrate with this map for a new deployment, or fix FEEDD_SHARDS and FEEDD_SHARD_DSNS to place each shard where it lives (feedd shards status shows what the map finds)", err)}
+	case sqlstore.IsUnknownDatabase(err):
+		return nil, usageError{fmt.Errorf("%w: FEEDD_SHARD_DSNS places a shard on a server without its database: run feedd migrate with this map for a new deployment, or fix the map", err)}
+	case err != nil:
+		return nil, err
+	}
+	return routed(s)
+}
+
+// routed is s as a truth.
+//
+// TODO(wire): return s itself, and add var _ truth = (*shards.Store)(nil),
+// once the router has every method of truth (internal/shards reads.go,
+// routes.go and the mirrored writes); until then a sharded start says what
+// it lacks rather than failing to build.
+func routed(s *shards.Store) (truth, error) {
+	var v any = s
+	t, ok := v.(truth)
+	if !ok {
+		s.Close()
+		return nil, errors.New("shards: this build's router does not route every call of the SQL store yet")
+	}
+	return t, nil
+}
+
+// migrateAll brings every database of store to the current schema: the
+// roles' auto-migration and the commands that write (import, bench
+// graph). On shards it does not create a missing shard's database, nor
+// record which shard a database is: feedd migrate does (shards.Migrate),
+// so that a wrong map never creates empty shards beside the data.
+func migrateAll(ctx context.Context, store truth) error {
+	dbs := databases(store)
+	for k, db := range dbs {
+		if err := db.Migrate(ctx); err != nil {
+			if _, ok := any(store).(*shards.Store); ok { // any: see routed
+				return fmt.Errorf("shard %d: %w", k, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// anyUsers reports whether any database of store holds a user.
+func anyUsers(ctx context.Context, store truth) (bool, error) {
+	for _, db := range databases(store) {
+		if has, err := db.AnyUsers(ctx); err != nil || has {
+			return has, err
+		}
+	}
+	return false, nil
+}
