@@ -35,6 +35,7 @@ func commandTable() []command {
 		{name: "bench", summary: "the load tool: write a synthetic graph, drive workloads and report", run: runBench},
 		{name: "import", summary: "import an existing app's users, follows, posts and likes from JSON Lines files", run: runImport},
 		{name: "export", summary: "write everything feedd holds about one user as JSON Lines", run: runExport},
+		{name: "shards", summary: "the logical shards: shards status shows where each lives and its row counts", run: runShards},
 		{name: "requeue-dead", summary: "move RabbitMQ's dead letters back onto their queues, attempts reset", run: runRequeueDead},
 		{name: "version", summary: "print the module version and VCS revision feedd was built from", run: runVersion},
 		{name: "help", summary: "print help: the overview, or a role's or command's flags and settings", run: runHelp},

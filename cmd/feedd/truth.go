@@ -72,18 +72,27 @@ func shardCount(store truth) int {
 // is the logical shards, each checked to be the shard the map places
 // there.
 func openStore(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts sqlstore.Timeouts) (truth, error) {
+	var s *sqlstore.Store
+	var err error
 	switch cfg.sqlBackend() {
 	case "shards":
 		return openShards(ctx, cfg, pools, timeouts)
 	case "postgres":
-		return sqlstore.OpenPostgresReplicated(ctx, cfg.postgresDSN, cfg.postgresRead, pools, timeouts)
+		s, err = sqlstore.OpenPostgresReplicated(ctx, cfg.postgresDSN, cfg.postgresRead, pools, timeouts)
 	case "mysql":
-		return sqlstore.OpenMySQLReplicated(ctx, cfg.mysqlDSN, cfg.mysqlReadDSN, pools)
+		s, err = sqlstore.OpenMySQLReplicated(ctx, cfg.mysqlDSN, cfg.mysqlReadDSN, pools)
+	default:
+		if err := makeDataDir(cfg.dataDir); err != nil {
+			return nil, err
+		}
+		s, err = sqlstore.OpenSQLite(ctx, filepath.Join(cfg.dataDir, "feedd.db"))
 	}
-	if err := makeDataDir(cfg.dataDir); err != nil {
+	if err != nil {
+		// A nil truth, not a truth holding a nil *sqlstore.Store, which
+		// the callers' nil checks would miss.
 		return nil, err
 	}
-	return sqlstore.OpenSQLite(ctx, filepath.Join(cfg.dataDir, "feedd.db"))
+	return s, nil
 }
 
 // openShards opens the logical shards of the map. A map that disagrees
