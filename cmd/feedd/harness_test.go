@@ -119,14 +119,18 @@ var stacks = []stack{
 	}},
 }
 
-// forEachStack runs f as a subtest per stack, and for the tests of
-// replicaSuite per read replica pair too.
+// forEachStack runs f as a subtest per stack, for the tests of
+// replicaSuite per read replica pair too, and for those of shardedSuite
+// on 4 logical shards over two MariaDB servers.
 func forEachStack(t *testing.T, f func(t *testing.T, env map[string]string)) {
 	for _, s := range stacks {
 		t.Run(s.name, func(t *testing.T) { f(t, s.env(t)) })
 	}
 	if replicaSuite[t.Name()] {
 		forEachReplicaPair(t, func(t *testing.T, p *replicaPair) { f(t, p.env(t)) })
+	}
+	if shardedSuite[t.Name()] {
+		t.Run("sharded", func(t *testing.T) { f(t, shardedEnv(t, false)) })
 	}
 }
 

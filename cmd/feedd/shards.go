@@ -97,15 +97,20 @@ database.
 	if cfg.embedded() {
 		return usageError{errors.New("shards status: no SQL server is set (FEEDD_SHARD_DSNS, FEEDD_MYSQL_DSN or FEEDD_POSTGRES_DSN); the embedded SQLite is one database, never sharded")}
 	}
-	store, err := openStore(ctx, cfg, sqlstore.Pools{Write: 2}, sqlstore.Timeouts{})
-	if err != nil {
-		return fmt.Errorf("shards status: %w", err)
-	}
-	defer store.Close()
 	var statuses []shards.ShardStatus
-	if s, ok := any(store).(*shards.Store); ok { // any: see routed
+	if cfg.sharded() {
+		s, err := openShards(ctx, cfg, sqlstore.Pools{Write: 2}, sqlstore.Timeouts{})
+		if err != nil {
+			return fmt.Errorf("shards status: %w", err)
+		}
+		defer s.Close()
 		statuses = s.Status(ctx)
 	} else {
+		store, err := openStore(ctx, cfg, sqlstore.Pools{Write: 2}, sqlstore.Timeouts{})
+		if err != nil {
+			return fmt.Errorf("shards status: %w", err)
+		}
+		defer store.Close()
 		st := shards.ShardStatus{DSN: cmp.Or(cfg.mysqlDSN, cfg.postgresDSN)}
 		st.Counts, st.Err = databases(store)[0].RowCounts(ctx)
 		statuses = append(statuses, st)

@@ -76,7 +76,11 @@ func openStore(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts s
 	var err error
 	switch cfg.sqlBackend() {
 	case "shards":
-		return openShards(ctx, cfg, pools, timeouts)
+		s, err := openShards(ctx, cfg, pools, timeouts)
+		if err != nil {
+			return nil, err
+		}
+		return routed(s)
 	case "postgres":
 		s, err = sqlstore.OpenPostgresReplicated(ctx, cfg.postgresDSN, cfg.postgresRead, pools, timeouts)
 	case "mysql":
@@ -98,7 +102,7 @@ func openStore(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts s
 // openShards opens the logical shards of the map. A map that disagrees
 // with the data is the operator's to fix, not a failure to retry: a usage
 // error (exit 2), as a map that does not parse is.
-func openShards(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts sqlstore.Timeouts) (truth, error) {
+func openShards(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts sqlstore.Timeouts) (*shards.Store, error) {
 	m, err := cfg.shardMap()
 	if err != nil {
 		return nil, err
@@ -112,7 +116,7 @@ func openShards(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts 
 	case err != nil:
 		return nil, err
 	}
-	return routed(s)
+	return s, nil
 }
 
 // routed is s as a truth.
