@@ -41,7 +41,7 @@ func gatherMap[V any](ctx context.Context, s *Store, ids []int64, read func(*sql
 	groups := s.byShard(ids)
 	if len(groups) == 1 {
 		for k, g := range groups {
-			return read(s.shards[k], ctx, g)
+			return read(s.Shard(k), ctx, g)
 		}
 	}
 	out := make(map[int64]V, len(ids))

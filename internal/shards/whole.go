@@ -78,8 +78,8 @@ func (s *Store) OutboxOldest(ctx context.Context) (int64, time.Time, error) {
 // Shard(k)); this serves the tools that relay once.
 func (s *Store) RelayOutbox(ctx context.Context, n int, publish func(ctx context.Context, evs []feed.OutboxEvent) error) (int, error) {
 	total := 0
-	for k, st := range s.shards {
-		got, err := st.RelayOutbox(ctx, n, publish)
+	for k := range s.shards {
+		got, err := s.Shard(k).RelayOutbox(ctx, n, publish)
 		total += got
 		if err != nil {
 			return total, fmt.Errorf("shard %d: %w", k, err)
