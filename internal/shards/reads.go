@@ -39,14 +39,10 @@ func (s *Store) LikeTallies(ctx context.Context, posts []int64) (map[int64]feed.
 // and merges the maps.
 func gatherMap[V any](ctx context.Context, s *Store, ids []int64, read func(*sqlstore.Store, context.Context, []int64) (map[int64]V, error)) (map[int64]V, error) {
 	groups := s.byShard(ids)
-	if len(groups) == 1 {
-		for k, g := range groups {
-			return read(s.Shard(k), ctx, g)
-		}
-	}
 	out := make(map[int64]V, len(ids))
 	var mu sync.Mutex
-	err := s.some(ctx, keys(groups), func(ctx context.Context, k int, st *sqlstore.Store) error {
+	missed := func(g *feed.Gaps, k int) { g.Missed(groups[k]...) }
+	err := s.read(ctx, keys(groups), missed, func(ctx context.Context, k int, st *sqlstore.Store) error {
 		m, err := read(st, ctx, groups[k])
 		mu.Lock()
 		defer mu.Unlock()
@@ -61,6 +57,9 @@ func gatherMap[V any](ctx context.Context, s *Store, ids []int64, read func(*sql
 	return out, nil
 }
 
+// missedAny records that a read of ids or of a listing missed a shard.
+func missedAny(g *feed.Gaps, _ int) { g.Missed() }
+
 func keys[V any](m map[int]V) []int {
 	ks := make([]int, 0, len(m))
 	for k := range m {
@@ -74,7 +73,7 @@ func keys[V any](m map[int]V) []int {
 // first id lists into the n newest.
 func (s *Store) gatherIDs(ctx context.Context, ks []int, n int, read func(ctx context.Context, k int, st *sqlstore.Store) ([]int64, error)) ([]int64, error) {
 	lists := make([][]int64, s.m.N)
-	err := s.some(ctx, ks, func(ctx context.Context, k int, st *sqlstore.Store) error {
+	err := s.read(ctx, ks, missedAny, func(ctx context.Context, k int, st *sqlstore.Store) error {
 		var err error
 		lists[k], err = read(ctx, k, st)
 		return err
@@ -136,7 +135,7 @@ func (s *Store) PushedFeedPostIDs(ctx context.Context, reader, high, low, after,
 // follows them (the follow's mirror), and reader's shard adds reader.
 func (s *Store) PullFollowees(ctx context.Context, reader, high, low int64) ([]int64, error) {
 	lists := make([][]int64, s.m.N)
-	if err := s.each(ctx, func(ctx context.Context, k int, st *sqlstore.Store) error {
+	if err := s.read(ctx, allOf(s.m.N), missedAny, func(ctx context.Context, k int, st *sqlstore.Store) error {
 		var err error
 		lists[k], err = st.PullFollowees(ctx, reader, high, low)
 		return err
@@ -154,7 +153,7 @@ func (s *Store) PullFollowees(ctx context.Context, reader, high, low int64) ([]i
 // all, never fewer.
 func (s *Store) NewestPostsFloor(ctx context.Context, k int) (int64, error) {
 	floors := make([]int64, s.m.N)
-	err := s.each(ctx, func(ctx context.Context, i int, st *sqlstore.Store) error {
+	err := s.read(ctx, allOf(s.m.N), missedAny, func(ctx context.Context, i int, st *sqlstore.Store) error {
 		var err error
 		floors[i], err = st.NewestPostsFloor(ctx, k)
 		return err
@@ -171,7 +170,7 @@ func (s *Store) TopLiked(ctx context.Context, since time.Time, n int) ([]int64, 
 	var mu sync.Mutex
 	var ids []int64
 	counts := map[int64]int64{}
-	err := s.each(ctx, func(ctx context.Context, _ int, st *sqlstore.Store) error {
+	err := s.read(ctx, allOf(s.m.N), missedAny, func(ctx context.Context, _ int, st *sqlstore.Store) error {
 		got, c, err := st.TopLiked(ctx, since, n)
 		mu.Lock()
 		defer mu.Unlock()
@@ -207,7 +206,7 @@ func (s *Store) DeletedUsers(ctx context.Context, since time.Time) ([]int64, err
 // each once.
 func (s *Store) union(ctx context.Context, read func(ctx context.Context, st *sqlstore.Store) ([]int64, error)) ([]int64, error) {
 	lists := make([][]int64, s.m.N)
-	err := s.each(ctx, func(ctx context.Context, k int, st *sqlstore.Store) error {
+	err := s.read(ctx, allOf(s.m.N), missedAny, func(ctx context.Context, k int, st *sqlstore.Store) error {
 		var err error
 		lists[k], err = read(ctx, st)
 		return err
@@ -224,7 +223,7 @@ func (s *Store) union(ctx context.Context, read func(ctx context.Context, st *sq
 // every shard (a user's mark is on the user's shard).
 func (s *Store) StaleFeeds(ctx context.Context, n int) ([]feed.StaleFeed, error) {
 	lists := make([][]feed.StaleFeed, s.m.N)
-	err := s.each(ctx, func(ctx context.Context, k int, st *sqlstore.Store) error {
+	err := s.read(ctx, allOf(s.m.N), missedAny, func(ctx context.Context, k int, st *sqlstore.Store) error {
 		var err error
 		lists[k], err = st.StaleFeeds(ctx, n)
 		return err

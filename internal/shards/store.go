@@ -20,6 +20,8 @@ type Store struct {
 	// shards[k] is logical shard k's database. A move (move.go) swaps
 	// one while the others serve on.
 	shards []atomic.Pointer[sqlstore.Store]
+	// down[k] is set while shard k's server does not answer (health.go).
+	down []atomic.Bool
 }
 
 // New returns a Store over shards, one store per logical shard of m, in
@@ -28,7 +30,7 @@ func New(m Map, shards []*sqlstore.Store) (*Store, error) {
 	if len(shards) != m.N {
 		return nil, fmt.Errorf("shards: %d stores for %d shards", len(shards), m.N)
 	}
-	s := &Store{m: m, shards: make([]atomic.Pointer[sqlstore.Store], len(shards))}
+	s := &Store{m: m, shards: make([]atomic.Pointer[sqlstore.Store], len(shards)), down: make([]atomic.Bool, len(shards))}
 	for k, st := range shards {
 		s.shards[k].Store(st)
 	}
@@ -67,16 +69,27 @@ func (s *Store) each(ctx context.Context, f func(ctx context.Context, k int, st 
 
 // some is each over the shards ks only.
 func (s *Store) some(ctx context.Context, ks []int, f func(ctx context.Context, k int, st *sqlstore.Store) error) error {
-	if len(ks) == 1 {
-		return f(ctx, ks[0], s.Shard(ks[0]))
+	return errors.Join(s.run(ctx, ks, f)...)
+}
+
+// run runs f on the shards ks at once, notes each outcome (health.go),
+// and returns their errors, index k being shard k's.
+func (s *Store) run(ctx context.Context, ks []int, f func(ctx context.Context, k int, st *sqlstore.Store) error) []error {
+	errs := make([]error, s.m.N)
+	call := func(k int) {
+		errs[k] = f(ctx, k, s.Shard(k))
+		s.note(k, errs[k])
 	}
-	errs := make([]error, len(ks))
+	if len(ks) == 1 {
+		call(ks[0])
+		return errs
+	}
 	var wg sync.WaitGroup
-	for i, k := range ks {
-		wg.Go(func() { errs[i] = f(ctx, k, s.Shard(k)) })
+	for _, k := range ks {
+		wg.Go(func() { call(k) })
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errs
 }
 
 func allOf(n int) []int {
