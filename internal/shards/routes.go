@@ -85,7 +85,9 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempoten
 	if s.m.Of(p.ID) != s.m.Of(p.AuthorID) {
 		return feed.Post{}, false, feed.Errorf(feed.EINVALID, "post id %d does not carry its author %d's shard (%d of %d)", p.ID, p.AuthorID, s.m.Of(p.AuthorID), s.m.N)
 	}
-	return s.of(p.AuthorID).CreatePost(ctx, p, idem)
+	k := s.m.Of(p.AuthorID)
+	s.wrote[k].Store(true)
+	return s.Shard(k).CreatePost(ctx, p, idem)
 }
 
 func (s *Store) Post(ctx context.Context, id int64) (feed.Post, error) {

@@ -22,6 +22,9 @@ type Store struct {
 	shards []atomic.Pointer[sqlstore.Store]
 	// down[k] is set while shard k's server does not answer (health.go).
 	down []atomic.Bool
+	// wrote[k] is set when a post went into shard k's outbox since the
+	// relays were last woken (notify.go).
+	wrote []atomic.Bool
 }
 
 // New returns a Store over shards, one store per logical shard of m, in
@@ -30,7 +33,7 @@ func New(m Map, shards []*sqlstore.Store) (*Store, error) {
 	if len(shards) != m.N {
 		return nil, fmt.Errorf("shards: %d stores for %d shards", len(shards), m.N)
 	}
-	s := &Store{m: m, shards: make([]atomic.Pointer[sqlstore.Store], len(shards)), down: make([]atomic.Bool, len(shards))}
+	s := &Store{m: m, shards: make([]atomic.Pointer[sqlstore.Store], len(shards)), down: make([]atomic.Bool, len(shards)), wrote: make([]atomic.Bool, len(shards))}
 	for k, st := range shards {
 		s.shards[k].Store(st)
 	}
