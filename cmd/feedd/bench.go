@@ -171,12 +171,12 @@ func benchGraph(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer store.Close()
-	if err := migrateAll(ctx, store); err != nil {
+	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
 	// The graph goes straight into the tables through the store's bulk
 	// API, past the store's rules (sqlstore's BulkLoadUsers says which).
-	if has, err := anyUsers(ctx, store); err != nil {
+	if has, err := store.AnyUsers(ctx); err != nil {
 		return err
 	} else if has && !appendTo {
 		return errors.New("bench graph: the database already holds users; use a fresh database, or --append")

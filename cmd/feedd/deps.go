@@ -167,7 +167,7 @@ func migrate(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Wri
 		return err
 	}
 	defer store.Close()
-	if err := migrateAll(ctx, store); err != nil {
+	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "feedd: migrations applied")
@@ -218,7 +218,7 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		d.workStore = d.store
 	}
 	if cfg.autoMigrate || cfg.embedded() {
-		if err := migrateAll(ctx, d.store); err != nil {
+		if err := d.store.Migrate(ctx); err != nil {
 			return nil, err
 		}
 	}

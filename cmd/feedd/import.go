@@ -110,7 +110,7 @@ was. Safe while feedd serves; see docs/operations.md.
 		return err
 	}
 	defer store.Close()
-	if err := migrateAll(ctx, store); err != nil {
+	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
 	caches := importer.Caches{InboxTTL: cfg.inboxTTL(), LikeCountTTL: likes.DefaultCountTTL}

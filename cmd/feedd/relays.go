@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/relay"
+	"github.com/feedd/feedd/internal/shards"
 	"github.com/feedd/feedd/internal/sqlstore"
 )
 
@@ -55,25 +56,18 @@ func (rs relays) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// notifyAll is relay.Notifier over every database of a store: a serving
-// process that runs no relay wakes the work processes' relays of every
-// shard after a publish (PostgreSQL's NOTIFY; MySQL cannot, and its
-// relays find the post at their poll).
-type notifyAll []*sqlstore.Store
-
-func (n notifyAll) NotifyOutbox(ctx context.Context) error {
-	var errs []error
-	unsupported := 0
-	for _, db := range n {
-		err := db.NotifyOutbox(ctx)
-		if errors.Is(err, errors.ErrUnsupported) {
-			unsupported++
-			continue
+// watchShards runs, until ctx ends, the ping of every shard of each of
+// d's sharded stores (shards.Store.Watch), so that a dead shard is known
+// before a reader asks it, and its return seen without waiting for a
+// call.
+func watchShards(ctx context.Context, d *deps, work *sync.WaitGroup) {
+	stores := []truth{d.store}
+	if d.workStore != d.store {
+		stores = append(stores, d.workStore)
+	}
+	for _, store := range stores {
+		if s, ok := any(store).(*shards.Store); ok { // any: see routed
+			work.Go(func() { s.Watch(ctx, time.Second) })
 		}
-		errs = append(errs, err)
 	}
-	if unsupported == len(n) {
-		return errors.ErrUnsupported
-	}
-	return errors.Join(errs...)
 }

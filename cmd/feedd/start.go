@@ -70,6 +70,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	defer stopWork()
 	var work sync.WaitGroup
 	watchReplicas(workCtx, cfg, d, logger, &work)
+	watchShards(workCtx, d, &work)
 
 	// Every process writes a heartbeat for the ops console; its breakers
 	// are the likes' SQL breaker (a serving process's) and the Redis
@@ -113,7 +114,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		} else {
 			// No relay here: wake those of the work processes (on
 			// PostgreSQL; on MySQL they find the post at their poll).
-			waker := relay.NewWaker(logger, notifyAll(databases(d.store)))
+			waker := relay.NewWaker(logger, d.store)
 			work.Go(func() { _ = waker.Run(workCtx) })
 			opts = append(opts, timeline.WithPublishHook(waker.Notify))
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/feedd/feedd/internal/fanout"
 	"github.com/feedd/feedd/internal/importer"
 	"github.com/feedd/feedd/internal/likes"
+	"github.com/feedd/feedd/internal/relay"
 	"github.com/feedd/feedd/internal/shards"
 	"github.com/feedd/feedd/internal/social"
 	"github.com/feedd/feedd/internal/sqlstore"
@@ -24,7 +25,9 @@ import (
 // the union of what its consumers declare, so that a method a service
 // adds to its store interface is one the router must have too. What is
 // per database (pools, replicas, the outbox a relay drains, migrations)
-// is reached through databases.
+// is reached through databases. Starting never creates a shard's
+// database: feedd migrate does (shards.Migrate), so that a wrong map
+// cannot make empty shards beside the data.
 type truth interface {
 	timeline.Store
 	social.Store
@@ -37,6 +40,13 @@ type truth interface {
 	importer.Store
 	export.Source
 	graph.SQLStore
+	// NotifyOutbox wakes the work processes' relays after a publish from
+	// a process that runs none (relay.Waker).
+	relay.Notifier
+	// Migrate brings the schema up to date (every shard's, whose
+	// databases feedd migrate created).
+	Migrate(ctx context.Context) error
+	AnyUsers(ctx context.Context) (bool, error)
 	Close() error
 }
 
@@ -133,32 +143,4 @@ func routed(s *shards.Store) (truth, error) {
 		return nil, errors.New("shards: this build's router does not route every call of the SQL store yet")
 	}
 	return t, nil
-}
-
-// migrateAll brings every database of store to the current schema: the
-// roles' auto-migration and the commands that write (import, bench
-// graph). On shards it does not create a missing shard's database, nor
-// record which shard a database is: feedd migrate does (shards.Migrate),
-// so that a wrong map never creates empty shards beside the data.
-func migrateAll(ctx context.Context, store truth) error {
-	dbs := databases(store)
-	for k, db := range dbs {
-		if err := db.Migrate(ctx); err != nil {
-			if _, ok := any(store).(*shards.Store); ok { // any: see routed
-				return fmt.Errorf("shard %d: %w", k, err)
-			}
-			return err
-		}
-	}
-	return nil
-}
-
-// anyUsers reports whether any database of store holds a user.
-func anyUsers(ctx context.Context, store truth) (bool, error) {
-	for _, db := range databases(store) {
-		if has, err := db.AnyUsers(ctx); err != nil || has {
-			return has, err
-		}
-	}
-	return false, nil
 }
