@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/sqlstore"
 	"github.com/feedd/feedd/internal/testenv"
 )
 
@@ -95,11 +96,27 @@ func bulkFollowers(t *testing.T, in *instance, author int64, n int) []int64 {
 		users[i] = feed.User{ID: ids[i], Name: "f" + strconv.Itoa(i)}
 	}
 	ctx := context.Background()
-	if err := in.sql().BulkCreateUsers(ctx, users); err != nil {
+	bulk, ok := in.d.store.(interface {
+		BulkCreateUsers(ctx context.Context, users []feed.User) error
+	})
+	if !ok {
+		t.Fatalf("the store %T has no BulkCreateUsers", in.d.store)
+	}
+	if err := bulk.BulkCreateUsers(ctx, users); err != nil {
 		t.Fatalf("bulk users: %v", err)
 	}
-	if err := in.sql().BulkFollow(ctx, author, ids); err != nil {
-		t.Fatalf("bulk follow: %v", err)
+	if db, one := any(in.d.store).(*sqlstore.Store); one {
+		if err := db.BulkFollow(ctx, author, ids); err != nil {
+			t.Fatalf("bulk follow: %v", err)
+		}
+		return ids
+	}
+	// On shards a follow writes two of them (the edge's two copies):
+	// one at a time through the router.
+	for _, id := range ids {
+		if _, err := in.d.store.Follow(ctx, id, author); err != nil {
+			t.Fatalf("follow %d -> %d: %v", id, author, err)
+		}
 	}
 	return ids
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -135,11 +134,11 @@ func TestIdempotencyKeyExpiry(t *testing.T) {
 		testenv.Eventually(t, 15*time.Second, "the expired key makes a new post", func() bool { return post() != first })
 
 		keys := func() int {
-			var n int
-			if err := in.sql().DB().QueryRowContext(context.Background(), "SELECT COUNT(*) FROM idempotency").Scan(&n); err != nil {
+			n, err := in.sqlCount("SELECT COUNT(*) FROM idempotency")
+			if err != nil {
 				t.Fatal(err)
 			}
-			return n
+			return int(n)
 		}
 		testenv.Eventually(t, 15*time.Second, "the expired key is purged", func() bool { return keys() == 0 })
 		// The purger counts a batch after its transaction commits: the

@@ -152,11 +152,9 @@ func TestAccountDeletion(t *testing.T) {
 			stats, rows := in.sqlLikes(bobPost)
 			return n == 0 && stats == 0 && rows == 0
 		})
-		var left int
-		db := in.sql().DB()
-		if err := db.QueryRow(`SELECT (SELECT COUNT(*) FROM follows WHERE follower_id = ? OR followee_id = ?)
+		if left, err := in.sqlCount(`SELECT (SELECT COUNT(*) FROM follows WHERE follower_id = ? OR followee_id = ?)
 			+ (SELECT COUNT(*) FROM likes WHERE user_id = ?) + (SELECT COUNT(*) FROM posts WHERE author_id = ?)`,
-			alice, alice, alice, alice).Scan(&left); err != nil || left != 0 {
+			alice, alice, alice, alice); err != nil || left != 0 {
 			t.Errorf("alice's rows left after the purge: %d, %v; want 0", left, err)
 		}
 
