@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/feed/feedtest"
@@ -333,4 +334,47 @@ func (in *instance) sqlCount(query string, args ...any) (int64, error) {
 		total += n
 	}
 	return total, nil
+}
+
+// TestShardedRoles: with the truth on 4 shards, a serve process and two
+// work processes move posts by authors of every shard into their
+// followers' feeds: each work process runs a relay on every shard's
+// outbox (their metrics by shard), and the outboxes drain.
+func TestShardedRoles(t *testing.T) {
+	for _, postgres := range []bool{false, true} {
+		name := "mariadb"
+		if postgres {
+			name = "postgres"
+		}
+		t.Run(name, func(t *testing.T) {
+			env := shardedEnv(t, postgres)
+			serve := startRole(t, "serve", env, nil)
+			work := startRole(t, "work", env, nil)
+			startRole(t, "work", env, nil)
+			_, readerTok := serve.user("reader")
+			// Authors until each shard has one: user ids are drawn, so
+			// their shards are too.
+			var posts []string
+			onShard := map[int64]bool{}
+			for i := 0; len(onShard) < 4; i++ {
+				if i == 64 {
+					t.Fatalf("64 users and shards %v only", onShard)
+				}
+				id, tok := serve.user(fmt.Sprintf("author%d", i))
+				n, _ := strconv.ParseInt(id, 10, 64)
+				if onShard[n&3] {
+					continue
+				}
+				onShard[n&3] = true
+				serve.follow(readerTok, id)
+				posts = append(posts, serve.post(tok, "on shard "+strconv.FormatInt(n&3, 10)))
+			}
+			slices.Reverse(posts)
+			serve.feedEventually(readerTok, 10, posts)
+			for k := range 4 {
+				series := fmt.Sprintf(`feedd_outbox_backlog{shard="%d"}`, k)
+				testenv.Eventually(t, 10*time.Second, series+" is 0", func() bool { return metric(t, work, series) == 0 })
+			}
+		})
+	}
 }
