@@ -208,16 +208,36 @@ func (m *ShardMove) Finish(ctx context.Context, movedTo string) error {
 // triggers and the change table go, and the target is left as it is
 // (a later move empties it).
 func (m *ShardMove) Abort(ctx context.Context) error {
-	errs := []error{m.setState(ctx, MoveAborted, "", "")}
-	for _, t := range m.tables {
-		for _, q := range t.dropTriggerDDL(m.src.postgres()) {
-			if _, err := m.src.db.ExecContext(ctx, q); err != nil {
-				errs = append(errs, fmt.Errorf("sqlstore: move: abort: %w", err))
+	return errors.Join(m.setState(ctx, MoveAborted, "", ""), m.src.dropCapture(ctx, m.tables))
+}
+
+// ForgetMove readies a database that a shard moved away from to take it
+// back: its move triggers, its change table and its move state go.
+func (s *Store) ForgetMove(ctx context.Context) error {
+	tables, err := s.moveTables(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlstore: forget move: %w", err)
+	}
+	if err := s.dropCapture(ctx, tables); err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx, "DELETE FROM shard_moves"); err != nil {
+		return fmt.Errorf("sqlstore: forget move: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) dropCapture(ctx context.Context, tables []moveTable) error {
+	var errs []error
+	for _, t := range tables {
+		for _, q := range t.dropTriggerDDL(s.postgres()) {
+			if _, err := s.db.ExecContext(ctx, q); err != nil {
+				errs = append(errs, fmt.Errorf("sqlstore: move: drop triggers: %w", err))
 			}
 		}
 	}
-	if _, err := m.src.db.ExecContext(ctx, "DROP TABLE IF EXISTS shard_changes"); err != nil {
-		errs = append(errs, fmt.Errorf("sqlstore: move: abort: %w", err))
+	if _, err := s.db.ExecContext(ctx, "DROP TABLE IF EXISTS shard_changes"); err != nil {
+		errs = append(errs, fmt.Errorf("sqlstore: move: drop shard_changes: %w", err))
 	}
 	return errors.Join(errs...)
 }

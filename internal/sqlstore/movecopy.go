@@ -68,7 +68,7 @@ func (m *ShardMove) Copy(ctx context.Context, table string, chunk int, progress 
 // Replay applies up to limit recorded changes, oldest first: each changed
 // key's row is read anew on the source and upserted on the target, or
 // deleted there if the source has it no more; then the changes are
-// forgotten. It returns how many it applied; a change made meanwhile is
+// forgotten. It returns how many changes it applied; a change made meanwhile is
 // a new one, for the next call. Exactly the changes read are deleted: a
 // change whose transaction commits late may have a lower seq than the
 // ones read.
@@ -124,6 +124,7 @@ func (m *ShardMove) Replay(ctx context.Context, limit int) (int, error) {
 			ks = ks[n:]
 		}
 	}
+	n := len(seqs)
 	for len(seqs) > 0 {
 		n := min(len(seqs), 1000)
 		args := make([]any, n)
@@ -135,7 +136,7 @@ func (m *ShardMove) Replay(ctx context.Context, limit int) (int, error) {
 		}
 		seqs = seqs[n:]
 	}
-	return len(seen), nil
+	return n, nil
 }
 
 // replayKeys brings the target's rows of keys to the source's state:
