@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -224,7 +225,7 @@ func (s *Store) upsertRows(ctx context.Context, t moveTable, rows [][]any) error
 		}
 		var set []string
 		for _, c := range t.cols {
-			if c.slot != "" {
+			if t.isKey(c.name) {
 				continue
 			}
 			if s.postgres() {
@@ -257,6 +258,10 @@ func (t moveTable) pkNames() string {
 		names[i] = c.name
 	}
 	return strings.Join(names, ", ")
+}
+
+func (t moveTable) isKey(col string) bool {
+	return slices.ContainsFunc(t.pk, func(c moveColumn) bool { return c.name == col })
 }
 
 // pkIndexes are the positions of the key's columns among t.cols.
