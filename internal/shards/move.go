@@ -63,6 +63,9 @@ type MoveReport struct {
 func Move(ctx context.Context, m Map, k int, to string, log func(string, ...any)) (MoveReport, error) {
 	start := time.Now()
 	rep := MoveReport{Shard: k}
+	if log == nil {
+		log = func(string, ...any) {}
+	}
 	if k < 0 || k >= m.N {
 		return rep, fmt.Errorf("shards: move: there is no shard %d (the map has 0-%d)", k, m.N-1)
 	}

@@ -81,9 +81,12 @@ func testMoveShardOnline(t *testing.T, pg bool) {
 	var nextUser atomic.Int64
 	nextUser.Store(10_000)
 	for w := range 4 {
-		wg.Go(func() { write(ctx, t, s, l, &nextUser, n, moving, w, stop) })
+		// One generator for all: two would hand out the same id now and
+		// then (each starts a millisecond at a random point).
+		wg.Go(func() { write(ctx, t, s, l, gen, &nextUser, n, moving, w, stop) })
 	}
 	time.Sleep(300 * time.Millisecond)
+	before := s.Shard(moving)
 	rep, err := shards.Move(ctx, m, moving, to, t.Logf)
 	if err != nil {
 		close(stop)
@@ -102,6 +105,12 @@ func testMoveShardOnline(t *testing.T, pg bool) {
 	}
 	if l.ackedMoving == 0 {
 		t.Fatal("no write on the moving shard was acknowledged")
+	}
+	if s.Shard(moving) == before {
+		t.Error("the writers' router still writes shard 1 at its old place")
+	}
+	if _, err := shards.Move(ctx, m, moving, to, nil); err == nil {
+		t.Error("a second move of the shard from its old place went through")
 	}
 	if got, want := rep.Map.DSN(moving), to; got != want {
 		t.Errorf("the new map places shard %d elsewhere than the target", moving)
@@ -129,7 +138,7 @@ func testMoveShardOnline(t *testing.T, pg bool) {
 	var srcTop, dstTop int64
 	rawDB(t, srcDSN, pg).QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM outbox").Scan(&srcTop)
 	author := int64(5*n + moving)
-	p := feed.Post{ID: feed.NewIDGen(nil).NextOn(author, n), AuthorID: author, Content: "after", CreatedAt: time.Now()}
+	p := feed.Post{ID: gen.NextOn(author, n), AuthorID: author, Content: "after", CreatedAt: time.Now()}
 	if _, _, err := s.CreatePost(ctx, p, feed.Idempotency{}); err != nil {
 		t.Fatalf("a post after the move: %v", err)
 	}
@@ -138,14 +147,45 @@ func testMoveShardOnline(t *testing.T, pg bool) {
 	}
 
 	// The reader follows within a few seconds, and sees the post.
-	deadline := time.Now().Add(4 * time.Second)
+	readerSees(ctx, t, reader, p.ID, "after")
+
+	// And back: the old place forgets it moved and takes the shard again;
+	// both routers follow.
+	var there int64
+	if err := dst.QueryRowContext(ctx, "SELECT COUNT(*) FROM posts").Scan(&there); err != nil {
+		t.Fatal(err)
+	}
+	back, err := shards.Move(ctx, rep.Map, moving, from, t.Logf)
+	if err != nil {
+		t.Fatalf("move back: %v", err)
+	}
+	if back.Rows["posts"] != there {
+		t.Errorf("moved back %d posts, want %d", back.Rows["posts"], there)
+	}
+	p2 := feed.Post{ID: gen.NextOn(author, n), AuthorID: author, Content: "back", CreatedAt: time.Now()}
+	if _, _, err := s.CreatePost(ctx, p2, feed.Idempotency{}); err != nil {
+		t.Fatalf("a post after the move back: %v", err)
+	}
+	var at int
+	if err := rawDB(t, srcDSN, pg).QueryRowContext(ctx, rebindPG(dst, "SELECT COUNT(*) FROM posts WHERE id = ?"), p2.ID).Scan(&at); err != nil || at != 1 {
+		t.Errorf("the post after the move back is not at the first place: %d (%v)", at, err)
+	}
+	readerSees(ctx, t, reader, p2.ID, "back")
+}
+
+// readerSees waits up to 4 s for reader to read post id with content:
+// a process that only reads follows a move within WatchMoves' interval.
+func readerSees(ctx context.Context, t *testing.T, reader *shards.Store, id int64, content string) {
+	t.Helper()
+	start := time.Now()
 	for {
-		got, err := reader.Post(ctx, p.ID)
-		if err == nil && got.Content == "after" {
-			break
+		got, err := reader.Post(ctx, id)
+		if err == nil && got.Content == content {
+			t.Logf("the reading process saw post %d after %s", id, time.Since(start).Round(time.Millisecond))
+			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the reading process still does not see a post written after the move: %v", err)
+		if time.Since(start) > 4*time.Second {
+			t.Fatalf("the reading process still does not see post %d: %v", id, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -253,8 +293,7 @@ func (l *ledger) ack(shard, moving int, took time.Duration, f func()) {
 
 // write creates users, and posts that it edits and deletes, half on the
 // moving shard, until stop; every error is the test's failure.
-func write(ctx context.Context, t *testing.T, s *shards.Store, l *ledger, nextUser *atomic.Int64, n, moving, w int, stop chan struct{}) {
-	gen := feed.NewIDGen(nil)
+func write(ctx context.Context, t *testing.T, s *shards.Store, l *ledger, gen *feed.IDGen, nextUser *atomic.Int64, n, moving, w int, stop chan struct{}) {
 	rnd := rand.New(rand.NewPCG(uint64(w), 7))
 	do := func(shard int, what string, f func() error, ok func()) bool {
 		start := time.Now()
