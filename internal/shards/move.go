@@ -180,16 +180,28 @@ func run(ctx context.Context, mv *sqlstore.ShardMove, m Map, k int, to string, l
 			return rep, err
 		}
 	}
+	// Where the pause goes, for the log: an operator whose pause is long
+	// sees which step to blame.
+	var steps []string
+	lap := fenced
+	step := func(name string) {
+		steps = append(steps, fmt.Sprintf("%s %s", name, time.Since(lap).Round(time.Millisecond)))
+		lap = time.Now()
+	}
+	step("fence")
 	n, err := replayAll(ctx, mv)
 	rep.Replayed += n
 	rep.Rounds++
 	if err != nil {
 		return rep, err
 	}
+	step(fmt.Sprintf("last %d changes", n))
 	if err := mv.Counters(ctx); err != nil {
 		return rep, err
 	}
+	step("counters")
 	counts, err := mv.Counts(ctx)
+	step("row counts")
 	if err != nil {
 		return rep, err
 	}
@@ -210,7 +222,8 @@ func run(ctx context.Context, mv *sqlstore.ShardMove, m Map, k int, to string, l
 	}
 	rep.Pause = time.Since(fenced)
 	rep.Map = m.With(k, to)
-	log("shard %d: moved; the last %d changes replayed with writes paused for %s", k, n, rep.Pause.Round(time.Millisecond))
+	step("moved")
+	log("shard %d: moved; writes paused for %s (%s)", k, rep.Pause.Round(time.Millisecond), strings.Join(steps, ", "))
 	return rep, nil
 }
 
