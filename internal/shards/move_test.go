@@ -146,6 +146,12 @@ func testMoveShardOnline(t *testing.T, pg bool) {
 		t.Errorf("the new place's newest outbox id is %d (%v); want above the old place's %d", dstTop, err, srcTop)
 	}
 
+	// A relay of the shard's outbox relays at the new place.
+	relayed, err := s.Outbox(moving).RelayOutbox(ctx, 100_000, func(context.Context, []feed.OutboxEvent) error { return nil })
+	if err != nil || relayed == 0 {
+		t.Errorf("relayed %d events of shard %d after the move (%v); want its waiting events", relayed, moving, err)
+	}
+
 	// The reader follows within a few seconds, and sees the post.
 	readerSees(ctx, t, reader, p.ID, "after")
 

@@ -184,3 +184,43 @@ func (s *Store) WatchMoves(ctx context.Context, every time.Duration) {
 		})
 	}
 }
+
+// Outbox is shard k's outbox for a relay (relay.Outbox), at wherever the
+// shard lives: a relay given Shard(k) itself would go on claiming events
+// at the old place after a move, and fail there. An event whose publish
+// the fence caught before the relay marked it sent is published again
+// from the new place: at least once, as after a relay's crash.
+func (s *Store) Outbox(k int) *ShardOutbox { return &ShardOutbox{s: s, k: k} }
+
+// ShardOutbox is one shard's outbox, following the shard's moves.
+type ShardOutbox struct {
+	s *Store
+	k int
+}
+
+func (o *ShardOutbox) RelayOutbox(ctx context.Context, n int, publish func(ctx context.Context, evs []feed.OutboxEvent) error) (sent int, err error) {
+	err = o.s.write(ctx, o.k, func(st *sqlstore.Store) (err error) {
+		sent, err = st.RelayOutbox(ctx, n, publish)
+		return err
+	})
+	return sent, err
+}
+
+func (o *ShardOutbox) SweepOutbox(ctx context.Context, sentBefore time.Time) (swept int64, err error) {
+	err = o.s.write(ctx, o.k, func(st *sqlstore.Store) (err error) {
+		swept, err = st.SweepOutbox(ctx, sentBefore)
+		return err
+	})
+	return swept, err
+}
+
+func (o *ShardOutbox) OutboxBacklog(ctx context.Context) (int64, error) {
+	return o.s.Shard(o.k).OutboxBacklog(ctx)
+}
+
+// ListenOutbox listens at the shard's place when it is called: after a
+// move the relay hears nothing until it listens again, and finds the
+// events by its poll meanwhile.
+func (o *ShardOutbox) ListenOutbox(ctx context.Context, wake func()) error {
+	return o.s.Shard(o.k).ListenOutbox(ctx, wake)
+}
