@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -243,37 +245,36 @@ func (s *Store) dropCapture(ctx context.Context, tables []moveTable) error {
 }
 
 // Counts returns each moved table's rows on the source and on the target,
-// counted at once on both.
+// each side in one statement, both at once.
 func (m *ShardMove) Counts(ctx context.Context) (map[string][2]int64, error) {
-	type res struct {
-		table string
-		side  int
-		n     int64
-		err   error
+	subs := make([]string, len(m.tables))
+	for i, t := range m.tables {
+		subs[i] = "(SELECT COUNT(*) FROM " + t.name + ")"
 	}
-	ch := make(chan res)
-	for _, t := range m.tables {
-		for side, st := range []*Store{m.src, m.dst} {
-			go func() {
-				var n int64
-				err := st.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+t.name).Scan(&n)
-				ch <- res{t.name, side, n, err}
-			}()
-		}
+	q := "SELECT " + strings.Join(subs, ", ")
+	var sides [2][]int64
+	var errs [2]error
+	var wg sync.WaitGroup
+	for side, st := range []*Store{m.src, m.dst} {
+		wg.Go(func() {
+			ns := make([]int64, len(m.tables))
+			dest := make([]any, len(ns))
+			for i := range ns {
+				dest[i] = &ns[i]
+			}
+			errs[side] = st.db.QueryRowContext(ctx, q).Scan(dest...)
+			sides[side] = ns
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, fmt.Errorf("sqlstore: move: count rows: %w", err)
 	}
 	out := make(map[string][2]int64, len(m.tables))
-	var errs []error
-	for range 2 * len(m.tables) {
-		r := <-ch
-		if r.err != nil {
-			errs = append(errs, fmt.Errorf("sqlstore: move: count %s: %w", r.table, r.err))
-			continue
-		}
-		c := out[r.table]
-		c[r.side] = r.n
-		out[r.table] = c
+	for i, t := range m.tables {
+		out[t.name] = [2]int64{sides[0][i], sides[1][i]}
 	}
-	return out, errors.Join(errs...)
+	return out, nil
 }
 
 // Counters carries the source's auto-increment counters (the outbox's
