@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -440,5 +441,46 @@ func TestMapWith(t *testing.T) {
 		if _, err := shards.Parse(8, got); err != nil {
 			t.Errorf("%s does not parse: %v", got, err)
 		}
+	}
+}
+
+// A move that stops half way (here its context ends during the copy)
+// gives the shard back: writes go on at the old place, and a later move
+// starts over and finishes.
+func TestMoveStoppedGivesBack(t *testing.T) {
+	feedtest.RequireServices(t)
+	ctx := context.Background()
+	const n, moving = 4, 1
+	s := openSharded(t, n, false)
+	m := s.Map()
+	to := movePlace(t, false, moving)
+	for id := int64(1); id <= 40; id++ {
+		if _, err := s.CreateUser(ctx, feed.User{ID: id, Name: "u", CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopCtx, stop := context.WithCancel(ctx)
+	_, err := shards.Move(stopCtx, m, moving, to, func(format string, a ...any) {
+		if msg := fmt.Sprintf(format, a...); strings.Contains(msg, "copied posts") {
+			stop()
+		}
+	})
+	if err == nil {
+		t.Fatal("a move whose context ended during the copy finished")
+	}
+	t.Logf("the stopped move: %v", err)
+	before := s.Shard(moving)
+	if _, err := s.CreateUser(ctx, feed.User{ID: 41*n + moving, Name: "after", CreatedAt: time.Now()}); err != nil {
+		t.Fatalf("a write after the stopped move: %v", err)
+	}
+	if s.Shard(moving) != before {
+		t.Error("the router left the old place after a stopped move")
+	}
+	rep, err := shards.Move(ctx, m, moving, to, nil)
+	if err != nil {
+		t.Fatalf("the move after a stopped one: %v", err)
+	}
+	if got := rep.Rows["users"]; got != 11 {
+		t.Errorf("moved %d users of shard 1, want 11", got)
 	}
 }
