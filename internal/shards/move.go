@@ -60,6 +60,12 @@ type MoveReport struct {
 // (moved.go), and the source refuses writes for good. A move that fails
 // before the end gives the shard back to the source. log reports the
 // progress (printf style); it never shows a DSN.
+//
+// A shard may move back to a place it left: that database forgets the
+// earlier move when the new one starts. A process that has not followed
+// the earlier move by then (it neither wrote the shard nor ran
+// WatchMoves since) could write there, and the copy would lose its
+// write: every process runs WatchMoves.
 func Move(ctx context.Context, m Map, k int, to string, log func(string, ...any)) (MoveReport, error) {
 	start := time.Now()
 	rep := MoveReport{Shard: k}

@@ -2,6 +2,7 @@ package shards_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
@@ -65,6 +66,19 @@ func testMoveShardOnline(t *testing.T, pg bool) {
 	if err := s.BulkLoadPosts(ctx, posts); err != nil {
 		t.Fatal(err)
 	}
+	// Follows among them: more than a page of the copy, under a key of
+	// two columns.
+	var edges [][2]int64
+	for _, u := range users {
+		for _, d := range []int64{1, 2, 3} {
+			if v := u.ID + d*n; v < int64(len(users))*n {
+				edges = append(edges, [2]int64{u.ID, v})
+			}
+		}
+	}
+	if err := s.BulkLoadFollows(ctx, edges); err != nil {
+		t.Fatal(err)
+	}
 
 	// A second process that only reads.
 	reader, err := shards.Open(ctx, m, sqlstore.Pools{Write: 4}, sqlstore.DefaultTimeouts)
@@ -112,6 +126,9 @@ func testMoveShardOnline(t *testing.T, pg bool) {
 	}
 	if _, err := shards.Move(ctx, m, moving, to, nil); err == nil {
 		t.Error("a second move of the shard from its old place went through")
+	}
+	if got := rep.Rows["follows"]; got != int64(len(edges)) {
+		t.Errorf("moved %d follows, want %d", got, len(edges))
 	}
 	if got, want := rep.Map.DSN(moving), to; got != want {
 		t.Errorf("the new map places shard %d elsewhere than the target", moving)
@@ -272,6 +289,7 @@ type ledger struct {
 	users       map[int64]bool
 	posts       map[int64]wantPost
 	markers     map[int64]int64
+	keys        map[int64]int64 // post -> author, of the posts made with a key
 	acked       int
 	ackedMoving int
 	slowest     time.Duration
@@ -284,7 +302,7 @@ type wantPost struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{users: map[int64]bool{}, posts: map[int64]wantPost{}, markers: map[int64]int64{}}
+	return &ledger{users: map[int64]bool{}, posts: map[int64]wantPost{}, markers: map[int64]int64{}, keys: map[int64]int64{}}
 }
 
 func (l *ledger) ack(shard, moving int, took time.Duration, f func()) {
@@ -331,10 +349,22 @@ func write(ctx context.Context, t *testing.T, s *shards.Store, l *ledger, gen *f
 		var ids []int64
 		for j := range 3 {
 			p := feed.Post{ID: gen.NextOn(id, n), AuthorID: id, Content: fmt.Sprintf("p%d", j), CreatedAt: time.Now()}
+			// The first post of each user with an idempotency key: a
+			// table whose key holds a string.
+			var idem feed.Idempotency
+			if j == 0 {
+				sum := sha256.Sum256([]byte(p.Content))
+				idem = feed.Idempotency{Key: fmt.Sprintf("key-%d", p.ID), Fingerprint: sum[:], TTL: time.Hour}
+			}
 			if !do(shard, "create post", func() error {
-				_, _, err := s.CreatePost(ctx, p, feed.Idempotency{})
+				_, _, err := s.CreatePost(ctx, p, idem)
 				return err
-			}, func() { l.posts[p.ID] = wantPost{author: id, content: p.Content} }) {
+			}, func() {
+				l.posts[p.ID] = wantPost{author: id, content: p.Content}
+				if idem.Key != "" {
+					l.keys[p.ID] = id
+				}
+			}) {
 				return
 			}
 			ids = append(ids, p.ID)
@@ -399,7 +429,19 @@ func (l *ledger) check(ctx context.Context, t *testing.T, db *sql.DB, n, moving,
 			t.Errorf("marker of %d at the new place: %d (%v), want %d", id, got, err, last)
 		}
 	}
-	for table, want := range map[string]int{"users": wantUsers, "posts": wantPosts, "markers": wantMarkers} {
+	wantKeys := 0
+	for post, author := range l.keys {
+		if int(author)%n != moving {
+			continue
+		}
+		wantKeys++
+		var got int64
+		err := db.QueryRowContext(ctx, rebindPG(db, "SELECT post_id FROM idempotency WHERE idem_key = ?"), fmt.Sprintf("key-%d", post)).Scan(&got)
+		if err != nil || got != post {
+			t.Errorf("idempotency key of post %d at the new place: %d (%v)", post, got, err)
+		}
+	}
+	for table, want := range map[string]int{"users": wantUsers, "posts": wantPosts, "markers": wantMarkers, "idempotency": wantKeys} {
 		var got int
 		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table).Scan(&got); err != nil || got != want {
 			t.Errorf("%s at the new place: %d rows (%v), want %d", table, got, err, want)
