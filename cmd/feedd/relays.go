@@ -29,12 +29,14 @@ func newRelays(logger *slog.Logger, cfg relay.Config, store truth, pub feed.Publ
 	if db, one := any(store).(*sqlstore.Store); one { // any: see routed
 		return relays{relay.New(logger, cfg, db, pub, reg)}
 	}
-	dbs := databases(store)
-	cfg.Workers = max(1, cfg.Workers/len(dbs))
-	rs := make(relays, len(dbs))
-	for k, db := range dbs {
-		shard := strconv.Itoa(k)
-		rs[k] = relay.New(logger.With("shard", k), cfg, db, pub, prometheus.WrapRegistererWith(prometheus.Labels{"shard": shard}, reg))
+	s := any(store).(*shards.Store)
+	cfg.Workers = max(1, cfg.Workers/s.N())
+	rs := make(relays, s.N())
+	for k := range rs {
+		// Outbox(k), not Shard(k): the relay follows the shard when
+		// feedd shards move moves it.
+		labels := prometheus.Labels{"shard": strconv.Itoa(k)}
+		rs[k] = relay.New(logger.With("shard", k), cfg, s.Outbox(k), pub, prometheus.WrapRegistererWith(labels, reg))
 	}
 	return rs
 }

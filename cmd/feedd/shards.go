@@ -46,6 +46,7 @@ func runShards(ctx context.Context, args []string, getenv func(string) string, s
 func shardsCommands() []command {
 	return []command{
 		{name: "status", summary: "where each logical shard lives and its row counts (users, posts, follows, likes, outbox backlog)", run: shardsStatus},
+		{name: "move", summary: "move a logical shard to another server while it serves: move SHARD --to DSN", run: shardsMove},
 	}
 }
 
@@ -171,4 +172,30 @@ func describeDSN(dsn string) (server, database string) {
 		return showSecret(credentialURL, dsn), ""
 	}
 	return cfg.User + "@" + cfg.Addr, cfg.DBName
+}
+
+// shardsMove is `feedd shards move SHARD --to DSN` (shardmove.go), on
+// the map FEEDD_SHARDS and FEEDD_SHARD_DSNS give; its flags are its own,
+// the map comes from the environment.
+func shardsMove(ctx context.Context, args []string, getenv func(string) string, _ io.Reader, stdout, stderr io.Writer) error {
+	var cfg config
+	f := newFlagSet("feedd shards move", getenv, stderr, moveUsage)
+	f.settings(&cfg, "shards", "shard-dsns")
+	if err := f.parse(nil); err != nil {
+		return err
+	}
+	if !cfg.sharded() {
+		return usageError{errors.New("shards move: FEEDD_SHARD_DSNS is not set: there are no shards to move")}
+	}
+	m, err := cfg.shardMap()
+	if err != nil {
+		return err
+	}
+	switch moveShard(ctx, m, args, stdout, stderr) {
+	case 0:
+		return nil
+	case 2:
+		return usageError{errors.New("shards move: see the usage above")}
+	}
+	return errors.New("shards move: the shard was not moved; it serves where it was")
 }
