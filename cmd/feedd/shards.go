@@ -20,7 +20,7 @@ import (
 )
 
 // runShards is `feedd shards <command>`: the operator's view of the
-// logical shards (FEEDD_SHARDS, FEEDD_SHARD_DSNS; docs/operations.md,
+// logical shards (FEEDD_SHARDS, FEEDD_SHARD_DSNS; docs/clusters.md,
 // "Sharding").
 func runShards(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	table := shardsCommands()
@@ -28,7 +28,7 @@ func runShards(ctx context.Context, args []string, getenv func(string) string, s
 		var b strings.Builder
 		b.WriteString("usage: feedd shards <command> [flags]\n\nThe logical shards the SQL truth is spread over by user id (FEEDD_SHARDS,\nFEEDD_SHARD_DSNS).\n\ncommands:\n")
 		writeCommands(&b, table)
-		b.WriteString("\n\"feedd help shards <command>\" lists the command's flags; docs/operations.md, \"Sharding\", explains them.\n")
+		b.WriteString("\n\"feedd help shards <command>\" lists the command's flags; docs/clusters.md, \"Sharding\", explains them.\n")
 		io.WriteString(stderr, b.String())
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
 			return flag.ErrHelp
