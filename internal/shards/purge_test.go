@@ -1,0 +1,160 @@
+package shards_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/feed/feedtest"
+	"github.com/feedd/feedd/internal/shards"
+)
+
+// rowsNaming counts the rows of every shard that name user.
+func rowsNaming(t *testing.T, s *shards.Store, user int64) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for k := range s.N() {
+		for what, q := range map[string]string{
+			"follows": "SELECT COUNT(*) FROM follows WHERE follower_id = ? OR followee_id = ?",
+			"likes":   "SELECT COUNT(*) FROM likes WHERE user_id = ? OR user_id = ?",
+			"blocks":  "SELECT COUNT(*) FROM blocks WHERE blocker_id = ? OR blocked_id = ?",
+			"mutes":   "SELECT COUNT(*) FROM mutes WHERE user_id = ? OR target_id = ?",
+			"posts":   "SELECT COUNT(*) FROM posts WHERE author_id = ? OR author_id = ?",
+			"users":   "SELECT COUNT(*) FROM users WHERE id = ? OR id = ?",
+		} {
+			var n int
+			if err := s.Shard(k).DB().QueryRowContext(context.Background(), rebind(s, k, q), user, user).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			out[what] += n
+		}
+	}
+	return out
+}
+
+// rebind turns ? into $n for a PostgreSQL shard's raw pool.
+func rebind(s *shards.Store, k int, q string) string {
+	if shards.BackendOf(s.Map().DSN(k)) != shards.Postgres {
+		return q
+	}
+	out := make([]byte, 0, len(q)+8)
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] == '?' {
+			n++
+			out = append(out, '$', byte('0'+n))
+			continue
+		}
+		out = append(out, q[i])
+	}
+	return string(out)
+}
+
+func TestPurgeAcrossShards(t *testing.T) {
+	backends(t, func(t *testing.T, s *shards.Store) {
+		ctx := context.Background()
+		createUsers(t, s, 100, 101, 102, 104)
+		ids := feed.NewIDGen(nil)
+		p0 := createPost(t, s, ids, 100)
+		p1 := createPost(t, s, ids, 101)
+		p4 := createPost(t, s, ids, 104)
+		for _, e := range [][2]int64{{100, 101}, {100, 104}, {101, 100}, {102, 100}, {104, 100}, {102, 101}} {
+			if _, err := s.Follow(ctx, e[0], e[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v := time.Now().UnixMicro()
+		if _, err := s.ApplyLikes(ctx, []feed.LikeEvent{
+			{User: 100, Post: p1, Liked: true, Version: v + 1},
+			{User: 100, Post: p4, Liked: true, Version: v + 2},
+			{User: 102, Post: p1, Liked: true, Version: v + 3},
+			{User: 101, Post: p0, Liked: true, Version: v + 4},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Block(ctx, 100, 103); feed.ErrorCode(err) != feed.ENOTFOUND {
+			t.Fatalf("block of a missing user: %v", err)
+		}
+		createUsers(t, s, 103)
+		for _, b := range [][2]int64{{100, 103}, {103, 100}} {
+			if _, err := s.Block(ctx, b[0], b[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Mute(ctx, 101, 100); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Mute(ctx, 100, 102); err != nil {
+			t.Fatal(err)
+		}
+
+		if _, started, err := s.DeleteUser(ctx, 100); err != nil || !started {
+			t.Fatalf("delete: %v, %v", started, err)
+		}
+		user, ok, err := s.ClaimPurge(ctx, "w1", time.Minute)
+		if err != nil || !ok || user != 100 {
+			t.Fatalf("claim: %d, %v, %v", user, ok, err)
+		}
+		for i := 0; ; i++ {
+			b, err := s.PurgeBatch(ctx, 100, "w1", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Done {
+				break
+			}
+			if i > 50 {
+				t.Fatal("the purge does not end")
+			}
+		}
+		for what, n := range rowsNaming(t, s, 100) {
+			if n != 0 {
+				t.Errorf("%d %s rows name the purged user", n, what)
+			}
+		}
+		wantCounts(t, s, 101, 1, 0)
+		wantCounts(t, s, 102, 0, 1)
+		wantCounts(t, s, 104, 0, 0)
+		wantIDs(t, "followers of 101", followersOf(t, s, 101), 102)
+		if got := likeCount(t, s, p1); got != 1 {
+			t.Errorf("post %d: %d likes, want 1", p1, got)
+		}
+		if got := likeCount(t, s, p4); got != 0 {
+			t.Errorf("post %d: %d likes, want 0", p4, got)
+		}
+		p, err := s.Purge(ctx, 100)
+		if err != nil || !p.Done() {
+			t.Fatalf("purge state: %+v, %v", p, err)
+		}
+		if p.Following != 2 || p.Followers != 3 || p.Likes != 2 || p.Posts != 1 {
+			t.Errorf("progress %+v, want 2 following, 3 followers, 2 likes, 1 post", p)
+		}
+		if _, ok, err := s.ClaimPurge(ctx, "w1", time.Minute); err != nil || ok {
+			t.Errorf("a second claim: %v, %v", ok, err)
+		}
+		// A follow of the deleted user is refused.
+		if _, err := s.Follow(ctx, 101, 100); feed.ErrorCode(err) != feed.ENOTFOUND {
+			t.Errorf("follow of the purged user: %v, want ENOTFOUND", err)
+		}
+	})
+}
+
+// TestPurgeLeaseLost: a worker that lost the lease does nothing on any
+// shard.
+func TestPurgeLeaseLost(t *testing.T) {
+	feedtest.RequireServices(t)
+	s := openSharded(t, 4, false)
+	ctx := context.Background()
+	createUsers(t, s, 100, 101)
+	if _, err := s.Follow(ctx, 101, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.DeleteUser(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PurgeBatch(ctx, 100, "nobody", time.Minute); err == nil {
+		t.Fatal("a batch without the lease ran")
+	}
+	wantCounts(t, s, 101, 0, 1)
+}
