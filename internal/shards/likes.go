@@ -2,7 +2,6 @@ package shards
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -26,7 +25,6 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (feed.Like
 	}
 	out := feed.LikesWritten{Deltas: map[int64]int64{}, Tallies: map[int64]feed.LikeTally{}}
 	var mu sync.Mutex
-	var errs []error
 	err := s.some(ctx, slices.Sorted(maps.Keys(groups)), func(ctx context.Context, k int, st *sqlstore.Store) error {
 		w, err := st.ApplyLikesOn(ctx, s.home(k), groups[k])
 		if err != nil {
@@ -38,21 +36,15 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (feed.Like
 		out.Rows += w.Rows
 		out.Writes += w.Writes
 		mu.Unlock()
-		if err := s.settle(ctx, k, likeSyncs(s.m, k, groups[k])); err != nil {
-			// The truth is written and counted: the liker's list catches
-			// up with the repairer. Failing the batch would have the
-			// writer apply it again, which changes nothing.
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-		}
+		// A failed sync is left to the repairer (RunSyncs), which logs
+		// it: the truth and its count are written, only the likers'
+		// lists lag. Failing the batch would have the writer retry it,
+		// holding back the likes of every shard while one is down.
+		_ = s.settle(ctx, k, likeSyncs(s.m, k, groups[k]))
 		return nil
 	})
 	if err != nil {
 		return feed.LikesWritten{}, fmt.Errorf("shards: apply %d like events: %w", len(evs), err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return out, fmt.Errorf("shards: %d like events are written; some of their likers' copies wait for the repairer: %w", len(evs), err)
 	}
 	return out, nil
 }
