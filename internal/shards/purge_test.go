@@ -158,3 +158,41 @@ func TestPurgeLeaseLost(t *testing.T) {
 	}
 	wantCounts(t, s, 101, 0, 1)
 }
+
+// TestFollowRacesPurge: a follow whose truth commits after the followee's
+// purge passed the follower's shard (the router saw the followee alive
+// just before) is dropped by its sync, with the follower's count.
+func TestFollowRacesPurge(t *testing.T) {
+	feedtest.RequireServices(t)
+	s := openSharded(t, 4, false)
+	ctx := context.Background()
+	createUsers(t, s, 100, 101)
+	if _, _, err := s.DeleteUser(ctx, 101); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.ClaimPurge(ctx, "w", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		b, err := s.PurgeBatch(ctx, 101, "w", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Done {
+			break
+		}
+	}
+	// The truth half of a follow that checked 101 before the deletion.
+	if _, err := s.Shard(0).FollowOut(ctx, 100, 101); err != nil {
+		t.Fatal(err)
+	}
+	wantCounts(t, s, 100, 0, 1)
+	if _, err := shards.SyncDueAt(ctx, s, time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	wantCounts(t, s, 100, 0, 0)
+	wantIDs(t, "following of 100", followingOf(t, s, 100))
+	if n := journalRows(t, s); n != 0 {
+		t.Errorf("%d journal rows left", n)
+	}
+}
