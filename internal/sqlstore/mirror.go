@@ -317,12 +317,17 @@ func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, sync
 
 // truthEdges returns which of edges are rows of t here whose first user
 // lives, with their creation times. It reads the primary, outside any
-// transaction: the latest committed truth.
+// transaction: the latest committed truth. It runs inside the mirror
+// shard's transaction, so it takes a connection of the read pool: a
+// transaction never waits for a connection of another shard's write pool,
+// which another shard's transaction could hold while it waits for ours
+// (with no read pool of its own, rdb is the write pool, and a timeout on
+// ctx is what bounds that wait).
 func (s *Store) truthEdges(ctx context.Context, t edgeTable, edges []feed.Edge) (map[feed.Edge]int64, error) {
 	out := map[feed.Edge]int64{}
 	for _, chunk := range pairChunks(edges) {
 		where, args := pairClause(t.a, t.b, chunk)
-		rows, err := s.db.QueryContext(ctx, "SELECT e."+t.a+", e."+t.b+", e.created_at FROM "+t.table+
+		rows, err := s.rdb.QueryContext(ctx, "SELECT e."+t.a+", e."+t.b+", e.created_at FROM "+t.table+
 			" e JOIN users u ON u.id = e."+t.a+" AND u.deleted_at IS NULL WHERE "+where, args...)
 		if err != nil {
 			return nil, fmt.Errorf("read the truth of %d edges: %w", len(chunk), err)
@@ -359,7 +364,7 @@ func (s *Store) syncLikes(ctx context.Context, truth *Store, syncs []Sync) ([]Sy
 		if err != nil {
 			return err
 		}
-		want, err := likeRows(ctx, truth.db, pairs, "")
+		want, err := likeRows(ctx, truth.rdb, pairs, "") // the read pool: see truthEdges
 		if err != nil {
 			return err
 		}
