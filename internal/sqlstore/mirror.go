@@ -280,31 +280,49 @@ func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, sync
 		if err != nil {
 			return err
 		}
-		delta := map[int64]int64{}
+		// Per mirror user, one insert of the rows it should have and one
+		// delete of those it should not, whose affected rows say how many
+		// really changed: only syncs write mirror rows, under this lock,
+		// but a purge may delete some without it, and the count must move
+		// by what really went.
+		put, drop := map[int64][]any{}, map[int64][]any{}
 		for _, e := range edges {
 			at, ok := want[e]
 			if ok && !live[e.Followee] {
 				orphans = append(orphans, Sync{Kind: kind, A: e.Follower, B: e.Followee})
 				ok = false
 			}
-			// One statement per edge, whose affected rows say whether
-			// it changed: a purge may delete mirror rows without the
-			// users' locks, and the count must move by what really went.
-			var changed bool
 			if ok {
-				changed, err = insertedRow(tx.ExecContext(ctx, "INSERT INTO "+t.table+" ("+t.a+", "+t.b+", created_at) VALUES (?, ?, ?)"+s.d.keepExisting,
-					e.Follower, e.Followee, at))
-				if changed {
-					delta[e.Followee]++
-				}
+				put[e.Followee] = append(put[e.Followee], e.Follower, e.Followee, at)
 			} else {
-				changed, err = insertedRow(tx.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE "+t.a+" = ? AND "+t.b+" = ?", e.Follower, e.Followee))
-				if changed {
-					delta[e.Followee]--
-				}
+				drop[e.Followee] = append(drop[e.Followee], e.Follower)
 			}
-			if err != nil {
-				return err
+		}
+		delta := map[int64]int64{}
+		for _, user := range users {
+			for chunk := range slices.Chunk(put[user], 3*chunkSize) {
+				res, err := tx.ExecContext(ctx, "INSERT INTO "+t.table+" ("+t.a+", "+t.b+", created_at) VALUES "+
+					strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(chunk)/3), ", ")+s.d.keepExisting, chunk...)
+				if err != nil {
+					return err
+				}
+				n, err := res.RowsAffected()
+				if err != nil {
+					return err
+				}
+				delta[user] += n
+			}
+			for chunk := range slices.Chunk(drop[user], chunkSize) {
+				res, err := tx.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE "+t.b+" = ? AND "+t.a+" IN ("+placeholders(len(chunk))+")",
+					append([]any{user}, chunk...)...)
+				if err != nil {
+					return err
+				}
+				n, err := res.RowsAffected()
+				if err != nil {
+					return err
+				}
+				delta[user] -= n
 			}
 		}
 		if t.count == "" {
