@@ -24,12 +24,12 @@ func (s *Store) Block(ctx context.Context, blocker, blocked int64) (bool, error)
 	}
 	kb, kd := s.m.Of(blocker), s.m.Of(blocked)
 	if kb == kd {
-		return s.shards[kb].Block(ctx, blocker, blocked)
+		return s.Shard(kb).Block(ctx, blocker, blocked)
 	}
 	if err := s.userOn(ctx, blocked); err != nil {
 		return false, fmt.Errorf("shards: block %d -> %d: %w", blocker, blocked, err)
 	}
-	added, err := s.shards[kb].BlockOut(ctx, blocker, blocked)
+	added, err := s.Shard(kb).BlockOut(ctx, blocker, blocked)
 	if err != nil {
 		return false, err
 	}
@@ -39,7 +39,7 @@ func (s *Store) Block(ctx context.Context, blocker, blocked int64) (bool, error)
 	if err := s.settle(ctx, kb, []sqlstore.Sync{{Kind: sqlstore.SyncBlock, A: blocker, B: blocked}}); err != nil {
 		return fail(err)
 	}
-	if _, err := s.shards[kd].UnfollowOut(ctx, blocked, blocker); err != nil {
+	if _, err := s.Shard(kd).UnfollowOut(ctx, blocked, blocker); err != nil {
 		return fail(err)
 	}
 	if err := s.settle(ctx, kd, []sqlstore.Sync{{Kind: sqlstore.SyncFollow, A: blocked, B: blocker}}); err != nil {
@@ -55,9 +55,9 @@ func (s *Store) Block(ctx context.Context, blocker, blocked int64) (bool, error)
 func (s *Store) Unblock(ctx context.Context, blocker, blocked int64) (bool, error) {
 	k := s.m.Of(blocker)
 	if k == s.m.Of(blocked) {
-		return s.shards[k].Unblock(ctx, blocker, blocked)
+		return s.Shard(k).Unblock(ctx, blocker, blocked)
 	}
-	removed, err := s.shards[k].UnblockOut(ctx, blocker, blocked)
+	removed, err := s.Shard(k).UnblockOut(ctx, blocker, blocked)
 	if err != nil {
 		return false, err
 	}
@@ -72,7 +72,7 @@ func (s *Store) Unblock(ctx context.Context, blocker, blocked int64) (bool, erro
 func (s *Store) Mute(ctx context.Context, user, target int64) (bool, error) {
 	k := s.m.Of(user)
 	if k == s.m.Of(target) {
-		return s.shards[k].Mute(ctx, user, target)
+		return s.Shard(k).Mute(ctx, user, target)
 	}
 	if err := feed.CheckNotSelf("mute or block", user, target); err != nil {
 		return false, fmt.Errorf("shards: mute %d -> %d: %w", user, target, err)
@@ -80,7 +80,7 @@ func (s *Store) Mute(ctx context.Context, user, target int64) (bool, error) {
 	if err := s.userOn(ctx, target); err != nil {
 		return false, fmt.Errorf("shards: mute %d -> %d: %w", user, target, err)
 	}
-	return s.shards[k].MuteOut(ctx, user, target)
+	return s.Shard(k).MuteOut(ctx, user, target)
 }
 
 // Unmute removes user's mute of target (sqlstore.Store.Unmute).

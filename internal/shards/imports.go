@@ -38,7 +38,7 @@ func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (feed.Follo
 		for j, i := range groups[k] {
 			part[j] = edges[i]
 		}
-		r, syncs, err := s.shards[k].ImportFollowsOn(ctx, s.home(k), part, live)
+		r, syncs, err := s.Shard(k).ImportFollowsOn(ctx, s.home(k), part, live)
 		if err != nil {
 			return feed.FollowImport{}, fmt.Errorf("shards: import %d follows on shard %d: %w", len(part), k, err)
 		}
@@ -91,7 +91,7 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 		for j, i := range groups[k] {
 			part[j] = likes[i]
 		}
-		r, err := s.shards[k].ImportLikesOn(ctx, s.home(k), part, live)
+		r, err := s.Shard(k).ImportLikesOn(ctx, s.home(k), part, live)
 		if err != nil {
 			return feed.LikeImport{}, fmt.Errorf("shards: import %d likes on shard %d: %w", len(part), k, err)
 		}
@@ -125,7 +125,7 @@ func (s *Store) syncNow(ctx context.Context, k int, syncs []sqlstore.Sync) error
 	if len(syncs) == 0 {
 		return nil
 	}
-	pending, err := s.shards[k].PendingSyncs(ctx, syncs)
+	pending, err := s.Shard(k).PendingSyncs(ctx, syncs)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func (s *Store) settle(ctx context.Context, k int, syncs []sqlstore.Sync) error 
 	if len(syncs) == 0 {
 		return nil
 	}
-	pending, err := s.shards[k].PendingSyncs(ctx, syncs)
+	pending, err := s.Shard(k).PendingSyncs(ctx, syncs)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (s *Store) settle(ctx context.Context, k int, syncs []sqlstore.Sync) error 
 // mirror shard, drops the orphans they find and deletes the rows. A batch
 // that fails leaves its rows for the repairer.
 func (s *Store) runSyncs(ctx context.Context, k int, syncs []sqlstore.Sync) error {
-	truth := s.shards[k]
+	truth := s.Shard(k)
 	byMirror := map[int][]sqlstore.Sync{}
 	for _, y := range syncs {
 		m := s.m.Of(y.MirrorUser())
@@ -73,7 +73,7 @@ func (s *Store) runSyncs(ctx context.Context, k int, syncs []sqlstore.Sync) erro
 	var errs []error
 	for _, m := range slices.Sorted(maps.Keys(byMirror)) {
 		batch := byMirror[m]
-		orphans, err := s.shards[m].SyncMirror(ctx, truth, batch)
+		orphans, err := s.Shard(m).SyncMirror(ctx, truth, batch)
 		if err == nil && len(orphans) > 0 {
 			err = truth.DropOrphans(ctx, orphans)
 		}

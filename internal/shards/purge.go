@@ -33,7 +33,7 @@ func (s *Store) Purge(ctx context.Context, user int64) (feed.Purge, error) {
 func (s *Store) ClaimPurge(ctx context.Context, owner string, lease time.Duration) (int64, bool, error) {
 	start := rand.N(s.m.N)
 	for i := range s.m.N {
-		user, ok, err := s.shards[(start+i)%s.m.N].ClaimPurge(ctx, owner, lease)
+		user, ok, err := s.Shard((start+i)%s.m.N).ClaimPurge(ctx, owner, lease)
 		if err != nil || ok {
 			return user, ok, err
 		}
@@ -53,13 +53,13 @@ func (s *Store) ClaimPurge(ctx context.Context, owner string, lease time.Duratio
 // first, and does nothing else (sqlstore.ErrLeaseLost) if owner lost it.
 func (s *Store) PurgeBatch(ctx context.Context, user int64, owner string, lease time.Duration) (feed.PurgeBatch, error) {
 	home := s.m.Of(user)
-	r, did, err := s.shards[home].PurgeStep(ctx, user, owner, lease)
+	r, did, err := s.Shard(home).PurgeStep(ctx, user, owner, lease)
 	if err != nil || did {
 		return r, err
 	}
 	for i := 1; i < s.m.N; i++ {
 		k := (home + i) % s.m.N
-		r, did, err := s.shards[k].PurgeElsewhere(ctx, user)
+		r, did, err := s.Shard(k).PurgeElsewhere(ctx, user)
 		if err != nil {
 			return feed.PurgeBatch{}, fmt.Errorf("shards: purge of %d on shard %d: %w", user, k, err)
 		}
@@ -67,5 +67,5 @@ func (s *Store) PurgeBatch(ctx context.Context, user int64, owner string, lease 
 			return r, nil
 		}
 	}
-	return s.shards[home].PurgeBatch(ctx, user, owner, lease)
+	return s.Shard(home).PurgeBatch(ctx, user, owner, lease)
 }
