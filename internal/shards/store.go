@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/feedd/feedd/internal/sqlstore"
 )
@@ -16,8 +17,14 @@ import (
 // posts) asks the shards concerned at once and merges their answers.
 type Store struct {
 	m Map
-	// shards[k] is logical shard k's database.
-	shards []*sqlstore.Store
+	// shards[k] is logical shard k's database. A move (move.go) swaps
+	// one while the others serve on.
+	shards []atomic.Pointer[sqlstore.Store]
+	// down[k] is set while shard k's server does not answer (health.go).
+	down []atomic.Bool
+	// wrote[k] is set when a post went into shard k's outbox since the
+	// relays were last woken (notify.go).
+	wrote []atomic.Bool
 }
 
 // New returns a Store over shards, one store per logical shard of m, in
@@ -26,7 +33,11 @@ func New(m Map, shards []*sqlstore.Store) (*Store, error) {
 	if len(shards) != m.N {
 		return nil, fmt.Errorf("shards: %d stores for %d shards", len(shards), m.N)
 	}
-	return &Store{m: m, shards: shards}, nil
+	s := &Store{m: m, shards: make([]atomic.Pointer[sqlstore.Store], len(shards)), down: make([]atomic.Bool, len(shards)), wrote: make([]atomic.Bool, len(shards))}
+	for k, st := range shards {
+		s.shards[k].Store(st)
+	}
+	return s, nil
 }
 
 // Map returns the shard map.
@@ -37,11 +48,11 @@ func (s *Store) N() int { return s.m.N }
 
 // Shard returns logical shard k's store: a relay runs on each one's
 // outbox, and the metrics read each one's pools.
-func (s *Store) Shard(k int) *sqlstore.Store { return s.shards[k] }
+func (s *Store) Shard(k int) *sqlstore.Store { return s.shards[k].Load() }
 
 // of returns the shard that holds id's rows: a user's, or a post's (its
 // id carries its author's shard).
-func (s *Store) of(id int64) *sqlstore.Store { return s.shards[s.m.Of(id)] }
+func (s *Store) of(id int64) *sqlstore.Store { return s.Shard(s.m.Of(id)) }
 
 // byShard groups ids by the shard that holds them, keeping their order.
 func (s *Store) byShard(ids []int64) map[int][]int64 {
@@ -61,16 +72,27 @@ func (s *Store) each(ctx context.Context, f func(ctx context.Context, k int, st 
 
 // some is each over the shards ks only.
 func (s *Store) some(ctx context.Context, ks []int, f func(ctx context.Context, k int, st *sqlstore.Store) error) error {
-	if len(ks) == 1 {
-		return f(ctx, ks[0], s.shards[ks[0]])
+	return errors.Join(s.run(ctx, ks, f)...)
+}
+
+// run runs f on the shards ks at once, notes each outcome (health.go),
+// and returns their errors, index k being shard k's.
+func (s *Store) run(ctx context.Context, ks []int, f func(ctx context.Context, k int, st *sqlstore.Store) error) []error {
+	errs := make([]error, s.m.N)
+	call := func(k int) {
+		errs[k] = f(ctx, k, s.Shard(k))
+		s.note(k, errs[k])
 	}
-	errs := make([]error, len(ks))
+	if len(ks) == 1 {
+		call(ks[0])
+		return errs
+	}
 	var wg sync.WaitGroup
-	for i, k := range ks {
-		wg.Go(func() { errs[i] = f(ctx, k, s.shards[k]) })
+	for _, k := range ks {
+		wg.Go(func() { call(k) })
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errs
 }
 
 func allOf(n int) []int {
@@ -84,8 +106,8 @@ func allOf(n int) []int {
 // Close closes every shard's pools.
 func (s *Store) Close() error {
 	var errs []error
-	for _, st := range s.shards {
-		errs = append(errs, st.Close())
+	for k := range s.shards {
+		errs = append(errs, s.Shard(k).Close())
 	}
 	return errors.Join(errs...)
 }

@@ -85,6 +85,9 @@ func (s *Service) degradedFeed(ctx context.Context, reader, before int64, n int,
 // merged (merge.go) and hydrated into posts (hydrate.go); deleted posts
 // met on the way are forgotten by their sources and the page reads on.
 func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.Page, error) {
+	// On a sharded store, a shard whose server is down leaves its posts
+	// out of the page instead of failing it; the page says so.
+	ctx, gaps := feed.WithGaps(ctx)
 	hidden, err := s.Hidden(ctx, reader)
 	if err != nil {
 		return feed.Page{}, fmt.Errorf("timeline: hidden authors of %d: %w", reader, err)
@@ -139,10 +142,10 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.P
 	s.metrics.reads.WithLabelValues(path).Inc()
 	if len(out) > n {
 		pg := feed.PageOf(out[:n], true)
-		pg.Degraded = in.degraded
+		pg.Degraded = in.degraded || gaps.Any()
 		return pg, nil
 	}
-	pg := feed.Page{Posts: out, Degraded: in.degraded}
+	pg := feed.Page{Posts: out, Degraded: in.degraded || gaps.Any()}
 	if !exhausted && pos != before {
 		// The rounds ran out before the page filled: more may exist below
 		// pos, which the next page starts from.

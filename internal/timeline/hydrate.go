@@ -75,14 +75,16 @@ func (s *Service) hydrate(ctx context.Context, ids []int64, sql bool) ([]feed.Po
 	// A deleted user's posts are dead from the deletion on, whichever
 	// copy of them a cache still holds (deleted.go).
 	gone := s.goneSet(ctx, sql)
+	gaps := feed.GapsOf(ctx)
 	live := make([]feed.Post, 0, len(ids))
 	var dead []int64
 	for _, id := range ids {
 		p, ok := found[id]
 		_, authorGone := gone[p.AuthorID]
 		switch {
-		case !ok && !sql:
-			// Not known to the cache: maybe live, maybe not.
+		case !ok && (!sql || gaps.Unknown(id)):
+			// Not known to the cache, and SQL was not asked or its shard
+			// did not answer: maybe live, maybe not.
 		case !ok || p.Deleted || authorGone:
 			dead = append(dead, id)
 		default:

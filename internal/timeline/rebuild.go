@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+
+	"github.com/feedd/feedd/internal/feed"
 )
 
 // inboxFeedIDs returns up to n ids newer than after of what reader's inbox
@@ -35,6 +37,11 @@ func (s *Service) rebuild(ctx context.Context, reader int64) ([]int64, bool, err
 			return nil, fmt.Errorf("timeline: rebuild inbox of %d: %w", reader, err)
 		}
 		s.metrics.rebuilds.Inc()
+		if feed.GapsOf(ctx).Any() {
+			// A shard did not answer: serve what the others gave, and
+			// keep no inbox that would lack its posts once it is back.
+			return result{ids, false}, nil
+		}
 		complete := len(ids) < s.cfg.InboxMax
 		ttl := s.cfg.InboxTTL
 		if len(ids) == 0 {

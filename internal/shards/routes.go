@@ -1,0 +1,133 @@
+package shards
+
+import (
+	"context"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// The calls about one user or one post: each goes to the shard that holds
+// it, and means there what it means on one database. A post's id carries
+// its author's shard, so a post's calls need no lookup.
+
+func (s *Store) CreateUser(ctx context.Context, u feed.User) (feed.User, error) {
+	return s.of(u.ID).CreateUser(ctx, u)
+}
+
+func (s *Store) User(ctx context.Context, id int64) (feed.User, error) {
+	return s.of(id).User(ctx, id)
+}
+
+func (s *Store) TokenGeneration(ctx context.Context, user int64) (int64, error) {
+	return s.of(user).TokenGeneration(ctx, user)
+}
+
+func (s *Store) RevokeTokens(ctx context.Context, user int64) error {
+	return s.of(user).RevokeTokens(ctx, user)
+}
+
+func (s *Store) Marker(ctx context.Context, user int64) (feed.Marker, error) {
+	return s.of(user).Marker(ctx, user)
+}
+
+func (s *Store) SetMarker(ctx context.Context, user, lastRead int64, at time.Time) (feed.Marker, error) {
+	return s.of(user).SetMarker(ctx, user, lastRead, at)
+}
+
+// Hidden reads user's mutes and blocks either way: the blocks by others
+// are mirrored onto user's shard (mirror.go).
+func (s *Store) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
+	return s.of(user).Hidden(ctx, user)
+}
+
+func (s *Store) MarkFeedStale(ctx context.Context, user int64) error {
+	return s.of(user).MarkFeedStale(ctx, user)
+}
+
+func (s *Store) SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error) {
+	return s.of(author).SetPullMode(ctx, author, pull, refan)
+}
+
+// Following lists whom user follows: the truth of user's follows, on
+// user's shard.
+func (s *Store) Following(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	return s.of(user).Following(ctx, user, after, n)
+}
+
+// Followers lists who follows user: on user's shard, the follows of its
+// own users and the mirrors of the others' (mirror.go). So do the
+// fan-out's follower ranges.
+func (s *Store) Followers(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	return s.of(user).Followers(ctx, user, after, n)
+}
+
+func (s *Store) FollowersInRange(ctx context.Context, user, after, upto int64) ([]int64, error) {
+	return s.of(user).FollowersInRange(ctx, user, after, upto)
+}
+
+func (s *Store) FollowerRangeEnd(ctx context.Context, user, after int64, n int) (int64, int, error) {
+	return s.of(user).FollowerRangeEnd(ctx, user, after, n)
+}
+
+func (s *Store) Mutes(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	return s.of(user).Mutes(ctx, user, after, n)
+}
+
+func (s *Store) Blocks(ctx context.Context, user, after int64, n int) ([]int64, error) {
+	return s.of(user).Blocks(ctx, user, after, n)
+}
+
+// CreatePost stores p on its author's shard, with its idempotency key and
+// its outbox event: a publish touches one shard. p.ID must carry the
+// author's shard (feed.IDGen.NextOn).
+func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (feed.Post, bool, error) {
+	if s.m.Of(p.ID) != s.m.Of(p.AuthorID) {
+		return feed.Post{}, false, feed.Errorf(feed.EINVALID, "post id %d does not carry its author %d's shard (%d of %d)", p.ID, p.AuthorID, s.m.Of(p.AuthorID), s.m.N)
+	}
+	k := s.m.Of(p.AuthorID)
+	s.wrote[k].Store(true)
+	return s.Shard(k).CreatePost(ctx, p, idem)
+}
+
+func (s *Store) Post(ctx context.Context, id int64) (feed.Post, error) {
+	return s.of(id).Post(ctx, id)
+}
+
+func (s *Store) EditPost(ctx context.Context, id, author int64, e feed.PostEdit) (feed.Post, error) {
+	return s.of(id).EditPost(ctx, id, author, e)
+}
+
+func (s *Store) DeletePost(ctx context.Context, id, author int64) error {
+	return s.of(id).DeletePost(ctx, id, author)
+}
+
+func (s *Store) PostByExternalID(ctx context.Context, author int64, ext string) (feed.Post, error) {
+	return s.of(author).PostByExternalID(ctx, author, ext)
+}
+
+func (s *Store) AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, error) {
+	return s.of(author).AuthorPosts(ctx, author, before, n)
+}
+
+func (s *Store) AuthorPostIDs(ctx context.Context, author, after, before int64, n int) ([]int64, error) {
+	return s.of(author).AuthorPostIDs(ctx, author, after, before, n)
+}
+
+func (s *Store) PostLikers(ctx context.Context, post, version, user int64, n int) ([]int64, []int64, error) {
+	return s.of(post).PostLikers(ctx, post, version, user, n)
+}
+
+func (s *Store) PostLikedBy(ctx context.Context, post int64, users []int64) (map[int64]bool, error) {
+	return s.of(post).PostLikedBy(ctx, post, users)
+}
+
+// UserLikes and UserLikeEntries read user's likes on user's shard, where
+// the likes of posts on other shards are mirrored (mirror.go).
+func (s *Store) UserLikes(ctx context.Context, user, before int64, n int) ([]feed.LikeEntry, error) {
+	return s.of(user).UserLikes(ctx, user, before, n)
+}
+
+func (s *Store) UserLikeEntries(ctx context.Context, user int64, recentN int, posts []int64) ([]feed.LikeEntry, bool, map[int64]feed.LikeEntry, error) {
+	return s.of(user).UserLikeEntries(ctx, user, recentN, posts)
+}
