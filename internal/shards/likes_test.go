@@ -3,6 +3,7 @@ package shards_test
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,4 +143,64 @@ func TestLikeSyncRepaired(t *testing.T) {
 	if got := likeCount(t, s, p0); got != 1 {
 		t.Errorf("%d likes, want 1", got)
 	}
+}
+
+// TestLikesRace: batches of likes and unlikes of the same cross-shard
+// pairs from many goroutines, with versions in any order, end with each
+// liker's copy equal to the truth and exact counts.
+func TestLikesRace(t *testing.T) {
+	backends(t, func(t *testing.T, s *shards.Store) {
+		ctx := context.Background()
+		users := []int64{100, 101, 102, 103}
+		createUsers(t, s, users...)
+		ids := feed.NewIDGen(nil)
+		posts := []int64{createPost(t, s, ids, 100), createPost(t, s, ids, 101), createPost(t, s, ids, 102)}
+		base := time.Now().UnixMicro()
+		var wg sync.WaitGroup
+		for g := range 6 {
+			wg.Go(func() {
+				for i := range 10 {
+					var evs []feed.LikeEvent
+					for j, u := range users {
+						for k, p := range posts {
+							if (i+j+k+g)%3 == 0 {
+								continue
+							}
+							evs = append(evs, feed.LikeEvent{User: u, Post: p, Liked: (i+g+j)%2 == 0, Version: base + int64(g*100+i*7+k)})
+						}
+					}
+					if _, err := s.ApplyLikes(ctx, evs); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for _, p := range posts {
+			likers, _, err := s.Shard(s.Map().Of(p)).PostLikers(ctx, p, 0, 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, liked := likeCount(t, s, p), int64(len(likers)); got != liked {
+				t.Errorf("post %d: count %d, %d likers", p, got, liked)
+			}
+			for _, u := range users {
+				_, _, truth, err := s.Shard(s.Map().Of(p)).UserLikeEntries(ctx, u, 0, []int64{p})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _, mirror, err := s.Shard(s.Map().Of(u)).UserLikeEntries(ctx, u, 0, []int64{p})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if truth[p] != mirror[p] {
+					t.Errorf("user %d, post %d: truth %+v, the user's copy %+v", u, p, truth[p], mirror[p])
+				}
+			}
+		}
+		if n := journalRows(t, s); n != 0 {
+			t.Errorf("%d journal rows left", n)
+		}
+	})
 }

@@ -62,7 +62,7 @@ func (s *Store) settle(ctx context.Context, k int, syncs []sqlstore.Sync) error 
 
 // runSyncs syncs the mirrors of journal rows of shard k, one batch per
 // mirror shard, drops the orphans they find and deletes the rows. A batch
-// that fails leaves its rows for the repairer.
+// that fails leaves its rows for the repairer, and is the error.
 func (s *Store) runSyncs(ctx context.Context, k int, syncs []sqlstore.Sync) error {
 	truth := s.Shard(k)
 	byMirror := map[int][]sqlstore.Sync{}
@@ -77,12 +77,13 @@ func (s *Store) runSyncs(ctx context.Context, k int, syncs []sqlstore.Sync) erro
 		if err == nil && len(orphans) > 0 {
 			err = truth.DropOrphans(ctx, orphans)
 		}
-		if err == nil {
-			err = truth.DoneSyncs(ctx, batch)
-		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("shards: sync %d mirrors of shard %d on shard %d: %w", len(batch), k, m, err))
+			continue
 		}
+		// The mirrors agree: a journal row that stays (a failed delete)
+		// costs the repairer one sync that changes nothing.
+		_ = truth.DoneSyncs(ctx, batch)
 	}
 	return errors.Join(errs...)
 }

@@ -185,11 +185,16 @@ func (s *Store) ClaimSyncs(ctx context.Context, now time.Time, n int, lease time
 }
 
 // DoneSyncs deletes the journal rows of syncs that no write moved since
-// their Due was read.
+// their Due was read. The delete can be the victim of a deadlock with a
+// write journaling the same pair (MySQL), and runs again then.
 func (s *Store) DoneSyncs(ctx context.Context, syncs []Sync) error {
-	for chunk := range slices.Chunk(syncs, likePairsPerSelect) {
+	for chunk := range slices.Chunk(sortedSyncs(syncs), likePairsPerSelect) {
 		where, args := syncsWhere(chunk, true)
-		if _, err := s.db.ExecContext(ctx, "DELETE FROM shard_syncs WHERE "+where, args...); err != nil {
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, "DELETE FROM shard_syncs WHERE "+where, args...)
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("sqlstore: done syncs: %w", err)
 		}
 	}
