@@ -102,6 +102,9 @@ func (s *Store) SyncDue(ctx context.Context) (int, error) {
 
 func (s *Store) syncDue(ctx context.Context, now time.Time) (int, error) {
 	var total atomic.Int64
+	// A sync's failure is often the mirror shard's, not shard k's: it is
+	// kept out of what each notes of shard k's health.
+	syncErrs := make([]error, s.m.N)
 	err := s.each(ctx, func(ctx context.Context, k int, st *sqlstore.Store) error {
 		for {
 			claimed, err := st.ClaimSyncs(ctx, now, syncBatch, syncLease)
@@ -109,7 +112,8 @@ func (s *Store) syncDue(ctx context.Context, now time.Time) (int, error) {
 				return err
 			}
 			if err := s.runSyncs(ctx, k, claimed); err != nil {
-				return err
+				syncErrs[k] = err
+				return nil
 			}
 			total.Add(int64(len(claimed)))
 			if len(claimed) < syncBatch {
@@ -117,7 +121,7 @@ func (s *Store) syncDue(ctx context.Context, now time.Time) (int, error) {
 			}
 		}
 	})
-	return int(total.Load()), err
+	return int(total.Load()), errors.Join(err, errors.Join(syncErrs...))
 }
 
 // RunSyncs is the repairer of a work process: it runs SyncDue every
