@@ -372,3 +372,29 @@ func TestFollowRacesBlock(t *testing.T) {
 		}
 	}
 }
+
+func TestMuteAcrossShards(t *testing.T) {
+	feedtest.RequireServices(t)
+	s := openSharded(t, 4, false)
+	ctx := context.Background()
+	createUsers(t, s, 100, 101)
+	if added, err := s.Mute(ctx, 100, 101); err != nil || !added {
+		t.Fatalf("mute: %v, %v", added, err)
+	}
+	if added, err := s.Mute(ctx, 100, 101); err != nil || added {
+		t.Fatalf("mute again: %v, %v; want false, nil", added, err)
+	}
+	if _, err := s.Mute(ctx, 100, 999); feed.ErrorCode(err) != feed.ENOTFOUND {
+		t.Errorf("mute of a missing user: %v, want ENOTFOUND", err)
+	}
+	if _, err := s.Mute(ctx, 998, 101); feed.ErrorCode(err) != feed.ENOTFOUND {
+		t.Errorf("mute by a missing user: %v, want ENOTFOUND", err)
+	}
+	h, err := s.Shard(0).Hidden(ctx, 100)
+	if err != nil || !h.InFeed(101) {
+		t.Errorf("100's hidden set: %v; want 101 muted", err)
+	}
+	if removed, err := s.Unmute(ctx, 100, 101); err != nil || !removed {
+		t.Fatalf("unmute: %v, %v", removed, err)
+	}
+}
