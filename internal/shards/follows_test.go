@@ -160,52 +160,52 @@ func TestFollowAcrossShards(t *testing.T) {
 // TestFollowSyncRepaired: a process that dies between the truth's commit
 // and the sync leaves the journal row, which the repairer runs.
 func TestFollowSyncRepaired(t *testing.T) {
-	feedtest.RequireServices(t)
-	s := openSharded(t, 4, false)
-	ctx := context.Background()
-	createUsers(t, s, 100, 101, 102)
-	// The truth halves alone: what a write commits before it syncs.
-	for _, f := range []int64{100, 102} {
-		if _, err := s.Shard(s.Map().Of(f)).FollowOut(ctx, f, 101); err != nil {
+	backends(t, func(t *testing.T, s *shards.Store) {
+		ctx := context.Background()
+		createUsers(t, s, 100, 101, 102)
+		// The truth halves alone: what a write commits before it syncs.
+		for _, f := range []int64{100, 102} {
+			if _, err := s.Shard(s.Map().Of(f)).FollowOut(ctx, f, 101); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wantCounts(t, s, 100, 0, 1)
+		wantCounts(t, s, 101, 0, 0) // the mirror lags
+		wantIDs(t, "followers of 101 before the repair", followersOf(t, s, 101))
+
+		// Not due yet.
+		if n, err := shards.SyncDueAt(ctx, s, time.Now()); err != nil || n != 0 {
+			t.Fatalf("sync before due: %d, %v", n, err)
+		}
+		n, err := shards.SyncDueAt(ctx, s, time.Now().Add(sqlstore.SyncDelay+time.Second))
+		if err != nil || n != 2 {
+			t.Fatalf("sync due: %d, %v; want 2", n, err)
+		}
+		wantCounts(t, s, 101, 2, 0)
+		wantIDs(t, "followers of 101", followersOf(t, s, 101), 100, 102)
+		if n := journalRows(t, s); n != 0 {
+			t.Errorf("%d journal rows left after the repair", n)
+		}
+		// A second pass, and a sync run twice, change nothing.
+		if _, err := s.Shard(0).SyncMirror(ctx, s.Shard(0), nil); err != nil {
 			t.Fatal(err)
 		}
-	}
-	wantCounts(t, s, 100, 0, 1)
-	wantCounts(t, s, 101, 0, 0) // the mirror lags
-	wantIDs(t, "followers of 101 before the repair", followersOf(t, s, 101))
+		if _, err := s.Shard(1).SyncMirror(ctx, s.Shard(0), []sqlstore.Sync{{Kind: sqlstore.SyncFollow, A: 100, B: 101}}); err != nil {
+			t.Fatal(err)
+		}
+		wantCounts(t, s, 101, 2, 0)
 
-	// Not due yet.
-	if n, err := shards.SyncDueAt(ctx, s, time.Now()); err != nil || n != 0 {
-		t.Fatalf("sync before due: %d, %v", n, err)
-	}
-	n, err := shards.SyncDueAt(ctx, s, time.Now().Add(sqlstore.SyncDelay+time.Second))
-	if err != nil || n != 2 {
-		t.Fatalf("sync due: %d, %v; want 2", n, err)
-	}
-	wantCounts(t, s, 101, 2, 0)
-	wantIDs(t, "followers of 101", followersOf(t, s, 101), 100, 102)
-	if n := journalRows(t, s); n != 0 {
-		t.Errorf("%d journal rows left after the repair", n)
-	}
-	// A second pass, and a sync run twice, change nothing.
-	if _, err := s.Shard(0).SyncMirror(ctx, s.Shard(0), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Shard(1).SyncMirror(ctx, s.Shard(0), []sqlstore.Sync{{Kind: sqlstore.SyncFollow, A: 100, B: 101}}); err != nil {
-		t.Fatal(err)
-	}
-	wantCounts(t, s, 101, 2, 0)
-
-	// An unfollow whose sync was lost, then repaired.
-	if _, err := s.Shard(0).UnfollowOut(ctx, 100, 101); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := shards.SyncDueAt(ctx, s, time.Now().Add(sqlstore.SyncDelay+time.Second)); err != nil || n != 1 {
-		t.Fatalf("sync due: %d, %v; want 1", n, err)
-	}
-	wantCounts(t, s, 101, 1, 0)
-	wantCounts(t, s, 100, 0, 0)
-	wantIDs(t, "followers of 101", followersOf(t, s, 101), 102)
+		// An unfollow whose sync was lost, then repaired.
+		if _, err := s.Shard(0).UnfollowOut(ctx, 100, 101); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := shards.SyncDueAt(ctx, s, time.Now().Add(sqlstore.SyncDelay+time.Second)); err != nil || n != 1 {
+			t.Fatalf("sync due: %d, %v; want 1", n, err)
+		}
+		wantCounts(t, s, 101, 1, 0)
+		wantCounts(t, s, 100, 0, 0)
+		wantIDs(t, "followers of 101", followersOf(t, s, 101), 102)
+	})
 }
 
 // TestFollowRacesUnfollow: follows and unfollows of the same cross-shard
@@ -262,31 +262,31 @@ func TestFollowRacesUnfollow(t *testing.T) {
 }
 
 func TestFollowBatchAcrossShards(t *testing.T) {
-	feedtest.RequireServices(t)
-	s := openSharded(t, 4, false)
-	ctx := context.Background()
-	createUsers(t, s, 100, 101, 102, 103, 104)
-	follow := edges([][2]int64{{100, 101}, {100, 104}, {102, 101}, {100, 999}, {103, 100}, {100, 101}})
-	unfollow := edges([][2]int64{{102, 101}, {101, 100}})
-	f, u, err := s.FollowBatch(ctx, follow, unfollow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantF := []string{feed.EdgeCreated, feed.EdgeCreated, feed.EdgeCreated, feed.EdgeUnknownUser, feed.EdgeCreated, feed.EdgeExists}
-	wantU := []string{feed.EdgeRemoved, feed.EdgeAbsent}
-	if !slices.Equal(f, wantF) || !slices.Equal(u, wantU) {
-		t.Fatalf("outcomes %v %v, want %v %v", f, u, wantF, wantU)
-	}
-	wantCounts(t, s, 100, 1, 2)
-	wantCounts(t, s, 101, 1, 0)
-	wantCounts(t, s, 102, 0, 0)
-	wantCounts(t, s, 103, 0, 1)
-	wantCounts(t, s, 104, 1, 0)
-	wantIDs(t, "followers of 101", followersOf(t, s, 101), 100)
-	wantIDs(t, "followers of 100", followersOf(t, s, 100), 103)
-	if n := journalRows(t, s); n != 0 {
-		t.Errorf("%d journal rows left", n)
-	}
+	backends(t, func(t *testing.T, s *shards.Store) {
+		ctx := context.Background()
+		createUsers(t, s, 100, 101, 102, 103, 104)
+		follow := edges([][2]int64{{100, 101}, {100, 104}, {102, 101}, {100, 999}, {103, 100}, {100, 101}})
+		unfollow := edges([][2]int64{{102, 101}, {101, 100}})
+		f, u, err := s.FollowBatch(ctx, follow, unfollow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantF := []string{feed.EdgeCreated, feed.EdgeCreated, feed.EdgeCreated, feed.EdgeUnknownUser, feed.EdgeCreated, feed.EdgeExists}
+		wantU := []string{feed.EdgeRemoved, feed.EdgeAbsent}
+		if !slices.Equal(f, wantF) || !slices.Equal(u, wantU) {
+			t.Fatalf("outcomes %v %v, want %v %v", f, u, wantF, wantU)
+		}
+		wantCounts(t, s, 100, 1, 2)
+		wantCounts(t, s, 101, 1, 0)
+		wantCounts(t, s, 102, 0, 0)
+		wantCounts(t, s, 103, 0, 1)
+		wantCounts(t, s, 104, 1, 0)
+		wantIDs(t, "followers of 101", followersOf(t, s, 101), 100)
+		wantIDs(t, "followers of 100", followersOf(t, s, 100), 103)
+		if n := journalRows(t, s); n != 0 {
+			t.Errorf("%d journal rows left", n)
+		}
+	})
 }
 
 func TestBlockAcrossShards(t *testing.T) {
