@@ -258,6 +258,7 @@ func TestFollowRacesUnfollow(t *testing.T) {
 		if n := journalRows(t, s); n != 0 {
 			t.Errorf("%d journal rows left", n)
 		}
+		checkExact(t, s)
 	})
 }
 
@@ -371,6 +372,7 @@ func TestFollowRacesBlock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	checkExact(t, s)
 }
 
 func TestMuteAcrossShards(t *testing.T) {

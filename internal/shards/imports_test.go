@@ -53,6 +53,7 @@ func TestImportFollowsAcrossShards(t *testing.T) {
 		wantCounts(t, s, 101, 3, 1)
 		wantCounts(t, s, 103, 0, 1)
 		wantIDs(t, "followers of 101", followersOf(t, s, 101), 100, 102, 103)
+		checkExact(t, s)
 	})
 }
 

@@ -2,6 +2,7 @@ package shards_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,6 +134,7 @@ func TestPurgeAcrossShards(t *testing.T) {
 		if _, ok, err := s.ClaimPurge(ctx, "w1", time.Minute); err != nil || ok {
 			t.Errorf("a second claim: %v, %v", ok, err)
 		}
+		checkExact(t, s)
 		// A follow of the deleted user is refused.
 		if _, err := s.Follow(ctx, 101, 100); feed.ErrorCode(err) != feed.ENOTFOUND {
 			t.Errorf("follow of the purged user: %v, want ENOTFOUND", err)
@@ -195,4 +197,123 @@ func TestFollowRacesPurge(t *testing.T) {
 	if n := journalRows(t, s); n != 0 {
 		t.Errorf("%d journal rows left", n)
 	}
+}
+
+// checkExact checks every shard against the invariants: each user's
+// counts are the rows of their own shard, and each follows row between
+// two shards is on both (truth and mirror) or on neither.
+func checkExact(t *testing.T, s *shards.Store) {
+	t.Helper()
+	ctx := context.Background()
+	rows := map[[2]int64]map[int]bool{} // edge → shards holding it
+	for k := range s.N() {
+		db := s.Shard(k).DB()
+		r, err := db.QueryContext(ctx, rebind(s, k, `SELECT u.id, u.follower_count, u.following_count,
+			(SELECT COUNT(*) FROM follows f WHERE f.followee_id = u.id),
+			(SELECT COUNT(*) FROM follows f WHERE f.follower_id = u.id) FROM users u WHERE u.deleted_at IS NULL`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r.Next() {
+			var id, fc, gc, fr, gr int64
+			if err := r.Scan(&id, &fc, &gc, &fr, &gr); err != nil {
+				t.Fatal(err)
+			}
+			if fc != fr || gc != gr {
+				t.Errorf("user %d on shard %d: counts %d followers, %d following; rows %d, %d", id, k, fc, gc, fr, gr)
+			}
+		}
+		r.Close()
+		r, err = db.QueryContext(ctx, "SELECT follower_id, followee_id FROM follows")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r.Next() {
+			var e [2]int64
+			if err := r.Scan(&e[0], &e[1]); err != nil {
+				t.Fatal(err)
+			}
+			if rows[e] == nil {
+				rows[e] = map[int]bool{}
+			}
+			rows[e][k] = true
+		}
+		r.Close()
+	}
+	for e, on := range rows {
+		a, b := s.Map().Of(e[0]), s.Map().Of(e[1])
+		if !on[a] || !on[b] || len(on) != len(map[int]bool{a: true, b: true}) {
+			t.Errorf("edge %d -> %d is on shards %v; want %d and %d", e[0], e[1], on, a, b)
+		}
+	}
+}
+
+// TestPurgeRacesFollows: a purge running while the other users follow and
+// unfollow each other and the deleted user leaves every count exact.
+func TestPurgeRacesFollows(t *testing.T) {
+	backends(t, func(t *testing.T, s *shards.Store) {
+		ctx := context.Background()
+		others := []int64{100, 102, 103, 104, 105, 106}
+		createUsers(t, s, append(others, 101)...)
+		for _, f := range others {
+			for _, e := range []int64{101, others[(int(f)+1)%len(others)]} {
+				if f != e {
+					if _, err := s.Follow(ctx, f, e); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if _, err := s.Follow(ctx, 101, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := s.DeleteUser(ctx, 101); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.ClaimPurge(ctx, "w", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for {
+				b, err := s.PurgeBatch(ctx, 101, "w", time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if b.Done {
+					return
+				}
+			}
+		})
+		for i, f := range others {
+			wg.Go(func() {
+				for j := range 10 {
+					e := others[(i+j)%len(others)]
+					if e == f {
+						e = 101
+					}
+					var err error
+					if j%2 == 0 {
+						_, err = s.Follow(ctx, f, e)
+					} else {
+						_, err = s.Unfollow(ctx, f, e)
+					}
+					if err != nil && feed.ErrorCode(err) != feed.ENOTFOUND {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if _, err := shards.SyncDueAt(ctx, s, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		checkExact(t, s)
+		for what, n := range rowsNaming(t, s, 101) {
+			if n != 0 {
+				t.Errorf("%d %s rows name the purged user", n, what)
+			}
+		}
+	})
 }
