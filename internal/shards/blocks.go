@@ -18,6 +18,8 @@ import (
 // blocked user's lock, which the mirror's sync takes) and fails with
 // EBLOCKED, or was made before and is removed here. A repeated Block
 // removes the edges again, so a retry after a failure finishes the job.
+// Unlike on one database the steps are not one transaction: an Unblock
+// and a new follow that slip between them lose that follow.
 func (s *Store) Block(ctx context.Context, blocker, blocked int64) (bool, error) {
 	if err := feed.CheckNotSelf("mute or block", blocker, blocked); err != nil {
 		return false, fmt.Errorf("shards: block %d -> %d: %w", blocker, blocked, err)
