@@ -23,8 +23,19 @@ func Open(ctx context.Context, m Map, pools sqlstore.Pools, timeouts sqlstore.Ti
 	if err != nil {
 		return nil, err
 	}
+	for _, p := range m.Places {
+		for k := p.From; k <= p.To; k++ {
+			s.mv.share[k] = share(pools, p.To-p.From+1)
+		}
+	}
+	s.mv.timeouts = timeouts
 	if err := s.each(ctx, func(ctx context.Context, k int, st *sqlstore.Store) error {
-		return st.CheckShard(ctx, k, m.N)
+		if err := st.CheckShard(ctx, k, m.N); err != nil {
+			return err
+		}
+		// A shard moved since the map was written is followed to its
+		// new place now, rather than read stale until WatchMoves sees it.
+		return s.followMoved(ctx, k, st)
 	}); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("shards: %w", err)
@@ -75,26 +86,12 @@ func open(ctx context.Context, m Map, pools sqlstore.Pools, timeouts sqlstore.Ti
 		}
 	}
 	for _, p := range m.Places {
-		n := p.To - p.From + 1
-		share := sqlstore.Pools{Write: max(2, cmp.Or(pools.Write, 32)/n)}
-		if pools.Read > 0 {
-			share.Read = max(2, pools.Read/n)
-		}
+		pk := share(pools, p.To-p.From+1)
 		for k := p.From; k <= p.To; k++ {
-			dsn, _, _, err := ShardDSN(p.DSN, k)
+			st, err := openShard(ctx, p.DSN, k, pk, timeouts)
 			if err != nil {
 				closeAll()
-				return nil, fmt.Errorf("shards: shard %d: %w", k, err)
-			}
-			var st *sqlstore.Store
-			if BackendOf(p.DSN) == Postgres {
-				st, err = sqlstore.OpenPostgresReplicated(ctx, dsn, "", share, timeouts)
-			} else {
-				st, err = sqlstore.OpenMySQLReplicated(ctx, dsn, "", share)
-			}
-			if err != nil {
-				closeAll()
-				return nil, fmt.Errorf("shards: open shard %d: %w", k, err)
+				return nil, err
 			}
 			stores[k] = st
 		}
@@ -106,4 +103,33 @@ func open(ctx context.Context, m Map, pools sqlstore.Pools, timeouts sqlstore.Ti
 		}
 	}
 	return stores, nil
+}
+
+// share is one shard's part of a process's pools to a server that holds
+// n shards.
+func share(pools sqlstore.Pools, n int) sqlstore.Pools {
+	sh := sqlstore.Pools{Write: max(2, cmp.Or(pools.Write, 32)/n)}
+	if pools.Read > 0 {
+		sh.Read = max(2, pools.Read/n)
+	}
+	return sh
+}
+
+// openShard opens logical shard k's database on the server that place (a
+// DSN naming the shards' database prefix) reaches.
+func openShard(ctx context.Context, place string, k int, pools sqlstore.Pools, timeouts sqlstore.Timeouts) (*sqlstore.Store, error) {
+	dsn, _, _, err := ShardDSN(place, k)
+	if err != nil {
+		return nil, fmt.Errorf("shards: shard %d: %w", k, err)
+	}
+	var st *sqlstore.Store
+	if BackendOf(place) == Postgres {
+		st, err = sqlstore.OpenPostgresReplicated(ctx, dsn, "", pools, timeouts)
+	} else {
+		st, err = sqlstore.OpenMySQLReplicated(ctx, dsn, "", pools)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("shards: open shard %d: %w", k, err)
+	}
+	return st, nil
 }

@@ -5,14 +5,20 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/sqlstore"
 )
 
 // The calls about one user or one post: each goes to the shard that holds
 // it, and means there what it means on one database. A post's id carries
-// its author's shard, so a post's calls need no lookup.
+// its author's shard, so a post's calls need no lookup. A write goes
+// through s.write, which follows a shard that moved (moved.go).
 
-func (s *Store) CreateUser(ctx context.Context, u feed.User) (feed.User, error) {
-	return s.of(u.ID).CreateUser(ctx, u)
+func (s *Store) CreateUser(ctx context.Context, u feed.User) (out feed.User, err error) {
+	err = s.write(ctx, s.m.Of(u.ID), func(st *sqlstore.Store) (err error) {
+		out, err = st.CreateUser(ctx, u)
+		return err
+	})
+	return out, err
 }
 
 func (s *Store) User(ctx context.Context, id int64) (feed.User, error) {
@@ -31,8 +37,12 @@ func (s *Store) Marker(ctx context.Context, user int64) (feed.Marker, error) {
 	return s.of(user).Marker(ctx, user)
 }
 
-func (s *Store) SetMarker(ctx context.Context, user, lastRead int64, at time.Time) (feed.Marker, error) {
-	return s.of(user).SetMarker(ctx, user, lastRead, at)
+func (s *Store) SetMarker(ctx context.Context, user, lastRead int64, at time.Time) (out feed.Marker, err error) {
+	err = s.write(ctx, s.m.Of(user), func(st *sqlstore.Store) (err error) {
+		out, err = st.SetMarker(ctx, user, lastRead, at)
+		return err
+	})
+	return out, err
 }
 
 // Hidden reads user's mutes and blocks either way: the blocks by others
@@ -81,25 +91,33 @@ func (s *Store) Blocks(ctx context.Context, user, after int64, n int) ([]int64, 
 // CreatePost stores p on its author's shard, with its idempotency key and
 // its outbox event: a publish touches one shard. p.ID must carry the
 // author's shard (feed.IDGen.NextOn).
-func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (feed.Post, bool, error) {
+func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (out feed.Post, created bool, err error) {
 	if s.m.Of(p.ID) != s.m.Of(p.AuthorID) {
 		return feed.Post{}, false, feed.Errorf(feed.EINVALID, "post id %d does not carry its author %d's shard (%d of %d)", p.ID, p.AuthorID, s.m.Of(p.AuthorID), s.m.N)
 	}
 	k := s.m.Of(p.AuthorID)
 	s.wrote[k].Store(true)
-	return s.Shard(k).CreatePost(ctx, p, idem)
+	err = s.write(ctx, k, func(st *sqlstore.Store) (err error) {
+		out, created, err = st.CreatePost(ctx, p, idem)
+		return err
+	})
+	return out, created, err
 }
 
 func (s *Store) Post(ctx context.Context, id int64) (feed.Post, error) {
 	return s.of(id).Post(ctx, id)
 }
 
-func (s *Store) EditPost(ctx context.Context, id, author int64, e feed.PostEdit) (feed.Post, error) {
-	return s.of(id).EditPost(ctx, id, author, e)
+func (s *Store) EditPost(ctx context.Context, id, author int64, e feed.PostEdit) (out feed.Post, err error) {
+	err = s.write(ctx, s.m.Of(id), func(st *sqlstore.Store) (err error) {
+		out, err = st.EditPost(ctx, id, author, e)
+		return err
+	})
+	return out, err
 }
 
 func (s *Store) DeletePost(ctx context.Context, id, author int64) error {
-	return s.of(id).DeletePost(ctx, id, author)
+	return s.write(ctx, s.m.Of(id), func(st *sqlstore.Store) error { return st.DeletePost(ctx, id, author) })
 }
 
 func (s *Store) PostByExternalID(ctx context.Context, author int64, ext string) (feed.Post, error) {

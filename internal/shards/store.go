@@ -25,6 +25,8 @@ type Store struct {
 	// wrote[k] is set when a post went into shard k's outbox since the
 	// relays were last woken (notify.go).
 	wrote []atomic.Bool
+	// mv switches a shard that moved to its new place (moved.go).
+	mv *moves
 }
 
 // New returns a Store over shards, one store per logical shard of m, in
@@ -33,7 +35,7 @@ func New(m Map, shards []*sqlstore.Store) (*Store, error) {
 	if len(shards) != m.N {
 		return nil, fmt.Errorf("shards: %d stores for %d shards", len(shards), m.N)
 	}
-	s := &Store{m: m, shards: make([]atomic.Pointer[sqlstore.Store], len(shards)), down: make([]atomic.Bool, len(shards)), wrote: make([]atomic.Bool, len(shards))}
+	s := &Store{m: m, shards: make([]atomic.Pointer[sqlstore.Store], len(shards)), down: make([]atomic.Bool, len(shards)), wrote: make([]atomic.Bool, len(shards)), mv: newMoves(m.N)}
 	for k, st := range shards {
 		s.shards[k].Store(st)
 	}
@@ -109,5 +111,6 @@ func (s *Store) Close() error {
 	for k := range s.shards {
 		errs = append(errs, s.Shard(k).Close())
 	}
+	errs = append(errs, s.mv.closeRetired())
 	return errors.Join(errs...)
 }
