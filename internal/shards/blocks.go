@@ -11,15 +11,16 @@ import (
 // Block makes blocker block blocked and removes the follow edges between
 // them both ways (sqlstore.Store.Block). Between shards, in this order:
 // the block commits on the blocker's shard with the removal of the
-// blocker's edge (both journaled); the block's mirror reaches the blocked
-// user's shard; only then does the blocked user's edge to the blocker go,
-// on that shard. A follow racing the block either meets the block (on the
-// blocker's shard under the blocker's lock, on the blocked's under the
-// blocked user's lock, which the mirror's sync takes) and fails with
-// EBLOCKED, or was made before and is removed here. A repeated Block
+// blocker's edge (both journaled); then the block's mirror reaches the
+// blocked user's shard, in one transaction with the removal of the
+// blocked user's edge to the blocker (journaled there: its mirror is the
+// blocker's follower row); then both edges' mirrors are synced. A follow
+// racing the block either meets the block (on the blocker's shard under
+// the blocker's lock, on the blocked's under the blocked user's lock,
+// which the mirror's sync takes) and fails with EBLOCKED, or was made
+// before and is removed. A block whose writer died after its commit is
+// finished by the repairer, edges included. A repeated Block
 // removes the edges again, so a retry after a failure finishes the job.
-// Unlike on one database the steps are not one transaction: an Unblock
-// and a new follow that slip between them lose that follow.
 func (s *Store) Block(ctx context.Context, blocker, blocked int64) (bool, error) {
 	if err := feed.CheckNotSelf("mute or block", blocker, blocked); err != nil {
 		return false, fmt.Errorf("shards: block %d -> %d: %w", blocker, blocked, err)
@@ -39,9 +40,6 @@ func (s *Store) Block(ctx context.Context, blocker, blocked int64) (bool, error)
 		return added, fmt.Errorf("shards: block %d -> %d is made; its mirror and edges wait for the repairer or a retry: %w", blocker, blocked, err)
 	}
 	if err := s.settle(ctx, kb, []sqlstore.Sync{{Kind: sqlstore.SyncBlock, A: blocker, B: blocked}}); err != nil {
-		return fail(err)
-	}
-	if _, err := s.Shard(kd).UnfollowOut(ctx, blocked, blocker); err != nil {
 		return fail(err)
 	}
 	if err := s.settle(ctx, kd, []sqlstore.Sync{{Kind: sqlstore.SyncFollow, A: blocked, B: blocker}}); err != nil {

@@ -400,3 +400,38 @@ func TestMuteAcrossShards(t *testing.T) {
 		t.Fatalf("unmute: %v, %v", removed, err)
 	}
 }
+
+// TestBlockRepaired: a block whose writer died right after its commit is
+// finished by the repairer: its mirror, and the edges both ways.
+func TestBlockRepaired(t *testing.T) {
+	backends(t, func(t *testing.T, s *shards.Store) {
+		ctx := context.Background()
+		createUsers(t, s, 100, 101, 102)
+		for _, e := range [][2]int64{{100, 101}, {101, 100}, {102, 101}} {
+			if _, err := s.Follow(ctx, e[0], e[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The truth half alone, on the blocker's shard.
+		if _, err := s.Shard(s.Map().Of(101)).BlockOut(ctx, 101, 100); err != nil {
+			t.Fatal(err)
+		}
+		// The blocked user's edge goes with the mirror, whose sync
+		// journals that edge's own: two passes.
+		for range 2 {
+			if _, err := shards.SyncDueAt(ctx, s, time.Now().Add(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wantCounts(t, s, 100, 0, 0)
+		wantCounts(t, s, 101, 1, 0)
+		wantIDs(t, "followers of 101", followersOf(t, s, 101), 102)
+		if _, err := s.Follow(ctx, 100, 101); feed.ErrorCode(err) != feed.EBLOCKED {
+			t.Errorf("follow by the blocked user: %v, want EBLOCKED", err)
+		}
+		if n := journalRows(t, s); n != 0 {
+			t.Errorf("%d journal rows left", n)
+		}
+		checkExact(t, s)
+	})
+}

@@ -303,6 +303,29 @@ func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, sync
 				drop[e.Followee] = append(drop[e.Followee], e.Follower)
 			}
 		}
+		// A block standing on this side takes the blocked user's edge to
+		// the blocker with it (its truth is here), in this transaction:
+		// a follow that comes after meets the block, one that came
+		// before is gone, also when the blocker's process died before it
+		// could see to it (shards.Store.Block).
+		if kind == SyncBlock {
+			var follows []Sync
+			for _, e := range edges {
+				if _, ok := want[e]; !ok || !live[e.Followee] {
+					continue
+				}
+				removed, err := removeEdge(ctx, tx, e.Followee, e.Follower)
+				if err != nil {
+					return err
+				}
+				if removed {
+					follows = append(follows, Sync{Kind: SyncFollow, A: e.Followee, B: e.Follower})
+				}
+			}
+			if err := s.journal(ctx, tx, follows); err != nil {
+				return err
+			}
+		}
 		delta := map[int64]int64{}
 		for _, user := range users {
 			for chunk := range slices.Chunk(put[user], 3*chunkSize) {
