@@ -345,34 +345,34 @@ func TestBlockAcrossShards(t *testing.T) {
 // TestFollowRacesBlock: follows both ways racing a block end with no
 // edge between the two and exact counts.
 func TestFollowRacesBlock(t *testing.T) {
-	feedtest.RequireServices(t)
-	s := openSharded(t, 4, false)
-	ctx := context.Background()
-	createUsers(t, s, 100, 101)
-	for round := range 10 {
-		var wg sync.WaitGroup
-		for _, e := range [][2]int64{{100, 101}, {101, 100}} {
+	backends(t, func(t *testing.T, s *shards.Store) {
+		ctx := context.Background()
+		createUsers(t, s, 100, 101)
+		for round := range 10 {
+			var wg sync.WaitGroup
+			for _, e := range [][2]int64{{100, 101}, {101, 100}} {
+				wg.Go(func() {
+					if _, err := s.Follow(ctx, e[0], e[1]); err != nil && feed.ErrorCode(err) != feed.EBLOCKED {
+						t.Error(err)
+					}
+				})
+			}
 			wg.Go(func() {
-				if _, err := s.Follow(ctx, e[0], e[1]); err != nil && feed.ErrorCode(err) != feed.EBLOCKED {
+				if _, err := s.Block(ctx, 100+int64(round%2), 101-int64(round%2)); err != nil {
 					t.Error(err)
 				}
 			})
-		}
-		wg.Go(func() {
-			if _, err := s.Block(ctx, 100+int64(round%2), 101-int64(round%2)); err != nil {
-				t.Error(err)
+			wg.Wait()
+			wantCounts(t, s, 100, 0, 0)
+			wantCounts(t, s, 101, 0, 0)
+			wantIDs(t, "followers of 100", followersOf(t, s, 100))
+			wantIDs(t, "followers of 101", followersOf(t, s, 101))
+			if _, err := s.Unblock(ctx, 100+int64(round%2), 101-int64(round%2)); err != nil {
+				t.Fatal(err)
 			}
-		})
-		wg.Wait()
-		wantCounts(t, s, 100, 0, 0)
-		wantCounts(t, s, 101, 0, 0)
-		wantIDs(t, "followers of 100", followersOf(t, s, 100))
-		wantIDs(t, "followers of 101", followersOf(t, s, 101))
-		if _, err := s.Unblock(ctx, 100+int64(round%2), 101-int64(round%2)); err != nil {
-			t.Fatal(err)
 		}
-	}
-	checkExact(t, s)
+		checkExact(t, s)
+	})
 }
 
 func TestMuteAcrossShards(t *testing.T) {
