@@ -115,6 +115,10 @@ type dialect struct {
 	// (PostgreSQL, SQLite; MariaDB has RETURNING on INSERT and DELETE
 	// only).
 	updateReturning bool
+	// upsertSync ends the insert of a shard_syncs row (mirror.go): an
+	// existing row's due_at moves strictly forward, so that a sync that
+	// began before this write does not delete its row.
+	upsertSync string
 	// setMarker, when set, is SetMarker's upsert returning the marker it
 	// wrote: a marker that moves forward costs one statement, not two.
 	setMarker string
@@ -189,7 +193,8 @@ var mysqlDialect = dialect{
 	upsertMarker: " ON DUPLICATE KEY UPDATE" +
 		" updated_at = IF(VALUES(last_read_id) > last_read_id, VALUES(updated_at), updated_at)," +
 		" last_read_id = GREATEST(last_read_id, VALUES(last_read_id))",
-	bumpStale: " ON DUPLICATE KEY UPDATE mark = mark + 1",
+	bumpStale:  " ON DUPLICATE KEY UPDATE mark = mark + 1",
+	upsertSync: " ON DUPLICATE KEY UPDATE due_at = GREATEST(VALUES(due_at), due_at + 1)",
 }
 
 // mysqlLockMigrations takes a named server lock for the current database.
@@ -259,6 +264,7 @@ var sqliteDialect = dialect{
 	addCounts:       onConflictCounts,
 	upsertMarker:    onConflictMarker,
 	bumpStale:       onConflictStale,
+	upsertSync:      " ON CONFLICT (kind, a, b) DO UPDATE SET due_at = MAX(excluded.due_at, shard_syncs.due_at + 1)",
 	updateReturning: true,
 }
 

@@ -33,7 +33,7 @@ func (s *Store) FollowBatch(ctx context.Context, follow, unfollow []feed.Edge) (
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		followed, unfollowed, err = s.followBatch(ctx, tx, follow, unfollow)
+		followed, unfollowed, _, err = s.followBatch(ctx, tx, Shard{}, follow, unfollow, nil)
 		return err
 	})
 	if err != nil {
@@ -42,28 +42,58 @@ func (s *Store) FollowBatch(ctx context.Context, follow, unfollow []feed.Edge) (
 	return followed, unfollowed, nil
 }
 
-// followBatch is FollowBatch's transaction.
-func (s *Store) followBatch(ctx context.Context, tx *sql.Tx, follow, unfollow []feed.Edge) (followed, unfollowed []string, err error) {
+// FollowBatchOn is FollowBatch on home, the shard of every pair's
+// follower: live tells which followees of other shards exist (the caller
+// asked their shards), and the edges to them that change are journaled
+// for their mirrors, and returned, for the caller to sync.
+func (s *Store) FollowBatchOn(ctx context.Context, home Shard, follow, unfollow []feed.Edge, live map[int64]bool) (followed, unfollowed []string, syncs []Sync, err error) {
+	if err := feed.CheckFollowBatch(follow, unfollow); err != nil {
+		return nil, nil, nil, fmt.Errorf("sqlstore: follow batch: %w", err)
+	}
+	all := slices.Concat(follow, unfollow)
+	if len(all) == 0 {
+		return []string{}, []string{}, nil, nil
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		followed, unfollowed, syncs, err = s.followBatch(ctx, tx, home, follow, unfollow, live)
+		return err
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("sqlstore: follow batch of %d pairs: %w", len(all), err)
+	}
+	return followed, unfollowed, syncs, nil
+}
+
+// followBatch is FollowBatch's transaction. Users that home does not
+// hold are taken as live when foreign says so, and not locked here.
+func (s *Store) followBatch(ctx context.Context, tx *sql.Tx, home Shard, follow, unfollow []feed.Edge, foreign map[int64]bool) (followed, unfollowed []string, syncs []Sync, err error) {
 	all := slices.Concat(follow, unfollow)
 	users := make([]int64, 0, 2*len(all))
+	exists := make(map[int64]bool, len(users))
 	for _, e := range all {
-		users = append(users, e.Follower, e.Followee)
+		for _, id := range []int64{e.Follower, e.Followee} {
+			if home.Holds(id) {
+				users = append(users, id)
+			} else if foreign[id] {
+				exists[id] = true
+			}
+		}
 	}
 	// Lock every user of the batch in ascending id order, as Follow and
 	// BulkFollow do (InnoDB walks an IN list sorted, and the chunks come
 	// in order), so that this transaction and single follows, blocks and
 	// other batches queue rather than deadlock.
 	slices.Sort(users)
-	exists := make(map[int64]bool, len(users))
 	for _, chunk := range chunks(users) {
 		rows, err := tx.QueryContext(ctx, "SELECT id FROM users WHERE id IN ("+placeholders(len(chunk))+
 			") AND deleted_at IS NULL ORDER BY id"+s.d.forUpdate, chunk...)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		found, err := scanIDs(rows, len(chunk))
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		for _, id := range found {
 			exists[id] = true
@@ -86,11 +116,11 @@ func (s *Store) followBatch(ctx context.Context, tx *sql.Tx, follow, unfollow []
 	}
 	had, err := pairsIn(ctx, tx, "follows", "follower_id", "followee_id", candidates)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	blocks, err := pairsIn(ctx, tx, "blocks", "blocker_id", "blocked_id", blockPairs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 
 	// Play the batch on the edges in memory, then write the difference.
@@ -133,9 +163,17 @@ func (s *Store) followBatch(ctx context.Context, tx *sql.Tx, follow, unfollow []
 		}
 	}
 	if err := s.writeEdges(ctx, tx, added, removed); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return followed, unfollowed, nil
+	for _, e := range slices.Concat(added, removed) {
+		if !home.Holds(e.Followee) {
+			syncs = append(syncs, Sync{Kind: SyncFollow, A: e.Follower, B: e.Followee})
+		}
+	}
+	if err := s.journal(ctx, tx, syncs); err != nil {
+		return nil, nil, nil, err
+	}
+	return followed, unfollowed, syncs, nil
 }
 
 // writeEdges inserts added, deletes removed and moves the counts of every

@@ -39,12 +39,23 @@ type pair struct{ a, b int64 }
 // a bad line, a block) is undone and run again on the locking path: every
 // user locked first, then the edges read and inserted.
 func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (feed.FollowImport, error) {
+	res, _, err := s.ImportFollowsOn(ctx, Shard{}, edges, nil)
+	return res, err
+}
+
+// ImportFollowsOn is ImportFollows on home, the shard of every edge's
+// follower: live tells which followees of other shards exist (the caller
+// asked their shards). The edges to them that it adds are journaled for
+// their mirrors, and returned, for the caller to sync; their followees'
+// counts move with the mirrors.
+func (s *Store) ImportFollowsOn(ctx context.Context, home Shard, edges [][2]int64, live map[int64]bool) (feed.FollowImport, []Sync, error) {
 	var res feed.FollowImport
+	var syncs []Sync
 	var err error
 	for lockFirst := false; ; lockFirst = true {
 		err = s.write(ctx, func(tx *sql.Tx) error {
 			var err error
-			res, err = s.importFollows(ctx, tx, edges, lockFirst)
+			res, syncs, err = s.importFollows(ctx, tx, home, live, edges, lockFirst)
 			return err
 		})
 		if lockFirst || !errors.Is(err, errLockFirst) {
@@ -52,16 +63,16 @@ func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (feed.Follo
 		}
 	}
 	if err != nil {
-		return feed.FollowImport{}, fmt.Errorf("sqlstore: import %d follows: %w", len(edges), err)
+		return feed.FollowImport{}, nil, fmt.Errorf("sqlstore: import %d follows: %w", len(edges), err)
 	}
-	return res, nil
+	return res, syncs, nil
 }
 
 // errLockFirst says a batch of follows left the fast path: it held edges
 // that exist, users that are not live, or blocked pairs.
 var errLockFirst = errors.New("the batch takes the locking path")
 
-func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64, lockFirst bool) (feed.FollowImport, error) {
+func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, home Shard, foreign map[int64]bool, edges [][2]int64, lockFirst bool) (feed.FollowImport, []Sync, error) {
 	res := feed.FollowImport{Outcomes: make([]feed.ImportOutcome, len(edges))}
 	users := make([]int64, 0, 2*len(edges))
 	for _, e := range edges {
@@ -69,15 +80,23 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64,
 	}
 	slices.Sort(users)
 	users = slices.Compact(users)
+	// The users of other shards are not locked here, nor counted: their
+	// side is the mirror's.
+	local := slices.DeleteFunc(slices.Clone(users), func(id int64) bool { return !home.Holds(id) })
 	live, blocked := map[int64]bool{}, map[pair]bool{}
 	if lockFirst {
 		var err error
-		if live, err = s.liveUsers(ctx, tx, users, s.d.forUpdate); err != nil {
-			return res, err
+		if live, err = s.liveUsers(ctx, tx, local, s.d.forUpdate); err != nil {
+			return res, nil, err
+		}
+		for id, ok := range foreign {
+			if ok && !home.Holds(id) {
+				live[id] = true
+			}
 		}
 		// Block takes both users' locks: under ours, this read is final.
 		if blocked, err = s.blocksAmong(ctx, tx, users, ""); err != nil {
-			return res, err
+			return res, nil, err
 		}
 	}
 	var want []pair
@@ -104,26 +123,26 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64,
 	now := millis(time.Now())
 	have := make(map[pair]bool, len(want))
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT import_edges"); err != nil {
-		return res, err
+		return res, nil, err
 	}
 	n, err := insertEdges(ctx, tx, want, now, s.d.keepExisting)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	switch {
 	case n == int64(len(want)):
 	case !lockFirst:
-		return res, errLockFirst
+		return res, nil, errLockFirst
 	case n == 0:
 		for _, p := range want {
 			have[p] = true
 		}
 	default:
 		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT import_edges"); err != nil {
-			return res, err
+			return res, nil, err
 		}
 		if err := s.readEdges(ctx, tx, want, have); err != nil {
-			return res, err
+			return res, nil, err
 		}
 		var missing []pair
 		for _, p := range want {
@@ -132,7 +151,7 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64,
 			}
 		}
 		if _, err := insertEdges(ctx, tx, missing, now, ""); err != nil {
-			return res, err
+			return res, nil, err
 		}
 	}
 	added := make(map[pair]bool, len(want))
@@ -146,33 +165,44 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64,
 		following[p.a]++
 		followers[p.b]++
 	}
-	// Every user whose counts move, in id order.
-	var moved []int64
+	// Every user of this shard whose counts move, in id order; and the
+	// followees of other shards that gain followers.
+	var moved, away []int64
 	for id := range following {
 		moved = append(moved, id)
 	}
 	for id := range followers {
-		if following[id] == 0 {
+		switch {
+		case !home.Holds(id):
+			away = append(away, id)
+		case following[id] == 0:
 			moved = append(moved, id)
 		}
 	}
 	slices.Sort(moved)
+	slices.Sort(away)
 	if !lockFirst {
 		locked, err := s.liveUsers(ctx, tx, moved, s.d.forUpdate)
 		if err != nil {
-			return res, err
+			return res, nil, err
 		}
 		if len(locked) != len(moved) {
-			return res, errLockFirst
+			return res, nil, errLockFirst
+		}
+		for _, id := range away {
+			if !foreign[id] {
+				return res, nil, errLockFirst
+			}
 		}
 		// A locking read: it sees every block committed before our
-		// locks, whatever this transaction read before.
-		if blocked, err = s.blocksAmong(ctx, tx, moved, s.d.forUpdate); err != nil {
-			return res, err
+		// locks, whatever this transaction read before (the blocks by
+		// users of other shards are mirrored here).
+		if blocked, err = s.blocksAmong(ctx, tx, slices.Sorted(slices.Values(slices.Concat(moved, away))), s.d.forUpdate); err != nil {
+			return res, nil, err
 		}
 		for p := range added {
 			if blocked[p] {
-				return res, errLockFirst
+				return res, nil, errLockFirst
 			}
 		}
 	}
@@ -184,7 +214,7 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64,
 		chunk := args[start:min(start+5*importRows, len(args))]
 		if _, err := tx.ExecContext(ctx, "INSERT INTO users (id, name, follower_count, following_count, created_at) VALUES "+
 			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?), ", len(chunk)/5), ", ")+s.d.addCounts, chunk...); err != nil {
-			return res, fmt.Errorf("count %d users: %w", len(chunk)/5, err)
+			return res, nil, fmt.Errorf("count %d users: %w", len(chunk)/5, err)
 		}
 	}
 	for i, e := range edges {
@@ -201,7 +231,16 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, edges [][2]int64,
 			res.Followees = append(res.Followees, id)
 		}
 	}
-	return res, nil
+	var syncs []Sync
+	if len(away) > 0 {
+		res.Followees = slices.Sorted(slices.Values(slices.Concat(res.Followees, away)))
+		for _, p := range want {
+			if !have[p] && !home.Holds(p.b) {
+				syncs = append(syncs, Sync{Kind: SyncFollow, A: p.a, B: p.b})
+			}
+		}
+	}
+	return res, syncs, s.journal(ctx, tx, syncs)
 }
 
 // liveUsers returns which of users (ascending, without repeats) exist and

@@ -21,6 +21,14 @@ import (
 // creation, so it sorts below every live action of its user, and a
 // re-run finds its own rows stored and changes nothing.
 func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImport, error) {
+	return s.ImportLikesOn(ctx, Shard{}, likes, nil)
+}
+
+// ImportLikesOn is ImportLikes on home, the shard of every like's post:
+// foreign tells which users of other shards exist (the caller asked their
+// shards), and their likes are journaled for their mirrors on the users'
+// shards.
+func (s *Store) ImportLikesOn(ctx context.Context, home Shard, likes [][2]int64, foreign map[int64]bool) (feed.LikeImport, error) {
 	res := feed.LikeImport{Outcomes: make([]feed.ImportOutcome, len(likes))}
 	var users, posts []int64
 	for _, l := range likes {
@@ -30,6 +38,12 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 	slices.Sort(posts)
 	users, posts = slices.Compact(users), slices.Compact(posts)
 	live := make(map[int64]bool, len(users))
+	for id, ok := range foreign {
+		if ok && !home.Holds(id) {
+			live[id] = true
+		}
+	}
+	users = slices.DeleteFunc(users, func(id int64) bool { return !home.Holds(id) })
 	for _, chunk := range idChunks(users) {
 		found, err := s.queryIDs(ctx, len(chunk), "SELECT id FROM users WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL", chunk...)
 		if err != nil {
@@ -82,12 +96,12 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 	if len(evs) == 0 {
 		return res, nil
 	}
-	w, err := s.insertLikes(ctx, evs)
+	w, err := s.insertLikes(ctx, home, evs)
 	if errors.Is(err, errMixedLikes) {
 		// Some of the pairs have rows and some not (a run cut short, or
 		// likes made meanwhile): the batch writer's locking read tells
 		// which, under locks that keep live writers of the pairs off.
-		w, err = s.ApplyLikes(ctx, evs)
+		w, err = s.applyLikes(ctx, home, evs)
 	}
 	if err != nil {
 		return res, fmt.Errorf("sqlstore: import likes: %w", err)
@@ -115,7 +129,7 @@ var errMixedLikes = errors.New("some of the pairs have rows")
 // waits, then reads the imported row, and one that came first left a
 // row the insert kept and did not count. Any other count is
 // errMixedLikes, with nothing written.
-func (s *Store) insertLikes(ctx context.Context, evs []feed.LikeEvent) (feed.LikesWritten, error) {
+func (s *Store) insertLikes(ctx context.Context, home Shard, evs []feed.LikeEvent) (feed.LikesWritten, error) {
 	slices.SortFunc(evs, func(a, b feed.LikeEvent) int {
 		return cmp.Or(cmp.Compare(a.User, b.User), cmp.Compare(a.Post, b.Post))
 	})
@@ -164,6 +178,15 @@ func (s *Store) insertLikes(ctx context.Context, evs []feed.LikeEvent) (feed.Lik
 		case int64(len(evs)):
 		default:
 			return errMixedLikes
+		}
+		var syncs []Sync
+		for _, ev := range evs {
+			if !home.Holds(ev.User) {
+				syncs = append(syncs, Sync{Kind: SyncLike, A: ev.User, B: ev.Post})
+			}
+		}
+		if err := s.journal(ctx, tx, syncs); err != nil {
+			return err
 		}
 		posts := make([]int64, 0, len(evs))
 		for _, ev := range evs {

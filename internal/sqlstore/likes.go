@@ -37,7 +37,19 @@ type likePair struct{ user, post int64 }
 //
 // It returns each post's delta (posts that did not move are left out) and
 // the number of write statements it ran.
-func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (out feed.LikesWritten, err error) {
+func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (feed.LikesWritten, error) {
+	return s.applyLikes(ctx, Shard{}, evs)
+}
+
+// ApplyLikesOn is ApplyLikes on home, the shard of the events' posts (the
+// truth of a like lives with its post's count): the rows it writes for
+// users of other shards are journaled in the same transaction, for their
+// mirrors on the users' shards (SyncLike).
+func (s *Store) ApplyLikesOn(ctx context.Context, home Shard, evs []feed.LikeEvent) (feed.LikesWritten, error) {
+	return s.applyLikes(ctx, home, evs)
+}
+
+func (s *Store) applyLikes(ctx context.Context, home Shard, evs []feed.LikeEvent) (out feed.LikesWritten, err error) {
 	latest := make(map[likePair]feed.LikeEvent, len(evs))
 	for _, ev := range evs {
 		k := likePair{ev.User, ev.Post}
@@ -106,6 +118,7 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (out feed.
 			}
 		}
 		var vals []any
+		var syncs []Sync
 		for _, p := range pairs {
 			ev := latest[p]
 			r, ok := stored[p]
@@ -125,6 +138,12 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (out feed.
 				liked = 1
 			}
 			vals = append(vals, p.user, p.post, liked, ev.Version)
+			if !home.Holds(p.user) {
+				syncs = append(syncs, Sync{Kind: SyncLike, A: p.user, B: p.post})
+			}
+		}
+		if err := s.journal(ctx, tx, syncs); err != nil {
+			return err
 		}
 		for start := 0; start < len(vals); start += 4 * chunkSize {
 			chunk := vals[start:min(start+4*chunkSize, len(vals))]

@@ -89,6 +89,7 @@ var postgresDialect = dialect{
 	addCounts:       onConflictCounts,
 	upsertMarker:    onConflictMarker,
 	bumpStale:       onConflictStale,
+	upsertSync:      " ON CONFLICT (kind, a, b) DO UPDATE SET due_at = GREATEST(excluded.due_at, shard_syncs.due_at + 1)",
 	updateReturning: true,
 	setMarker: "INSERT INTO markers (user_id, last_read_id, updated_at) VALUES (?, ?, ?)" +
 		" ON CONFLICT (user_id) DO UPDATE SET last_read_id = excluded.last_read_id, updated_at = excluded.updated_at" +

@@ -158,9 +158,50 @@ func (s *Store) ClaimPurge(ctx context.Context, owner string, lease time.Duratio
 // It renews owner's lease in the same transaction, and applies nothing
 // (ErrLeaseLost) if owner no longer holds it.
 func (s *Store) PurgeBatch(ctx context.Context, user int64, owner string, lease time.Duration) (feed.PurgeBatch, error) {
+	r, _, err := s.purgeBatch(ctx, user, owner, lease, true)
+	return r, err
+}
+
+// PurgeStep is PurgeBatch on the shard of user in a sharded deployment,
+// while rows of theirs remain on other shards: when none is left here it
+// renews the lease and finishes nothing. It reports whether it found rows.
+func (s *Store) PurgeStep(ctx context.Context, user int64, owner string, lease time.Duration) (feed.PurgeBatch, bool, error) {
+	return s.purgeBatch(ctx, user, owner, lease, false)
+}
+
+// PurgeElsewhere is a batch of the purge of user on a shard that is not
+// theirs: the rows here that name them (edges either way, likes rows,
+// mutes and blocks either way), with the counts of this shard's users and
+// posts moved as PurgeBatch moves them (an UPDATE of a user or post of
+// another shard matches no row here). The job, its lease and its progress
+// live on the user's shard, which counted every edge and like of theirs
+// (truth or mirror) before this runs. It reports whether it found rows.
+func (s *Store) PurgeElsewhere(ctx context.Context, user int64) (feed.PurgeBatch, bool, error) {
 	var r feed.PurgeBatch
+	var did bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		r = feed.PurgeBatch{}
+		r, did = feed.PurgeBatch{}, false
+		for _, step := range []func(context.Context, *sql.Tx, int64, *feed.PurgeBatch) (bool, error){
+			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgeRelations,
+		} {
+			var err error
+			if did, err = step(ctx, tx, user, &r); did || err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return feed.PurgeBatch{}, false, fmt.Errorf("sqlstore: purge batch of %d elsewhere: %w", user, err)
+	}
+	return r, did, nil
+}
+
+func (s *Store) purgeBatch(ctx context.Context, user int64, owner string, lease time.Duration, finish bool) (feed.PurgeBatch, bool, error) {
+	var r feed.PurgeBatch
+	var did bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		r, did = feed.PurgeBatch{}, false
 		now := time.Now()
 		// batches changes the row whatever the clock says: MySQL counts
 		// only changed rows as affected.
@@ -179,9 +220,12 @@ func (s *Store) PurgeBatch(ctx context.Context, user int64, owner string, lease 
 		for _, step := range []func(context.Context, *sql.Tx, int64, *feed.PurgeBatch) (bool, error){
 			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgePosts, s.purgeIdempotency, s.purgeRelations,
 		} {
-			if did, err := step(ctx, tx, user, &r); did || err != nil {
+			if did, err = step(ctx, tx, user, &r); did || err != nil {
 				return err
 			}
+		}
+		if !finish {
+			return nil
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM markers WHERE user_id = ?", user); err != nil {
 			return err
@@ -195,9 +239,9 @@ func (s *Store) PurgeBatch(ctx context.Context, user int64, owner string, lease 
 		return err
 	})
 	if err != nil {
-		return feed.PurgeBatch{}, fmt.Errorf("sqlstore: purge batch of %d: %w", user, err)
+		return feed.PurgeBatch{}, false, fmt.Errorf("sqlstore: purge batch of %d: %w", user, err)
 	}
-	return r, nil
+	return r, did, nil
 }
 
 // purgeEdges deletes up to a batch of user's edges on one side and moves

@@ -1,0 +1,542 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/feedd/feedd/internal/feed"
+)
+
+// The two halves of a write that spans shards (internal/shards): the
+// truth commits on one shard with a row in shard_syncs, the journal, and
+// a sync then makes the mirror on the other shard agree with it. This
+// file is the journal and the sync; halves.go the truth halves.
+
+// Shard is a store's place among the logical shards of a sharded
+// deployment: the ids whose low bits are K are its own. The zero Shard is
+// an unsharded store, which holds every id.
+type Shard struct{ K, N int }
+
+// Holds reports whether id (a user's, or a post's: it carries its
+// author's shard) lives on this shard.
+func (h Shard) Holds(id int64) bool { return h.N <= 1 || int(id&int64(h.N-1)) == h.K }
+
+// SyncKind names what a journal row keeps in step.
+type SyncKind int16
+
+const (
+	// SyncFollow: A follows B. Truth on A's shard (the follows row,
+	// A's following_count); mirror on B's (the same row, B's
+	// follower_count).
+	SyncFollow SyncKind = 1
+	// SyncBlock: A blocks B. Truth on A's shard, mirror (the same
+	// blocks row) on B's, where B's follows and reads see it.
+	SyncBlock SyncKind = 2
+	// SyncLike: user A's like (or unlike) of post B. Truth on the post's
+	// shard (the likes row and the post's count); mirror (the same likes
+	// row) on the user's, for the user's lists.
+	SyncLike SyncKind = 3
+)
+
+// Sync is one journal row: the pair whose mirror may lag its truth.
+type Sync struct {
+	Kind SyncKind
+	A, B int64
+	// Due is the row's due_at as last read (PendingSyncs, ClaimSyncs):
+	// DoneSyncs deletes the row only if no write moved it since.
+	Due int64
+}
+
+// MirrorUser is the user whose shard holds the mirror.
+func (y Sync) MirrorUser() int64 {
+	if y.Kind == SyncLike {
+		return y.A
+	}
+	return y.B
+}
+
+// SyncDelay is how long after its write a journal row waits before a
+// repairer (ClaimSyncs) may take it: the writer syncs at once, and the
+// repairer is for the writer that died first.
+const SyncDelay = 5 * time.Second
+
+func compareSyncs(x, y Sync) int {
+	return cmp.Or(cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.A, y.A), cmp.Compare(x.B, y.B))
+}
+
+// sortedSyncs returns syncs in key order without repeats: the journal's
+// lock order.
+func sortedSyncs(syncs []Sync) []Sync {
+	out := slices.SortedFunc(slices.Values(syncs), compareSyncs)
+	return slices.CompactFunc(out, func(x, y Sync) bool { return compareSyncs(x, y) == 0 })
+}
+
+// journal records, in the truth's transaction, that the mirrors of syncs
+// must be brought in line. A row that is there already gets a later
+// due_at, strictly: a sync that read the row before this write, and so
+// may have read the truth before it, leaves the row in place.
+func (s *Store) journal(ctx context.Context, tx *sql.Tx, syncs []Sync) error {
+	if len(syncs) == 0 {
+		return nil
+	}
+	due := millis(time.Now().Add(SyncDelay))
+	for chunk := range slices.Chunk(sortedSyncs(syncs), importRows) {
+		args := make([]any, 0, 4*len(chunk))
+		for _, y := range chunk {
+			args = append(args, int64(y.Kind), y.A, y.B, due)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO shard_syncs (kind, a, b, due_at) VALUES "+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", len(chunk)), ", ")+s.d.upsertSync, args...); err != nil {
+			return fmt.Errorf("journal %d syncs: %w", len(chunk), err)
+		}
+	}
+	return nil
+}
+
+// syncsWhere matches the journal rows of syncs; withDue adds each one's
+// "due_at <= Due".
+func syncsWhere(syncs []Sync, withDue bool) (string, []any) {
+	cond := "(kind = ? AND a = ? AND b = ?)"
+	if withDue {
+		cond = "(kind = ? AND a = ? AND b = ? AND due_at <= ?)"
+	}
+	terms := make([]string, len(syncs))
+	args := make([]any, 0, 4*len(syncs))
+	for i, y := range syncs {
+		terms[i] = cond
+		args = append(args, int64(y.Kind), y.A, y.B)
+		if withDue {
+			args = append(args, y.Due)
+		}
+	}
+	return strings.Join(terms, " OR "), args
+}
+
+// PendingSyncs returns those of syncs that have a journal row on this
+// shard, with their due_at: the ones a writer still has to run after its
+// commit. A row that is gone was synced by someone who read the truth
+// after the write.
+func (s *Store) PendingSyncs(ctx context.Context, syncs []Sync) ([]Sync, error) {
+	var out []Sync
+	for chunk := range slices.Chunk(sortedSyncs(syncs), likePairsPerSelect) {
+		where, args := syncsWhere(chunk, false)
+		rows, err := s.db.QueryContext(ctx, "SELECT kind, a, b, due_at FROM shard_syncs WHERE "+where, args...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: pending syncs: %w", err)
+		}
+		out, err = scanSyncs(rows, out)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: pending syncs: %w", err)
+		}
+	}
+	return out, nil
+}
+
+func scanSyncs(rows *sql.Rows, out []Sync) ([]Sync, error) {
+	defer rows.Close()
+	for rows.Next() {
+		var y Sync
+		if err := rows.Scan(&y.Kind, &y.A, &y.B, &y.Due); err != nil {
+			return nil, err
+		}
+		out = append(out, y)
+	}
+	return out, rows.Err()
+}
+
+// ClaimSyncs takes up to n journal rows due at now, oldest first, that no
+// other repairer is claiming (SKIP LOCKED), and moves their due_at to
+// now+lease, so that another repairer leaves them alone while this one
+// runs them; a repairer that dies leaves them due again after the lease.
+func (s *Store) ClaimSyncs(ctx context.Context, now time.Time, n int, lease time.Duration) ([]Sync, error) {
+	var claimed []Sync
+	err := s.inTx(ctx, s.d.relayTx, func(tx *sql.Tx) error {
+		claimed = nil
+		rows, err := tx.QueryContext(ctx, "SELECT kind, a, b, due_at FROM shard_syncs WHERE due_at <= ? ORDER BY due_at LIMIT ?"+s.d.skipLocked,
+			millis(now), n)
+		if err != nil {
+			return err
+		}
+		if claimed, err = scanSyncs(rows, nil); err != nil || len(claimed) == 0 {
+			return err
+		}
+		until := millis(now.Add(lease))
+		for i := range claimed {
+			claimed[i].Due = until
+		}
+		for chunk := range slices.Chunk(claimed, likePairsPerSelect) {
+			where, args := syncsWhere(chunk, false)
+			if _, err := tx.ExecContext(ctx, "UPDATE shard_syncs SET due_at = ? WHERE "+where, append([]any{until}, args...)...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: claim syncs: %w", err)
+	}
+	return claimed, nil
+}
+
+// DoneSyncs deletes the journal rows of syncs that no write moved since
+// their Due was read. The delete can be the victim of a deadlock with a
+// write journaling the same pair (MySQL), and runs again then.
+func (s *Store) DoneSyncs(ctx context.Context, syncs []Sync) error {
+	for chunk := range slices.Chunk(sortedSyncs(syncs), likePairsPerSelect) {
+		where, args := syncsWhere(chunk, true)
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, "DELETE FROM shard_syncs WHERE "+where, args...)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("sqlstore: done syncs: %w", err)
+		}
+	}
+	return nil
+}
+
+// SyncMirror makes this store, the shard of the syncs' mirror users,
+// agree with truth, the shard whose journal holds them. Per kind, one
+// transaction: it locks the mirror users' rows (in id order, as every
+// write of their edges does), then reads the truth as it stands, then
+// inserts or deletes each mirror row, moving the mirror user's count only
+// by the rows that changed. Since each truth change journals a sync that
+// starts after its commit and reads the truth under these locks, the last
+// sync to run sees the last change, whatever order they run in; running
+// one again changes nothing.
+//
+// A mirror is kept only while both of its users live (the truth's user is
+// read on the truth shard, the mirror's here): a deleted user's rows are
+// the purge's, and a sync must not put one back behind it. Truth rows
+// whose mirror user is gone come back as orphans, for the truth shard to
+// drop (DropOrphans): a write that raced the user's deletion.
+func (s *Store) SyncMirror(ctx context.Context, truth *Store, syncs []Sync) (orphans []Sync, err error) {
+	for _, kind := range []SyncKind{SyncFollow, SyncBlock, SyncLike} {
+		var of []Sync
+		for _, y := range syncs {
+			if y.Kind == kind {
+				of = append(of, y)
+			}
+		}
+		if len(of) == 0 {
+			continue
+		}
+		var o []Sync
+		if kind == SyncLike {
+			o, err = s.syncLikes(ctx, truth, of)
+		} else {
+			o, err = s.syncEdges(ctx, truth, kind, of)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: sync %d mirrors of kind %d: %w", len(of), kind, err)
+		}
+		orphans = append(orphans, o...)
+	}
+	return orphans, nil
+}
+
+// edgeTable is where a kind of edge lives: its table, its columns, and
+// the users' column that counts the edge on the mirror side ("" for none).
+type edgeTable struct{ table, a, b, count string }
+
+func edgeTableOf(kind SyncKind) edgeTable {
+	if kind == SyncFollow {
+		return edgeTable{"follows", "follower_id", "followee_id", "follower_count"}
+	}
+	return edgeTable{"blocks", "blocker_id", "blocked_id", ""}
+}
+
+func syncEdgesOf(syncs []Sync) []feed.Edge {
+	edges := make([]feed.Edge, 0, len(syncs))
+	for _, y := range sortedSyncs(syncs) {
+		edges = append(edges, feed.Edge{Follower: y.A, Followee: y.B})
+	}
+	return edges
+}
+
+func mirrorUsers(syncs []Sync) []int64 {
+	users := make([]int64, len(syncs))
+	for i, y := range syncs {
+		users[i] = y.MirrorUser()
+	}
+	slices.Sort(users)
+	return slices.Compact(users)
+}
+
+func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, syncs []Sync) ([]Sync, error) {
+	t := edgeTableOf(kind)
+	edges := syncEdgesOf(syncs)
+	users := mirrorUsers(syncs)
+	var orphans []Sync
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		orphans = nil
+		live, err := s.liveUsers(ctx, tx, users, s.d.forUpdate)
+		if err != nil {
+			return err
+		}
+		// The truth as it stands now, read after the locks.
+		want, err := truth.truthEdges(ctx, t, edges)
+		if err != nil {
+			return err
+		}
+		// Per mirror user, one insert of the rows it should have and one
+		// delete of those it should not, whose affected rows say how many
+		// really changed: only syncs write mirror rows, under this lock,
+		// but a purge may delete some without it, and the count must move
+		// by what really went.
+		put, drop := map[int64][]any{}, map[int64][]any{}
+		for _, e := range edges {
+			at, ok := want[e]
+			if ok && !live[e.Followee] {
+				orphans = append(orphans, Sync{Kind: kind, A: e.Follower, B: e.Followee})
+				ok = false
+			}
+			if ok {
+				put[e.Followee] = append(put[e.Followee], e.Follower, e.Followee, at)
+			} else {
+				drop[e.Followee] = append(drop[e.Followee], e.Follower)
+			}
+		}
+		// A block standing on this side takes the blocked user's edge to
+		// the blocker with it (its truth is here), in this transaction:
+		// a follow that comes after meets the block, one that came
+		// before is gone, also when the blocker's process died before it
+		// could see to it (shards.Store.Block).
+		if kind == SyncBlock {
+			var follows []Sync
+			for _, e := range edges {
+				if _, ok := want[e]; !ok || !live[e.Followee] {
+					continue
+				}
+				removed, err := removeEdge(ctx, tx, e.Followee, e.Follower)
+				if err != nil {
+					return err
+				}
+				if removed {
+					follows = append(follows, Sync{Kind: SyncFollow, A: e.Followee, B: e.Follower})
+				}
+			}
+			if err := s.journal(ctx, tx, follows); err != nil {
+				return err
+			}
+		}
+		delta := map[int64]int64{}
+		for _, user := range users {
+			for chunk := range slices.Chunk(put[user], 3*chunkSize) {
+				res, err := tx.ExecContext(ctx, "INSERT INTO "+t.table+" ("+t.a+", "+t.b+", created_at) VALUES "+
+					strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(chunk)/3), ", ")+s.d.keepExisting, chunk...)
+				if err != nil {
+					return err
+				}
+				n, err := res.RowsAffected()
+				if err != nil {
+					return err
+				}
+				delta[user] += n
+			}
+			for chunk := range slices.Chunk(drop[user], chunkSize) {
+				res, err := tx.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE "+t.b+" = ? AND "+t.a+" IN ("+placeholders(len(chunk))+")",
+					append([]any{user}, chunk...)...)
+				if err != nil {
+					return err
+				}
+				n, err := res.RowsAffected()
+				if err != nil {
+					return err
+				}
+				delta[user] -= n
+			}
+		}
+		if t.count == "" {
+			return nil
+		}
+		return addToCount(ctx, tx, t.count, delta)
+	})
+	return orphans, err
+}
+
+// truthEdges returns which of edges are rows of t here whose first user
+// lives, with their creation times. It reads the primary, outside any
+// transaction: the latest committed truth. It runs inside the mirror
+// shard's transaction, so it takes a connection of the read pool: a
+// transaction never waits for a connection of another shard's write pool,
+// which another shard's transaction could hold while it waits for ours
+// (with no read pool of its own, rdb is the write pool, and a timeout on
+// ctx is what bounds that wait).
+func (s *Store) truthEdges(ctx context.Context, t edgeTable, edges []feed.Edge) (map[feed.Edge]int64, error) {
+	out := map[feed.Edge]int64{}
+	for _, chunk := range pairChunks(edges) {
+		where, args := pairClause(t.a, t.b, chunk)
+		rows, err := s.rdb.QueryContext(ctx, "SELECT e."+t.a+", e."+t.b+", e.created_at FROM "+t.table+
+			" e JOIN users u ON u.id = e."+t.a+" AND u.deleted_at IS NULL WHERE "+where, args...)
+		if err != nil {
+			return nil, fmt.Errorf("read the truth of %d edges: %w", len(chunk), err)
+		}
+		for rows.Next() {
+			var e feed.Edge
+			var at int64
+			if err := rows.Scan(&e.Follower, &e.Followee, &at); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[e] = at
+		}
+		if err := closeRows(rows); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// likeRow is a likes row's state.
+type likeRow struct {
+	liked   int
+	version int64
+}
+
+func (s *Store) syncLikes(ctx context.Context, truth *Store, syncs []Sync) ([]Sync, error) {
+	pairs := syncEdgesOf(syncs) // Follower: the user, Followee: the post
+	users := mirrorUsers(syncs)
+	var orphans []Sync
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		orphans = nil
+		live, err := s.liveUsers(ctx, tx, users, s.d.forUpdate)
+		if err != nil {
+			return err
+		}
+		want, err := likeRows(ctx, truth.rdb, pairs, "") // the read pool: see truthEdges
+		if err != nil {
+			return err
+		}
+		have, err := likeRows(ctx, tx, pairs, s.d.likesByKey, s.d.forUpdate)
+		if err != nil {
+			return err
+		}
+		var drop []feed.Edge
+		var put []any
+		for _, p := range pairs {
+			w, ok := want[p]
+			if ok && !live[p.Follower] {
+				orphans = append(orphans, Sync{Kind: SyncLike, A: p.Follower, B: p.Followee})
+				ok = false
+			}
+			h, had := have[p]
+			switch {
+			case ok && had && h == w:
+				continue
+			case ok:
+				if had {
+					drop = append(drop, p)
+				}
+				put = append(put, p.Follower, p.Followee, w.liked, w.version)
+			case had:
+				drop = append(drop, p)
+			}
+		}
+		for _, chunk := range pairChunks(drop) {
+			where, args := pairClause("user_id", "post_id", chunk)
+			if _, err := tx.ExecContext(ctx, "DELETE FROM likes WHERE "+where, args...); err != nil {
+				return err
+			}
+		}
+		for chunk := range slices.Chunk(put, 4*importRows) {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO likes (user_id, post_id, liked, version) VALUES "+
+				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", len(chunk)/4), ", "), chunk...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return orphans, err
+}
+
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// likeRows reads the likes rows of pairs (user, post); from is what
+// follows the table's name (an index hint), lock what ends the statement.
+func likeRows(ctx context.Context, q queryer, pairs []feed.Edge, from string, lock ...string) (map[feed.Edge]likeRow, error) {
+	out := map[feed.Edge]likeRow{}
+	for _, chunk := range pairChunks(pairs) {
+		where, args := pairClause("user_id", "post_id", chunk)
+		rows, err := q.QueryContext(ctx, "SELECT user_id, post_id, liked, version FROM likes"+from+" WHERE "+where+
+			" ORDER BY user_id, post_id"+strings.Join(lock, ""), args...)
+		if err != nil {
+			return nil, fmt.Errorf("read %d likes: %w", len(chunk), err)
+		}
+		for rows.Next() {
+			var p feed.Edge
+			var r likeRow
+			if err := rows.Scan(&p.Follower, &p.Followee, &r.liked, &r.version); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[p] = r
+		}
+		if err := closeRows(rows); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// DropOrphans removes truth rows whose mirror user is gone (SyncMirror's
+// orphans), each with its count, as the purge would have: a write that
+// raced its other user's deletion, and committed after the purge passed
+// this shard.
+func (s *Store) DropOrphans(ctx context.Context, orphans []Sync) error {
+	for _, y := range sortedSyncs(orphans) {
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			switch y.Kind {
+			case SyncFollow:
+				if _, err := s.lockUser(ctx, tx, y.A); err != nil {
+					return err
+				}
+				_, err := removeEdge(ctx, tx, y.A, y.B)
+				return err
+			case SyncBlock:
+				_, err := tx.ExecContext(ctx, "DELETE FROM blocks WHERE blocker_id = ? AND blocked_id = ?", y.A, y.B)
+				return err
+			}
+			var liked int
+			err := tx.QueryRowContext(ctx, "SELECT liked FROM likes WHERE user_id = ? AND post_id = ?"+s.d.forUpdate, y.A, y.B).Scan(&liked)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, "DELETE FROM likes WHERE user_id = ? AND post_id = ?", y.A, y.B); err != nil {
+				return err
+			}
+			if liked == 0 {
+				return nil
+			}
+			_, err = tx.ExecContext(ctx, "UPDATE post_stats SET like_count = like_count - 1, like_seq = like_seq + 1, updated_at = ? WHERE post_id = ?",
+				millis(time.Now()), y.B)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("sqlstore: drop orphan %d -> %d (kind %d): %w", y.A, y.B, y.Kind, err)
+		}
+	}
+	return nil
+}
+
+// lockUser locks user's row for the transaction and reports whether the
+// user lives.
+func (s *Store) lockUser(ctx context.Context, tx *sql.Tx, user int64) (bool, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, "SELECT id FROM users WHERE id = ? AND deleted_at IS NULL"+s.d.forUpdate, user).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
