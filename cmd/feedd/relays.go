@@ -26,10 +26,10 @@ type relays []*relay.Relay
 // -relay-workers loops of the process are shared out among them, at
 // least one each, and each relay's metrics carry its shard as a label.
 func newRelays(logger *slog.Logger, cfg relay.Config, store truth, pub feed.Publisher, reg prometheus.Registerer) relays {
-	if db, one := any(store).(*sqlstore.Store); one { // any: see routed
+	if db, one := store.(*sqlstore.Store); one {
 		return relays{relay.New(logger, cfg, db, pub, reg)}
 	}
-	s := any(store).(*shards.Store)
+	s := store.(*shards.Store)
 	cfg.Workers = max(1, cfg.Workers/s.N())
 	rs := make(relays, s.N())
 	for k := range rs {
@@ -58,18 +58,24 @@ func (rs relays) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// watchShards runs, until ctx ends, the ping of every shard of each of
-// d's sharded stores (shards.Store.Watch), so that a dead shard is known
-// before a reader asks it, and its return seen without waiting for a
-// call.
-func watchShards(ctx context.Context, d *deps, work *sync.WaitGroup) {
+// watchShards runs, until ctx ends, for each of d's sharded stores: the
+// ping of every shard (shards.Store.Watch), so that a dead shard is known
+// before a reader asks it and its return is seen without waiting for a
+// call; the watch of moves (WatchMoves), so that a process that only
+// reads a moved shard follows it within a second; and in a work process
+// the repairer of the mirrors a crash left behind (RunSyncs).
+func watchShards(ctx context.Context, d *deps, runWork bool, logger *slog.Logger, work *sync.WaitGroup) {
 	stores := []truth{d.store}
 	if d.workStore != d.store {
 		stores = append(stores, d.workStore)
 	}
 	for _, store := range stores {
-		if s, ok := any(store).(*shards.Store); ok { // any: see routed
+		if s, ok := store.(*shards.Store); ok {
 			work.Go(func() { s.Watch(ctx, time.Second) })
+			work.Go(func() { s.WatchMoves(ctx, time.Second) })
+			if runWork && store == d.workStore {
+				work.Go(func() { s.RunSyncs(ctx, time.Second, logger) })
+			}
 		}
 	}
 }

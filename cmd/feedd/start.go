@@ -70,7 +70,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 	defer stopWork()
 	var work sync.WaitGroup
 	watchReplicas(workCtx, cfg, d, logger, &work)
-	watchShards(workCtx, d, &work)
+	watchShards(workCtx, d, runWork, logger, &work)
 
 	// Every process writes a heartbeat for the ops console; its breakers
 	// are the likes' SQL breaker (a serving process's) and the Redis
@@ -366,7 +366,7 @@ func registerBackendMetrics(d *deps) {
 	pools := map[string]*sql.DB{}
 	// On shards, each shard's pools are named for it: api_write_s3.
 	suffix := func(k int) string {
-		if _, one := any(d.store).(*sqlstore.Store); one { // any: see routed
+		if _, one := d.store.(*sqlstore.Store); one {
 			return ""
 		}
 		return "_s" + strconv.Itoa(k)

@@ -50,12 +50,15 @@ type truth interface {
 	Close() error
 }
 
-var _ truth = (*sqlstore.Store)(nil)
+var (
+	_ truth = (*sqlstore.Store)(nil)
+	_ truth = (*shards.Store)(nil)
+)
 
 // databases returns the databases of store: itself, or each logical
 // shard's, in shard order.
 func databases(store truth) []*sqlstore.Store {
-	switch s := any(store).(type) { // any: see routed
+	switch s := store.(type) {
 	case *sqlstore.Store:
 		return []*sqlstore.Store{s}
 	case *shards.Store:
@@ -70,7 +73,7 @@ func databases(store truth) []*sqlstore.Store {
 
 // shardCount is the number of logical shards of store (1: one database).
 func shardCount(store truth) int {
-	if s, ok := any(store).(*shards.Store); ok { // any: see routed
+	if s, ok := store.(*shards.Store); ok {
 		return s.N()
 	}
 	return 1
@@ -90,7 +93,7 @@ func openStore(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts s
 		if err != nil {
 			return nil, err
 		}
-		return routed(s)
+		return s, nil
 	case "postgres":
 		s, err = sqlstore.OpenPostgresReplicated(ctx, cfg.postgresDSN, cfg.postgresRead, pools, timeouts)
 	case "mysql":
@@ -127,20 +130,4 @@ func openShards(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts 
 		return nil, err
 	}
 	return s, nil
-}
-
-// routed is s as a truth.
-//
-// TODO(wire): return s itself, and add var _ truth = (*shards.Store)(nil),
-// once the router has every method of truth (internal/shards reads.go,
-// routes.go and the mirrored writes); until then a sharded start says what
-// it lacks rather than failing to build.
-func routed(s *shards.Store) (truth, error) {
-	var v any = s
-	t, ok := v.(truth)
-	if !ok {
-		s.Close()
-		return nil, errors.New("shards: this build's router does not route every call of the SQL store yet")
-	}
-	return t, nil
 }

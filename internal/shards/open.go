@@ -108,11 +108,12 @@ func open(ctx context.Context, m Map, pools sqlstore.Pools, timeouts sqlstore.Ti
 // share is one shard's part of a process's pools to a server that holds
 // n shards.
 func share(pools sqlstore.Pools, n int) sqlstore.Pools {
-	sh := sqlstore.Pools{Write: max(2, cmp.Or(pools.Write, 32)/n)}
-	if pools.Read > 0 {
-		sh.Read = max(2, pools.Read/n)
-	}
-	return sh
+	// Every shard has a read pool of its own, even when the role gives
+	// reads none: a mirror's sync (mirror.go) holds a write connection of
+	// one shard while it reads another's truth, and two syncs crossing
+	// each other must not wait on each other's write pools.
+	w := cmp.Or(pools.Write, 32)
+	return sqlstore.Pools{Write: max(2, w/n), Read: max(2, cmp.Or(pools.Read, w/2)/n)}
 }
 
 // openShard opens logical shard k's database on the server that place (a
