@@ -72,10 +72,38 @@ func watchShards(ctx context.Context, d *deps, runWork bool, logger *slog.Logger
 	for _, store := range stores {
 		if s, ok := store.(*shards.Store); ok {
 			work.Go(func() { s.Watch(ctx, time.Second) })
+			if store == d.store {
+				registerShardHealth(d, s)
+			}
 			work.Go(func() { s.WatchMoves(ctx, time.Second) })
 			if runWork && store == d.workStore {
 				work.Go(func() { s.RunSyncs(ctx, time.Second, logger) })
 			}
 		}
+	}
+}
+
+// registerShardHealth exports whether each of s's shards answers, as
+// feedd_sql_shard_up{shard}; the heartbeat carries the shards down to
+// the ops console.
+func registerShardHealth(d *deps, s *shards.Store) {
+	d.register().MustRegister(shardHealth{s})
+}
+
+type shardHealth struct{ s *shards.Store }
+
+var shardUpDesc = prometheus.NewDesc("feedd_sql_shard_up",
+	"1 while the logical SQL shard answers (its last call or its ping each second succeeded), 0 while its server is down: feeds are then served without its users' posts, marked degraded.",
+	[]string{"shard"}, nil)
+
+func (h shardHealth) Describe(ch chan<- *prometheus.Desc) { ch <- shardUpDesc }
+
+func (h shardHealth) Collect(ch chan<- prometheus.Metric) {
+	for k := range h.s.N() {
+		up := 0.0
+		if h.s.Up(k) {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(shardUpDesc, prometheus.GaugeValue, up, strconv.Itoa(k))
 	}
 }

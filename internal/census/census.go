@@ -209,6 +209,7 @@ func (r *Reporter) take() (beat, error) {
 		InboxWrites:   max(s.inboxWrites-old.inboxWrites, 0),
 		Breakers:      r.breakerList(s),
 		ReplicaLag:    s.replicaLag,
+		ShardsDown:    s.shardsDown,
 	}
 	r.last = b
 	return b, nil
@@ -257,6 +258,8 @@ type beat struct {
 	// ReplicaLag is the SQL read replica's lag in seconds; nil without
 	// a replica.
 	ReplicaLag *float64 `json:"replica_lag,omitempty"`
+	// ShardsDown are the logical SQL shards the process sees down.
+	ShardsDown []int `json:"shards_down,omitempty"`
 }
 
 // perSecond is n over the beat's window, 0 for an empty window.
@@ -276,6 +279,7 @@ func (b beat) process() Process {
 		Fanout:            fanout(b.perSecond(b.InboxWrites), b.Lag),
 		Breakers:          orEmpty(b.Breakers),
 		ReplicaLagSeconds: b.ReplicaLag,
+		ShardsDown:        b.ShardsDown,
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/feedd/feedd/internal/degrade"
@@ -80,6 +82,9 @@ func (c *Console) Overview(ctx context.Context) (Overview, error) {
 
 	beats := c.beats(ctx, problem)
 	c.sum(&o, beats)
+	if down := shardsDown(o.Processes); len(down) > 0 {
+		o.Problems = append(o.Problems, fmt.Sprintf("SQL shards %s do not answer: feeds are served without their users' posts, marked degraded; those users' own requests fail until the shards return", down))
+	}
 
 	call, cancel := context.WithTimeout(ctx, callTimeout)
 	n, oldest, err := c.outbox.OutboxOldest(call)
@@ -265,4 +270,20 @@ func (c *Console) Requeue(ctx context.Context, queues []string) (map[string]int,
 		}
 	}
 	return moved, nil
+}
+
+// shardsDown is the union of the shards the processes see down, as
+// "2, 3", or "" when none is.
+func shardsDown(ps []Process) string {
+	var down []int
+	for _, p := range ps {
+		down = append(down, p.ShardsDown...)
+	}
+	slices.Sort(down)
+	down = slices.Compact(down)
+	parts := make([]string, len(down))
+	for i, k := range down {
+		parts[i] = strconv.Itoa(k)
+	}
+	return strings.Join(parts, ", ")
 }

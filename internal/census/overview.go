@@ -117,6 +117,10 @@ type Process struct {
 	// behind the primary (feedd_sql_replica_lag_seconds); absent without
 	// a replica.
 	ReplicaLagSeconds *float64 `json:"replica_lag_seconds,omitempty"`
+	// ShardsDown are the logical SQL shards whose server the process
+	// sees down (feedd_sql_shard_up 0); absent when none is, or the SQL
+	// is one database.
+	ShardsDown []int `json:"shards_down,omitempty"`
 }
 
 // Time is a time as the API writes every time: RFC 3339 in UTC with

@@ -3,6 +3,7 @@ package census
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
@@ -17,6 +18,7 @@ const (
 	metricInboxWrites = "feedd_fanout_inbox_writes_total"
 	metricSQLBreaker  = "feedd_sql_breaker_state"
 	metricReplicaLag  = "feedd_sql_replica_lag_seconds"
+	metricShardUp     = "feedd_sql_shard_up"
 
 	// The method and route labels (the route table's method and path) of
 	// a publish and of a home-feed read.
@@ -144,6 +146,8 @@ type sample struct {
 	inboxWrites               float64
 	sqlBreaker                *float64
 	replicaLag                *float64
+	// shardsDown are the logical shards the process sees down.
+	shardsDown []int
 }
 
 // read takes a sample out of gathered metric families.
@@ -195,6 +199,17 @@ func read(families []*dto.MetricFamily) sample {
 			for _, m := range f.GetMetric() {
 				v := m.GetGauge().GetValue()
 				s.replicaLag = &v
+			}
+		case metricShardUp:
+			for _, m := range f.GetMetric() {
+				if m.GetGauge().GetValue() != 0 {
+					continue
+				}
+				for _, l := range m.GetLabel() {
+					if k, err := strconv.Atoi(l.GetValue()); l.GetName() == "shard" && err == nil {
+						s.shardsDown = append(s.shardsDown, k)
+					}
+				}
 			}
 		}
 	}

@@ -164,10 +164,11 @@ async function refreshFigures(box, tablesBox) {
   const breakers = el('table', {}, el('tr', {}, el('th', {}, 'breaker'), el('th', {}, 'state'), el('th', {}, 'open in')),
     (o.breakers || []).map((b) => el('tr', {}, el('td', {}, b.name), el('td', { class: 'state-' + b.state }, b.state),
       el('td', {}, (b.open || 0) + ' of ' + (b.processes || 0)))));
-  const procs = el('table', {}, el('tr', {}, el('th', {}, 'process'), el('th', {}, 'role'), el('th', {}, 'started'), el('th', {}, 'seen'), el('th', {}, 'reads/s'), el('th', {}, 'replica lag')),
+  const procs = el('table', {}, el('tr', {}, el('th', {}, 'process'), el('th', {}, 'role'), el('th', {}, 'started'), el('th', {}, 'seen'), el('th', {}, 'reads/s'), el('th', {}, 'replica lag'), el('th', {}, 'shards down')),
     (o.processes || []).map((p) => el('tr', {}, el('td', {}, p.id), el('td', {}, p.role), el('td', {}, timeEl(p.started_at)),
       el('td', {}, timeEl(p.last_seen)), el('td', {}, fmt(p.read && p.read.per_second)),
-      el('td', {}, p.replica_lag_seconds == null ? '–' : p.replica_lag_seconds.toFixed(2) + ' s'))));
+      el('td', {}, p.replica_lag_seconds == null ? '–' : p.replica_lag_seconds.toFixed(2) + ' s'),
+      el('td', { class: (p.shards_down || []).length ? 'bad' : '' }, (p.shards_down || []).length ? p.shards_down.join(', ') : '–'))));
   box.replaceChildren(tiles);
   if ((o.problems || []).length) box.append(el('ul', { class: 'card bad', id: 'problems' }, o.problems.map((p) => el('li', {}, p))));
   tablesBox.replaceChildren(
