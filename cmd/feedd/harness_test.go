@@ -120,9 +120,9 @@ var stacks = []stack{
 }
 
 // forEachStack runs f as a subtest per stack, for the tests of
-// replicaSuite per read replica pair too, and for those of shardedSuite
-// on 4 logical shards over two MariaDB servers, and over two PostgreSQL
-// servers.
+// replicaSuite per read replica pair too, for those of shardedSuite on 4
+// logical shards over two MariaDB servers, and for those of
+// shardedOnPostgres over two PostgreSQL servers.
 func forEachStack(t *testing.T, f func(t *testing.T, env map[string]string)) {
 	for _, s := range stacks {
 		t.Run(s.name, func(t *testing.T) { f(t, s.env(t)) })
@@ -132,6 +132,8 @@ func forEachStack(t *testing.T, f func(t *testing.T, env map[string]string)) {
 	}
 	if shardedSuite[t.Name()] {
 		t.Run("sharded", func(t *testing.T) { f(t, shardedEnv(t, false)) })
+	}
+	if shardedOnPostgres[t.Name()] {
 		t.Run("sharded-postgres", func(t *testing.T) { f(t, shardedEnv(t, true)) })
 	}
 }
