@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/feedd/feedd/internal/feed"
 )
@@ -58,7 +59,9 @@ func (s *Service) rebuild(ctx context.Context, reader int64) ([]int64, bool, err
 		if len(ids) > 0 {
 			newest = ids[0]
 		}
-		late, err := s.inboxFeedIDs(ctx, reader, newest, s.cfg.InboxMax)
+		// From the primary: a read replica behind by its lag would miss
+		// the newest posts, whose fan-outs skipped the absent inbox too.
+		late, err := s.inboxFeedIDs(feed.WithLastWrite(ctx, time.Now()), reader, newest, s.cfg.InboxMax)
 		if err == nil && len(late) > 0 {
 			if err := s.cache.AddToInbox(ctx, reader, late, false); err != nil {
 				s.cacheFailed("fill inbox", err)
