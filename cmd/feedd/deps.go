@@ -145,21 +145,15 @@ func recordHas(r slog.Record, key string) bool {
 }
 
 // migrate is the migrate role. On shards it also creates each shard's
-// database where it is missing and records which shard it is (shards.Migrate),
-// after checking that no shard of the map lives elsewhere already or is
-// another shard (shards.CheckPlaces): a wrong map is refused before it
-// creates anything.
+// database where it is missing and records which shard it is
+// (shards.Migrate, which refuses a wrong map before it creates anything).
 func migrate(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Writer) error {
 	if cfg.sharded() {
 		m, err := cfg.shardMap()
 		if err != nil {
 			return err
 		}
-		err = shards.CheckPlaces(ctx, m)
-		if err == nil {
-			err = shards.Migrate(ctx, m)
-		}
-		if err != nil {
+		if err := shards.Migrate(ctx, m); err != nil {
 			if errors.Is(err, sqlstore.ErrShardMismatch) {
 				return usageError{fmt.Errorf("%w; fix FEEDD_SHARDS and FEEDD_SHARD_DSNS to place each shard where it lives", err)}
 			}

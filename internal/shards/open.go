@@ -45,8 +45,13 @@ func Open(ctx context.Context, m Map, pools sqlstore.Pools, timeouts sqlstore.Ti
 
 // Migrate creates each shard's database where it is missing, brings its
 // schema up to date and records which shard it is: feedd migrate on a
-// sharded deployment. A database that is another shard is refused.
+// sharded deployment. A map that places a shard elsewhere than its data,
+// or a database that is another shard, is refused (sqlstore.ErrShardMismatch)
+// before anything is created (checkPlaces).
 func Migrate(ctx context.Context, m Map) error {
+	if err := checkPlaces(ctx, m); err != nil {
+		return err
+	}
 	for _, p := range m.Places {
 		for k := p.From; k <= p.To; k++ {
 			_, server, prefix, err := ShardDSN(p.DSN, k)

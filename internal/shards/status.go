@@ -41,14 +41,14 @@ func (s *Store) Status(ctx context.Context) []ShardStatus {
 	return out
 }
 
-// CheckPlaces looks on the map's servers for the shard databases already
+// checkPlaces looks on the map's servers for the shard databases already
 // there (under the map's prefixes) and refuses (sqlstore.ErrShardMismatch)
 // a map that places one elsewhere, or under which one is another shard
 // than its name says (a count changed). Migrate creates the databases a
 // map names where they are missing: without this look first, a map with
 // two servers swapped, or a new count, would make empty shards beside the
 // data, which a start would then accept.
-func CheckPlaces(ctx context.Context, m Map) error {
+func checkPlaces(ctx context.Context, m Map) error {
 	seen := map[[2]string]bool{}
 	for _, p := range m.Places {
 		_, srv, prefix, err := ShardDSN(p.DSN, p.From)
