@@ -109,6 +109,14 @@ func openStore(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts s
 		// the callers' nil checks would miss.
 		return nil, err
 	}
+	// One logical shard's database opened as the whole truth would serve
+	// a fraction of the users and take new ones that belong elsewhere.
+	// Other errors of the check are left to the first statements: a
+	// database not migrated yet has no record of what it is.
+	if err := s.CheckShard(ctx, 0, 1); errors.Is(err, sqlstore.ErrShardMismatch) {
+		s.Close()
+		return nil, usageError{fmt.Errorf("%w: the database is one logical shard of a sharded deployment; open it with FEEDD_SHARDS and FEEDD_SHARD_DSNS", err)}
+	}
 	return s, nil
 }
 

@@ -27,12 +27,12 @@ func (s *Store) Block(ctx context.Context, blocker, blocked int64) (bool, error)
 	}
 	kb, kd := s.m.Of(blocker), s.m.Of(blocked)
 	if kb == kd {
-		return s.Shard(kb).Block(ctx, blocker, blocked)
+		return s.writePair(ctx, kb, (*sqlstore.Store).Block, blocker, blocked)
 	}
 	if err := s.userOn(ctx, blocked); err != nil {
 		return false, fmt.Errorf("shards: block %d -> %d: %w", blocker, blocked, err)
 	}
-	added, err := s.Shard(kb).BlockOut(ctx, blocker, blocked)
+	added, err := s.writePair(ctx, kb, (*sqlstore.Store).BlockOut, blocker, blocked)
 	if err != nil {
 		return false, err
 	}
@@ -55,9 +55,9 @@ func (s *Store) Block(ctx context.Context, blocker, blocked int64) (bool, error)
 func (s *Store) Unblock(ctx context.Context, blocker, blocked int64) (bool, error) {
 	k := s.m.Of(blocker)
 	if k == s.m.Of(blocked) {
-		return s.Shard(k).Unblock(ctx, blocker, blocked)
+		return s.writePair(ctx, k, (*sqlstore.Store).Unblock, blocker, blocked)
 	}
-	removed, err := s.Shard(k).UnblockOut(ctx, blocker, blocked)
+	removed, err := s.writePair(ctx, k, (*sqlstore.Store).UnblockOut, blocker, blocked)
 	if err != nil {
 		return false, err
 	}
@@ -72,7 +72,7 @@ func (s *Store) Unblock(ctx context.Context, blocker, blocked int64) (bool, erro
 func (s *Store) Mute(ctx context.Context, user, target int64) (bool, error) {
 	k := s.m.Of(user)
 	if k == s.m.Of(target) {
-		return s.Shard(k).Mute(ctx, user, target)
+		return s.writePair(ctx, k, (*sqlstore.Store).Mute, user, target)
 	}
 	if err := feed.CheckNotSelf("mute or block", user, target); err != nil {
 		return false, fmt.Errorf("shards: mute %d -> %d: %w", user, target, err)
@@ -80,10 +80,10 @@ func (s *Store) Mute(ctx context.Context, user, target int64) (bool, error) {
 	if err := s.userOn(ctx, target); err != nil {
 		return false, fmt.Errorf("shards: mute %d -> %d: %w", user, target, err)
 	}
-	return s.Shard(k).MuteOut(ctx, user, target)
+	return s.writePair(ctx, k, (*sqlstore.Store).MuteOut, user, target)
 }
 
 // Unmute removes user's mute of target (sqlstore.Store.Unmute).
 func (s *Store) Unmute(ctx context.Context, user, target int64) (bool, error) {
-	return s.of(user).Unmute(ctx, user, target)
+	return s.writePair(ctx, s.m.Of(user), (*sqlstore.Store).Unmute, user, target)
 }

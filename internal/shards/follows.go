@@ -21,12 +21,12 @@ func (s *Store) Follow(ctx context.Context, follower, followee int64) (bool, err
 	}
 	k := s.m.Of(follower)
 	if k == s.m.Of(followee) {
-		return s.Shard(k).Follow(ctx, follower, followee)
+		return s.writePair(ctx, k, (*sqlstore.Store).Follow, follower, followee)
 	}
 	if err := s.userOn(ctx, followee); err != nil {
 		return false, fmt.Errorf("shards: follow %d -> %d: %w", follower, followee, err)
 	}
-	added, err := s.Shard(k).FollowOut(ctx, follower, followee)
+	added, err := s.writePair(ctx, k, (*sqlstore.Store).FollowOut, follower, followee)
 	if err != nil {
 		return false, err
 	}
@@ -42,9 +42,9 @@ func (s *Store) Follow(ctx context.Context, follower, followee int64) (bool, err
 func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (bool, error) {
 	k := s.m.Of(follower)
 	if k == s.m.Of(followee) {
-		return s.Shard(k).Unfollow(ctx, follower, followee)
+		return s.writePair(ctx, k, (*sqlstore.Store).Unfollow, follower, followee)
 	}
-	removed, err := s.Shard(k).UnfollowOut(ctx, follower, followee)
+	removed, err := s.writePair(ctx, k, (*sqlstore.Store).UnfollowOut, follower, followee)
 	if err != nil {
 		return false, err
 	}
@@ -98,7 +98,12 @@ func (s *Store) FollowBatch(ctx context.Context, follow, unfollow []feed.Edge) (
 	}
 	for _, k := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[k]
-		f, u, syncs, err := s.Shard(k).FollowBatchOn(ctx, s.home(k), g.follow, g.unfollow, live)
+		var f, u []string
+		var syncs []sqlstore.Sync
+		err := s.write(ctx, k, func(st *sqlstore.Store) (err error) {
+			f, u, syncs, err = st.FollowBatchOn(ctx, s.home(k), g.follow, g.unfollow, live)
+			return err
+		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("shards: follow batch on shard %d: %w", k, err)
 		}

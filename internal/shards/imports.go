@@ -38,7 +38,12 @@ func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (feed.Follo
 		for j, i := range groups[k] {
 			part[j] = edges[i]
 		}
-		r, syncs, err := s.Shard(k).ImportFollowsOn(ctx, s.home(k), part, live)
+		var r feed.FollowImport
+		var syncs []sqlstore.Sync
+		err := s.write(ctx, k, func(st *sqlstore.Store) (err error) {
+			r, syncs, err = st.ImportFollowsOn(ctx, s.home(k), part, live)
+			return err
+		})
 		if err != nil {
 			return feed.FollowImport{}, fmt.Errorf("shards: import %d follows on shard %d: %w", len(part), k, err)
 		}
@@ -91,7 +96,11 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 		for j, i := range groups[k] {
 			part[j] = likes[i]
 		}
-		r, err := s.Shard(k).ImportLikesOn(ctx, s.home(k), part, live)
+		var r feed.LikeImport
+		err := s.write(ctx, k, func(st *sqlstore.Store) (err error) {
+			r, err = st.ImportLikesOn(ctx, s.home(k), part, live)
+			return err
+		})
 		if err != nil {
 			return feed.LikeImport{}, fmt.Errorf("shards: import %d likes on shard %d: %w", len(part), k, err)
 		}

@@ -25,8 +25,12 @@ func (s *Store) ApplyLikes(ctx context.Context, evs []feed.LikeEvent) (feed.Like
 	}
 	out := feed.LikesWritten{Deltas: map[int64]int64{}, Tallies: map[int64]feed.LikeTally{}}
 	var mu sync.Mutex
-	err := s.some(ctx, slices.Sorted(maps.Keys(groups)), func(ctx context.Context, k int, st *sqlstore.Store) error {
-		w, err := st.ApplyLikesOn(ctx, s.home(k), groups[k])
+	err := s.some(ctx, slices.Sorted(maps.Keys(groups)), func(ctx context.Context, k int, _ *sqlstore.Store) error {
+		var w feed.LikesWritten
+		err := s.write(ctx, k, func(st *sqlstore.Store) (err error) {
+			w, err = st.ApplyLikesOn(ctx, s.home(k), groups[k])
+			return err
+		})
 		if err != nil {
 			return err
 		}

@@ -73,9 +73,13 @@ func (s *Store) runSyncs(ctx context.Context, k int, syncs []sqlstore.Sync) erro
 	var errs []error
 	for _, m := range slices.Sorted(maps.Keys(byMirror)) {
 		batch := byMirror[m]
-		orphans, err := s.Shard(m).SyncMirror(ctx, truth, batch)
+		var orphans []sqlstore.Sync
+		err := s.write(ctx, m, func(mirror *sqlstore.Store) (err error) {
+			orphans, err = mirror.SyncMirror(ctx, truth, batch)
+			return err
+		})
 		if err == nil && len(orphans) > 0 {
-			err = truth.DropOrphans(ctx, orphans)
+			err = s.write(ctx, k, func(truth *sqlstore.Store) error { return truth.DropOrphans(ctx, orphans) })
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("shards: sync %d mirrors of shard %d on shard %d: %w", len(batch), k, m, err))

@@ -80,8 +80,10 @@ func (mv *moves) closeRetired() error {
 // found nothing to change (ENOTFOUND) runs again there too if the shard
 // turns out to have moved: a moved source refuses every change, but an
 // update that matches no row changes nothing and so fires no trigger.
-// The wrapped routes call it; a route that is not wrapped still fails
-// with the refusal until WatchMoves switches the shard.
+// Every write of a request goes through it, the halves of a cross-shard
+// write (truth, mirror sync) each on its own shard; the background jobs
+// that retry anyway (a purge's steps, the repairer's claims) fail with
+// the refusal and run again once WatchMoves has switched the shard.
 func (s *Store) write(ctx context.Context, k int, w func(st *sqlstore.Store) error) error {
 	for hop := 0; ; hop++ {
 		st := s.Shard(k)
@@ -100,6 +102,18 @@ func (s *Store) write(ctx context.Context, k int, w func(st *sqlstore.Store) err
 		// Switched, or the move gave up (aborted) and the source takes
 		// writes again: run once more.
 	}
+}
+
+// writePair is write for the writes about a pair of users (a follow, a
+// block, a mute): it runs w(a, b) on shard k and returns whether it
+// changed anything.
+func (s *Store) writePair(ctx context.Context, k int, w func(*sqlstore.Store, context.Context, int64, int64) (bool, error), a, b int64) (bool, error) {
+	var changed bool
+	err := s.write(ctx, k, func(st *sqlstore.Store) (err error) {
+		changed, err = w(st, ctx, a, b)
+		return err
+	})
+	return changed, err
 }
 
 // follow switches shard k from old to where old says it moved. wait says

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/sqlstore"
 )
 
 // A deleted user's purge is one job on their shard (user_purges: the
@@ -18,8 +19,12 @@ import (
 
 // DeleteUser marks user deleted and records the purge job on their shard
 // (sqlstore.Store.DeleteUser).
-func (s *Store) DeleteUser(ctx context.Context, user int64) (feed.Purge, bool, error) {
-	return s.of(user).DeleteUser(ctx, user)
+func (s *Store) DeleteUser(ctx context.Context, user int64) (p feed.Purge, deleted bool, err error) {
+	err = s.write(ctx, s.m.Of(user), func(st *sqlstore.Store) (err error) {
+		p, deleted, err = st.DeleteUser(ctx, user)
+		return err
+	})
+	return p, deleted, err
 }
 
 // Purge returns the state of user's last deletion, from their shard.

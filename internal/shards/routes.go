@@ -30,7 +30,7 @@ func (s *Store) TokenGeneration(ctx context.Context, user int64) (int64, error) 
 }
 
 func (s *Store) RevokeTokens(ctx context.Context, user int64) error {
-	return s.of(user).RevokeTokens(ctx, user)
+	return s.write(ctx, s.m.Of(user), func(st *sqlstore.Store) error { return st.RevokeTokens(ctx, user) })
 }
 
 func (s *Store) Marker(ctx context.Context, user int64) (feed.Marker, error) {
@@ -52,11 +52,15 @@ func (s *Store) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
 }
 
 func (s *Store) MarkFeedStale(ctx context.Context, user int64) error {
-	return s.of(user).MarkFeedStale(ctx, user)
+	return s.write(ctx, s.m.Of(user), func(st *sqlstore.Store) error { return st.MarkFeedStale(ctx, user) })
 }
 
-func (s *Store) SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error) {
-	return s.of(author).SetPullMode(ctx, author, pull, refan)
+func (s *Store) SetPullMode(ctx context.Context, author int64, pull bool, refan int) (changed bool, err error) {
+	err = s.write(ctx, s.m.Of(author), func(st *sqlstore.Store) (err error) {
+		changed, err = st.SetPullMode(ctx, author, pull, refan)
+		return err
+	})
+	return changed, err
 }
 
 // Following lists whom user follows: the truth of user's follows, on
