@@ -15,8 +15,8 @@ import (
 type costCollector struct {
 	// stores are the process's SQL stores: one per role in a process that
 	// runs the API and the workers, each with pools of its own. Their
-	// counts add up by pool and verb.
-	stores []*sqlstore.Store
+	// counts add up by pool and verb. Asked at each collection.
+	stores func() []*sqlstore.Store
 	redis  *rediscache.CommandCounter // nil without Redis
 
 	sqlDesc, sqlJobDesc, redisDesc *prometheus.Desc
@@ -33,9 +33,9 @@ func distinct(stores []*sqlstore.Store) []*sqlstore.Store {
 	return out
 }
 
-func newCostCollector(redis *rediscache.CommandCounter, stores ...*sqlstore.Store) *costCollector {
+func newCostCollector(redis *rediscache.CommandCounter, stores func() []*sqlstore.Store) *costCollector {
 	return &costCollector{
-		stores: distinct(stores),
+		stores: stores,
 		redis:  redis,
 		sqlDesc: prometheus.NewDesc("feedd_sql_statements_total",
 			"SQL statements sent to the SQL server (MySQL or PostgreSQL), by pool (primary, replica) and verb (select, insert, begin, commit…).",
@@ -58,7 +58,8 @@ func (c *costCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *costCollector) Collect(ch chan<- prometheus.Metric) {
 	type key struct{ pool, verb string }
 	sums := map[key]int64{}
-	for _, st := range c.stores {
+	stores := c.stores()
+	for _, st := range stores {
 		for _, s := range st.Statements() {
 			sums[key{s.Pool, s.Verb}] += s.N
 		}
@@ -68,7 +69,7 @@ func (c *costCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	type jobKey struct{ pool, job, verb string }
 	jobs := map[jobKey]int64{}
-	for _, st := range c.stores {
+	for _, st := range stores {
 		for _, s := range st.JobStatements() {
 			jobs[jobKey{s.Pool, s.Job, s.Verb}] += s.N
 		}

@@ -253,9 +253,11 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 			d.authorLists, d.closeAuthorLists = lists, lists.Close
 		}
 	}
-	dbs := append(databases(d.store), databases(d.workStore)...)
-	d.reg.MustRegister(newCostCollector(redisCounter, dbs...))
-	d.reg.MustRegister(newNodesCollector(dbs...))
+	// Asked at each collection: a shard that moved (shards.Move) is
+	// counted at its new place.
+	dbs := func() []*sqlstore.Store { return distinct(append(databases(d.store), databases(d.workStore)...)) }
+	d.reg.MustRegister(newCostCollector(redisCounter, dbs))
+	d.reg.MustRegister(newNodesCollector(dbs))
 	if cfg.amqpURL != "" {
 		b, err := rabbit.Dial(ctx, cfg.amqpURL, rabbit.Options{Prefix: cfg.amqpPrefix, QueueType: cfg.amqpQueue}, logger)
 		if err != nil {

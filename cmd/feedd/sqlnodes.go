@@ -11,13 +11,13 @@ import (
 // an operator sees a failover and the failback. It exports nothing for a
 // store on one host.
 type nodesCollector struct {
-	stores                []*sqlstore.Store
+	stores                func() []*sqlstore.Store
 	writerDesc, movesDesc *prometheus.Desc
 }
 
-func newNodesCollector(stores ...*sqlstore.Store) *nodesCollector {
+func newNodesCollector(stores func() []*sqlstore.Store) *nodesCollector {
 	return &nodesCollector{
-		stores: distinct(stores),
+		stores: stores,
 		writerDesc: prometheus.NewDesc("feedd_sql_writer",
 			"The SQL node (host:port of a multi-host FEEDD_MYSQL_DSN) that takes the process's writes: how many of its stores write through it.",
 			[]string{"node"}, nil),
@@ -36,7 +36,7 @@ func (c *nodesCollector) Collect(ch chan<- prometheus.Metric) {
 	writers := map[string]int{}
 	var moves uint64
 	multi := false
-	for _, st := range c.stores {
+	for _, st := range c.stores() {
 		n, ok := st.Nodes()
 		if !ok {
 			continue
