@@ -18,6 +18,8 @@
 #                          root@tcp(127.0.0.1:3311,127.0.0.1:3312,127.0.0.1:3313)/
 #   .ci/galera.sh kill N   SIGKILL node N (a crash: no clean leave)
 #   .ci/galera.sh start N  start node N, which rejoins by IST; waits until synced
+#                          (the survivors without a primary component are
+#                          revived first: see revive)
 #   .ci/galera.sh down     stop the three nodes (the data stays)
 set -euo pipefail
 
@@ -136,6 +138,27 @@ primary() {
   return 1
 }
 
+# revive: the running nodes have no primary component. Under heavy load
+# (CI at load 30) the survivors of a kill can miss each other's keepalives
+# too and each end up alone, without quorum. Wait for them to merge; if
+# they do not, bootstrap the most advanced running node (pc.bootstrap): a
+# commit is acknowledged only once every member has it, so it holds every
+# acknowledged write, and the others rejoin it.
+revive() {
+  for _ in $(seq 1 100); do primary >/dev/null && return 0; sleep 0.2; done
+  local best="" top=-2 c
+  for n in "${nodes[@]}"; do
+    alive "$n" || continue
+    c="$(status "$n" wsrep_last_committed)"
+    if (( ${c:--1} > top )); then top="${c:--1}"; best="$n"; fi
+  done
+  [[ -n "$best" ]] || return 1
+  echo "galera: no primary component after 20 s; bootstrapping node $best (last committed $top)" >&2
+  sql "$best" "SET GLOBAL wsrep_provider_options='pc.bootstrap=YES'" || true
+  for _ in $(seq 1 150); do primary >/dev/null && return 0; sleep 0.2; done
+  return 1
+}
+
 up() {
   install_packages
   mkdir -p "$dir"
@@ -172,7 +195,7 @@ case "${1:-up}" in
     ;;
   start)
     node_arg "${2:-}"
-    primary >/dev/null || { echo "galera: no running node to join; run '$0 up'" >&2; exit 1; }
+    primary >/dev/null || revive || { echo "galera: no running node to join; run '$0 up'" >&2; exit 1; }
     alive "$2" || launch "$2"
     wait_synced "$2" 120
     ;;
