@@ -253,12 +253,13 @@ func pairChunks(pairs []feed.Edge) [][]feed.Edge {
 	return slices.Collect(slices.Chunk(slices.Compact(sorted), pairChunk))
 }
 
-// pairsIn returns which of pairs are rows of table, whose key is (a, b).
-func pairsIn(ctx context.Context, tx *sql.Tx, table, a, b string, pairs []feed.Edge) (map[feed.Edge]bool, error) {
+// pairsIn returns which of pairs are rows of table, whose key is (a, b);
+// lock, if given, ends the statement.
+func pairsIn(ctx context.Context, tx *sql.Tx, table, a, b string, pairs []feed.Edge, lock ...string) (map[feed.Edge]bool, error) {
 	in := map[feed.Edge]bool{}
 	for _, chunk := range pairChunks(pairs) {
 		where, args := pairClause(a, b, chunk)
-		rows, err := tx.QueryContext(ctx, "SELECT "+a+", "+b+" FROM "+table+" WHERE "+where, args...)
+		rows, err := tx.QueryContext(ctx, "SELECT "+a+", "+b+" FROM "+table+" WHERE "+where+strings.Join(lock, ""), args...)
 		if err != nil {
 			return nil, err
 		}

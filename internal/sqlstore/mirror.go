@@ -285,12 +285,9 @@ func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, sync
 		if err != nil {
 			return err
 		}
-		// Per mirror user, one insert of the rows it should have and one
-		// delete of those it should not, whose affected rows say how many
-		// really changed: only syncs write mirror rows, under this lock,
-		// but a purge may delete some without it, and the count must move
-		// by what really went.
-		put, drop := map[int64][]any{}, map[int64][]any{}
+		// The rows the mirror should have and those it should not.
+		var put []any
+		var drop []feed.Edge
 		for _, e := range edges {
 			at, ok := want[e]
 			if ok && !live[e.Followee] {
@@ -298,9 +295,9 @@ func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, sync
 				ok = false
 			}
 			if ok {
-				put[e.Followee] = append(put[e.Followee], e.Follower, e.Followee, at)
+				put = append(put, e.Follower, e.Followee, at)
 			} else {
-				drop[e.Followee] = append(drop[e.Followee], e.Follower)
+				drop = append(drop, e)
 			}
 		}
 		// A block standing on this side takes the blocked user's edge to
@@ -326,35 +323,49 @@ func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, sync
 				return err
 			}
 		}
-		delta := map[int64]int64{}
-		for _, user := range users {
-			for chunk := range slices.Chunk(put[user], 3*chunkSize) {
-				res, err := tx.ExecContext(ctx, "INSERT INTO "+t.table+" ("+t.a+", "+t.b+", created_at) VALUES "+
-					strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(chunk)/3), ", ")+s.d.keepExisting, chunk...)
-				if err != nil {
-					return err
-				}
-				n, err := res.RowsAffected()
-				if err != nil {
-					return err
-				}
-				delta[user] += n
+		// A counted edge moves its mirror user's count by what the writes
+		// really changed: the batch's rows are read, locked, before and
+		// after them. Only syncs write mirror rows, under the users' locks
+		// taken above, but a purge may delete some without them (it waits
+		// for the rows locked here).
+		var before map[feed.Edge]bool
+		if t.count != "" {
+			if before, err = pairsIn(ctx, tx, t.table, t.a, t.b, edges, s.d.forUpdate); err != nil {
+				return err
 			}
-			for chunk := range slices.Chunk(drop[user], chunkSize) {
-				res, err := tx.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE "+t.b+" = ? AND "+t.a+" IN ("+placeholders(len(chunk))+")",
-					append([]any{user}, chunk...)...)
-				if err != nil {
-					return err
-				}
-				n, err := res.RowsAffected()
-				if err != nil {
-					return err
-				}
-				delta[user] -= n
+		}
+		// The writes in multi-row statements across the batch's users: one
+		// per user (a batch of an import names thousands) cost a round trip
+		// each.
+		for chunk := range slices.Chunk(put, 3*chunkSize) {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO "+t.table+" ("+t.a+", "+t.b+", created_at) VALUES "+
+				strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(chunk)/3), ", ")+s.d.keepExisting, chunk...); err != nil {
+				return err
+			}
+		}
+		for _, chunk := range pairChunks(drop) {
+			where, args := pairClause(t.a, t.b, chunk)
+			if _, err := tx.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE "+where, args...); err != nil {
+				return err
 			}
 		}
 		if t.count == "" {
 			return nil
+		}
+		after, err := pairsIn(ctx, tx, t.table, t.a, t.b, edges, s.d.forUpdate)
+		if err != nil {
+			return err
+		}
+		delta := map[int64]int64{}
+		for e := range after {
+			if !before[e] {
+				delta[e.Followee]++
+			}
+		}
+		for e := range before {
+			if !after[e] {
+				delta[e.Followee]--
+			}
 		}
 		return addToCount(ctx, tx, t.count, delta)
 	})
@@ -410,7 +421,7 @@ func (s *Store) syncLikes(ctx context.Context, truth *Store, syncs []Sync) ([]Sy
 		if err != nil {
 			return err
 		}
-		want, err := likeRows(ctx, truth.rdb, pairs, "") // the read pool: see truthEdges
+		want, err := likeRows(ctx, truth.rdb, pairs, truth.d.likesByKey) // the read pool: see truthEdges
 		if err != nil {
 			return err
 		}
