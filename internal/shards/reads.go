@@ -102,11 +102,68 @@ func mergeDesc(lists [][]int64, n int) []int64 {
 	return all
 }
 
+// newestBelow reads shard k's m newest ids below before (0: no bound),
+// newest first.
+type newestBelow func(ctx context.Context, k int, st *sqlstore.Store, before int64, m int) ([]int64, error)
+
+// gatherNewest returns the n newest ids below before of the shards ks,
+// each read by read. Asking every shard for n would cost each shard the
+// whole page's work (a shard's query walks its newest posts until it has
+// n of the reader's), so each is asked first for its share and a margin.
+// The merge of those is the answer unless a shard that filled its share
+// may hold ids newer than the merge's n-th: each such shard is asked once
+// more, below the last id it gave, for n. It then has given n ids newer
+// than any it holds back, or all it has, so the second merge is exact.
+func (s *Store) gatherNewest(ctx context.Context, ks []int, before int64, n int, read newestBelow) ([]int64, error) {
+	if len(ks) <= 1 || n <= len(ks) {
+		return s.gatherIDs(ctx, ks, n, func(ctx context.Context, k int, st *sqlstore.Store) ([]int64, error) {
+			return read(ctx, k, st, before, n)
+		})
+	}
+	share := min(n, n/len(ks)+n/(2*len(ks))+2)
+	lists := make([][]int64, s.m.N)
+	err := s.read(ctx, ks, missedAny, func(ctx context.Context, k int, st *sqlstore.Store) error {
+		var err error
+		lists[k], err = read(ctx, k, st, before, share)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	merged := mergeDesc(lists, n)
+	var again []int
+	for _, k := range ks {
+		l := lists[k]
+		if len(l) < share {
+			continue // it has no more (or did not answer: a gap)
+		}
+		if len(merged) < n || slices.Min(l) > merged[len(merged)-1] {
+			again = append(again, k)
+		}
+	}
+	if len(again) == 0 {
+		return merged, nil
+	}
+	more := make([][]int64, s.m.N)
+	err = s.read(ctx, again, missedAny, func(ctx context.Context, k int, st *sqlstore.Store) error {
+		var err error
+		more[k], err = read(ctx, k, st, slices.Min(lists[k]), n)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range again {
+		lists[k] = append(lists[k], more[k]...)
+	}
+	return mergeDesc(lists, n), nil
+}
+
 // AuthorsPostIDs reads each author's posts on the author's shard.
 func (s *Store) AuthorsPostIDs(ctx context.Context, authors []int64, before int64, n int) ([]int64, error) {
 	groups := s.byShard(authors)
-	return s.gatherIDs(ctx, keys(groups), n, func(ctx context.Context, k int, st *sqlstore.Store) ([]int64, error) {
-		return st.AuthorsPostIDs(ctx, groups[k], before, n)
+	return s.gatherNewest(ctx, keys(groups), before, n, func(ctx context.Context, k int, st *sqlstore.Store, before int64, m int) ([]int64, error) {
+		return st.AuthorsPostIDs(ctx, groups[k], before, m)
 	})
 }
 
@@ -115,18 +172,18 @@ func (s *Store) AuthorsPostIDs(ctx context.Context, authors []int64, before int6
 // users, and the mirrors of the others', mirror.go), so the one-database
 // query, run on each shard, finds the posts of the reader's followees
 // that live there; the reader's own posts are on its shard. The n newest
-// of the shards' n newest are the feed's n newest.
+// of the shards' newest are the feed's n newest (gatherNewest).
 func (s *Store) FeedPostIDs(ctx context.Context, reader, after, before int64, n int) ([]int64, error) {
-	return s.gatherIDs(ctx, allOf(s.m.N), n, func(ctx context.Context, _ int, st *sqlstore.Store) ([]int64, error) {
-		return st.FeedPostIDs(ctx, reader, after, before, n)
+	return s.gatherNewest(ctx, allOf(s.m.N), before, n, func(ctx context.Context, _ int, st *sqlstore.Store, before int64, m int) ([]int64, error) {
+		return st.FeedPostIDs(ctx, reader, after, before, m)
 	})
 }
 
 // PushedFeedPostIDs is FeedPostIDs over the pushed authors: the band is
 // checked on each author's shard, where its follower count is.
 func (s *Store) PushedFeedPostIDs(ctx context.Context, reader, high, low, after, before int64, n int) ([]int64, error) {
-	return s.gatherIDs(ctx, allOf(s.m.N), n, func(ctx context.Context, _ int, st *sqlstore.Store) ([]int64, error) {
-		return st.PushedFeedPostIDs(ctx, reader, high, low, after, before, n)
+	return s.gatherNewest(ctx, allOf(s.m.N), before, n, func(ctx context.Context, _ int, st *sqlstore.Store, before int64, m int) ([]int64, error) {
+		return st.PushedFeedPostIDs(ctx, reader, high, low, after, before, m)
 	})
 }
 

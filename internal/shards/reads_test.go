@@ -87,3 +87,70 @@ func TestFeedAcrossShards(t *testing.T) {
 		t.Fatalf("post of 1 with an id of shard 2: %v, want EINVALID", err)
 	}
 }
+
+// A page whose newest posts all live on one shard is whole: each shard
+// is first asked for its share of a page only, and the one that holds
+// more of it is asked again (gatherNewest). Its pages walk the feed
+// without a gap or a repeat, and so do an author list's.
+func TestFeedFromOneShard(t *testing.T) {
+	feedtest.RequireServices(t)
+	ctx := context.Background()
+	s := openSharded(t, 4, false)
+	var users []feed.User
+	for id := int64(1); id <= 8; id++ {
+		users = append(users, feed.User{ID: id, Name: "u", CreatedAt: time.Now()})
+	}
+	if err := s.BulkCreateUsers(ctx, users); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BulkLoadFollows(ctx, [][2]int64{{1, 2}, {1, 3}, {1, 4}, {1, 5}}); err != nil {
+		t.Fatal(err)
+	}
+	gen := feed.NewIDGen(nil)
+	var all []int64
+	post := func(author int64) {
+		t.Helper()
+		p := feed.Post{ID: gen.NextOn(author, s.N()), AuthorID: author, Content: "p", CreatedAt: time.Now()}
+		if _, _, err := s.CreatePost(ctx, p, feed.Idempotency{}); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, p.ID)
+	}
+	// A few posts by each followee, then 30 by user 2 (shard 2) alone.
+	for range 3 {
+		for author := int64(2); author <= 5; author++ {
+			post(author)
+		}
+	}
+	for range 30 {
+		post(2)
+	}
+	slices.Sort(all)
+	slices.Reverse(all)
+
+	for _, n := range []int{12, 5, 40} {
+		var got []int64
+		before := int64(0)
+		for {
+			page, err := s.FeedPostIDs(ctx, 1, 0, before, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 0 && len(page) > 0 && !slices.Equal(page, all[:len(page)]) {
+				t.Fatalf("first page of %d = %v; want the newest %v", n, page, all[:min(n, len(all))])
+			}
+			got = append(got, page...)
+			if len(page) < n {
+				break
+			}
+			before = page[len(page)-1]
+		}
+		if !slices.Equal(got, all) {
+			t.Fatalf("feed of 1 in pages of %d:\n got %v\nwant %v", n, got, all)
+		}
+		ids, err := s.AuthorsPostIDs(ctx, []int64{2, 3, 4, 5}, 0, n)
+		if err != nil || !slices.Equal(ids, all[:min(n, len(all))]) {
+			t.Fatalf("AuthorsPostIDs(2..5, %d) = %v, %v; want %v", n, ids, err, all[:min(n, len(all))])
+		}
+	}
+}
