@@ -99,21 +99,60 @@ func (s *Store) journal(ctx context.Context, tx *sql.Tx, syncs []Sync) error {
 	return nil
 }
 
-// syncsWhere matches the journal rows of syncs; withDue adds each one's
+// syncChunks splits syncs, in key order, into chunks of at most pairMax
+// rows and pairTerms first users (pairChunks' bounds): a batch's journal
+// rows share their first users, which syncsWhere names once each.
+func syncChunks(syncs []Sync) [][]Sync {
+	sorted := sortedSyncs(syncs)
+	var out [][]Sync
+	start, terms := 0, 0
+	for i, y := range sorted {
+		first := i == start || y.Kind != sorted[i-1].Kind || y.A != sorted[i-1].A || y.Due != sorted[i-1].Due
+		if i > start && (i-start == pairMax || first && terms == pairTerms) {
+			out = append(out, sorted[start:i:i])
+			start, terms, first = i, 0, true
+		}
+		if first {
+			terms++
+		}
+	}
+	if start < len(sorted) {
+		out = append(out, sorted[start:])
+	}
+	return out
+}
+
+// syncsWhere matches the journal rows of syncs, one "kind = ? AND a = ?
+// AND b IN (...)" term per kind and first user; withDue adds each one's
 // "due_at <= Due".
 func syncsWhere(syncs []Sync, withDue bool) (string, []any) {
-	cond := "(kind = ? AND a = ? AND b = ?)"
-	if withDue {
-		cond = "(kind = ? AND a = ? AND b = ? AND due_at <= ?)"
+	type term struct {
+		kind   SyncKind
+		a, due int64
 	}
-	terms := make([]string, len(syncs))
-	args := make([]any, 0, 4*len(syncs))
-	for i, y := range syncs {
-		terms[i] = cond
-		args = append(args, int64(y.Kind), y.A, y.B)
+	var order []term
+	bs := map[term][]any{}
+	for _, y := range syncs {
+		k := term{kind: y.Kind, a: y.A}
 		if withDue {
-			args = append(args, y.Due)
+			k.due = y.Due
 		}
+		if _, ok := bs[k]; !ok {
+			order = append(order, k)
+		}
+		bs[k] = append(bs[k], y.B)
+	}
+	terms := make([]string, len(order))
+	args := make([]any, 0, 3*len(order)+len(syncs))
+	for i, k := range order {
+		cond := "(kind = ? AND a = ?"
+		args = append(args, int64(k.kind), k.a)
+		if withDue {
+			cond += " AND due_at <= ?"
+			args = append(args, k.due)
+		}
+		terms[i] = cond + " AND b IN (" + placeholders(len(bs[k])) + "))"
+		args = append(args, bs[k]...)
 	}
 	return strings.Join(terms, " OR "), args
 }
@@ -124,7 +163,7 @@ func syncsWhere(syncs []Sync, withDue bool) (string, []any) {
 // after the write.
 func (s *Store) PendingSyncs(ctx context.Context, syncs []Sync) ([]Sync, error) {
 	var out []Sync
-	for chunk := range slices.Chunk(sortedSyncs(syncs), likePairsPerSelect) {
+	for _, chunk := range syncChunks(syncs) {
 		where, args := syncsWhere(chunk, false)
 		rows, err := s.db.QueryContext(ctx, "SELECT kind, a, b, due_at FROM shard_syncs WHERE "+where, args...)
 		if err != nil {
@@ -170,7 +209,7 @@ func (s *Store) ClaimSyncs(ctx context.Context, now time.Time, n int, lease time
 		for i := range claimed {
 			claimed[i].Due = until
 		}
-		for chunk := range slices.Chunk(claimed, likePairsPerSelect) {
+		for _, chunk := range syncChunks(claimed) {
 			where, args := syncsWhere(chunk, false)
 			if _, err := tx.ExecContext(ctx, "UPDATE shard_syncs SET due_at = ? WHERE "+where, append([]any{until}, args...)...); err != nil {
 				return err
@@ -188,7 +227,7 @@ func (s *Store) ClaimSyncs(ctx context.Context, now time.Time, n int, lease time
 // their Due was read. The delete can be the victim of a deadlock with a
 // write journaling the same pair (MySQL), and runs again then.
 func (s *Store) DoneSyncs(ctx context.Context, syncs []Sync) error {
-	for chunk := range slices.Chunk(sortedSyncs(syncs), likePairsPerSelect) {
+	for _, chunk := range syncChunks(syncs) {
 		where, args := syncsWhere(chunk, true)
 		err := s.write(ctx, func(tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, "DELETE FROM shard_syncs WHERE "+where, args...)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/feedd/feedd/internal/feed"
@@ -40,5 +41,35 @@ func TestPairChunks(t *testing.T) {
 	}
 	if n := len(pairChunks(pairs)); n > len(want)/pairTerms+len(want)/pairMax+2 {
 		t.Errorf("%d chunks for %d pairs", n, len(want))
+	}
+}
+
+// syncChunks keeps every journal row once within the same bounds, and
+// syncsWhere names each kind and first user once, with as many
+// arguments as its terms need.
+func TestSyncChunks(t *testing.T) {
+	var syncs []Sync
+	for a := range int64(120) {
+		for b := range a%30 + 1 {
+			syncs = append(syncs, Sync{Kind: SyncFollow, A: a, B: b, Due: 5}, Sync{Kind: SyncLike, A: a, B: b, Due: 5})
+		}
+	}
+	total := 0
+	for _, c := range syncChunks(syncs) {
+		if len(c) > pairMax {
+			t.Fatalf("a chunk of %d journal rows; want at most %d", len(c), pairMax)
+		}
+		total += len(c)
+		where, args := syncsWhere(c, true)
+		terms := strings.Count(where, " OR ") + 1
+		if terms > pairTerms {
+			t.Fatalf("a chunk's where has %d terms; want at most %d", terms, pairTerms)
+		}
+		if want := 3*terms + len(c); len(args) != want || strings.Count(where, "?") != want {
+			t.Fatalf("%d terms over %d rows: %d arguments, %d placeholders; want %d", terms, len(c), len(args), strings.Count(where, "?"), want)
+		}
+	}
+	if total != len(syncs) {
+		t.Fatalf("the chunks hold %d rows; want %d", total, len(syncs))
 	}
 }
