@@ -8,6 +8,7 @@ import (
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/feed/feedtest"
+	"github.com/feedd/feedd/internal/shards"
 )
 
 // A home feed read from SQL across shards holds exactly the posts of the
@@ -15,22 +16,8 @@ import (
 // each lives on, and pages without a gap or a repeat; a post and a user
 // are found from their ids alone.
 func TestFeedAcrossShards(t *testing.T) {
-	feedtest.RequireServices(t)
 	ctx := context.Background()
-	s := openSharded(t, 4, false)
-	// Users 1..8: two on each shard (id & 3).
-	var users []feed.User
-	for id := int64(1); id <= 8; id++ {
-		users = append(users, feed.User{ID: id, Name: "u", CreatedAt: time.Now()})
-	}
-	if err := s.BulkCreateUsers(ctx, users); err != nil {
-		t.Fatal(err)
-	}
-	// Reader 1 (shard 1) follows 2 (shard 2), 3 (shard 3), 4 (shard 0)
-	// and 5 (shard 1, its own); not 6, 7, 8.
-	if err := s.BulkLoadFollows(ctx, [][2]int64{{1, 2}, {1, 3}, {1, 4}, {1, 5}}); err != nil {
-		t.Fatal(err)
-	}
+	s := readerOfFour(t)
 	gen := feed.NewIDGen(nil)
 	var want []int64
 	for round := range 5 {
@@ -93,19 +80,8 @@ func TestFeedAcrossShards(t *testing.T) {
 // more of it is asked again (gatherNewest). Its pages walk the feed
 // without a gap or a repeat, and so do an author list's.
 func TestFeedFromOneShard(t *testing.T) {
-	feedtest.RequireServices(t)
 	ctx := context.Background()
-	s := openSharded(t, 4, false)
-	var users []feed.User
-	for id := int64(1); id <= 8; id++ {
-		users = append(users, feed.User{ID: id, Name: "u", CreatedAt: time.Now()})
-	}
-	if err := s.BulkCreateUsers(ctx, users); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.BulkLoadFollows(ctx, [][2]int64{{1, 2}, {1, 3}, {1, 4}, {1, 5}}); err != nil {
-		t.Fatal(err)
-	}
+	s := readerOfFour(t)
 	gen := feed.NewIDGen(nil)
 	var all []int64
 	post := func(author int64) {
@@ -153,4 +129,25 @@ func TestFeedFromOneShard(t *testing.T) {
 			t.Fatalf("AuthorsPostIDs(2..5, %d) = %v, %v; want %v", n, ids, err, all[:min(n, len(all))])
 		}
 	}
+}
+
+// readerOfFour is a store of 4 shards with users 1..8, two on each shard
+// (id & 3), where reader 1 (shard 1) follows 2 (shard 2), 3 (shard 3),
+// 4 (shard 0) and 5 (shard 1, its own); not 6, 7, 8.
+func readerOfFour(t *testing.T) *shards.Store {
+	t.Helper()
+	feedtest.RequireServices(t)
+	ctx := context.Background()
+	s := openSharded(t, 4, false)
+	var users []feed.User
+	for id := int64(1); id <= 8; id++ {
+		users = append(users, feed.User{ID: id, Name: "u", CreatedAt: time.Now()})
+	}
+	if err := s.BulkCreateUsers(ctx, users); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BulkLoadFollows(ctx, [][2]int64{{1, 2}, {1, 3}, {1, 4}, {1, 5}}); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

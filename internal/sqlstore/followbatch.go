@@ -258,10 +258,17 @@ func pairChunks(pairs []feed.Edge) [][]feed.Edge {
 	sorted := slices.Compact(slices.SortedFunc(slices.Values(pairs), func(x, y feed.Edge) int {
 		return cmp.Or(cmp.Compare(x.Follower, y.Follower), cmp.Compare(x.Followee, y.Followee))
 	}))
-	var out [][]feed.Edge
+	return boundedChunks(sorted, func(x, y feed.Edge) bool { return x.Follower == y.Follower })
+}
+
+// boundedChunks splits sorted into chunks of at most pairMax items in
+// which at most pairTerms runs start: neighbours for which sameTerm holds
+// are one run, one term of the statement.
+func boundedChunks[T any](sorted []T, sameTerm func(x, y T) bool) [][]T {
+	var out [][]T
 	start, terms := 0, 0
-	for i, e := range sorted {
-		first := i == start || e.Follower != sorted[i-1].Follower
+	for i := range sorted {
+		first := i == start || !sameTerm(sorted[i-1], sorted[i])
 		if i > start && (i-start == pairMax || first && terms == pairTerms) {
 			out = append(out, sorted[start:i:i])
 			start, terms, first = i, 0, true

@@ -103,23 +103,7 @@ func (s *Store) journal(ctx context.Context, tx *sql.Tx, syncs []Sync) error {
 // rows and pairTerms first users (pairChunks' bounds): a batch's journal
 // rows share their first users, which syncsWhere names once each.
 func syncChunks(syncs []Sync) [][]Sync {
-	sorted := sortedSyncs(syncs)
-	var out [][]Sync
-	start, terms := 0, 0
-	for i, y := range sorted {
-		first := i == start || y.Kind != sorted[i-1].Kind || y.A != sorted[i-1].A || y.Due != sorted[i-1].Due
-		if i > start && (i-start == pairMax || first && terms == pairTerms) {
-			out = append(out, sorted[start:i:i])
-			start, terms, first = i, 0, true
-		}
-		if first {
-			terms++
-		}
-	}
-	if start < len(sorted) {
-		out = append(out, sorted[start:])
-	}
-	return out
+	return boundedChunks(sortedSyncs(syncs), func(x, y Sync) bool { return x.Kind == y.Kind && x.A == y.A && x.Due == y.Due })
 }
 
 // syncsWhere matches the journal rows of syncs, one "kind = ? AND a = ?
