@@ -311,6 +311,7 @@ func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, sync
 		// The rows the mirror should have and those it should not.
 		var put []any
 		var drop []feed.Edge
+		kept := map[feed.Edge]bool{}
 		for _, e := range edges {
 			at, ok := want[e]
 			if ok && !live[e.Followee] {
@@ -318,6 +319,7 @@ func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, sync
 				ok = false
 			}
 			if ok {
+				kept[e] = true
 				put = append(put, e.Follower, e.Followee, at)
 			} else {
 				drop = append(drop, e)
@@ -347,8 +349,7 @@ func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, sync
 			}
 		}
 		// A counted edge moves its mirror user's count by what the writes
-		// really changed: the batch's rows are read, locked, before and
-		// after them. Only syncs write mirror rows, under the users' locks
+		// really changed: the batch's rows are read, locked, before them. Only syncs write mirror rows, under the users' locks
 		// taken above, but a purge may delete some without them (it waits
 		// for the rows locked here).
 		var before map[feed.Edge]bool
@@ -375,18 +376,15 @@ func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, sync
 		if t.count == "" {
 			return nil
 		}
-		after, err := pairsIn(ctx, tx, t.table, t.a, t.b, edges, s.d.forUpdate)
-		if err != nil {
-			return err
-		}
+		// What the writes left follows from what was there: the rows read
+		// are locked, and a missing one only a sync (holding the users'
+		// locks) could insert.
 		delta := map[int64]int64{}
-		for e := range after {
-			if !before[e] {
+		for _, e := range edges {
+			switch {
+			case kept[e] && !before[e]:
 				delta[e.Followee]++
-			}
-		}
-		for e := range before {
-			if !after[e] {
+			case !kept[e] && before[e]:
 				delta[e.Followee]--
 			}
 		}
