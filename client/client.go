@@ -342,5 +342,11 @@ func (p PageParams) query() string {
 		}
 		q += "cursor=" + url.QueryEscape(p.Cursor)
 	}
+	if p.order != "" {
+		if q != "" {
+			q += "&"
+		}
+		q += "order=" + p.order
+	}
 	return q
 }

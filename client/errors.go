@@ -23,6 +23,7 @@ const (
 	CodeExternalIDExists       = "external_id_exists"        // 409: the author already has a post with this external id
 	CodeIdempotencyKeyInFlight = "idempotency_key_in_flight" // 409: the key's first request is not done; retried
 	CodeTooLarge               = "too_large"                 // 413
+	CodeCursorExpired          = "cursor_expired"            // 410: a ranked feed's snapshot expired: read its first page again
 	CodeIdempotencyKeyReused   = "idempotency_key_reused"    // 422: the key was used with another body
 	CodeRateLimited            = "rate_limited"              // 429; retried after Retry-After
 	CodeInternal               = "internal"                  // 500

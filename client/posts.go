@@ -20,6 +20,9 @@ type CreatePostParams struct {
 	// second post with it is an *Error external_id_exists whose
 	// ExistingPostID is the first post's.
 	ExternalID string `json:"external_id,omitempty"`
+	// Weight is the post's weight in ranked feeds, 0 to 100 (nil: the
+	// default, 1; 0: never in a ranked feed, still in the latest one).
+	Weight *float64 `json:"weight,omitempty"`
 	// IdempotencyKey makes the create safe to send again: within a day, the
 	// same key and body answer the same post. Empty: CreatePost makes one
 	// up (unless WithoutAutoIdempotencyKeys), so that its own retries never
@@ -47,6 +50,9 @@ type EditPostParams struct {
 	Content *string `json:"content,omitempty"`
 	// Data replaces the post's data; NoData() removes it; nil keeps it.
 	Data json.RawMessage `json:"data,omitempty"`
+	// Weight sets the post's weight in ranked feeds (0 to 100); nil keeps
+	// it. A change of weight alone does not mark the post edited.
+	Weight *float64 `json:"weight,omitempty"`
 }
 
 // EditPost edits one of the token's user's posts and returns it with its
@@ -108,6 +114,23 @@ func (c *Client) FeedPageRaw(ctx context.Context, p PageParams, buf *bytes.Buffe
 
 // Feed iterates over the token's user's whole home feed, newest first.
 func (c *Client) Feed(ctx context.Context, p PageParams) iter.Seq2[Post, error] {
+	return all[Post](ctx, c, "/v1/me/feed", p)
+}
+
+// RankedFeedPage reads a page of the token's user's ranked home feed
+// (GET /v1/me/feed?order=ranked): the recent posts of the latest feed,
+// best first. The first page ranks them anew; its cursor pages through
+// that ranking, which expires some time after its last page: then the
+// error is an *Error with Code CodeCursorExpired, and the caller reads the
+// first page again.
+func (c *Client) RankedFeedPage(ctx context.Context, p PageParams) (Page[Post], error) {
+	p.order = "ranked"
+	return getPage[Post](ctx, c, "/v1/me/feed", p)
+}
+
+// RankedFeed iterates over a whole ranked home feed (RankedFeedPage).
+func (c *Client) RankedFeed(ctx context.Context, p PageParams) iter.Seq2[Post, error] {
+	p.order = "ranked"
 	return all[Post](ctx, c, "/v1/me/feed", p)
 }
 

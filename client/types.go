@@ -100,6 +100,9 @@ type Post struct {
 	CreatedAt time.Time       `json:"created_at"`
 	// EditedAt is nil on a post never edited.
 	EditedAt *time.Time `json:"edited_at,omitempty"`
+	// Weight is the post's weight in ranked feeds (0 to 100, default 1):
+	// set only in what its author and the admin read, nil for others.
+	Weight *float64 `json:"weight,omitempty"`
 	// LikeCount and LikedByMe (whether the token's user likes the post;
 	// false for the admin) are nil while the server drops likes from its
 	// answers (degradation switch L1), rather than a misleading 0 and false.
@@ -123,6 +126,8 @@ type Page[T any] struct {
 type PageParams struct {
 	Cursor string
 	Limit  int
+
+	order string // the home feed's ?order= (RankedFeedPage)
 }
 
 // Token is a user token minted by the admin.

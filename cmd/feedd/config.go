@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/feedd/feedd/internal/ranked"
 	"io"
 	"strconv"
 	"strings"
@@ -92,6 +93,9 @@ type config struct {
 	hotPostTTL      time.Duration
 	idempotencyTTL  time.Duration
 	unreadCap       int
+
+	// The ranked feed's settings (FEEDD_RANK_*).
+	rank ranked.Config
 
 	// The live stream.
 	streamMaxPerUser int

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -112,6 +113,22 @@ func positiveDur(d time.Duration) error {
 func notNegative[T int | time.Duration](x T) error {
 	if x < 0 {
 		return errors.New("want 0 or more")
+	}
+	return nil
+}
+
+func between(least, most int) func(int) error {
+	return func(n int) error {
+		if n < least || n > most {
+			return fmt.Errorf("want an integer from %d to %d", least, most)
+		}
+		return nil
+	}
+}
+
+func nonNegativeNumber(x float64) error {
+	if !(x >= 0) || math.IsInf(x, 1) {
+		return errors.New("want a number, 0 or more")
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/feedd/feedd/internal/httpapi"
 	"github.com/feedd/feedd/internal/likes"
 	"github.com/feedd/feedd/internal/limit"
+	"github.com/feedd/feedd/internal/ranked"
 	"github.com/feedd/feedd/internal/rediscache"
 	"github.com/feedd/feedd/internal/relay"
 	"github.com/feedd/feedd/internal/social"
@@ -28,12 +29,13 @@ const (
 	groupProcess  = "The process"
 	groupBackends = "Backends"
 	groupRead     = "Inboxes, fan-out and the read path"
+	groupRank     = "Ranked feed"
 	groupLikes    = "Likes"
 	groupStream   = "Live stream"
 	groupDefences = "Defences"
 )
 
-var groups = []string{groupProcess, groupBackends, groupRead, groupLikes, groupStream, groupDefences}
+var groups = []string{groupProcess, groupBackends, groupRead, groupRank, groupLikes, groupStream, groupDefences}
 
 // roleSet is the roles that read a setting: help shows a role only
 // those. Every role accepts every setting, as it always has, so that one
@@ -85,6 +87,7 @@ const (
 // default from that package.
 func settings(c *config) []*opt {
 	tl := timeline.DefaultConfig()
+	rk := ranked.DefaultConfig()
 	return []*opt{
 		setting(groupProcess, readByBoth, "addr", "HTTP listen address", bind(textKind, &c.addr, "127.0.0.1:8080")),
 		setting(groupProcess, readByAll, "data-dir", "directory of the embedded SQLite database and generated secrets", bind(textKind, &c.dataDir, "./data")),
@@ -134,6 +137,15 @@ func settings(c *config) []*opt {
 		// Keys expire in whole milliseconds.
 		setting(groupRead, readByBoth, "idempotency-ttl", "how long a POST /v1/posts Idempotency-Key is kept: a retry within it gets the first answer, after it the key is new; the work role sweeps expired keys", bind(durKind, &c.idempotencyTTL, social.DefaultConfig().IdempotencyTTL, atLeast(time.Millisecond, ""))),
 		setting(groupRead, readByServe, "unread-cap", "GET/PUT /v1/me/markers/home count unread posts up to this many (unread_capped beyond it); a count reads at most this many ids", bind(intKind, &c.unreadCap, timeline.DefaultUnreadCap, positive)),
+
+		// The ranked feed's score (docs/ranking.md has the formula).
+		setting(groupRank, readByServe, "rank-window", "GET /v1/me/feed?order=ranked ranks the latest feed's posts of this window", bind(durKind, &c.rank.Window, rk.Window, positiveDur)),
+		setting(groupRank, readByServe, "rank-candidates", "a ranked feed ranks at most this many posts (up to 10000)", bind(intKind, &c.rank.Candidates, rk.Candidates, between(1, ranked.MaxCandidates))),
+		setting(groupRank, readByServe, "rank-half-life", "a post's score halves every half-life of its age", bind(durKind, &c.rank.HalfLife, rk.HalfLife, positiveDur)),
+		setting(groupRank, readByServe, "rank-engagement", "weight of ln(1+likes) in the score (0: likes do not count)", bind(floatKind, &c.rank.Engagement, rk.Engagement, nonNegativeNumber)),
+		setting(groupRank, readByServe, "rank-affinity", "weight of ln(1+the reader's recent likes of the author) in the score (0: affinity does not count)", bind(floatKind, &c.rank.Affinity, rk.Affinity, nonNegativeNumber)),
+		setting(groupRank, readByServe, "rank-affinity-likes", "how many of the reader's latest likes make their affinity", bind(intKind, &c.rank.AffinityLikes, rk.AffinityLikes, positive)),
+		setting(groupRank, readByServe, "rank-snapshot-ttl", "a ranked feed's snapshot (what its cursor pages through) lives this long after its last page; then its cursor answers 410 cursor_expired", bind(durKind, &c.rank.SnapshotTTL, rk.SnapshotTTL, atLeast(time.Second, ""))),
 
 		setting(groupLikes, readByBoth, "like-batch", "like events written to SQL in one batch at most", bind(intKind, &c.likeBatch, likes.DefaultMaxBatch, positive)),
 		setting(groupLikes, readByWork, "like-linger", "with RabbitMQ, how long a batch of like events waits to fill before it is written", bind(durKind, &c.likeLinger, likes.DefaultLinger)),

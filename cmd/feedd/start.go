@@ -26,6 +26,7 @@ import (
 	"github.com/feedd/feedd/internal/httpapi"
 	"github.com/feedd/feedd/internal/likes"
 	"github.com/feedd/feedd/internal/limit"
+	"github.com/feedd/feedd/internal/ranked"
 	"github.com/feedd/feedd/internal/relay"
 	"github.com/feedd/feedd/internal/social"
 	"github.com/feedd/feedd/internal/sqlstore"
@@ -152,6 +153,10 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			return err
 		}
 		likesBreaker = breaker.New(breaker.Config{Failures: cfg.breakerFailures, Timeout: cfg.sqlTimeout, Cooldown: cfg.breakerCooldown})
+		lk := newLikes(cfg, d, logger, svc, switches, likesBreaker)
+		// The ranked feed ranks the timeline's latest feed by the likes,
+		// and keeps its snapshots in the cache.
+		rk := ranked.New(svc, lk, d.cache, cfg.rank)
 		handler = httpapi.NewServer(logger, httpapi.Config{
 			AdminToken: d.adminToken, JWTSecret: d.jwtSecret,
 			BodyTimeout: cfg.bodyTimeout,
@@ -167,7 +172,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			Console:   census.NewConsole(logger, reporter, d.beats, d.store, d.queues, switches),
 			Freshness: d.fresh,
 			Pages:     pages,
-		}, api{svc, ws}, newLikes(cfg, d, logger, svc, switches, likesBreaker), d.register(), apiMetrics)
+		}, api{svc, ws, rk}, lk, d.register(), apiMetrics)
 	} else {
 		handler = httpapi.NewProbes(logger, workReady, apiMetrics)
 	}
@@ -418,19 +423,21 @@ func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts, switc
 	return likes.New(logger, likes.Config{Breaker: b, LocalCountTTL: cfg.likeCountTTL, Switches: switches}, d.store, d.likes, posts, record, d.reg)
 }
 
-// api is what the API calls (httpapi.Timeline): the read engine and the
-// writes. One interface satisfied by the two services side by side keeps
-// httpapi, its route table and its test fakes as they were; the two
-// have no method in common, so neither hides the other's.
+// api is what the API calls (httpapi.Timeline): the read engine, the
+// writes and the ranked feed. One interface satisfied by the services side
+// by side keeps httpapi, its route table and its test fakes as they were;
+// they have no method in common, so none hides another's.
 type api struct {
 	*reads
 	*writes
+	*ranks
 }
 
-// reads and writes name the two services in api.
+// reads, writes and ranks name the services in api.
 type (
 	reads  = timeline.Service
 	writes = social.Service
+	ranks  = ranked.Service
 )
 
 func orEmbedded(real bool, name string) string {

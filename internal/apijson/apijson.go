@@ -62,6 +62,9 @@ type Post struct {
 	EditedAt string `json:"edited_at,omitempty"`
 	// ExternalID is absent on a post created without one.
 	ExternalID string `json:"external_id,omitempty"`
+	// Weight is the post's rank weight, shown only to its author and the
+	// admin (WithWeight); absent for everyone else.
+	Weight *float64 `json:"weight,omitempty"`
 	// Every post a client sees carries its likes, unless degradation
 	// switch L1 dropped that enrichment: then both are absent rather than
 	// a misleading 0 and false.
@@ -84,6 +87,13 @@ func NewPost(p feed.Post) Post {
 		j.EditedAt = Time(p.EditedAt)
 	}
 	j.ExternalID = p.ExternalID
+	return j
+}
+
+// WithWeight is j showing p's weight, for p's author or the admin.
+func (j Post) WithWeight(p feed.Post) Post {
+	w := p.Weight.Value()
+	j.Weight = &w
 	return j
 }
 

@@ -69,6 +69,13 @@ func (p Post) AppendJSON(b []byte) []byte {
 		b = append(b, `,"external_id":`...)
 		b = appendString(b, p.ExternalID)
 	}
+	if p.Weight != nil {
+		// Rare (its author's and the admin's views): encoding/json's own
+		// float format, exponents included.
+		w, _ := json.Marshal(*p.Weight) // CheckWeight: never NaN or infinite
+		b = append(b, `,"weight":`...)
+		b = append(b, w...)
+	}
 	if p.LikeCount != nil {
 		b = append(b, `,"like_count":`...)
 		b = strconv.AppendInt(b, *p.LikeCount, 10)

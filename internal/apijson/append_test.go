@@ -38,6 +38,13 @@ func TestPostsPageJSON(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				it.EditedAt = str()
 			}
+			if rng.IntN(4) == 0 {
+				it.ExternalID = str()
+			}
+			if rng.IntN(4) == 0 {
+				w := []float64{0, 1, 2.5, 100, 1e-7, 0.1, 33.333333333333336}[rng.IntN(7)]
+				it.Weight = &w
+			}
 			if rng.IntN(3) > 0 {
 				n := rng.Int64N(1<<40) - 5
 				liked := rng.IntN(2) == 0

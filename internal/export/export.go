@@ -146,7 +146,7 @@ func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
 	err = walk(e, "posts", func(before int64) ([]feed.Post, error) { return src.AuthorPosts(ctx, u.ID, before, e.page) }, postID,
 		func(p feed.Post) any {
 			return jsonl.PostLine{Kind: jsonl.Post, AuthorID: id, ExternalID: externalID(p), Content: p.Content,
-				CreatedAt: formatTime(p.CreatedAt), Data: rawData(p.Data)}
+				CreatedAt: formatTime(p.CreatedAt), Data: rawData(p.Data), Weight: weightOf(p.Weight)}
 		})
 	if err != nil {
 		return err
@@ -211,3 +211,12 @@ func rawData(data string) json.RawMessage {
 
 // formatTime writes t as the API does.
 func formatTime(t time.Time) string { return t.UTC().Format(feed.TimeFormat) }
+
+// weightOf is a post's weight as a line carries it: absent for the default.
+func weightOf(w feed.Weight) *float64 {
+	if w.IsDefault() {
+		return nil
+	}
+	v := w.Value()
+	return &v
+}

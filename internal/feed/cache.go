@@ -92,6 +92,9 @@ type KV interface {
 	SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
 	// Get returns key's value and whether it exists.
 	Get(ctx context.Context, key string) (string, bool, error)
+	// GetEx is Get that also resets the ttl of a key it finds: a value
+	// kept while it is read (a ranked feed's snapshot).
+	GetEx(ctx context.Context, key string, ttl time.Duration) (string, bool, error)
 	// Set sets key to value for ttl.
 	Set(ctx context.Context, key, value string, ttl time.Duration) error
 	// CompareAndDelete deletes key if its value is value, and reports

@@ -25,6 +25,9 @@ const (
 const (
 	CursorFeed  byte = 'f' // home feed and author posts: position is a post id; next page has ids below it
 	CursorUsers byte = 'u' // follower / following lists: position is a user id; next page has ids above it
+	// CursorRanked is a ranked feed's: position is a snapshot and an index
+	// in it (package ranked).
+	CursorRanked byte = 'r'
 )
 
 // EncodeCursor renders a position of the given kind.

@@ -28,6 +28,9 @@ const (
 	// A post whose external id its author already used: 409, with the
 	// existing post's id (ExternalIDExistsError).
 	EEXTERNALID = "external_id_exists"
+	// A ranked feed's cursor whose snapshot expired (or was lost with the
+	// cache): 410; the client reloads the first page.
+	ECURSOREXPIRED = "cursor_expired"
 )
 
 // Error is a domain error: a code for machines and a sentence for people.

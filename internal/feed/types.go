@@ -55,6 +55,9 @@ type Post struct {
 	// unique per author; "" when it has none. It never changes: it is how a
 	// retry or a re-import finds the post it made before.
 	ExternalID string
+	// Weight is the application's weight of the post in ranked feeds
+	// (package ranked); the zero Weight is the default, 1.
+	Weight Weight
 }
 
 // TombstoneVersion is the Version of a deleted post: above any edit's, so
@@ -91,6 +94,9 @@ type Draft struct {
 	// (CheckExternalID): a second post of the author's with the same one
 	// is refused (ExternalIDExistsError).
 	ExternalID string
+	// Weight is the post's rank weight (CheckWeight); the zero Weight is
+	// the default, 1.
+	Weight Weight
 }
 
 // PostEdit is a change to a post by its author. At least one of Content and
@@ -101,13 +107,15 @@ type PostEdit struct {
 	// compacted; an empty Data removes it.
 	SetData bool
 	Data    string
+	// Weight, when not nil, is the post's new rank weight (CheckWeight).
+	Weight *Weight
 }
 
 // Check refuses an edit that changes nothing: the one rule and sentence
 // for it.
 func (e PostEdit) Check() error {
-	if e.Content == nil && !e.SetData {
-		return Errorf(EINVALID, "send the content, the data or both to edit a post")
+	if e.Content == nil && !e.SetData && e.Weight == nil {
+		return Errorf(EINVALID, "send the content, the data, the weight or any of them to edit a post")
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ var statusByCode = map[string]int{
 	feed.EKEYINFLIGHT:   http.StatusConflict,
 	feed.EBATCHTOOLARGE: http.StatusBadRequest,
 	feed.EEXTERNALID:    http.StatusConflict,
+	feed.ECURSOREXPIRED: http.StatusGone,
 }
 
 // The error codes that are no domain codes: only the router can get a

@@ -380,6 +380,9 @@ func (f *fakeService) Publish(ctx context.Context, author int64, d feed.Draft, i
 	if d.ExternalID != "" {
 		args = append(args, "external_id="+d.ExternalID)
 	}
+	if !d.Weight.IsDefault() {
+		args = append(args, "weight="+d.Weight.String())
+	}
 	if err := f.record("Publish", args...); err != nil {
 		return feed.Post{}, err
 	}
@@ -402,7 +405,7 @@ func (f *fakeService) Publish(ctx context.Context, author int64, d feed.Draft, i
 		return feed.Post{}, fmt.Errorf("fake: publish: %w", &feed.ExternalIDExistsError{PostID: id, ExternalID: d.ExternalID})
 	}
 	p := f.publishLocked(author, d.Content)
-	p.Data, p.ExternalID = d.Data, d.ExternalID
+	p.Data, p.ExternalID, p.Weight = d.Data, d.ExternalID, d.Weight
 	f.posts[p.ID] = p
 	f.idem[key] = fakeKey{p.ID, idem.Fingerprint}
 	if d.ExternalID != "" {
@@ -426,6 +429,9 @@ func (f *fakeService) editPost(actor, id int64, e feed.PostEdit) (feed.Post, err
 	if e.SetData {
 		args = append(args, "data="+e.Data)
 	}
+	if e.Weight != nil {
+		args = append(args, "weight="+e.Weight.String())
+	}
 	if err := f.record("EditPost", args...); err != nil {
 		return feed.Post{}, err
 	}
@@ -441,6 +447,9 @@ func (f *fakeService) editPost(actor, id int64, e feed.PostEdit) (feed.Post, err
 	}
 	if e.SetData {
 		p.Data = e.Data
+	}
+	if e.Weight != nil {
+		p.Weight = *e.Weight
 	}
 	p.EditedAt = f.now.Add(time.Hour)
 	f.posts[id] = p
@@ -528,6 +537,30 @@ func (f *fakeService) Feed(ctx context.Context, reader, before int64, n int) (fe
 	}
 	followees := f.follows[reader]
 	return feed.PageOf(f.postPage(func(p feed.Post) bool { return followees[p.AuthorID] }, before, n)), nil
+}
+
+// RankedFeed is the fake's ranked feed: the latest feed's posts (up to
+// 100) most liked first, paged by index in snapshot 1 (position
+// 1<<16|index); any other snapshot has expired.
+func (f *fakeService) RankedFeed(ctx context.Context, reader, pos int64, n int) (feed.Page, error) {
+	if pos != 0 && pos>>16 != 1 {
+		return feed.Page{}, feed.Errorf(feed.ECURSOREXPIRED, "this ranked feed's snapshot expired")
+	}
+	latest, err := f.Feed(ctx, reader, 0, 100)
+	if err != nil {
+		return feed.Page{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ranked := slices.Clone(latest.Posts)
+	slices.SortStableFunc(ranked, func(a, b feed.Post) int { return len(f.likes[b.ID]) - len(f.likes[a.ID]) })
+	from := int(pos & (1<<16 - 1))
+	to := min(from+n, len(ranked))
+	pg := feed.Page{Posts: ranked[from:to]}
+	if to < len(ranked) {
+		pg.Next = 1<<16 | int64(to)
+	}
+	return pg, nil
 }
 
 func (f *fakeService) FeedSince(ctx context.Context, reader, after int64, n int) ([]feed.Post, bool, error) {

@@ -247,6 +247,12 @@ func checkPost(t *testing.T, v any) map[string]any {
 			t.Errorf("post external_id = %#v; want a non-empty string", p["external_id"])
 		}
 	}
+	if _, ok := p["weight"]; ok { // to its author and the admin
+		want = append(want, "weight")
+		if w, ok := p["weight"].(float64); !ok || w < 0 || w > 100 {
+			t.Errorf("post weight = %#v; want a number from 0 to 100", p["weight"])
+		}
+	}
 	if _, ok := p["edited_at"]; ok {
 		want = append(want, "edited_at")
 		if ts, _ := p["edited_at"].(string); !timeRE.MatchString(ts) {

@@ -122,7 +122,7 @@ func handleUserLikes(pg *pages.Service) http.Handler {
 			return err
 		}
 		// The cursor names the last like, even one of a post deleted since.
-		encode(w, http.StatusOK, renderPosts(page, feed.CursorLikes))
+		encode(w, http.StatusOK, renderPosts(r.Context(), page, feed.CursorLikes))
 		return nil
 	})
 }
@@ -148,7 +148,7 @@ func handleTopPosts(pg *pages.Service) http.Handler {
 		if err != nil {
 			return err
 		}
-		encode(w, http.StatusOK, renderPosts(page, feed.CursorFeed))
+		encode(w, http.StatusOK, renderPosts(r.Context(), page, feed.CursorFeed))
 		return nil
 	})
 }

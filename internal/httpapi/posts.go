@@ -14,15 +14,27 @@ import (
 var noLikesYet = map[int64]feed.LikeState{}
 
 // renderPosts renders a page of posts with their likes (joined by package
-// pages) as the API sends it: the cursor of kind names pg's Next, as the
-// service decided it.
-func renderPosts(pg pages.Page, kind byte) apijson.PostsPage {
+// pages) as the API sends it to the request's principal: the cursor of kind
+// names pg's Next, as the service decided it, and a post's weight shows to
+// its author and the admin only.
+func renderPosts(ctx context.Context, pg pages.Page, kind byte) apijson.PostsPage {
 	page := apijson.NewPostsPage(pg.Posts, false, pg.States)
 	if pg.More() {
 		c := feed.EncodeCursor(kind, pg.Next)
 		page.NextCursor = &c
 	}
 	page.Degraded = pg.Degraded
+	p, _ := ctx.Value(principalKey{}).(principal)
+	i := 0
+	for _, post := range pg.Posts {
+		if post.Deleted { // NewPostsPage left it out
+			continue
+		}
+		if p.admin || (p.user != 0 && p.user == post.AuthorID) {
+			page.Items[i] = page.Items[i].WithWeight(post)
+		}
+		i++
+	}
 	return page
 }
 
@@ -34,7 +46,7 @@ func showPosts(ctx context.Context, lk Likes, viewer int64, pg feed.Page) (page 
 	if err != nil {
 		return apijson.PostsPage{}, false, err
 	}
-	return renderPosts(joined, feed.CursorFeed), likesDegraded, nil
+	return renderPosts(ctx, joined, feed.CursorFeed), likesDegraded, nil
 }
 
 // postData is a post's data in a request body, checked and compacted
@@ -62,11 +74,19 @@ type createPostRequest struct {
 	// ExternalID is the application's id for the post; null or left out
 	// for none.
 	ExternalID *string `json:"external_id"`
+	// Weight is the post's rank weight (0..100); null or left out for
+	// the default, 1.
+	Weight *float64 `json:"weight"`
 }
 
 func (req createPostRequest) valid() error {
 	if err := feed.CheckContent(req.Content); err != nil {
 		return err
+	}
+	if req.Weight != nil {
+		if err := feed.CheckWeight(*req.Weight); err != nil {
+			return err
+		}
 	}
 	if req.ExternalID != nil {
 		if *req.ExternalID == "" {
@@ -86,6 +106,9 @@ func (req createPostRequest) draft() feed.Draft {
 	if req.ExternalID != nil {
 		d.ExternalID = *req.ExternalID
 	}
+	if req.Weight != nil {
+		d.Weight = feed.WeightOf(*req.Weight)
+	}
 	return d
 }
 
@@ -95,14 +118,20 @@ func (req createPostRequest) draft() feed.Draft {
 // postData's fields are unexported, so the request itself would marshal
 // without its data. A request without an external id has the fingerprint
 // it had before external ids existed, so that keys recorded then still
-// match their repeats.
+// match their repeats; the same for a post of the default weight.
 func (req createPostRequest) fingerprint() ([]byte, error) {
 	d := req.draft()
+	var weight *float64
+	if !d.Weight.IsDefault() {
+		w := d.Weight.Value()
+		weight = &w
+	}
 	return fingerprint(struct {
 		Content    string          `json:"content"`
 		Data       json.RawMessage `json:"data,omitempty"`
 		ExternalID string          `json:"external_id,omitempty"`
-	}{d.Content, json.RawMessage(d.Data), d.ExternalID})
+		Weight     *float64        `json:"weight,omitempty"`
+	}{d.Content, json.RawMessage(d.Data), d.ExternalID, weight})
 }
 
 func handlePostCreate(svc Timeline) http.Handler {
@@ -130,7 +159,7 @@ func handlePostCreate(svc Timeline) http.Handler {
 			return err
 		}
 		w.Header().Set("Location", "/v1/posts/"+feed.FormatID(p.ID))
-		encode(w, http.StatusCreated, apijson.NewPostLikes(p, noLikesYet))
+		encode(w, http.StatusCreated, apijson.NewPostLikes(p, noLikesYet).WithWeight(p))
 		return nil
 	})
 }
@@ -140,11 +169,18 @@ func handlePostCreate(svc Timeline) http.Handler {
 type editPostRequest struct {
 	Content *string  `json:"content"`
 	Data    postData `json:"data"`
+	// Weight sets the post's rank weight; left out, it stays.
+	Weight *float64 `json:"weight"`
 }
 
 func (req editPostRequest) valid() error {
 	if err := req.edit().Check(); err != nil {
 		return err
+	}
+	if req.Weight != nil {
+		if err := feed.CheckWeight(*req.Weight); err != nil {
+			return err
+		}
 	}
 	if req.Content != nil {
 		return feed.CheckContent(*req.Content)
@@ -153,7 +189,12 @@ func (req editPostRequest) valid() error {
 }
 
 func (req editPostRequest) edit() feed.PostEdit {
-	return feed.PostEdit{Content: req.Content, SetData: req.Data.set, Data: req.Data.json}
+	e := feed.PostEdit{Content: req.Content, SetData: req.Data.set, Data: req.Data.json}
+	if req.Weight != nil {
+		w := feed.WeightOf(*req.Weight)
+		e.Weight = &w
+	}
+	return e
 }
 
 // handlePostEdit edits a post (the timeline tells the live streams, so that
@@ -172,7 +213,7 @@ func handlePostEdit(pg *pages.Service) http.Handler {
 		if err != nil {
 			return err
 		}
-		encode(w, http.StatusOK, renderPosts(page, feed.CursorFeed).Items[0])
+		encode(w, http.StatusOK, renderPosts(r.Context(), page, feed.CursorFeed).Items[0])
 		return nil
 	})
 }
@@ -187,7 +228,7 @@ func handlePostGet(pg *pages.Service) http.Handler {
 		if err != nil {
 			return err
 		}
-		encode(w, http.StatusOK, renderPosts(page, feed.CursorFeed).Items[0])
+		encode(w, http.StatusOK, renderPosts(r.Context(), page, feed.CursorFeed).Items[0])
 		return nil
 	})
 }
@@ -220,26 +261,55 @@ func handleAuthorPosts(pg *pages.Service) http.Handler {
 		if err != nil {
 			return err
 		}
-		encode(w, http.StatusOK, renderPosts(page, feed.CursorFeed))
+		encode(w, http.StatusOK, renderPosts(r.Context(), page, feed.CursorFeed))
 		return nil
 	})
 }
 
+// handleFeed serves the home feed in the order ?order= asks: latest (the
+// default) or ranked, each with a cursor of its own kind.
 func handleFeed(pg *pages.Service) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {
 			return err
 		}
-		before, limit, err := pageQuery(r, feed.CursorFeed)
+		ranked, err := rankedOrder(r)
 		if err != nil {
 			return err
 		}
-		page, err := pg.Feed(r.Context(), me, before, limit)
+		kind, read := feed.CursorFeed, pg.Feed
+		if ranked {
+			kind, read = feed.CursorRanked, pg.RankedFeed
+		}
+		pos, limit, err := pageQuery(r, kind)
 		if err != nil {
 			return err
 		}
-		encode(w, http.StatusOK, renderPosts(page, feed.CursorFeed))
+		page, err := read(r.Context(), me, pos, limit)
+		if err != nil {
+			return err
+		}
+		encode(w, http.StatusOK, renderPosts(r.Context(), page, kind))
 		return nil
 	})
+}
+
+// rankedOrder reads ?order=: latest (or none) or ranked.
+func rankedOrder(r *http.Request) (bool, error) {
+	q, err := query(r)
+	if err != nil {
+		return false, err
+	}
+	order, err := param(q, "order")
+	if err != nil {
+		return false, err
+	}
+	switch order {
+	case "", "latest":
+		return false, nil
+	case "ranked":
+		return true, nil
+	}
+	return false, feed.Errorf(feed.EINVALID, "order must be latest or ranked")
 }

@@ -79,6 +79,10 @@ type Timeline interface {
 	// before (0: from the newest), newest first, with the next page's
 	// position and whether the page was served degraded.
 	Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error)
+	// RankedFeed returns up to n posts of reader's ranked home feed from
+	// position pos (0: a new ranking), with the next page's position;
+	// ECURSOREXPIRED when pos's ranking has expired (package ranked).
+	RankedFeed(ctx context.Context, reader, pos int64, n int) (feed.Page, error)
 	// FeedSince returns up to n posts of reader's home feed with ids above
 	// after, newest first, from SQL (not from caches a fan-out may not
 	// have reached yet), and whether there were more.

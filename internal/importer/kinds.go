@@ -150,6 +150,12 @@ func (r *run) parsePost(line []byte) (feed.Post, error) {
 		return feed.Post{}, fmt.Errorf("created_at %s is outside %s to now", l.CreatedAt, feed.HistoryStart.Format(time.RFC3339))
 	}
 	row := feed.Post{AuthorID: int64(l.AuthorID), ExternalID: l.ExternalID, Content: l.Content, CreatedAt: at.UTC()}
+	if l.Weight != nil {
+		if err := feed.CheckWeight(*l.Weight); err != nil {
+			return feed.Post{}, errors.New(reason(err))
+		}
+		row.Weight = feed.WeightOf(*l.Weight)
+	}
 	if len(l.Data) > 0 && string(l.Data) != "null" {
 		if row.Data, err = feed.CheckData(l.Data); err != nil {
 			return feed.Post{}, errors.New(reason(err))

@@ -504,6 +504,23 @@ func (c *Cache) Get(ctx context.Context, key string) (string, bool, error) {
 	return e.value, ok, nil
 }
 
+// GetEx returns key's value and whether it exists, and resets its ttl.
+func (c *Cache) GetEx(ctx context.Context, key string, ttl time.Duration) (string, bool, error) {
+	if c.closed.Load() {
+		return "", false, errClosed
+	}
+	now := c.now()
+	s := c.kvShard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.live(key, now.UnixNano())
+	if ok {
+		e.expires = deadline(now, ttl)
+		s.m[key] = e
+	}
+	return e.value, ok, nil
+}
+
 // Set sets key to value for ttl.
 func (c *Cache) Set(ctx context.Context, key, value string, ttl time.Duration) error {
 	if c.closed.Load() {

@@ -94,6 +94,9 @@ type (
 		Content    string          `json:"content"`
 		CreatedAt  string          `json:"created_at"`
 		Data       json.RawMessage `json:"data,omitempty"`
+		// Weight is the post's rank weight (0..100); absent for the
+		// default, 1.
+		Weight *float64 `json:"weight,omitempty"`
 	}
 	// LikeLine is a like of the post of author with external id.
 	LikeLine struct {

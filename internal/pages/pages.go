@@ -15,6 +15,7 @@ import (
 // writes beside it (EditPost: social.Service), as the API passes them.
 type Timeline interface {
 	Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error)
+	RankedFeed(ctx context.Context, reader, pos int64, n int) (feed.Page, error)
 	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, bool, error)
 	Post(ctx context.Context, id int64) (feed.Post, error)
 	EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (feed.Post, error)
@@ -61,6 +62,18 @@ func Join(ctx context.Context, lk Likes, viewer int64, pg feed.Page) (page Page,
 // degraded when its posts or their likes came from the cache alone.
 func (s *Service) Feed(ctx context.Context, reader, before int64, n int) (Page, error) {
 	pg, err := s.timeline.Feed(ctx, reader, before, n)
+	if err != nil {
+		return Page{}, err
+	}
+	page, likesDegraded, err := Join(ctx, s.likes, reader, pg)
+	page.Degraded = page.Degraded || likesDegraded
+	return page, err
+}
+
+// RankedFeed is reader's ranked home feed page (package ranked) with its
+// likes, degraded as Feed is.
+func (s *Service) RankedFeed(ctx context.Context, reader, pos int64, n int) (Page, error) {
+	pg, err := s.timeline.RankedFeed(ctx, reader, pos, n)
 	if err != nil {
 		return Page{}, err
 	}

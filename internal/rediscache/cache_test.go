@@ -326,19 +326,23 @@ func TestPostEncoding(t *testing.T) {
 		{ID: 10, AuthorID: 8, Content: "imported", ExternalID: "blog-9913"},
 		{ID: -(1 << 50), AuthorID: 8, Content: "", ExternalID: strings.Repeat("é", feed.MaxExternalIDBytes/2), Data: `{"a":1}`, EditedAt: edited},
 		{ID: 11, AuthorID: 8, Deleted: true, ExternalID: "x"},
+		{ID: 12, AuthorID: 8, Content: "weighed", Weight: feed.WeightOf(2.5)},
+		{ID: 13, AuthorID: 8, Content: "kept out of ranked feeds", Weight: feed.WeightOf(0), ExternalID: "e", Data: `{"a":1}`, EditedAt: edited},
 	} {
 		b := appendPost(nil, p)
 		got, ok := decodePost(b)
 		if !ok || got != p && !(got.ID == p.ID && got.AuthorID == p.AuthorID && got.Content == p.Content &&
 			got.Deleted == p.Deleted && got.CreatedAt.Equal(p.CreatedAt) && got.Data == p.Data &&
-			got.EditedAt.Equal(p.EditedAt) && got.ExternalID == p.ExternalID) {
+			got.EditedAt.Equal(p.EditedAt) && got.ExternalID == p.ExternalID && got.Weight == p.Weight) {
 			t.Errorf("decodePost(appendPost(%.80v)) = %.80v, %v", p, got, ok)
 		}
 		// A post is written in the oldest format that holds it, which the
 		// versions before decode too: 1 for a plain post, 2 with data or
-		// an edit, 3 only with an external id.
+		// an edit, 3 with an external id, 4 only with a weight.
 		want := byte(postFormat)
 		switch {
+		case !p.Weight.IsDefault():
+			want = postFormatV4
 		case p.ExternalID != "":
 			want = postFormatV3
 		case p.Data != "" || !p.EditedAt.IsZero():
@@ -357,12 +361,15 @@ func TestPostEncoding(t *testing.T) {
 	valid := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "abc"})
 	withData := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "abc", Data: `{"a":1}`, EditedAt: edited})
 	withExternal := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "", ExternalID: "ext"})
-	for _, bad := range [][]byte{nil, {postFormat}, {4, 0, 2, 2, 2, 0}, valid[:4],
-		withData[:9],                                // the version cut short
-		withData[:18],                               // the data's length without all of the data
-		withExternal[:len(withExternal)-1],          // the external id cut short
-		{postFormatV3, flagExternal, 2, 2, 2, 0, 0}, // an empty external id
-		{postFormatV2, flagEdited, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0}, // version 0
+	withWeight := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "", Weight: feed.WeightOf(3)})
+	for _, bad := range [][]byte{nil, {postFormat}, {postFormatV4 + 1, 0, 2, 2, 2, 0}, valid[:4],
+		withData[:9],                       // the version cut short
+		withData[:18],                      // the data's length without all of the data
+		withExternal[:len(withExternal)-1], // the external id cut short
+		withWeight[:len(withWeight)-1],     // the weight cut short
+		{postFormatV4, flagWeight, 2, 2, 2, 0, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0}, // a NaN weight
+		{postFormatV3, flagExternal, 2, 2, 2, 0, 0},                          // an empty external id
+		{postFormatV2, flagEdited, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0},       // version 0
 	} {
 		if got, ok := decodePost(bad); ok {
 			t.Errorf("decodePost(%v) = %+v, true; want false", bad, got)

@@ -33,6 +33,19 @@ func (c *Cache) Get(ctx context.Context, key string) (string, bool, error) {
 	return v, true, nil
 }
 
+// GetEx returns key's value and whether it exists, and resets its ttl
+// (Redis's GETEX, one step).
+func (c *Cache) GetEx(ctx context.Context, key string, ttl time.Duration) (string, bool, error) {
+	v, err := c.client.GetEx(ctx, c.kvKey+key, max(ttl, 0)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("rediscache: getex %q: %w", key, err)
+	}
+	return v, true, nil
+}
+
 // Set sets key to value for ttl (no expiry if ttl <= 0).
 func (c *Cache) Set(ctx context.Context, key, value string, ttl time.Duration) error {
 	if err := c.client.Set(ctx, c.kvKey+key, value, max(ttl, 0)).Err(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -38,6 +39,10 @@ import (
 // decode a format-2 record with a flag it does not know and show the
 // external id as the start of the content; an unknown format is a miss.
 //
+// Format 4, a post whose weight is not the default: format 3's layout,
+// flagWeight set, and after the external id (if any) the weight as the 8
+// big-endian bytes of its float64, then the content to the end.
+//
 // A post that needs none of this is still written in format 1, and one
 // that needs only format 2 in format 2, so that processes of the versions
 // before, during a rolling deploy, keep decoding most posts; this version
@@ -46,11 +51,13 @@ const (
 	postFormat   = 1
 	postFormatV2 = 2
 	postFormatV3 = 3
+	postFormatV4 = 4
 
 	flagDeleted  = 1 << 0
 	flagEdited   = 1 << 1
 	flagData     = 1 << 2
 	flagExternal = 1 << 3
+	flagWeight   = 1 << 4
 )
 
 // appendPost appends p's record to b.
@@ -72,7 +79,11 @@ func appendPost(b []byte, p feed.Post) []byte {
 		flags |= flagExternal
 		format = postFormatV3
 	}
-	b = slices.Grow(b, 2+8+6*binary.MaxVarintLen64+len(p.Data)+len(p.ExternalID)+len(p.Content))
+	if !p.Weight.IsDefault() {
+		flags |= flagWeight
+		format = postFormatV4
+	}
+	b = slices.Grow(b, 2+8+8+6*binary.MaxVarintLen64+len(p.Data)+len(p.ExternalID)+len(p.Content))
 	b = append(b, format, flags)
 	if flags&flagEdited != 0 {
 		b = binary.BigEndian.AppendUint64(b, uint64(p.Version()))
@@ -89,6 +100,9 @@ func appendPost(b []byte, p feed.Post) []byte {
 		b = binary.AppendUvarint(b, uint64(len(p.ExternalID)))
 		b = append(b, p.ExternalID...)
 	}
+	if flags&flagWeight != 0 {
+		b = binary.BigEndian.AppendUint64(b, math.Float64bits(p.Weight.Value()))
+	}
 	return append(b, p.Content...)
 }
 
@@ -96,13 +110,13 @@ func appendPost(b []byte, p feed.Post) []byte {
 // unknown format, which the caller treats as a miss so that a format
 // change during a rolling deploy costs cache hits, not errors.
 func decodePost(b []byte) (p feed.Post, ok bool) {
-	if len(b) < 2 || (b[0] != postFormat && b[0] != postFormatV2 && b[0] != postFormatV3) {
+	if len(b) < 2 || b[0] < postFormat || b[0] > postFormatV4 {
 		return feed.Post{}, false
 	}
 	format, flags := b[0], b[1]
 	p.Deleted = flags&flagDeleted != 0
 	b = b[2:]
-	// Format 3 is format 2 and more, so v2 is true for both.
+	// Formats 3 and 4 are format 2 and more, so v2 is true for them.
 	v2 := format >= postFormatV2
 	if v2 && flags&flagEdited != 0 {
 		if len(b) < 8 {
@@ -136,10 +150,20 @@ func decodePost(b []byte) (p feed.Post, ok bool) {
 			return feed.Post{}, false
 		}
 	}
-	if format == postFormatV3 && flags&flagExternal != 0 {
+	if format >= postFormatV3 && flags&flagExternal != 0 {
 		if p.ExternalID, b, ok2 = cutSized(b); !ok2 {
 			return feed.Post{}, false
 		}
+	}
+	if format == postFormatV4 && flags&flagWeight != 0 {
+		if len(b) < 8 {
+			return feed.Post{}, false
+		}
+		w := math.Float64frombits(binary.BigEndian.Uint64(b))
+		if feed.CheckWeight(w) != nil {
+			return feed.Post{}, false
+		}
+		p.Weight, b = feed.WeightOf(w), b[8:]
 	}
 	p.Content = string(b)
 	return p, true

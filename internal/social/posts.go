@@ -36,7 +36,7 @@ func (s *Service) Publish(ctx context.Context, author int64, d feed.Draft, idem 
 		id := s.ids.NextOn(author, s.cfg.Shards)
 		p, created, err = s.store.CreatePost(ctx, feed.Post{
 			ID: id, AuthorID: author, Content: d.Content, Data: d.Data, CreatedAt: feed.IDTime(id),
-			ExternalID: d.ExternalID,
+			ExternalID: d.ExternalID, Weight: d.Weight,
 		}, idem)
 		// Another process drew the same id in the same millisecond: draw again.
 		if feed.ErrorCode(err) != feed.ECONFLICT {

@@ -120,13 +120,13 @@ func (s *Store) importChunk(ctx context.Context, tx *sql.Tx, chunk []feed.Post) 
 		if created.IsZero() {
 			created = fromMillis(now)
 		}
-		values = append(values, "(?, ?, ?, ?, NULL, ?, ?)")
-		args = append(args, p.ID, p.AuthorID, p.Content, millis(created), nullData(p.Data), p.ExternalID)
+		values = append(values, "(?, ?, ?, ?, NULL, ?, ?, ?)")
+		args = append(args, p.ID, p.AuthorID, p.Content, millis(created), nullData(p.Data), p.ExternalID, nullWeight(p.Weight))
 	}
 	if len(values) == 0 {
 		return res, nil
 	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO posts (id, author_id, content, created_at, deleted_at, data, external_id) VALUES "+
+	_, err = tx.ExecContext(ctx, "INSERT INTO posts (id, author_id, content, created_at, deleted_at, data, external_id, weight) VALUES "+
 		strings.Join(values, ", "), args...)
 	if s.d.duplicate(err) {
 		return nil, errDuplicatePost

@@ -24,6 +24,7 @@ const (
 	colInt colKind = iota
 	colText
 	colBytes
+	colFloat
 )
 
 type moveColumn struct {
@@ -130,6 +131,10 @@ func kindOf(typ string) colKind {
 		return colInt
 	case "blob", "tinyblob", "mediumblob", "longblob", "binary", "varbinary", "bytea":
 		return colBytes
+	case "double", "double precision", "real", "float":
+		// A float read as text would not write back into PostgreSQL's
+		// binary float8 parameter.
+		return colFloat
 	}
 	return colText
 }
@@ -210,7 +215,7 @@ func (t moveTable) dropTriggerDDL(postgres bool) []string {
 }
 
 // scanRow reads a row of t's columns into values that write back as
-// they were read (an integer, a string, bytes, or NULL).
+// they were read (an integer, a float, a string, bytes, or NULL).
 func (t moveTable) scanRow(rows *sql.Rows) ([]any, error) {
 	dest := make([]any, len(t.cols))
 	for i, c := range t.cols {
@@ -219,6 +224,8 @@ func (t moveTable) scanRow(rows *sql.Rows) ([]any, error) {
 			dest[i] = new(sql.NullInt64)
 		case colText:
 			dest[i] = new(sql.NullString)
+		case colFloat:
+			dest[i] = new(sql.NullFloat64)
 		default:
 			dest[i] = new([]byte)
 		}
@@ -232,6 +239,8 @@ func (t moveTable) scanRow(rows *sql.Rows) ([]any, error) {
 		case *sql.NullInt64:
 			vals[i] = *v
 		case *sql.NullString:
+			vals[i] = *v
+		case *sql.NullFloat64:
 			vals[i] = *v
 		case *[]byte:
 			if *v == nil {

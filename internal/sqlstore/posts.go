@@ -63,8 +63,8 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempoten
 				}
 			}
 			_, err := tx.ExecContext(ctx,
-				"INSERT INTO posts (id, author_id, content, created_at, deleted_at, data, external_id) VALUES (?, ?, ?, ?, NULL, ?, ?)",
-				p.ID, p.AuthorID, p.Content, millis(p.CreatedAt), nullData(p.Data), nullData(p.ExternalID))
+				"INSERT INTO posts (id, author_id, content, created_at, deleted_at, data, external_id, weight) VALUES (?, ?, ?, ?, NULL, ?, ?, ?)",
+				p.ID, p.AuthorID, p.Content, millis(p.CreatedAt), nullData(p.Data), nullData(p.ExternalID), nullWeight(p.Weight))
 			if s.d.duplicate(err) {
 				return errDuplicatePost
 			}
@@ -144,11 +144,20 @@ func (s *Store) PostByExternalID(ctx context.Context, author int64, ext string) 
 	return p, nil
 }
 
-const postColumns = "id, author_id, content, created_at, deleted_at, data, edited_at, external_id"
+const postColumns = "id, author_id, content, created_at, deleted_at, data, edited_at, external_id, weight"
 
 func postColumnsOf(alias string) string {
 	return alias + ".id, " + alias + ".author_id, " + alias + ".content, " + alias + ".created_at, " +
-		alias + ".deleted_at, " + alias + ".data, " + alias + ".edited_at, " + alias + ".external_id"
+		alias + ".deleted_at, " + alias + ".data, " + alias + ".edited_at, " + alias + ".external_id, " + alias + ".weight"
+}
+
+// nullWeight is a post's weight as a query argument: NULL for the default,
+// so that most rows store nothing (migration 0017).
+func nullWeight(w feed.Weight) any {
+	if w.IsDefault() {
+		return nil
+	}
+	return w.Value()
 }
 
 // nullData is a post's data or external id as a query argument: NULL for
@@ -168,8 +177,12 @@ func scanPost(r scanner) (feed.Post, error) {
 	var created int64
 	var deleted, edited sql.NullInt64
 	var data, ext sql.NullString
-	if err := r.Scan(&p.ID, &p.AuthorID, &p.Content, &created, &deleted, &data, &edited, &ext); err != nil {
+	var weight sql.NullFloat64
+	if err := r.Scan(&p.ID, &p.AuthorID, &p.Content, &created, &deleted, &data, &edited, &ext, &weight); err != nil {
 		return feed.Post{}, err
+	}
+	if weight.Valid {
+		p.Weight = feed.WeightOf(weight.Float64)
 	}
 	p.CreatedAt = fromMillis(created)
 	if edited.Valid {
@@ -264,10 +277,11 @@ func (s *Store) whyNotAuthor(ctx context.Context, id, author int64, verb string)
 var errNotAuthor = errors.New("not the author of a live post")
 
 // EditPost applies e to post id on behalf of author and returns the post
-// as it now is, with EditedAt set to now, or to the previous edit's time
-// plus a millisecond if that is later (two edits within a millisecond, or
-// a clock stepping back): every edit has a higher version than the last
-// (feed.Post.Version), so that the caches keep the newest. An unknown or
+// as it now is. An edit of content or data sets EditedAt to now, or to the
+// previous edit's time plus a millisecond if that is later (two edits
+// within a millisecond, or a clock stepping back): every such edit has a
+// higher version than the last (feed.Post.Version), so that the caches
+// keep the newest. A change of weight alone keeps the version. An unknown or
 // deleted post is ENOTFOUND, someone else's EFORBIDDEN, as for DeletePost.
 // The caller has validated e (feed.CheckContent, feed.CheckData).
 func (s *Store) EditPost(ctx context.Context, id, author int64, e feed.PostEdit) (feed.Post, error) {
@@ -275,30 +289,41 @@ func (s *Store) EditPost(ctx context.Context, id, author int64, e feed.PostEdit)
 		// An empty SET: the API refuses such an edit before it gets here.
 		return feed.Post{}, fmt.Errorf("sqlstore: edit post %d: %w", id, err)
 	}
-	var set strings.Builder
+	var set []string
 	var args []any
 	if e.Content != nil {
-		set.WriteString("content = ?, ")
+		set = append(set, "content = ?")
 		args = append(args, *e.Content)
 	}
 	if e.SetData {
-		set.WriteString("data = ?, ")
+		set = append(set, "data = ?")
 		args = append(args, nullData(e.Data))
 	}
-	now := millis(time.Now())
-	set.WriteString("edited_at = CASE WHEN edited_at >= ? THEN edited_at + 1 ELSE ? END")
-	args = append(args, now, now, id, author)
+	if e.Weight != nil {
+		set = append(set, "weight = ?")
+		args = append(args, nullWeight(*e.Weight))
+	}
+	if e.Content != nil || e.SetData {
+		// What readers see changed: a new version. A weight alone is the
+		// application's, which readers never see, so it leaves the post
+		// unedited (and its version, which the caches' copies keep: an
+		// equal version replaces a cached copy).
+		now := millis(time.Now())
+		set = append(set, "edited_at = CASE WHEN edited_at >= ? THEN edited_at + 1 ELSE ? END")
+		args = append(args, now, now)
+	}
+	args = append(args, id, author)
 
 	var p feed.Post
 	var err error
 	if s.d.updateReturning {
-		p, err = scanPost(s.db.QueryRowContext(ctx, "UPDATE posts SET "+set.String()+
+		p, err = scanPost(s.db.QueryRowContext(ctx, "UPDATE posts SET "+strings.Join(set, ", ")+
 			" WHERE id = ? AND author_id = ? AND deleted_at IS NULL RETURNING "+postColumns, args...))
 		if errors.Is(err, sql.ErrNoRows) {
 			err = errNotAuthor
 		}
 	} else {
-		err = s.editInTx(ctx, id, set.String(), args, &p)
+		err = s.editInTx(ctx, id, author, strings.Join(set, ", "), args, &p)
 	}
 	if errors.Is(err, errNotAuthor) {
 		err = s.whyNotAuthor(ctx, id, author, "edit")
@@ -311,21 +336,26 @@ func (s *Store) EditPost(ctx context.Context, id, author int64, e feed.PostEdit)
 
 // editInTx is EditPost where UPDATE returns nothing (MySQL): the update and
 // the read of what it wrote, in one transaction.
-func (s *Store) editInTx(ctx context.Context, id int64, set string, args []any, p *feed.Post) error {
+func (s *Store) editInTx(ctx context.Context, id, author int64, set string, args []any, p *feed.Post) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, "UPDATE posts SET "+set+
 			" WHERE id = ? AND author_id = ? AND deleted_at IS NULL", args...)
 		if err != nil {
 			return err
 		}
-		// edited_at always changes, so a matched row is an affected row
-		// even where MySQL counts only changed ones.
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return cmp.Or(err, errNotAuthor)
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
 		}
 		// In the transaction, under the update's row lock: exactly the
 		// version this edit wrote.
 		*p, err = scanPost(tx.QueryRowContext(ctx, "SELECT "+postColumns+" FROM posts WHERE id = ?", id))
+		// MySQL counts changed rows only: a weight set to the weight the
+		// post has matches its row and changes nothing (an edit of content
+		// or data always changes edited_at).
+		if n != 1 && (err != nil || p.Deleted || p.AuthorID != author) {
+			return cmp.Or(err, errNotAuthor)
+		}
 		return err
 	})
 }

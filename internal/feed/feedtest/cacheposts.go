@@ -135,6 +135,23 @@ func cacheKV(t *testing.T, newCache newCacheFunc) {
 	checkCAE(t, c, "lock", "owner2", longTTL, false)
 	checkGet(t, c, "lock", false) // CompareAndExpire never creates
 
+	// GetEx reads and keeps a value; a missing key stays missing.
+	must(t, c.Set(ctx, "snapshot", "ids", 2*time.Second))
+	if v, ok, err := c.GetEx(ctx, "snapshot", longTTL); err != nil || !ok || v != "ids" {
+		t.Fatalf(`GetEx("snapshot") = %q, %v, %v; want "ids", true, nil`, v, ok, err)
+	}
+	if v, ok, err := c.GetEx(ctx, "no-snapshot", longTTL); err != nil || ok || v != "" {
+		t.Fatalf(`GetEx("no-snapshot") = %q, %v, %v; want "", false, nil`, v, ok, err)
+	}
+	checkGet(t, c, "no-snapshot", false)
+	// ...and its ttl starts again: the value outlives the first one.
+	must(t, c.Set(ctx, "kept", "ids", time.Second))
+	if _, ok, err := c.GetEx(ctx, "kept", longTTL); err != nil || !ok {
+		t.Fatalf(`GetEx("kept") = %v, %v; want true, nil`, ok, err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	checkValue(t, c, "kept", "ids")
+
 	must(t, c.Set(ctx, "lease", "me", longTTL))
 	checkCAE(t, c, "lease", "you", longTTL, false)
 	checkCAE(t, c, "lease", "me", longTTL, true)
