@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/feedd/feedd/client"
 	"math"
 	"os"
 	"path/filepath"
@@ -662,4 +663,49 @@ func TestBrowserNavigationRace(t *testing.T) {
 	if s, l := open(); s != 0 || l != 1 {
 		t.Fatalf("on the top page: %d streams and %d lists open; want home's stream stopped, and top's list alone", s, l)
 	}
+}
+
+// The ranked view: the boosted post first, the author alone sees its
+// weight, and a ranking that expired under the reader is ranked afresh
+// (410 cursor_expired) with a word, not an error.
+func TestBrowserRanked(t *testing.T) {
+	b := newBrowser(t)
+	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir()}, nil, "FEEDD_RANK_SNAPSHOT_TTL", "1s")
+	bobID, bobTok := in.user("bob")
+	_, aliceTok := in.user("alice")
+	in.follow(aliceTok, bobID)
+	var latest []string
+	for i := range 25 {
+		latest = append([]string{in.post(bobTok, fmt.Sprintf("post %d", i))}, latest...)
+	}
+	boost := 50.0
+	boosted, err := in.as(bobTok).CreatePost(context.Background(), client.CreatePostParams{Content: "boosted", Weight: &boost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.feedEventually(aliceTok, 30, append([]string{boosted.ID.String()}, latest...))
+
+	alice := b.tab("alice", 1000, 800)
+	alice.signIn(in.url, aliceTok)
+	alice.do(chromedp.Click(chromedp.CSS(`nav a[href="/ranked"]`)))
+	alice.wait("the boosted post first", `(a => a && a.dataset.id === '`+boosted.ID.String()+`')(document.querySelector('#view .list article'))`)
+	if n := js[int](alice, `document.querySelectorAll('#view .list article .weight').length`); n != 0 {
+		t.Fatalf("alice sees %d weights on bob's posts; want none", n)
+	}
+	if n := len(alice.feedIDs()); n != 20 {
+		t.Fatalf("the first ranked screen shows %d posts; want a page of 20", n)
+	}
+	// The ranking expires (1 s here); the next page is asked for on
+	// scroll, answered 410, and the view ranks afresh.
+	time.Sleep(1500 * time.Millisecond)
+	js[bool](alice, `window.scrollTo(0, document.documentElement.scrollHeight), true`)
+	alice.wait("the notice of a fresh ranking", `document.getElementById('notice')?.textContent === 'That ranking expired, so here is a fresh one.'`)
+	alice.wait("the fresh ranking's first page", `document.querySelectorAll('#view .list article').length >= 20 && document.querySelector('#view .list article').dataset.id === '`+boosted.ID.String()+`'`)
+	js[bool](alice, `window.scrollTo(0, 0), true`)
+	alice.shot("ranked")
+
+	bob := b.tab("bob", 1000, 800)
+	bob.signIn(in.url, bobTok)
+	bob.do(chromedp.Navigate(in.url + "/users/" + bobID))
+	bob.wait("bob's boosted post with its weight", `document.querySelector('#view article[data-id="`+boosted.ID.String()+`"] .weight')?.textContent === ' · weight 50'`)
 }

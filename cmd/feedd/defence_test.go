@@ -181,6 +181,7 @@ func testSQLBreaker(t *testing.T, env map[string]string) {
 		want = append([]string{in.post(aTok, "before the stall "+string(rune('a'+i)))}, want...)
 	}
 	in.feedEventually(rTok, 10, want)
+	ranked := in.must(200, "GET", "/v1/me/feed?order=ranked&limit=1", rTok, nil)
 
 	proxy.stall(true)
 	// Within a few reads the breaker opens and pages come from Redis.
@@ -202,6 +203,14 @@ func testSQLBreaker(t *testing.T, env map[string]string) {
 		t.Fatalf("feed with the breaker open: %s; want the degraded cached page", r.raw)
 	}
 	t.Logf("degraded feed page served in %v with SQL stalled", time.Since(begin))
+	// The ranked feed too: a first page ranks the cached feed, a kept
+	// snapshot pages on from the caches.
+	if r := in.do("GET", "/v1/me/feed?order=ranked&limit=10", rTok, nil); r.status != 200 || r.body["degraded"] != true || len(r.items()) != len(want) {
+		t.Fatalf("ranked feed with the breaker open: %d %s; want the degraded ranked page of %d posts", r.status, r.raw, len(want))
+	}
+	if r := in.do("GET", "/v1/me/feed?order=ranked&limit=10&cursor="+ranked.str("next_cursor"), rTok, nil); r.status != 200 || r.body["degraded"] != true || len(r.items()) != len(want)-1 {
+		t.Fatalf("ranked snapshot's next page with the breaker open: %d %s; want the %d posts after the first, degraded", r.status, r.raw, len(want)-1)
+	}
 	begin = time.Now()
 	w := in.do("POST", "/v1/posts", aTok, map[string]any{"content": "during the stall"})
 	took := time.Since(begin)

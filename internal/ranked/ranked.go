@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/sqlbreaker"
 )
 
 // Timeline is what the ranked feed needs of the timeline: the latest feed
@@ -30,15 +31,18 @@ import (
 // not see.
 type Timeline interface {
 	Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error)
-	// LivePosts returns the live posts among ids, in the order of ids.
-	LivePosts(ctx context.Context, ids []int64) ([]feed.Post, error)
+	// LivePostsOrCached returns the live posts among ids, in the order of
+	// ids; while SQL is unavailable, those the caches hold (degraded).
+	LivePostsOrCached(ctx context.Context, ids []int64) ([]feed.Post, bool, error)
 	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
 }
 
 // Likes is what the score needs of the likes: each candidate's count, and
-// the reader's recent likes (their authors are the reader's affinity).
+// the reader's recent likes (their authors are the reader's affinity),
+// from the cache (RecentLiked) or else from SQL (UserLikes).
 type Likes interface {
 	LikeStates(ctx context.Context, reader int64, posts []feed.Post) (map[int64]feed.LikeState, bool, error)
+	RecentLiked(ctx context.Context, user int64, n int) ([]int64, bool)
 	UserLikes(ctx context.Context, viewer, user, before int64, n int) (feed.Page, error)
 }
 
@@ -165,11 +169,11 @@ func (s *Service) firstPage(ctx context.Context, reader int64, n int) (feed.Page
 	if err != nil {
 		return feed.Page{}, err
 	}
-	ranked, err := s.rank(ctx, reader, cands)
+	ranked, rankDegraded, err := s.rank(ctx, reader, cands)
 	if err != nil {
 		return feed.Page{}, err
 	}
-	pg := feed.Page{Posts: ranked[:min(n, len(ranked))], Degraded: degraded}
+	pg := feed.Page{Posts: ranked[:min(n, len(ranked))], Degraded: degraded || rankDegraded}
 	if len(ranked) > n {
 		snap := newSnapshotID()
 		ids := make([]byte, 0, 8*len(ranked))
@@ -217,18 +221,23 @@ func (s *Service) candidates(ctx context.Context, reader int64) ([]feed.Post, bo
 }
 
 // rank scores the candidates and returns them best first; equal scores
-// keep the newer post first, so a ranking is one order.
-func (s *Service) rank(ctx context.Context, reader int64, cands []feed.Post) ([]feed.Post, error) {
+// keep the newer post first, so a ranking is one order. degraded says
+// some signal came from the cache alone, or not at all (SQL unavailable:
+// the reader's affinity is then left out rather than the page).
+func (s *Service) rank(ctx context.Context, reader int64, cands []feed.Post) (ranked []feed.Post, degraded bool, err error) {
 	if len(cands) == 0 {
-		return cands, nil
+		return cands, false, nil
 	}
-	states, _, err := s.likes.LikeStates(ctx, reader, cands)
+	states, degraded, err := s.likes.LikeStates(ctx, reader, cands)
 	if err != nil {
-		return nil, fmt.Errorf("ranked: likes of %d candidates: %w", len(cands), err)
+		return nil, false, fmt.Errorf("ranked: likes of %d candidates: %w", len(cands), err)
 	}
 	affinity, err := s.affinity(ctx, reader)
+	if sqlbreaker.IsUnavailable(err) {
+		affinity, degraded, err = nil, true, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	now := s.now()
 	scores := make(map[int64]float64, len(cands))
@@ -240,7 +249,7 @@ func (s *Service) rank(ctx context.Context, reader int64, cands []feed.Post) ([]
 			Age:      now.Sub(p.CreatedAt),
 		})
 	}
-	ranked := slices.Clone(cands)
+	ranked = slices.Clone(cands)
 	slices.SortStableFunc(ranked, func(a, b feed.Post) int {
 		if sa, sb := scores[a.ID], scores[b.ID]; sa != sb {
 			if sa > sb {
@@ -253,20 +262,31 @@ func (s *Service) rank(ctx context.Context, reader int64, cands []feed.Post) ([]
 		}
 		return 1
 	})
-	return ranked, nil
+	return ranked, degraded, nil
 }
 
-// affinity counts reader's latest likes by the liked post's author.
+// affinity counts reader's latest likes by the liked post's author: the
+// cache's recent set and the posts' copies in the caches when it holds
+// them (LikeStates, just before, fills an absent set), else SQL.
 func (s *Service) affinity(ctx context.Context, reader int64) (map[int64]int, error) {
 	if s.cfg.Affinity == 0 {
 		return nil, nil
 	}
-	pg, err := s.likes.UserLikes(ctx, reader, reader, 0, s.cfg.AffinityLikes)
-	if err != nil {
-		return nil, fmt.Errorf("ranked: affinity of %d: %w", reader, err)
+	var liked []feed.Post
+	if ids, ok := s.likes.RecentLiked(ctx, reader, s.cfg.AffinityLikes); ok {
+		var err error
+		if liked, _, err = s.timeline.LivePostsOrCached(ctx, ids); err != nil {
+			return nil, fmt.Errorf("ranked: affinity of %d: %w", reader, err)
+		}
+	} else {
+		pg, err := s.likes.UserLikes(ctx, reader, reader, 0, s.cfg.AffinityLikes)
+		if err != nil {
+			return nil, fmt.Errorf("ranked: affinity of %d: %w", reader, err)
+		}
+		liked = pg.Posts
 	}
-	by := make(map[int64]int, len(pg.Posts))
-	for _, p := range pg.Posts {
+	by := make(map[int64]int, len(liked))
+	for _, p := range liked {
 		by[p.AuthorID]++
 	}
 	return by, nil
@@ -304,10 +324,11 @@ func (s *Service) laterPage(ctx context.Context, reader, pos int64, n int) (feed
 	for next < len(ids) && len(pg.Posts) < n {
 		// Read a little past the page, for the posts that drop out.
 		chunk := ids[next:min(len(ids), next+n-len(pg.Posts)+n/4+2)]
-		live, err := s.timeline.LivePosts(ctx, chunk)
+		live, degraded, err := s.timeline.LivePostsOrCached(ctx, chunk)
 		if err != nil {
 			return feed.Page{}, fmt.Errorf("ranked: posts of a snapshot of %d: %w", reader, err)
 		}
+		pg.Degraded = pg.Degraded || degraded
 		byID := make(map[int64]feed.Post, len(live))
 		for _, p := range live {
 			byID[p.ID] = p

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/sqlbreaker"
 )
 
 // PostCreated tells the read engine of a post a publish committed
@@ -127,4 +128,18 @@ func (s *Service) AuthorPosts(ctx context.Context, author, before int64, n int) 
 func (s *Service) LivePosts(ctx context.Context, ids []int64) ([]feed.Post, error) {
 	live, _, err := s.hydrate(ctx, ids, withSQL)
 	return live, err
+}
+
+// LivePostsOrCached is LivePosts that, while SQL is unavailable, answers
+// from process memory and the post cache alone (degraded true), as a
+// latest feed's page does: a post neither holds is left out.
+func (s *Service) LivePostsOrCached(ctx context.Context, ids []int64) (posts []feed.Post, degraded bool, err error) {
+	if s.breaker == nil || !s.breaker.Open() {
+		live, _, err := s.hydrate(ctx, ids, withSQL)
+		if err == nil || !sqlbreaker.IsUnavailable(err) {
+			return live, false, err
+		}
+	}
+	live, _, err := s.hydrate(ctx, ids, cacheOnly)
+	return live, true, err
 }

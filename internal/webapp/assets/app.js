@@ -14,6 +14,7 @@ import { session } from './list.js';
 import { signInView, handoff, userOf } from './signin.js';
 import { homeView } from './home.js';
 import { topView } from './top.js';
+import { rankedView } from './ranked.js';
 import { userView } from './user.js';
 import { postView } from './post.js';
 
@@ -101,6 +102,7 @@ function app(main, nav) {
     try {
       if (path === '/') homeView(v);
       else if (path === '/top') topView(v);
+      else if (path === '/ranked') rankedView(v);
       else if ((m = path.match(/^\/users\/([0-9]+)$/))) await userView(v, m[1]);
       else if ((m = path.match(/^\/posts\/([0-9]+)$/))) await postView(v, m[1]);
       else v.show(el('p', { class: 'card empty' }, 'There is no page here. ', el('a', { href: '/', 'data-link': true }, 'Home')));

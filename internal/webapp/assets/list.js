@@ -78,7 +78,9 @@ export function postEl(s, p) {
   return el('article', { class: 'post', 'data-id': p.id },
     el('header', {}, userLink(s, p.author_id), ' · ',
       el('a', { href: '/posts/' + p.id, 'data-link': true, class: 'when' }, timeEl(p.created_at)),
-      p.edited_at ? el('span', { class: 'edited' }, ' · edited') : null),
+      p.edited_at ? el('span', { class: 'edited' }, ' · edited') : null,
+      // Only the author sees a post's weight; the default, 1, goes unsaid.
+      p.weight !== undefined && p.weight !== 1 ? el('span', { class: 'weight' }, ' · weight ' + p.weight) : null),
     body, actions);
 }
 
