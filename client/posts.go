@@ -128,6 +128,12 @@ func (c *Client) RankedFeedPage(ctx context.Context, p PageParams) (Page[Post], 
 	return getPage[Post](ctx, c, "/v1/me/feed", p)
 }
 
+// RankedFeedPageRaw is RankedFeedPage into buf, undecoded (FeedPageRaw).
+func (c *Client) RankedFeedPageRaw(ctx context.Context, p PageParams, buf *bytes.Buffer) error {
+	p.order = "ranked"
+	return c.call(ctx, request{method: http.MethodGet, path: "/v1/me/feed", query: p.query(), want: http.StatusOK, into: buf})
+}
+
 // RankedFeed iterates over a whole ranked home feed (RankedFeedPage).
 func (c *Client) RankedFeed(ctx context.Context, p PageParams) iter.Seq2[Post, error] {
 	p.order = "ranked"

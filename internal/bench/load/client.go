@@ -121,6 +121,32 @@ func (c *client) feedRaw(ctx context.Context, token string, buf *bytes.Buffer) (
 	return bytes.Count(buf.Bytes(), []byte(`"author_id"`)), nil
 }
 
+// feedRawAt reads a page of 20 of the latest (ranked false) or the ranked
+// home feed from cursor into buf, undecoded, and returns its items' count
+// and its next cursor ("" for none), cut from the bytes.
+func (c *client) feedRawAt(ctx context.Context, token string, ranked bool, cursor string, buf *bytes.Buffer) (int, string, error) {
+	p := fclient.PageParams{Limit: 20, Cursor: cursor}
+	var err error
+	if ranked {
+		err = c.as(token).RankedFeedPageRaw(ctx, p, buf)
+	} else {
+		err = c.as(token).FeedPageRaw(ctx, p, buf)
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	b := buf.Bytes()
+	next := ""
+	const key = `"next_cursor":"`
+	if i := bytes.LastIndex(b, []byte(key)); i >= 0 {
+		rest := b[i+len(key):]
+		if j := bytes.IndexByte(rest, '"'); j >= 0 {
+			next = string(rest[:j])
+		}
+	}
+	return bytes.Count(b, []byte(`"author_id"`)), next, nil
+}
+
 // followers pages through every follower id of user, 100 a request.
 func (c *client) followers(ctx context.Context, token, user string, progress *progress.Bar) ([]int64, error) {
 	uid, err := fclient.ParseID(user)

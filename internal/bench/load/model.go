@@ -121,6 +121,8 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 			res.Fanout, err = r.fanout(ctx, m)
 		case ScenarioRead:
 			res.Read, err = r.read(ctx, m)
+		case ScenarioRanked:
+			res.Ranked, err = r.ranked(ctx, m)
 		case ScenarioMemory:
 			res.Memory, err = r.memory(ctx, m)
 		case ScenarioStream:

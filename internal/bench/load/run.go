@@ -40,6 +40,7 @@ import (
 const (
 	ScenarioFanout  = "fanout"
 	ScenarioRead    = "read"
+	ScenarioRanked  = "ranked"
 	ScenarioMemory  = "memory"
 	ScenarioStream  = "stream"
 	ScenarioPublish = "publish"
@@ -50,7 +51,8 @@ const (
 var AllScenarios = []string{ScenarioFanout, ScenarioRead, ScenarioMemory, ScenarioPublish}
 
 // runOrder is the order of every scenario but mixed, which runs last.
-var runOrder = []string{ScenarioFanout, ScenarioRead, ScenarioMemory, ScenarioStream, ScenarioPublish}
+// Ranked, like stream, runs only when named.
+var runOrder = []string{ScenarioFanout, ScenarioRead, ScenarioRanked, ScenarioMemory, ScenarioStream, ScenarioPublish}
 
 // AllModels are the timeline models feedd runs.
 var AllModels = []string{string(feed.ModePush), string(feed.ModePull), string(feed.ModeHybrid)}

@@ -69,16 +69,17 @@ type Settings struct {
 
 // ModelResult is one model's figures, each scenario under its name.
 type ModelResult struct {
-	FanoutMode string                 `json:"fanout_mode"`
-	WorkProcs  int                    `json:"work_procs,omitempty"`
-	URL        string                 `json:"url"`
-	Fanout     *FanoutResult          `json:"fanout,omitempty"`
-	Publish    *PublishResult         `json:"publish,omitempty"`
-	Read       map[string]*ReadResult `json:"read,omitempty"`
-	Memory     *MemoryResult          `json:"memory,omitempty"`
-	Mixed      *MixedResult           `json:"mixed,omitempty"`
-	Stream     *StreamResult          `json:"stream,omitempty"`
-	Errors     []string               `json:"errors"`
+	FanoutMode string                   `json:"fanout_mode"`
+	WorkProcs  int                      `json:"work_procs,omitempty"`
+	URL        string                   `json:"url"`
+	Fanout     *FanoutResult            `json:"fanout,omitempty"`
+	Publish    *PublishResult           `json:"publish,omitempty"`
+	Read       map[string]*ReadResult   `json:"read,omitempty"`
+	Ranked     map[string]*RankedResult `json:"ranked,omitempty"`
+	Memory     *MemoryResult            `json:"memory,omitempty"`
+	Mixed      *MixedResult             `json:"mixed,omitempty"`
+	Stream     *StreamResult            `json:"stream,omitempty"`
+	Errors     []string                 `json:"errors"`
 }
 
 // FanoutResult: one post by an author whose followers' inboxes all exist.
@@ -267,6 +268,9 @@ func (r *Report) ComputeTargets() {
 		if m.Stream != nil {
 			streamTargets(name, m.Stream, add)
 		}
+		if len(m.Ranked) > 0 {
+			rankedTargets(name, m.Ranked, add)
+		}
 		if m.Memory != nil && m.Memory.RedisEntries > 0 {
 			add("redis_bytes_per_entry["+name+"]", m.Memory.RedisBytesPerEntry, true, "<= 40", atMost(40),
 				fmt.Sprintf("%d entries in %d bytes of inbox keys", m.Memory.RedisEntries, m.Memory.RedisInboxBytes))
@@ -325,6 +329,9 @@ func (r *Report) cohorts() map[string]int {
 	for _, m := range r.Models {
 		for name, rd := range m.Read {
 			out[name] = rd.Following
+		}
+		for name, rk := range m.Ranked {
+			out[name] = rk.Following
 		}
 	}
 	return out
@@ -500,6 +507,32 @@ func (r *Report) WriteTable(w io.Writer) error {
 				return ""
 			}
 			return pathsStr(get(m).Paths)
+		})
+	}
+
+	for _, cohort := range sortedKeys(r.cohorts()) {
+		get := func(m *ModelResult) *RankedResult { return m.Ranked[cohort] }
+		if !slices.ContainsFunc(r.ModelOrder, func(name string) bool { return get(r.Models[name]) != nil }) {
+			continue
+		}
+		fmt.Fprintf(tw, "ranked %s (p50 / p99 ms)\t\n", cohort)
+		pair := func(label string, p50, p99 func(*RankedResult) float64) {
+			row(label, func(m *ModelResult) string {
+				if get(m) == nil {
+					return ""
+				}
+				return fmt.Sprintf("%.2f / %.2f", p50(get(m)), p99(get(m)))
+			})
+		}
+		pair("  latest first page", func(r *RankedResult) float64 { return r.LatestFirstP50MS }, func(r *RankedResult) float64 { return r.LatestFirstP99MS })
+		pair("  ranked first page", func(r *RankedResult) float64 { return r.RankedFirstP50MS }, func(r *RankedResult) float64 { return r.RankedFirstP99MS })
+		pair("  latest next page", func(r *RankedResult) float64 { return r.LatestNextP50MS }, func(r *RankedResult) float64 { return r.LatestNextP99MS })
+		pair("  ranked next page", func(r *RankedResult) float64 { return r.RankedNextP50MS }, func(r *RankedResult) float64 { return r.RankedNextP99MS })
+		row("  rounds, errors", func(m *ModelResult) string {
+			if get(m) == nil {
+				return ""
+			}
+			return fmt.Sprintf("%d, %d", get(m).Rounds, get(m).Errors)
 		})
 	}
 
