@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/feedd/feedd/client"
 	"github.com/feedd/feedd/internal/feed"
@@ -54,7 +55,8 @@ func TestRankedFeed(t *testing.T) {
 
 func testRankedFeed(t *testing.T, env map[string]string, mode string) {
 	{
-		in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", mode, "FEEDD_PULL_THRESHOLD", "2")
+		const regather = 2 * time.Second
+		in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", mode, "FEEDD_PULL_THRESHOLD", "2", "FEEDD_RANK_REGATHER", regather.String())
 		ctx := context.Background()
 		star, starTok := in.user("star") // pulled: two followers
 		friend, friendTok := in.user("friend")
@@ -165,10 +167,31 @@ func testRankedFeed(t *testing.T, env map[string]string, mode string) {
 		if err != nil || edited.Weight == nil || *edited.Weight != 100 || edited.EditedAt != nil {
 			t.Fatalf("weight edit = %+v, %v; want weight 100 and no edited_at", edited, err)
 		}
+		// A post published since joins the reader's gathered candidates
+		// at once; a weight changed since counts once they are gathered
+		// anew (FEEDD_RANK_REGATHER).
+		newest := post(friendTok, "after the first ranking", weight(60))
+		live := slices.DeleteFunc(slices.Clone(latest), func(id string) bool { return id == gone })
+		in.feedEventually(readerTok, 20, append([]string{newest}, live...))
+		if got := in.rankedAll(readerTok, 20); len(got) == 0 || got[0] != newest || slices.Contains(got, unranked) {
+			t.Fatalf("ranked feed before the candidates are gathered anew = %v; want %s first and not %s", got, newest, unranked)
+		}
+		time.Sleep(regather)
 		page, err := in.as(readerTok).RankedFeedPage(ctx, client.PageParams{Limit: 1})
 		if err != nil || len(page.Items) != 1 || page.Items[0].ID.String() != unranked {
 			t.Fatalf("after the reweight the ranked feed starts with %v, %v; want %s", idsOf(page.Items), err, unranked)
 		}
+
+		// An unfollow takes the author's posts out of the next ranking at
+		// once, and a follow brings them back.
+		in.must(204, "DELETE", "/v1/me/following/"+friend, readerTok, nil)
+		for _, id := range in.rankedAll(readerTok, 20) {
+			if slices.Contains(friends, id) || id == boosted || id == unranked || id == newest {
+				t.Fatalf("after the unfollow the ranked feed still has friend's post %s", id)
+			}
+		}
+		in.follow(readerTok, friend)
+		in.feedEventually(readerTok, 20, append([]string{newest}, live...))
 
 		// A snapshot the cache does not hold (it expired, or the cache was
 		// lost) is 410 cursor_expired; the first page ranks anew.
@@ -184,8 +207,8 @@ func testRankedFeed(t *testing.T, env map[string]string, mode string) {
 				t.Fatalf("a cursor after Redis was lost: %v; want %s", err, client.CodeCursorExpired)
 			}
 		}
-		if got := in.rankedAll(readerTok, 5); len(got) != len(latest)-1 || got[0] != unranked {
-			t.Fatalf("ranked feed after all that = %v; want %d posts, %s first", got, len(latest)-1, unranked)
+		if got := in.rankedAll(readerTok, 5); len(got) != len(live)+1 || got[0] != unranked {
+			t.Fatalf("ranked feed after all that = %v; want %d posts, %s first", got, len(live)+1, unranked)
 		}
 
 		for _, q := range []string{"order=oldest", "order=ranked&cursor=" + feed.EncodeCursor(feed.CursorFeed, 5)} {

@@ -145,6 +145,7 @@ func settings(c *config) []*opt {
 		setting(groupRank, readByServe, "rank-engagement", "weight of ln(1+likes) in the score (0: likes do not count)", bind(floatKind, &c.rank.Engagement, rk.Engagement, nonNegativeNumber)),
 		setting(groupRank, readByServe, "rank-affinity", "weight of ln(1+the reader's recent likes of the author) in the score (0: affinity does not count)", bind(floatKind, &c.rank.Affinity, rk.Affinity, nonNegativeNumber)),
 		setting(groupRank, readByServe, "rank-affinity-likes", "how many of the reader's latest likes make their affinity", bind(intKind, &c.rank.AffinityLikes, rk.AffinityLikes, positive)),
+		setting(groupRank, readByServe, "rank-regather", "a reader's ranked feed reuses the candidates it gathered (with the posts that came after) this long, then gathers them anew; a follow or unfollow gathers anew at once", bind(durKind, &c.rank.Regather, rk.Regather, positiveDur)),
 		setting(groupRank, readByServe, "rank-snapshot-ttl", "a ranked feed's snapshot (what its cursor pages through) lives this long after its last page; then its cursor answers 410 cursor_expired", bind(durKind, &c.rank.SnapshotTTL, rk.SnapshotTTL, atLeast(time.Second, ""))),
 
 		setting(groupLikes, readByBoth, "like-batch", "like events written to SQL in one batch at most", bind(intKind, &c.likeBatch, likes.DefaultMaxBatch, positive)),

@@ -104,11 +104,16 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		work.Go(func() { switches.Run(workCtx, cfg.switchPoll) })
 		// The broker is reported, not required: publishes go to the
 		// outbox, in SQL, and wait there for the broker to return.
+		var rk *ranked.Service
 		opts := []timeline.Option{
 			timeline.WithReadyCheck("broker", false, d.broker.Ping),
 			timeline.WithBreaker(breaker.Config{Failures: cfg.breakerFailures, Timeout: cfg.sqlTimeout, Cooldown: cfg.breakerCooldown}),
 			timeline.WithSwitches(switches),
 			timeline.WithHotPosts(cfg.hotPosts, cfg.hotPostTTL),
+			// The ranked feed, made below over the timeline, forgets the
+			// candidates it gathered of a reader whose follows change;
+			// it exists before the API serves the first follow.
+			timeline.WithGraphHook(func(ctx context.Context, reader int64) { rk.Forget(ctx, reader) }),
 		}
 		if rel != nil {
 			opts = append(opts, timeline.WithPublishHook(rel.Notify))
@@ -156,7 +161,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 		lk := newLikes(cfg, d, logger, svc, switches, likesBreaker)
 		// The ranked feed ranks the timeline's latest feed by the likes,
 		// and keeps its snapshots in the cache.
-		rk := ranked.New(svc, lk, d.cache, cfg.rank)
+		rk = ranked.New(svc, lk, d.cache, cfg.rank)
 		handler = httpapi.NewServer(logger, httpapi.Config{
 			AdminToken: d.adminToken, JWTSecret: d.jwtSecret,
 			BodyTimeout: cfg.bodyTimeout,

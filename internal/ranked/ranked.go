@@ -14,6 +14,7 @@
 package ranked
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -23,7 +24,6 @@ import (
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
-	"github.com/feedd/feedd/internal/sqlbreaker"
 )
 
 // Timeline is what the ranked feed needs of the timeline: the latest feed
@@ -71,6 +71,10 @@ type Config struct {
 	// AffinityLikes is how many of the reader's latest likes count
 	// towards affinity (100).
 	AffinityLikes int
+	// Regather is how long a reader's gathered candidates serve their
+	// first pages (with the posts that came after) before a first page
+	// gathers them anew (5m; pool.go).
+	Regather time.Duration
 }
 
 // MaxCandidates bounds Config.Candidates: a position in a snapshot is 16
@@ -84,6 +88,7 @@ const (
 	DefaultHalfLife      = 6 * time.Hour
 	DefaultSnapshotTTL   = 15 * time.Minute
 	DefaultAffinityLikes = 100
+	DefaultRegather      = 5 * time.Minute
 )
 
 // WithDefaults fills the zero fields.
@@ -103,6 +108,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.AffinityLikes <= 0 {
 		c.AffinityLikes = DefaultAffinityLikes
+	}
+	if c.Regather <= 0 {
+		c.Regather = DefaultRegather
 	}
 	return c
 }
@@ -162,107 +170,77 @@ func (s *Service) RankedFeed(ctx context.Context, reader, pos int64, n int) (fee
 	return s.laterPage(ctx, reader, pos, n)
 }
 
-// firstPage ranks a new snapshot and serves its first n posts from the
-// candidates it just read (all live and visible).
+// firstPage ranks the reader's candidates (pool.go) into a new snapshot,
+// keeps it, and serves its first page as a later page is served.
 func (s *Service) firstPage(ctx context.Context, reader int64, n int) (feed.Page, error) {
-	cands, degraded, err := s.candidates(ctx, reader)
+	pl, degraded, err := s.candidates(ctx, reader)
 	if err != nil {
 		return feed.Page{}, err
 	}
-	ranked, rankDegraded, err := s.rank(ctx, reader, cands)
+	ids, rankDegraded, err := s.rank(ctx, pl)
 	if err != nil {
 		return feed.Page{}, err
 	}
-	pg := feed.Page{Posts: ranked[:min(n, len(ranked))], Degraded: degraded || rankDegraded}
-	if len(ranked) > n {
-		snap := newSnapshotID()
-		ids := make([]byte, 0, 8*len(ranked))
-		for _, p := range ranked {
-			ids = binary.BigEndian.AppendUint64(ids, uint64(p.ID))
+	snap := newSnapshotID()
+	if len(ids) > n {
+		// A ranking that fits on its first page needs no snapshot: no
+		// cursor will name it.
+		raw := make([]byte, 0, 8*len(ids))
+		for _, id := range ids {
+			raw = binary.BigEndian.AppendUint64(raw, uint64(id))
 		}
-		if err := s.snaps.Set(ctx, snapshotKey(reader, snap), string(ids), s.cfg.SnapshotTTL); err != nil {
+		if err := s.snaps.Set(ctx, snapshotKey(reader, snap), string(raw), s.cfg.SnapshotTTL); err != nil {
 			return feed.Page{}, fmt.Errorf("ranked: keep the snapshot of %d: %w", reader, err)
 		}
-		pg.Next = position(snap, n)
 	}
-	return pg, nil
+	pg, err := s.page(ctx, reader, snap, ids, 0, n)
+	pg.Degraded = pg.Degraded || degraded || rankDegraded
+	return pg, err
 }
 
-// candidates reads reader's latest feed newest first until it leaves the
-// window, ends, or gave Candidates posts; posts of weight 0 are left out.
-func (s *Service) candidates(ctx context.Context, reader int64) ([]feed.Post, bool, error) {
-	since := s.now().Add(-s.cfg.Window)
-	var (
-		out      []feed.Post
-		degraded bool
-		before   int64
-	)
-	for len(out) < s.cfg.Candidates {
-		// Pages of a few hundred: one inbox read and one hydration each.
-		pg, err := s.timeline.Feed(ctx, reader, before, min(s.cfg.Candidates-len(out)+20, 500))
-		if err != nil {
-			return nil, false, fmt.Errorf("ranked: candidates of %d: %w", reader, err)
-		}
-		degraded = degraded || pg.Degraded
-		for _, p := range pg.Posts {
-			if p.CreatedAt.Before(since) {
-				return out, degraded, nil
-			}
-			if p.Weight.Value() > 0 && len(out) < s.cfg.Candidates {
-				out = append(out, p)
-			}
-		}
-		if !pg.More() {
-			break
-		}
-		before = pg.Next
-	}
-	return out, degraded, nil
-}
-
-// rank scores the candidates and returns them best first; equal scores
-// keep the newer post first, so a ranking is one order. degraded says
-// some signal came from the cache alone, or not at all (SQL unavailable:
-// the reader's affinity is then left out rather than the page).
-func (s *Service) rank(ctx context.Context, reader int64, cands []feed.Post) (ranked []feed.Post, degraded bool, err error) {
+// rank scores the pool's candidates and returns their ids best first;
+// equal scores keep the newer post first, so a ranking is one order.
+// degraded says the likes came from the cache alone.
+func (s *Service) rank(ctx context.Context, pl pool) (ids []int64, degraded bool, err error) {
+	cands := pl.cands
 	if len(cands) == 0 {
-		return cands, false, nil
+		return nil, false, nil
 	}
-	states, degraded, err := s.likes.LikeStates(ctx, reader, cands)
+	// The counts only: whether the reader likes a candidate is no signal,
+	// and asking costs a lookup per candidate.
+	stubs := make([]feed.Post, len(cands))
+	for i, c := range cands {
+		stubs[i] = feed.Post{ID: c.id}
+	}
+	states, degraded, err := s.likes.LikeStates(ctx, 0, stubs)
 	if err != nil {
 		return nil, false, fmt.Errorf("ranked: likes of %d candidates: %w", len(cands), err)
 	}
-	affinity, err := s.affinity(ctx, reader)
-	if sqlbreaker.IsUnavailable(err) {
-		affinity, degraded, err = nil, true, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
 	now := s.now()
-	scores := make(map[int64]float64, len(cands))
-	for _, p := range cands {
-		scores[p.ID] = s.cfg.Score(Signals{
-			Weight:   p.Weight.Value(),
-			Likes:    states[p.ID].Count,
-			Affinity: affinity[p.AuthorID],
-			Age:      now.Sub(p.CreatedAt),
-		})
+	type scored struct {
+		id    int64
+		score float64
 	}
-	ranked = slices.Clone(cands)
-	slices.SortStableFunc(ranked, func(a, b feed.Post) int {
-		if sa, sb := scores[a.ID], scores[b.ID]; sa != sb {
-			if sa > sb {
-				return -1
-			}
-			return 1
+	all := make([]scored, len(cands))
+	for i, c := range cands {
+		all[i] = scored{c.id, s.cfg.Score(Signals{
+			Weight:   c.weight,
+			Likes:    states[c.id].Count,
+			Affinity: pl.affinity[c.author],
+			Age:      now.Sub(feed.IDTime(c.id)),
+		})}
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		if a.score != b.score {
+			return cmp.Compare(b.score, a.score)
 		}
-		if a.ID > b.ID {
-			return -1
-		}
-		return 1
+		return cmp.Compare(b.id, a.id)
 	})
-	return ranked, degraded, nil
+	ids = make([]int64, len(all))
+	for i, sc := range all {
+		ids[i] = sc.id
+	}
+	return ids, degraded, nil
 }
 
 // affinity counts reader's latest likes by the liked post's author: the
@@ -292,13 +270,11 @@ func (s *Service) affinity(ctx context.Context, reader int64) (map[int64]int, er
 	return by, nil
 }
 
-// laterPage serves a page of a kept snapshot from its position: the live
-// posts of authors the reader still sees, reading on past the others so
-// that the page is full.
+// laterPage serves a page of a kept snapshot from its position.
 func (s *Service) laterPage(ctx context.Context, reader, pos int64, n int) (feed.Page, error) {
 	snap, index := splitPosition(pos)
 	if snap <= 0 {
-		return feed.Page{}, feed.Errorf(feed.EINVALID, "cursor is not valid: pass back next_cursor exactly as a previous page returned it")
+		return feed.Page{}, errBadCursor
 	}
 	raw, ok, err := s.snaps.GetEx(ctx, snapshotKey(reader, snap), s.cfg.SnapshotTTL)
 	if err != nil {
@@ -313,8 +289,18 @@ func (s *Service) laterPage(ctx context.Context, reader, pos int64, n int) (feed
 		ids[i] = int64(binary.BigEndian.Uint64([]byte(raw[8*i : 8*i+8])))
 	}
 	if index > len(ids) {
-		return feed.Page{}, feed.Errorf(feed.EINVALID, "cursor is not valid: pass back next_cursor exactly as a previous page returned it")
+		return feed.Page{}, errBadCursor
 	}
+	return s.page(ctx, reader, snap, ids, index, n)
+}
+
+var errBadCursor = feed.Errorf(feed.EINVALID, "cursor is not valid: pass back next_cursor exactly as a previous page returned it")
+
+// page serves up to n posts of snapshot snap (its ranked ids) from
+// index: the live posts of authors the reader still sees, reading on past
+// the others so that the page is full. Its Next names the snapshot and
+// the index after the last post it covered.
+func (s *Service) page(ctx context.Context, reader, snap int64, ids []int64, index, n int) (feed.Page, error) {
 	hidden, err := s.timeline.Hidden(ctx, reader)
 	if err != nil {
 		return feed.Page{}, fmt.Errorf("ranked: hidden of %d: %w", reader, err)

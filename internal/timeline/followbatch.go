@@ -82,6 +82,7 @@ func (s *Service) BatchFollowed(ctx context.Context, follow []feed.Edge, followe
 		g.Go(func() error {
 			if r.changed {
 				s.forgetPullees(ctx, id)
+				s.tellGraphChanged(ctx, id)
 			}
 			s.batchInbox(ctx, id, r)
 			return nil

@@ -95,4 +95,13 @@ func (s *Service) afterGraphChange(ctx context.Context, follower, followee int64
 		s.logger.Warn("could not update delivery mode", "author", followee, "err", err)
 	}
 	s.forgetPullees(ctx, follower)
+	s.tellGraphChanged(ctx, follower)
+}
+
+// tellGraphChanged tells the graph hook (WithGraphHook) that reader's
+// follows changed.
+func (s *Service) tellGraphChanged(ctx context.Context, reader int64) {
+	if s.graphChanged != nil {
+		s.graphChanged(ctx, reader)
+	}
 }

@@ -171,8 +171,12 @@ type Service struct {
 	// published is told (without blocking) that the outbox has a new
 	// event, so an in-process relay need not wait for its next poll.
 	published func()
-	rebuilds  singleflight.Group
-	modes     modesEpoch
+	// graphChanged is told that a follow or unfollow of a reader
+	// committed (nil: nobody listens): the ranked feed drops what it
+	// gathered of the reader's feed.
+	graphChanged func(ctx context.Context, reader int64)
+	rebuilds     singleflight.Group
+	modes        modesEpoch
 
 	// The defences: the SQL breaker (nil: none, sqlbreaker.go), the
 	// degradation switches (nil: all off, degraded.go), the in-process
@@ -215,6 +219,12 @@ type Option func(*Service)
 // (PostCreated) and every switch of an author back to push (its queued
 // catch-up fan-out).
 func WithPublishHook(f func()) Option { return func(s *Service) { s.published = f } }
+
+// WithGraphHook has f told, after a follow or unfollow by a reader
+// committed, that what the reader's feed holds changed.
+func WithGraphHook(f func(ctx context.Context, reader int64)) Option {
+	return func(s *Service) { s.graphChanged = f }
+}
 
 // WithReadyCheck adds a named dependency check to Ready and Checks; a
 // required one failing makes the service not ready.

@@ -28,6 +28,12 @@ type RankedResult struct {
 	RankedFirstP99MS float64 `json:"ranked_first_p99_ms"`
 	RankedNextP50MS  float64 `json:"ranked_next_p50_ms"`
 	RankedNextP99MS  float64 `json:"ranked_next_p99_ms"`
+	// The cold first page: each reader's first ranked page of the run,
+	// read one reader at a time before the measured rounds, which gathers
+	// the reader's candidates from their latest feed (FEEDD_RANK_REGATHER
+	// later, a first page does it again).
+	RankedColdP50MS float64 `json:"ranked_cold_p50_ms"`
+	RankedColdP99MS float64 `json:"ranked_cold_p99_ms"`
 }
 
 // rankedTargets adds the ranked feed's targets of model name: its first

@@ -528,6 +528,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		pair("  ranked first page", func(r *RankedResult) float64 { return r.RankedFirstP50MS }, func(r *RankedResult) float64 { return r.RankedFirstP99MS })
 		pair("  latest next page", func(r *RankedResult) float64 { return r.LatestNextP50MS }, func(r *RankedResult) float64 { return r.LatestNextP99MS })
 		pair("  ranked next page", func(r *RankedResult) float64 { return r.RankedNextP50MS }, func(r *RankedResult) float64 { return r.RankedNextP99MS })
+		pair("  ranked cold first page", func(r *RankedResult) float64 { return r.RankedColdP50MS }, func(r *RankedResult) float64 { return r.RankedColdP99MS })
 		row("  rounds, errors", func(m *ModelResult) string {
 			if get(m) == nil {
 				return ""
