@@ -44,10 +44,17 @@ func sampleReport() *Report {
 		}
 		m.Publish = &PublishResult{ZeroFollowers: lat(), Celebrity: lat()}
 		m.Read = map[string]*ReadResult{}
+		m.Ranked = map[string]*RankedResult{}
 		for _, c := range []struct {
 			name string
 			n    int
 		}{{"following_50", 50}, {"following_500", 500}, {"following_5000", 5000}} {
+			m.Ranked[c.name] = &RankedResult{
+				Following: c.n, Celebrities: 1, Readers: 100, Concurrency: 32, Rounds: 500, DurationSeconds: 10, RankedItemsPerPage: 20,
+				LatestFirstP50MS: 2, LatestFirstP99MS: 10, LatestNextP50MS: 2, LatestNextP99MS: 10,
+				RankedFirstP50MS: 3, RankedFirstP99MS: 15 + float64(c.n)/100, RankedNextP50MS: 2, RankedNextP99MS: 11,
+				RankedColdP50MS: 20, RankedColdP99MS: 40,
+			}
 			m.Read[c.name] = &ReadResult{
 				Following: c.n, Celebrities: 1, Readers: 100, Concurrency: 32, DurationSeconds: 10, Requests: 10000,
 				ReadRPS: 1000 / f, ReadP50MS: 2 * f, ReadP99MS: 4 * f, ReadMeanMS: 2.5, ReadMaxMS: 9, ItemsPerPage: 20,
@@ -260,6 +267,28 @@ func TestStreamTargets(t *testing.T) {
 	} {
 		got, ok := met[name]
 		if !ok || got != want {
+			t.Errorf("target %s: met %v (measured %v); want %v", name, got, ok, want)
+		}
+	}
+}
+
+// TestRankedTargets: the ranked pages' targets per model and cohort, met
+// at and below their ratios only.
+func TestRankedTargets(t *testing.T) {
+	rep := sampleReport()
+	rep.ComputeTargets()
+	met := map[string]bool{}
+	for _, tg := range rep.Targets {
+		if tg.Met != nil {
+			met[tg.Name] = *tg.Met
+		}
+	}
+	for name, want := range map[string]bool{
+		"ranked_first_p99_vs_latest[push][following_50]":   true,  // 15.5 vs 10
+		"ranked_first_p99_vs_latest[push][following_5000]": false, // 65 vs 10
+		"ranked_next_p99_vs_latest[hybrid][following_500]": true,  // 11 vs 10
+	} {
+		if got, ok := met[name]; !ok || got != want {
 			t.Errorf("target %s: met %v (measured %v); want %v", name, got, ok, want)
 		}
 	}
