@@ -67,11 +67,14 @@ func TestImportExport(t *testing.T) {
 			must(err)
 		}
 		var posts []feed.Post
-		post := func(author, n int64, ext, data string) {
+		post := func(author, n int64, ext, data string, weight ...float64) {
 			created := at.Add(time.Duration(len(posts)+1) * time.Minute)
 			id, err := feed.IDAt(created, n)
 			must(err)
 			p := feed.Post{ID: id, AuthorID: author, Content: "post " + feed.FormatID(id) + " <&>", CreatedAt: created, ExternalID: ext, Data: data}
+			for _, w := range weight {
+				p.Weight = feed.WeightOf(w)
+			}
 			_, _, err = s.CreatePost(ctx, p, feed.Idempotency{})
 			must(err)
 			posts = append(posts, p)
@@ -79,8 +82,8 @@ func TestImportExport(t *testing.T) {
 		post(alice, 0, "", "")
 		post(alice, 1, "blog-1", `{"title":"a & b","n":[1,2]}`)
 		post(bob, 2, "", `{"x":true}`)
-		post(bob, 3, "b-2", "")
-		post(carol, 4, "", "")
+		post(bob, 3, "b-2", "", 2.5)
+		post(carol, 4, "", "", 0)
 		post(dave, 5, "", "")
 		_, err := s.ApplyLikes(ctx, []feed.LikeEvent{
 			{User: alice, Post: posts[2].ID, Liked: true, Version: 1},
@@ -99,6 +102,12 @@ func TestImportExport(t *testing.T) {
 
 		users := []int64{alice, bob, carol, dave}
 		docs := map[int64]string{}
+		defer func() {
+			// The weights travel: absent for the default, there otherwise.
+			if !strings.Contains(docs[bob], `"weight":2.5`) || !strings.Contains(docs[carol], `"weight":0`) || strings.Contains(docs[alice], `"weight"`) {
+				t.Errorf("exports of bob, carol and alice:\n%s\n%s\n%s\nwant weights 2.5 and 0, and none of alice's", docs[bob], docs[carol], docs[alice])
+			}
+		}()
 		var sources []importer.Source
 		for _, u := range users {
 			var b bytes.Buffer
