@@ -383,16 +383,28 @@ func (in *instance) post(token, content string) string {
 // returns the post ids in order.
 func (in *instance) feedAll(token string, limit int) []string {
 	in.t.Helper()
-	var ids []string
 	var page client.Page[client.Post]
 	c := in.as(token)
+	return in.pageAll("feed", limit, func(p client.PageParams) (client.Page[client.Post], error) {
+		err := c.FeedPageInto(context.Background(), p, &page)
+		return page, err
+	})
+}
+
+// pageAll pages through a whole feed read by next, with the given page
+// size, checking that every page but the last is full, and returns the
+// post ids in order.
+func (in *instance) pageAll(what string, limit int, next func(client.PageParams) (client.Page[client.Post], error)) []string {
+	in.t.Helper()
+	var ids []string
 	params := client.PageParams{Limit: limit}
 	for pages := 0; ; pages++ {
 		if pages > 10000 {
-			in.t.Fatal("feed paging does not end")
+			in.t.Fatalf("%s paging does not end", what)
 		}
-		if err := c.FeedPageInto(context.Background(), params, &page); err != nil {
-			in.t.Fatalf("feed page %d: %v", pages, err)
+		page, err := next(params)
+		if err != nil {
+			in.t.Fatalf("%s page %d: %v", what, pages, err)
 		}
 		for _, p := range page.Items {
 			ids = append(ids, p.ID.String())
@@ -401,7 +413,7 @@ func (in *instance) feedAll(token string, limit int) []string {
 			return ids
 		}
 		if len(page.Items) != limit {
-			in.t.Fatalf("page %d has %d items but a next_cursor; want full pages (%d)", pages, len(page.Items), limit)
+			in.t.Fatalf("%s page %d has %d items but a next_cursor; want full pages (%d)", what, pages, len(page.Items), limit)
 		}
 		params.Cursor = page.NextCursor
 	}

@@ -15,27 +15,9 @@ import (
 // order, checking that every page but the last is full.
 func (in *instance) rankedAll(token string, limit int) []string {
 	in.t.Helper()
-	var ids []string
-	p := client.PageParams{Limit: limit}
-	for pages := 0; ; pages++ {
-		if pages > 1000 {
-			in.t.Fatal("ranked paging does not end")
-		}
-		page, err := in.as(token).RankedFeedPage(context.Background(), p)
-		if err != nil {
-			in.t.Fatalf("ranked page %d: %v", pages, err)
-		}
-		for _, it := range page.Items {
-			ids = append(ids, it.ID.String())
-		}
-		if page.NextCursor == "" {
-			return ids
-		}
-		if len(page.Items) != limit {
-			in.t.Fatalf("ranked page %d has %d items and a next_cursor; want full pages (%d)", pages, len(page.Items), limit)
-		}
-		p.Cursor = page.NextCursor
-	}
+	return in.pageAll("ranked", limit, func(p client.PageParams) (client.Page[client.Post], error) {
+		return in.as(token).RankedFeedPage(context.Background(), p)
+	})
 }
 
 // TestRankedFeed: GET /v1/me/feed?order=ranked ranks the latest feed's

@@ -61,25 +61,26 @@ func Join(ctx context.Context, lk Likes, viewer int64, pg feed.Page) (page Page,
 // Feed is reader's home feed page (timeline.Feed) with its likes. It is
 // degraded when its posts or their likes came from the cache alone.
 func (s *Service) Feed(ctx context.Context, reader, before int64, n int) (Page, error) {
-	pg, err := s.timeline.Feed(ctx, reader, before, n)
-	if err != nil {
-		return Page{}, err
-	}
-	page, likesDegraded, err := Join(ctx, s.likes, reader, pg)
-	page.Degraded = page.Degraded || likesDegraded
-	return page, err
+	return s.feedPage(ctx, reader)(s.timeline.Feed(ctx, reader, before, n))
 }
 
 // RankedFeed is reader's ranked home feed page (package ranked) with its
 // likes, degraded as Feed is.
 func (s *Service) RankedFeed(ctx context.Context, reader, pos int64, n int) (Page, error) {
-	pg, err := s.timeline.RankedFeed(ctx, reader, pos, n)
-	if err != nil {
-		return Page{}, err
+	return s.feedPage(ctx, reader)(s.timeline.RankedFeed(ctx, reader, pos, n))
+}
+
+// feedPage returns the join of one of reader's feed pages with its likes,
+// degraded when the page or its likes are.
+func (s *Service) feedPage(ctx context.Context, reader int64) func(feed.Page, error) (Page, error) {
+	return func(pg feed.Page, err error) (Page, error) {
+		if err != nil {
+			return Page{}, err
+		}
+		page, likesDegraded, err := Join(ctx, s.likes, reader, pg)
+		page.Degraded = page.Degraded || likesDegraded
+		return page, err
 	}
-	page, likesDegraded, err := Join(ctx, s.likes, reader, pg)
-	page.Degraded = page.Degraded || likesDegraded
-	return page, err
 }
 
 // Post is one post with its likes; ENOTFOUND for a post unknown, deleted,

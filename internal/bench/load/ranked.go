@@ -3,7 +3,6 @@ package load
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -20,21 +19,7 @@ import (
 // the page after it, so that the two feeds are read under the same load in
 // the same seconds.
 func (r *runner) ranked(ctx context.Context, m *modelRun) (map[string]*report.RankedResult, error) {
-	if len(r.o.Manifest.Cohorts) == 0 {
-		return nil, errors.New("the graph has no reader cohorts")
-	}
-	out := map[string]*report.RankedResult{}
-	var errs []error
-	for _, co := range r.o.Manifest.Cohorts {
-		res, err := r.rankedCohort(ctx, m, co)
-		if res != nil {
-			out[co.Name] = res
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", co.Name, err))
-		}
-	}
-	return out, errors.Join(errs...)
+	return perCohort(ctx, r, m, r.rankedCohort)
 }
 
 // The four pages of a round.

@@ -62,13 +62,19 @@ func load(ctx context.Context, conc int, dur time.Duration, maxReq int64, bar *p
 // read measures home-feed pages per cohort, and the same Redis reads
 // issued directly as the baseline.
 func (r *runner) read(ctx context.Context, m *modelRun) (map[string]*report.ReadResult, error) {
+	return perCohort(ctx, r, m, r.readCohort)
+}
+
+// perCohort runs one measurement per reader cohort of the graph and
+// collects the results by cohort name, and every cohort's error.
+func perCohort[T any](ctx context.Context, r *runner, m *modelRun, measure func(context.Context, *modelRun, graph.Cohort) (*T, error)) (map[string]*T, error) {
 	if len(r.o.Manifest.Cohorts) == 0 {
 		return nil, errors.New("the graph has no reader cohorts")
 	}
-	out := map[string]*report.ReadResult{}
+	out := map[string]*T{}
 	var errs []error
 	for _, co := range r.o.Manifest.Cohorts {
-		res, err := r.readCohort(ctx, m, co)
+		res, err := measure(ctx, m, co)
 		if res != nil {
 			out[co.Name] = res
 		}
