@@ -12,6 +12,7 @@ import (
 const (
 	CodeInvalid                = "invalid"                   // 400: bad input
 	CodeBatchTooLarge          = "batch_too_large"           // 400: a follow batch of more than 1,000 pairs
+	CodeLimitReached           = "limit_reached"             // 400: 100 lists a user, 5,000 members a list
 	CodeUnauthorized           = "unauthorized"              // 401: missing, bad or revoked token
 	CodeForbidden              = "forbidden"                 // 403: not allowed
 	CodeBlocked                = "blocked"                   // 403: a block between the two users forbids it

@@ -86,6 +86,7 @@ func migrateShards(tb testing.TB, env map[string]string) {
 // read, whose rows now live on several shards (a follow, a block and a
 // like cross two of them).
 var shardedSuite = map[string]bool{
+	"TestLists":                         true,
 	"TestRankedFeed":                    true,
 	"TestPublishFanoutRead":             true,
 	"TestDeleteIsLazyAndFinal":          true,

@@ -130,6 +130,20 @@ func NewUser(u feed.User) User {
 	}
 }
 
+// List is a user's list as the API shows it (to its owner only).
+type List struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Replies     string `json:"replies"`
+	Exclusive   bool   `json:"exclusive"`
+	MemberCount int64  `json:"member_count"`
+}
+
+// NewList renders l.
+func NewList(l feed.List) List {
+	return List{ID: feed.FormatID(l.ID), Name: l.Name, Replies: l.Replies, Exclusive: l.Exclusive, MemberCount: l.MemberCount}
+}
+
 // Page is a page of a list: items, and the cursor of the next page or
 // null when this is the last.
 type Page[T any] struct {

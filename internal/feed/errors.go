@@ -28,6 +28,8 @@ const (
 	// A post whose external id its author already used: 409, with the
 	// existing post's id (ExternalIDExistsError).
 	EEXTERNALID = "external_id_exists"
+	// More lists, or list members, than a user may have: 400.
+	ELIMIT = "limit_reached"
 	// A ranked feed's cursor whose snapshot expired (or was lost with the
 	// cache): 410; the client reloads the first page.
 	ECURSOREXPIRED = "cursor_expired"

@@ -7,39 +7,55 @@ import (
 )
 
 // Hidden is what one reader does not see: the authors it mutes (gone from
-// its home feed only) and the users it blocks or is blocked by (gone from
-// everything it reads, and it from everything they read). The zero value
-// hides nothing.
+// its home feed and its lists), the users it blocks or is blocked by (gone
+// from everything it reads, and it from everything they read), and the
+// members of its exclusive lists (gone from its home feed only). The zero
+// value hides nothing.
 type Hidden struct {
-	muted   map[int64]struct{}
-	blocked map[int64]struct{}
+	muted    map[int64]struct{}
+	blocked  map[int64]struct{}
+	excluded map[int64]struct{}
 }
 
 // NewHidden returns the Hidden of muted and blocked ids.
 func NewHidden(muted, blocked []int64) Hidden {
-	set := func(ids []int64) map[int64]struct{} {
-		if len(ids) == 0 {
-			return nil
-		}
-		m := make(map[int64]struct{}, len(ids))
-		for _, id := range ids {
-			m[id] = struct{}{}
-		}
-		return m
+	return Hidden{muted: idSet(muted), blocked: idSet(blocked)}
+}
+
+// WithExcluded returns h with the members of the reader's exclusive lists.
+func (h Hidden) WithExcluded(ids []int64) Hidden {
+	h.excluded = idSet(ids)
+	return h
+}
+
+func idSet(ids []int64) map[int64]struct{} {
+	if len(ids) == 0 {
+		return nil
 	}
-	return Hidden{muted: set(muted), blocked: set(blocked)}
+	m := make(map[int64]struct{}, len(ids))
+	for _, id := range ids {
+		m[id] = struct{}{}
+	}
+	return m
 }
 
 // Empty reports whether nothing is hidden.
-func (h Hidden) Empty() bool { return len(h.muted) == 0 && len(h.blocked) == 0 }
+func (h Hidden) Empty() bool { return len(h.muted) == 0 && len(h.blocked) == 0 && len(h.excluded) == 0 }
 
 // HasBlocks reports whether any block stands between the reader and
 // anyone.
 func (h Hidden) HasBlocks() bool { return len(h.blocked) > 0 }
 
 // InFeed reports whether author's posts are kept out of the home feed:
-// muted, or blocked either way.
+// muted, blocked either way, or a member of an exclusive list.
 func (h Hidden) InFeed(author int64) bool {
+	_, x := h.excluded[author]
+	return x || h.InList(author)
+}
+
+// InList reports whether author's posts are kept out of the reader's
+// lists: muted, or blocked either way.
+func (h Hidden) InList(author int64) bool {
 	_, m := h.muted[author]
 	return m || h.Blocked(author)
 }
@@ -72,13 +88,20 @@ func (h Hidden) Encode() string {
 	put('m', h.muted)
 	b.WriteByte(';')
 	put('b', h.blocked)
+	if len(h.excluded) > 0 {
+		// Only then, so that a process of the version before reads the
+		// sets of the readers without exclusive lists.
+		b.WriteByte(';')
+		put('x', h.excluded)
+	}
 	return b.String()
 }
 
 // DecodeHidden parses what Encode wrote; ok is false for anything else.
 func DecodeHidden(s string) (h Hidden, ok bool) {
 	m, b, found := strings.Cut(s, ";")
-	if !found || !strings.HasPrefix(m, "m") || !strings.HasPrefix(b, "b") {
+	b, x, hasX := strings.Cut(b, ";")
+	if !found || !strings.HasPrefix(m, "m") || !strings.HasPrefix(b, "b") || hasX && !strings.HasPrefix(x, "x") {
 		return Hidden{}, false
 	}
 	parse := func(list string) ([]int64, bool) {
@@ -98,10 +121,14 @@ func DecodeHidden(s string) (h Hidden, ok bool) {
 	}
 	muted, ok1 := parse(m[1:])
 	blocked, ok2 := parse(b[1:])
-	if !ok1 || !ok2 {
+	excluded, ok3 := []int64(nil), true
+	if hasX {
+		excluded, ok3 = parse(x[1:])
+	}
+	if !ok1 || !ok2 || !ok3 {
 		return Hidden{}, false
 	}
-	return NewHidden(muted, blocked), true
+	return NewHidden(muted, blocked).WithExcluded(excluded), true
 }
 
 // The read-ahead of a filtered page: a page whose items a viewer may not

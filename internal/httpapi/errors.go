@@ -26,6 +26,7 @@ var statusByCode = map[string]int{
 	feed.EBATCHTOOLARGE: http.StatusBadRequest,
 	feed.EEXTERNALID:    http.StatusConflict,
 	feed.ECURSOREXPIRED: http.StatusGone,
+	feed.ELIMIT:         http.StatusBadRequest,
 }
 
 // The error codes that are no domain codes: only the router can get a

@@ -54,6 +54,7 @@ type fakeService struct {
 	mutes    map[[2]int64]bool // (user, target)
 	blocks   map[[2]int64]bool // (blocker, blocked)
 	purges   map[int64]feed.Purge
+	lists    map[int64]*fakeList // by id
 	// announcer, when set, is told of follows, mutes, blocks, edits and
 	// deletes, as the timeline tells the live streams.
 	announcer feed.Announcer

@@ -118,6 +118,22 @@ type Timeline interface {
 	// anything is written. An error after that leaves w with a partial
 	// document.
 	Export(ctx context.Context, user int64, w io.Writer) error
+	// CreateList, Lists, List, UpdateList and DeleteList are the
+	// owner's lists (another user's list is ENOTFOUND); ELIMIT past
+	// feed.MaxLists. AddListMember and RemoveListMember are idempotent
+	// (EBLOCKED for a user a block stands between, ELIMIT past
+	// feed.MaxListMembers); ListMembers pages a list's members as
+	// Followers does; ListFeed is the members' posts as Feed pages the
+	// home feed.
+	CreateList(ctx context.Context, owner int64, name, replies string, exclusive bool) (feed.List, error)
+	Lists(ctx context.Context, owner int64) ([]feed.List, error)
+	List(ctx context.Context, owner, id int64) (feed.List, error)
+	UpdateList(ctx context.Context, owner, id int64, e feed.ListEdit) (feed.List, error)
+	DeleteList(ctx context.Context, owner, id int64) error
+	AddListMember(ctx context.Context, owner, id, member int64) error
+	RemoveListMember(ctx context.Context, owner, id, member int64) error
+	ListMembers(ctx context.Context, owner, id, after int64, n int) ([]feed.User, bool, error)
+	ListFeed(ctx context.Context, reader, list, before int64, n int) (feed.Page, error)
 	// Hidden returns what viewer (0: the admin) does not see.
 	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
 	// DeleteUser deletes a user: at once for every read, then their data

@@ -29,6 +29,8 @@ func testStore(t *testing.T) *sqlstore.Store {
 type noTimeline struct{}
 
 func (noTimeline) Followed(context.Context, int64, int64, bool)                                {}
+func (noTimeline) ExclusiveChanged(context.Context, int64)                                     {}
+func (noTimeline) Hidden(context.Context, int64) (feed.Hidden, error)                          { return feed.Hidden{}, nil }
 func (noTimeline) Unfollowed(context.Context, int64, int64, bool)                              {}
 func (noTimeline) BatchFollowed(context.Context, []feed.Edge, []string, []feed.Edge, []string) {}
 func (noTimeline) Muted(context.Context, int64, int64)                                         {}

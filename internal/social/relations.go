@@ -60,6 +60,11 @@ func (s *Service) Block(ctx context.Context, blocker, blocked int64) error {
 	if _, err := s.store.Block(ctx, blocker, blocked); err != nil {
 		return err
 	}
+	// Each leaves the other's lists (on a repeat too, which repairs what a
+	// crash between the two left).
+	if err := s.dropFromLists(ctx, blocker, blocked); err != nil {
+		return err
+	}
 	s.timeline.Blocked(ctx, blocker, blocked)
 	// A block hides each from the other's feed: both readers' streams
 	// read their hidden authors again.

@@ -41,6 +41,7 @@ type Store interface {
 	PostStore
 	DeletionStore
 	ExportStore
+	ListStore
 }
 
 // Timeline is what the writes tell the read engine (timeline.Service)
@@ -65,6 +66,12 @@ type Timeline interface {
 	PostCreated(p feed.Post)
 	PostEdited(ctx context.Context, p feed.Post)
 	PostDeleted(ctx context.Context, author, id int64)
+	// ExclusiveChanged follows a change of the members of owner's
+	// exclusive lists, which its home feed leaves out.
+	ExclusiveChanged(ctx context.Context, owner int64)
+	// Hidden is what viewer does not see (a list takes no member a block
+	// stands between).
+	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
 	// UserDeleted follows an account deletion: the user's posts are
 	// hidden at once on this process.
 	UserDeleted(user int64)

@@ -148,3 +148,39 @@ func (g breakerStore) LikedPosts(ctx context.Context, user, after int64, n int) 
 func (g breakerStore) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
 	return do(ctx, g, func(ctx context.Context) (feed.Hidden, error) { return g.store.Hidden(ctx, user) })
 }
+
+func (g breakerStore) CreateList(ctx context.Context, l feed.List) (feed.List, error) {
+	return do(ctx, g, func(ctx context.Context) (feed.List, error) { return g.store.CreateList(ctx, l) })
+}
+
+func (g breakerStore) Lists(ctx context.Context, owner int64) ([]feed.List, error) {
+	return do(ctx, g, func(ctx context.Context) ([]feed.List, error) { return g.store.Lists(ctx, owner) })
+}
+
+func (g breakerStore) List(ctx context.Context, owner, id int64) (feed.List, error) {
+	return do(ctx, g, func(ctx context.Context) (feed.List, error) { return g.store.List(ctx, owner, id) })
+}
+
+func (g breakerStore) UpdateList(ctx context.Context, owner, id int64, e feed.ListEdit) (feed.List, error) {
+	return do(ctx, g, func(ctx context.Context) (feed.List, error) { return g.store.UpdateList(ctx, owner, id, e) })
+}
+
+func (g breakerStore) DeleteList(ctx context.Context, owner, id int64) error {
+	return errOnly(ctx, g, func(ctx context.Context) error { return g.store.DeleteList(ctx, owner, id) })
+}
+
+func (g breakerStore) AddListMember(ctx context.Context, owner, id, member int64) (bool, error) {
+	return do(ctx, g, func(ctx context.Context) (bool, error) { return g.store.AddListMember(ctx, owner, id, member) })
+}
+
+func (g breakerStore) RemoveListMember(ctx context.Context, owner, id, member int64) (bool, error) {
+	return do(ctx, g, func(ctx context.Context) (bool, error) { return g.store.RemoveListMember(ctx, owner, id, member) })
+}
+
+func (g breakerStore) ListMembers(ctx context.Context, owner, id, after int64, n int) ([]int64, error) {
+	return do(ctx, g, func(ctx context.Context) ([]int64, error) { return g.store.ListMembers(ctx, owner, id, after, n) })
+}
+
+func (g breakerStore) RemoveFromLists(ctx context.Context, owner, member int64) (int, error) {
+	return do(ctx, g, func(ctx context.Context) (int, error) { return g.store.RemoveFromLists(ctx, owner, member) })
+}

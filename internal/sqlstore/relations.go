@@ -148,32 +148,39 @@ func (s *Store) Blocks(ctx context.Context, user, after int64, n int) ([]int64, 
 	return ids, nil
 }
 
-// Hidden returns what user must not see: the users user mutes, and the
-// users user blocks or is blocked by. It reads the primary, not a
-// replica, so that a read right after a mute sees it. Cost: one statement
-// of three primary-key range reads, one row per mute or block.
+// Hidden returns what user must not see: the users user mutes, the users
+// user blocks or is blocked by, and the members of user's exclusive lists
+// (in their home feed only). It reads the primary, not a replica, so that
+// a read right after a mute sees it. Cost: one statement of four
+// primary-key range reads, one row per mute, block or exclusive
+// membership.
 func (s *Store) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT 0, target_id FROM mutes WHERE user_id = ?
 		UNION ALL SELECT 1, blocked_id FROM blocks WHERE blocker_id = ?
-		UNION ALL SELECT 1, blocker_id FROM blocks WHERE blocked_id = ?`, user, user, user)
+		UNION ALL SELECT 1, blocker_id FROM blocks WHERE blocked_id = ?
+		UNION ALL SELECT 2, m.member_id FROM list_members m JOIN lists l ON l.owner_id = m.owner_id AND l.id = m.list_id
+			WHERE m.owner_id = ? AND l.exclusive`, user, user, user, user)
 	if err != nil {
 		return feed.Hidden{}, fmt.Errorf("sqlstore: mutes and blocks of %d: %w", user, err)
 	}
 	defer rows.Close()
-	var muted, blocked []int64
+	var muted, blocked, excluded []int64
 	for rows.Next() {
 		var kind, id int64
 		if err := rows.Scan(&kind, &id); err != nil {
 			return feed.Hidden{}, fmt.Errorf("sqlstore: mutes and blocks of %d: %w", user, err)
 		}
-		if kind == 0 {
+		switch kind {
+		case 0:
 			muted = append(muted, id)
-		} else {
+		case 1:
 			blocked = append(blocked, id)
+		default: // a member of an exclusive list, maybe of several
+			excluded = append(excluded, id)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return feed.Hidden{}, fmt.Errorf("sqlstore: mutes and blocks of %d: %w", user, err)
 	}
-	return feed.NewHidden(muted, blocked), nil
+	return feed.NewHidden(muted, blocked).WithExcluded(excluded), nil
 }

@@ -73,6 +73,13 @@ func (s *Service) Blocked(ctx context.Context, blocker, blocked int64) {
 	}
 }
 
+// ExclusiveChanged keeps the caches in step with a change of the members
+// of owner's exclusive lists, which owner's home feed leaves out: owner's
+// set is published again.
+func (s *Service) ExclusiveChanged(ctx context.Context, owner int64) {
+	s.hiddenChanged(ctx, owner)
+}
+
 // Unblocked keeps the caches in step with an unblock: both sets are
 // published. (The follow edges the block removed stay removed.)
 func (s *Service) Unblocked(ctx context.Context, blocker, blocked int64) {

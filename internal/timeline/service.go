@@ -54,6 +54,7 @@ type Store interface {
 	NewestPostsFloor(ctx context.Context, k int) (int64, error)
 	SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error)
 	Hidden(ctx context.Context, user int64) (feed.Hidden, error)
+	ListMembers(ctx context.Context, owner, list, after int64, n int) ([]int64, error)
 	DeletedUsers(ctx context.Context, since time.Time) ([]int64, error)
 	MarkFeedStale(ctx context.Context, user int64) error
 	StaleFeeds(ctx context.Context, n int) ([]feed.StaleFeed, error)

@@ -73,6 +73,10 @@ func (g breakerStore) FeedPostIDs(ctx context.Context, reader, after, before int
 	return sqlbreaker.Do(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.FeedPostIDs(ctx, reader, after, before, n) })
 }
 
+func (g breakerStore) ListMembers(ctx context.Context, owner, list, after int64, n int) ([]int64, error) {
+	return sqlbreaker.Do(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.ListMembers(ctx, owner, list, after, n) })
+}
+
 func (g breakerStore) AuthorsPostIDs(ctx context.Context, authors []int64, before int64, n int) ([]int64, error) {
 	return sqlbreaker.Do(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.AuthorsPostIDs(ctx, authors, before, n) })
 }
