@@ -230,6 +230,15 @@ func (s *Store) purgeBatch(ctx context.Context, user int64, owner string, lease 
 		if _, err := tx.ExecContext(ctx, "DELETE FROM markers WHERE user_id = ?", user); err != nil {
 			return err
 		}
+		// The user's own lists (at most MaxLists, on the user's shard);
+		// their memberships in others' lists stay, and show nowhere: a
+		// members page leaves unknown users out, and they have no posts.
+		if _, err := tx.ExecContext(ctx, "DELETE FROM list_members WHERE owner_id = ?", user); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM lists WHERE owner_id = ?", user); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM users WHERE id = ? AND deleted_at IS NOT NULL", user); err != nil {
 			return err
 		}
