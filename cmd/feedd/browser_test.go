@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/feedd/feedd/client"
+	"github.com/feedd/feedd/internal/testenv"
 	"math"
 	"os"
 	"path/filepath"
@@ -708,4 +709,38 @@ func TestBrowserRanked(t *testing.T) {
 	bob.signIn(in.url, bobTok)
 	bob.do(chromedp.Navigate(in.url + "/users/" + bobID))
 	bob.wait("bob's boosted post with its weight", `document.querySelector('#view article[data-id="`+boosted.ID.String()+`"] .weight')?.textContent === ' · weight 50'`)
+}
+
+// The lists views: a list made in the app, a member added by id, whose
+// posts the list shows though the owner does not follow them; made
+// exclusive, a followed member leaves the home feed.
+func TestBrowserLists(t *testing.T) {
+	b := newBrowser(t)
+	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir()}, nil)
+	bobID, bobTok := in.user("bob")
+	carolID, carolTok := in.user("carol")
+	_, aliceTok := in.user("alice")
+	in.follow(aliceTok, carolID)
+	bobs := in.post(bobTok, "bob, not followed")
+	carols := in.post(carolTok, "carol, followed")
+	in.feedEventually(aliceTok, 10, []string{carols})
+
+	alice := b.tab("alice", 1000, 800)
+	alice.signIn(in.url, aliceTok)
+	alice.do(chromedp.Click(chromedp.CSS(`nav a[href="/lists"]`)))
+	alice.do(chromedp.SetValue(chromedp.CSS("#list-name"), "friends"), chromedp.Click(chromedp.CSS("#new-list button")))
+	alice.wait("the new list", `[...document.querySelectorAll('#lists a')].some(a => a.textContent === 'friends')`)
+	alice.do(chromedp.Click(chromedp.CSS(`#lists a`)))
+	alice.wait("the list's page", `document.querySelector('#view h1')?.textContent === 'friends'`)
+	for _, id := range []string{bobID, carolID} {
+		alice.do(chromedp.SetValue(chromedp.CSS("#member-id"), id), chromedp.Click(chromedp.CSS("#add-member button")))
+		alice.wait("the member "+id, `[...document.querySelectorAll('#view .list .user a')].some(a => a.getAttribute('href') === '/users/`+id+`')`)
+	}
+	alice.do(chromedp.Click(chromedp.CSS(`nav.tabs button[data-tab="feed"]`)))
+	alice.wait("both members' posts", `[...document.querySelectorAll('#view .list article')].map(a => a.dataset.id).join() === '`+carols+`,`+bobs+`'`)
+	alice.do(chromedp.Click(chromedp.CSS("#exclusive")))
+	testenv.Eventually(t, 10*time.Second, "carol out of alice's home feed", func() bool {
+		return len(in.feedAll(aliceTok, 10)) == 0
+	})
+	alice.shot("list")
 }

@@ -15,6 +15,7 @@ import { signInView, handoff, userOf } from './signin.js';
 import { homeView } from './home.js';
 import { topView } from './top.js';
 import { rankedView } from './ranked.js';
+import { listsView, listView } from './lists.js';
 import { userView } from './user.js';
 import { postView } from './post.js';
 
@@ -103,6 +104,8 @@ function app(main, nav) {
       if (path === '/') homeView(v);
       else if (path === '/top') topView(v);
       else if (path === '/ranked') rankedView(v);
+      else if (path === '/lists') await listsView(v);
+      else if ((m = path.match(/^\/lists\/([0-9]+)$/))) await listView(v, m[1]);
       else if ((m = path.match(/^\/users\/([0-9]+)$/))) await userView(v, m[1]);
       else if ((m = path.match(/^\/posts\/([0-9]+)$/))) await postView(v, m[1]);
       else v.show(el('p', { class: 'card empty' }, 'There is no page here. ', el('a', { href: '/', 'data-link': true }, 'Home')));
