@@ -240,18 +240,16 @@ func openDeps(ctx context.Context, cfg config, logger *slog.Logger) (_ *deps, er
 		if err := d.cache.Ping(ctx); err != nil {
 			return nil, fmt.Errorf("redis: %w", err)
 		}
-		if cfg.fanoutMode == feed.ModeHybrid {
-			// Same client: closing the inbox cache closes it.
-			d.authorLists = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix + rediscache.AuthorListPrefix, InboxMax: authorListMax, InboxGroups: cfg.inboxGroups, InboxTTL: cfg.inboxTTL()})
-		}
+		// Authors' lists of their newest post ids: the pulled authors'
+		// in hybrid, and in every model those a list's feed reads. Same
+		// client: closing the inbox cache closes it.
+		d.authorLists = rediscache.New(client, rediscache.Options{Prefix: cfg.redisPrefix + rediscache.AuthorListPrefix, InboxMax: authorListMax, InboxGroups: cfg.inboxGroups, InboxTTL: cfg.inboxTTL()})
 	} else {
 		mc := inmemcache.New(inmemcache.Options{InboxMax: cfg.inboxMax, InboxTTL: cfg.inboxTTL()})
 		d.cache, d.likes, d.notifier, d.beats = mc, mc, mc, mc
 		d.fresh = writeMarks(cfg, d.store, nil, logger)
-		if cfg.fanoutMode == feed.ModeHybrid {
-			lists := inmemcache.New(inmemcache.Options{InboxMax: authorListMax, InboxTTL: cfg.inboxTTL()})
-			d.authorLists, d.closeAuthorLists = lists, lists.Close
-		}
+		lists := inmemcache.New(inmemcache.Options{InboxMax: authorListMax, InboxTTL: cfg.inboxTTL()})
+		d.authorLists, d.closeAuthorLists = lists, lists.Close
 	}
 	// Asked at each collection: a shard that moved (shards.Move) is
 	// counted at its new place.

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/feedd/feedd/client"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // listFeedAll pages through a whole list's feed, pages full but the last.
@@ -95,6 +97,14 @@ func testLists(t *testing.T, env map[string]string, mode string) {
 	if got := in.listFeedAll(ownerTok, l.ID, 2); !slices.Equal(got, both) {
 		t.Fatalf("list feed = %v; want %v", got, both)
 	}
+	// A post made since reaches the list (its author's list, read by the
+	// process at most a second old).
+	newest := in.post(aliceTok, "alice, after the list was read")
+	alices, both = append([]string{newest}, alices...), append([]string{newest}, both...)
+	testenv.Eventually(t, 10*time.Second, "alice's new post in the list", func() bool {
+		time.Sleep(250 * time.Millisecond) // within the user's read rate
+		return slices.Equal(in.listFeedAll(ownerTok, l.ID, 2), both)
+	})
 	// Removed: gone at once; added again: back at once.
 	in.must(204, "DELETE", path+"/members/"+bob, ownerTok, nil)
 	in.must(204, "DELETE", path+"/members/"+bob, ownerTok, nil)

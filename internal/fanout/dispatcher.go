@@ -23,7 +23,8 @@ type Cache interface {
 
 // AuthorLists is where a pulled author's post goes instead of its
 // followers' inboxes: the author's own list of newest post ids, which
-// readers merge at read time. Pushing skips an absent list.
+// readers merge at read time (and lists' feeds, for any author). Pushing
+// skips an absent list.
 type AuthorLists interface {
 	PushToInboxes(ctx context.Context, authors []int64, id int64) error
 }
@@ -33,7 +34,7 @@ type Dispatcher struct {
 	cfg         Config
 	store       Store
 	cache       Cache
-	authorLists AuthorLists    // pulled authors' lists; nil in push mode
+	authorLists AuthorLists    // authors' lists (nil: none)
 	pub         feed.Publisher // the tasks queue; a feed.QueueDepth too gives splits back-pressure
 	logger      *slog.Logger
 	metrics     *metrics
@@ -152,6 +153,14 @@ func (d *Dispatcher) dispatch(ctx context.Context, ev feed.Event) error {
 			return fmt.Errorf("dispatcher: author list of %d: %w", ev.AuthorID, err)
 		}
 		return nil
+	}
+	if d.authorLists != nil {
+		// A pushed author's list exists while a list's feed reads it
+		// (timeline.ListFeed): it takes the post too. An absent one is
+		// skipped, and rebuilt from SQL by its next reader.
+		if err := d.authorLists.PushToInboxes(ctx, []int64{ev.AuthorID}, ev.PostID); err != nil {
+			return fmt.Errorf("dispatcher: author list of %d: %w", ev.AuthorID, err)
+		}
 	}
 	if author.FollowerCount < int64(d.cfg.DirectFanout) {
 		d.metrics.events.WithLabelValues("direct").Inc()

@@ -231,25 +231,10 @@ func (o authorListSource) next(ctx context.Context, pos int64, want int) ([]int6
 		s.metrics.cacheLookups.WithLabelValues("author_list", hitOrMiss(pg.Exists)).Inc()
 	}
 	if err == nil && !pg.Exists {
-		// A celebrity's list is read by every one of its followers: when
-		// it expires, the concurrent misses rebuild it with one query.
-		v, rerr, _ := s.listFills.Do(strconv.FormatInt(o.author, 10), func() (any, error) {
-			ctx, cancel := detached(ctx)
-			defer cancel()
-			ids, err := s.store.AuthorPostIDs(ctx, o.author, 0, 0, s.cfg.AuthorListMax)
-			if err != nil {
-				return nil, fmt.Errorf("timeline: rebuild author list of %d: %w", o.author, err)
-			}
-			complete := len(ids) < s.cfg.AuthorListMax
-			if ferr := s.authorLists.FillInbox(ctx, o.author, ids, complete, s.cfg.InboxTTL); ferr != nil {
-				s.cacheFailed("fill author list", ferr)
-			}
-			return ids, nil
-		})
+		ids, rerr := s.rebuildAuthorList(ctx, o.author)
 		if rerr != nil {
 			return nil, false, rerr
 		}
-		ids := v.([]int64)
 		pg = pageBelow(ids, pos, want, len(ids) < s.cfg.AuthorListMax)
 	}
 	if err != nil {
@@ -269,6 +254,29 @@ func (o authorListSource) next(ctx context.Context, pos int64, want int) ([]int6
 		ids = append(ids[:len(ids):len(ids)], more...)
 	}
 	return ids, len(ids) < want, nil
+}
+
+// rebuildAuthorList fills author's list from SQL and returns its ids. A
+// celebrity's list is read by every one of its followers: when it expires,
+// the concurrent misses rebuild it with one query.
+func (s *Service) rebuildAuthorList(ctx context.Context, author int64) ([]int64, error) {
+	v, err, _ := s.listFills.Do(strconv.FormatInt(author, 10), func() (any, error) {
+		ctx, cancel := detached(ctx)
+		defer cancel()
+		ids, err := s.store.AuthorPostIDs(ctx, author, 0, 0, s.cfg.AuthorListMax)
+		if err != nil {
+			return nil, fmt.Errorf("timeline: rebuild author list of %d: %w", author, err)
+		}
+		complete := len(ids) < s.cfg.AuthorListMax
+		if ferr := s.authorLists.FillInbox(ctx, author, ids, complete, s.cfg.InboxTTL); ferr != nil {
+			s.cacheFailed("fill author list", ferr)
+		}
+		return ids, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]int64), nil
 }
 
 func (o authorListSource) forget(ctx context.Context, dead []int64) {
