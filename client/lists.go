@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"iter"
 	"net/http"
@@ -99,6 +100,11 @@ func (c *Client) ListMembers(ctx context.Context, list ID, p PageParams) iter.Se
 // first. GET /v1/lists/{id}/feed.
 func (c *Client) ListFeedPage(ctx context.Context, list ID, p PageParams) (Page[Post], error) {
 	return getPage[Post](ctx, c, pathf("/v1/lists/", list, "/feed"), p)
+}
+
+// ListFeedPageRaw is ListFeedPage into buf, undecoded (FeedPageRaw).
+func (c *Client) ListFeedPageRaw(ctx context.Context, list ID, p PageParams, buf *bytes.Buffer) error {
+	return c.call(ctx, request{method: http.MethodGet, path: pathf("/v1/lists/", list, "/feed"), query: p.query(), want: http.StatusOK, into: buf})
 }
 
 // ListFeed iterates over a whole list's feed, newest first.

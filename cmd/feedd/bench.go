@@ -267,7 +267,7 @@ func benchRun(ctx context.Context, args []string, getenv func(string) string, _ 
 	f := newBenchFlags("run", getenv, stderr, "Drives workloads over the HTTP API, for each timeline model with a feedd child of\nits own (or against --url), and reports the figures; docs/BENCH.md explains them.")
 	f.str(&graphFile, "graph", "bench-graph.json", "manifest written by bench graph")
 	f.str(&models, "models", strings.Join(load.AllModels, ","), "timeline models to measure, each with its own feedd child")
-	f.str(&scenarios, "scenarios", "fanout,publish,read,memory", "scenarios to run (always in the order fanout, read, ranked, memory, stream, publish, mixed); ranked (the ranked feed against the latest), stream (the live streams) and mixed (the 90/7/2/1 load) only when named")
+	f.str(&scenarios, "scenarios", "fanout,publish,read,memory", "scenarios to run (always in the order fanout, read, ranked, lists, memory, stream, publish, mixed); ranked (the ranked feed against the latest), lists (list feeds against home feeds), stream (the live streams) and mixed (the 90/7/2/1 load) only when named")
 	f.str(&o.URL, "url", "", "measure this running deployment instead of starting feedd per model")
 	f.str(&o.Label, "label", "", "name of the --url deployment in the report (default: the one --models value, or target)")
 	// The deployment's settings: the roles' own, read as bench means them.
@@ -295,6 +295,7 @@ func benchRun(ctx context.Context, args []string, getenv func(string) string, _ 
 	f.num(&o.BaselineGoroutines, "baseline-goroutines", workers, "goroutines of the raw ZADD baseline (default: FEEDD_WORKERS, as many as feedd's batch workers)")
 	f.num(&o.MemoryReaders, "memory-readers", o.MemoryReaders, "sample readers who read once before the memory is measured")
 	f.num(&o.MemoryMaxKeys, "memory-max-keys", o.MemoryMaxKeys, "measure at most this many keys (a random sample) and extrapolate")
+	f.num(&o.ListReaders, "list-readers", o.ListReaders, "readers of each cohort who make a list of everyone they follow in the lists scenario (a request per member)")
 	f.num(&o.StreamClients, "stream-clients", o.StreamClients, "live streams the stream scenario opens, for followers of the first celebrity and of the most followed ordinary author")
 	f.num(&o.StreamPosts, "stream-posts", o.StreamPosts, "posts by those two authors, alternating, in each phase of the stream scenario (with no stream open, then with them open)")
 	f.dur(&o.StreamInterval, "stream-interval", o.StreamInterval, "one post of the stream scenario's two authors every this long")

@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -353,8 +352,8 @@ func (s *Store) editInTx(ctx context.Context, id, author int64, set string, args
 		// MySQL counts changed rows only: a weight set to the weight the
 		// post has matches its row and changes nothing (an edit of content
 		// or data always changes edited_at).
-		if n != 1 && (err != nil || p.Deleted || p.AuthorID != author) {
-			return cmp.Or(err, errNotAuthor)
+		if errors.Is(err, sql.ErrNoRows) || n != 1 && err == nil && (p.Deleted || p.AuthorID != author) {
+			return errNotAuthor
 		}
 		return err
 	})

@@ -96,9 +96,12 @@ func loadHidden(ctx context.Context, tl Timeline, s *Stream) error {
 
 // sharedPost is a post rendered for all the streams that take it: at most
 // two events, the one with liked_by_me true and the one with false, and
-// which stream gets which.
+// which stream gets which; and the author's own, which shows the post's
+// weight, as the author's feed page does.
 type sharedPost struct {
 	plain, liked []byte // nil plain: the post is gone, no one gets it
+	own          []byte // for the author's streams; nil when none takes it
+	author       int64
 	hidden       map[*Stream]bool
 	likers       map[int64]bool
 	// failed holds the streams whose reader's hidden authors could not
@@ -114,6 +117,8 @@ func (p *sharedPost) bytesFor(s *Stream) ([]byte, error) {
 	switch {
 	case p.plain == nil || p.hidden[s]:
 		return nil, nil
+	case s.Reader() == p.author && p.own != nil:
+		return p.own, nil
 	case p.likers[s.Reader()]:
 		return p.liked, nil
 	}
@@ -174,7 +179,7 @@ func renderShared(ctx context.Context, tl Timeline, lk Likes, ev Event) (*shared
 			anyLiked = anyLiked || on
 		}
 	}
-	render := func(likedByMe bool) []byte {
+	render := func(likedByMe, own bool) []byte {
 		var st map[int64]feed.LikeState
 		if states != nil {
 			st = map[int64]feed.LikeState{p.ID: {Count: states.count, LikedByMe: likedByMe}}
@@ -184,6 +189,9 @@ func renderShared(ctx context.Context, tl Timeline, lk Likes, ev Event) (*shared
 			return nil
 		}
 		it := page.Items[0]
+		if own {
+			it = it.WithWeight(p)
+		}
 		var b []byte
 		if ev.Kind == Update {
 			// No id: line on an update: the post is older than the last
@@ -198,9 +206,12 @@ func renderShared(ctx context.Context, tl Timeline, lk Likes, ev Event) (*shared
 		b = it.AppendJSON(b)
 		return append(b, "\n\n"...)
 	}
-	out.plain = render(false)
+	out.plain = render(false, false)
 	if anyLiked {
-		out.liked = render(true)
+		out.liked = render(true, false)
+	}
+	if seen[p.AuthorID] {
+		out.author, out.own = p.AuthorID, render(out.likers[p.AuthorID], true)
 	}
 	return out, nil
 }

@@ -135,16 +135,28 @@ func (c *client) feedRawAt(ctx context.Context, token string, ranked bool, curso
 	if err != nil {
 		return 0, "", err
 	}
-	b := buf.Bytes()
-	next := ""
+	return bytes.Count(buf.Bytes(), []byte(`"author_id"`)), nextCursor(buf.Bytes()), nil
+}
+
+// listRawAt reads a page of 20 of a list's feed from cursor into buf,
+// undecoded, as feedRawAt does for the home feed.
+func (c *client) listRawAt(ctx context.Context, token string, list fclient.ID, cursor string, buf *bytes.Buffer) (int, string, error) {
+	if err := c.as(token).ListFeedPageRaw(ctx, list, fclient.PageParams{Limit: 20, Cursor: cursor}, buf); err != nil {
+		return 0, "", err
+	}
+	return bytes.Count(buf.Bytes(), []byte(`"author_id"`)), nextCursor(buf.Bytes()), nil
+}
+
+// nextCursor cuts a page's next_cursor from its bytes ("" for null).
+func nextCursor(b []byte) string {
 	const key = `"next_cursor":"`
 	if i := bytes.LastIndex(b, []byte(key)); i >= 0 {
 		rest := b[i+len(key):]
 		if j := bytes.IndexByte(rest, '"'); j >= 0 {
-			next = string(rest[:j])
+			return string(rest[:j])
 		}
 	}
-	return bytes.Count(b, []byte(`"author_id"`)), next, nil
+	return ""
 }
 
 // followers pages through every follower id of user, 100 a request.

@@ -123,6 +123,8 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 			res.Read, err = r.read(ctx, m)
 		case ScenarioRanked:
 			res.Ranked, err = r.ranked(ctx, m)
+		case ScenarioLists:
+			res.Lists, err = r.lists(ctx, m)
 		case ScenarioMemory:
 			res.Memory, err = r.memory(ctx, m)
 		case ScenarioStream:

@@ -51,8 +51,8 @@ const (
 var AllScenarios = []string{ScenarioFanout, ScenarioRead, ScenarioMemory, ScenarioPublish}
 
 // runOrder is the order of every scenario but mixed, which runs last.
-// Ranked, like stream, runs only when named.
-var runOrder = []string{ScenarioFanout, ScenarioRead, ScenarioRanked, ScenarioMemory, ScenarioStream, ScenarioPublish}
+// Ranked and lists, like stream, run only when named.
+var runOrder = []string{ScenarioFanout, ScenarioRead, ScenarioRanked, ScenarioLists, ScenarioMemory, ScenarioStream, ScenarioPublish}
 
 // AllModels are the timeline models feedd runs.
 var AllModels = []string{string(feed.ModePush), string(feed.ModePull), string(feed.ModeHybrid)}
@@ -100,6 +100,9 @@ type RunOptions struct {
 	// per phase, one every StreamInterval, and a zero-follower author's
 	// post every StreamFillerInterval (0: none).
 	StreamClients        int
+	// ListReaders is how many readers of a cohort make a list in the
+	// lists scenario (each takes one request per member).
+	ListReaders int
 	StreamPosts          int
 	StreamInterval       time.Duration
 	StreamFillerInterval time.Duration
@@ -132,7 +135,7 @@ func DefaultRunOptions() RunOptions {
 	return RunOptions{
 		Models: AllModels, RunPrefix: "bench-", RedisPrefix: "feedd:", InboxMax: feed.DefaultInboxMax, InboxGroups: rediscache.DefaultInboxGroups,
 		Scenarios: AllScenarios, Concurrency: 32, Duration: 10 * time.Second, BaselineDuration: 5 * time.Second,
-		ReadPacedFraction: 0.3, ReadFloor: true, MaxRequests: 10_000_000, PublishCount: 2000, FanoutTimeout: 10 * time.Minute,
+		ReadPacedFraction: 0.3, ReadFloor: true, MaxRequests: 10_000_000, ListReaders: 20, PublishCount: 2000, FanoutTimeout: 10 * time.Minute,
 		VerifySample: 1000, BaselineGoroutines: 8, MemoryReaders: 1000, MemoryMaxKeys: 200_000,
 		StreamClients: 10_000, StreamPosts: 40, StreamInterval: 2 * time.Second, StreamFillerInterval: 20 * time.Millisecond,
 		Progress: io.Discard,

@@ -76,6 +76,7 @@ type ModelResult struct {
 	Publish    *PublishResult           `json:"publish,omitempty"`
 	Read       map[string]*ReadResult   `json:"read,omitempty"`
 	Ranked     map[string]*RankedResult `json:"ranked,omitempty"`
+	Lists      map[string]*ListsResult  `json:"lists,omitempty"`
 	Memory     *MemoryResult            `json:"memory,omitempty"`
 	Mixed      *MixedResult             `json:"mixed,omitempty"`
 	Stream     *StreamResult            `json:"stream,omitempty"`
@@ -271,6 +272,9 @@ func (r *Report) ComputeTargets() {
 		if len(m.Ranked) > 0 {
 			rankedTargets(name, m.Ranked, add)
 		}
+		if len(m.Lists) > 0 {
+			listsTargets(name, m.Lists, add)
+		}
 		if m.Memory != nil && m.Memory.RedisEntries > 0 {
 			add("redis_bytes_per_entry["+name+"]", m.Memory.RedisBytesPerEntry, true, "<= 40", atMost(40),
 				fmt.Sprintf("%d entries in %d bytes of inbox keys", m.Memory.RedisEntries, m.Memory.RedisInboxBytes))
@@ -332,6 +336,9 @@ func (r *Report) cohorts() map[string]int {
 		}
 		for name, rk := range m.Ranked {
 			out[name] = rk.Following
+		}
+		for name, l := range m.Lists {
+			out[name] = l.Following
 		}
 	}
 	return out
@@ -534,6 +541,32 @@ func (r *Report) WriteTable(w io.Writer) error {
 				return ""
 			}
 			return fmt.Sprintf("%d, %d", get(m).Rounds, get(m).Errors)
+		})
+	}
+
+	for _, cohort := range sortedKeys(r.cohorts()) {
+		get := func(m *ModelResult) *ListsResult { return m.Lists[cohort] }
+		if !slices.ContainsFunc(r.ModelOrder, func(name string) bool { return get(r.Models[name]) != nil }) {
+			continue
+		}
+		fmt.Fprintf(tw, "lists %s (p50 / p99 ms)\t\n", cohort)
+		pair := func(label string, p50, p99 func(*ListsResult) float64) {
+			row(label, func(m *ModelResult) string {
+				if get(m) == nil {
+					return ""
+				}
+				return fmt.Sprintf("%.2f / %.2f", p50(get(m)), p99(get(m)))
+			})
+		}
+		pair("  home first page", func(l *ListsResult) float64 { return l.HomeFirstP50MS }, func(l *ListsResult) float64 { return l.HomeFirstP99MS })
+		pair("  list first page", func(l *ListsResult) float64 { return l.ListFirstP50MS }, func(l *ListsResult) float64 { return l.ListFirstP99MS })
+		pair("  home next page", func(l *ListsResult) float64 { return l.HomeNextP50MS }, func(l *ListsResult) float64 { return l.HomeNextP99MS })
+		pair("  list next page", func(l *ListsResult) float64 { return l.ListNextP50MS }, func(l *ListsResult) float64 { return l.ListNextP99MS })
+		row("  members, rounds, errors", func(m *ModelResult) string {
+			if get(m) == nil {
+				return ""
+			}
+			return fmt.Sprintf("%.0f, %d, %d", get(m).MembersPerList, get(m).Rounds, get(m).Errors)
 		})
 	}
 

@@ -45,10 +45,16 @@ func sampleReport() *Report {
 		m.Publish = &PublishResult{ZeroFollowers: lat(), Celebrity: lat()}
 		m.Read = map[string]*ReadResult{}
 		m.Ranked = map[string]*RankedResult{}
+		m.Lists = map[string]*ListsResult{}
 		for _, c := range []struct {
 			name string
 			n    int
 		}{{"following_50", 50}, {"following_500", 500}, {"following_5000", 5000}} {
+			m.Lists[c.name] = &ListsResult{
+				Following: c.n, Celebrities: 1, Readers: 20, Concurrency: 32, MembersPerList: float64(c.n), Rounds: 500, Errors: 0, DurationSeconds: 10,
+				ListItemsPerPage: 20, HomeFirstP50MS: 2, HomeFirstP99MS: 10, HomeNextP50MS: 2, HomeNextP99MS: 10,
+				ListFirstP50MS: 3, ListFirstP99MS: 12, ListNextP50MS: 3, ListNextP99MS: 16,
+			}
 			m.Ranked[c.name] = &RankedResult{
 				Following: c.n, Celebrities: 1, Readers: 100, Concurrency: 32, Rounds: 500, DurationSeconds: 10, RankedItemsPerPage: 20,
 				LatestFirstP50MS: 2, LatestFirstP99MS: 10, LatestNextP50MS: 2, LatestNextP99MS: 10,
@@ -287,6 +293,8 @@ func TestRankedTargets(t *testing.T) {
 		"ranked_first_p99_vs_latest[push][following_50]":   true,  // 15.5 vs 10
 		"ranked_first_p99_vs_latest[push][following_5000]": false, // 65 vs 10
 		"ranked_next_p99_vs_latest[hybrid][following_500]": true,  // 11 vs 10
+		"list_first_p99_vs_home[push][following_500]":      true,  // 12 vs 10
+		"list_next_p99_vs_home[push][following_500]":       false, // 16 vs 10
 	} {
 		if got, ok := met[name]; !ok || got != want {
 			t.Errorf("target %s: met %v (measured %v); want %v", name, got, ok, want)
