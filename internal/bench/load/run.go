@@ -99,10 +99,10 @@ type RunOptions struct {
 	// The stream scenario: StreamClients open streams; StreamPosts posts
 	// per phase, one every StreamInterval, and a zero-follower author's
 	// post every StreamFillerInterval (0: none).
-	StreamClients        int
+	StreamClients int
 	// ListReaders is how many readers of a cohort make a list in the
 	// lists scenario (each takes one request per member).
-	ListReaders int
+	ListReaders          int
 	StreamPosts          int
 	StreamInterval       time.Duration
 	StreamFillerInterval time.Duration
