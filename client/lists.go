@@ -111,3 +111,20 @@ func (c *Client) ListFeedPageRaw(ctx context.Context, list ID, p PageParams, buf
 func (c *Client) ListFeed(ctx context.Context, list ID, p PageParams) iter.Seq2[Post, error] {
 	return all[Post](ctx, c, pathf("/v1/lists/", list, "/feed"), p)
 }
+
+// ListMarker returns a list's read marker with its unread count, as
+// HomeMarker does for the home feed. GET /v1/lists/{id}/marker.
+func (c *Client) ListMarker(ctx context.Context, list ID) (Marker, error) {
+	var m Marker
+	err := c.call(ctx, request{method: http.MethodGet, path: pathf("/v1/lists/", list, "/marker"), want: http.StatusOK, out: &m})
+	return m, err
+}
+
+// SetListMarker moves a list's read marker forward to post. PUT
+// /v1/lists/{id}/marker.
+func (c *Client) SetListMarker(ctx context.Context, list, post ID) (Marker, error) {
+	var m Marker
+	err := c.call(ctx, request{method: http.MethodPut, path: pathf("/v1/lists/", list, "/marker"),
+		body: map[string]ID{"last_read_id": post}, want: http.StatusOK, out: &m})
+	return m, err
+}

@@ -115,6 +115,19 @@ func testLists(t *testing.T, env map[string]string, mode string) {
 	if got := in.listFeedAll(ownerTok, l.ID, 4); !slices.Equal(got, both) {
 		t.Fatalf("list feed with bob again = %v; want %v", got, both)
 	}
+	// The list's marker counts its unread posts, as the home marker does.
+	if m, err := owner.ListMarker(ctx, l.ID); err != nil || m.UnreadCount != len(both) || m.LastReadID != 0 {
+		t.Fatalf("ListMarker = %+v, %v; want %d unread and no position", m, err, len(both))
+	}
+	if m, err := owner.SetListMarker(ctx, l.ID, mustID(t, both[2])); err != nil || m.UnreadCount != 2 {
+		t.Fatalf("SetListMarker(the third post) = %+v, %v; want 2 unread", m, err)
+	}
+	if m, err := owner.SetListMarker(ctx, l.ID, mustID(t, both[4])); err != nil || m.UnreadCount != 2 || m.LastReadID.String() != both[2] {
+		t.Fatalf("SetListMarker back = %+v, %v; want it where it was", m, err)
+	}
+	if r := in.do("PUT", path+"/marker", otherTok, map[string]any{"last_read_id": both[0]}); r.status != 404 {
+		t.Errorf("another user's list marker: %d %s; want 404", r.status, r.raw)
+	}
 	// A muted member is left out, and back when unmuted.
 	in.must(204, "PUT", "/v1/me/mutes/"+alice, ownerTok, nil)
 	if got := in.listFeedAll(ownerTok, l.ID, 2); !slices.Equal(got, bobs) {

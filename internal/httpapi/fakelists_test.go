@@ -13,6 +13,7 @@ import (
 type fakeList struct {
 	feed.List
 	members map[int64]bool
+	marker  feed.Marker
 }
 
 // listOf returns owner's list id; the caller holds the lock.
@@ -189,4 +190,33 @@ func (f *fakeService) ListFeed(ctx context.Context, reader, list, before int64, 
 		return feed.Page{}, err
 	}
 	return feed.PageOf(f.postPage(func(p feed.Post) bool { return l.members[p.AuthorID] }, before, n)), nil
+}
+
+func (f *fakeService) ListMarker(ctx context.Context, reader, list int64) (feed.Marker, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("ListMarker", reader, list); err != nil {
+		return feed.Marker{}, err
+	}
+	l, err := f.listOf(reader, list)
+	if err != nil {
+		return feed.Marker{}, err
+	}
+	return l.marker, nil
+}
+
+func (f *fakeService) SetListMarker(ctx context.Context, reader, list, lastRead int64) (feed.Marker, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("SetListMarker", reader, list, lastRead); err != nil {
+		return feed.Marker{}, err
+	}
+	l, err := f.listOf(reader, list)
+	if err != nil {
+		return feed.Marker{}, err
+	}
+	if lastRead > l.marker.LastReadID {
+		l.marker = feed.Marker{LastReadID: lastRead, UpdatedAt: f.now}
+	}
+	return l.marker, nil
 }

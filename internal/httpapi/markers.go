@@ -50,6 +50,42 @@ func handleMarkerGet(svc Timeline) http.Handler {
 	})
 }
 
+// handleListMarkerGet and handleListMarkerPut are a list's marker, as the
+// home feed's.
+func handleListMarkerGet(svc Timeline) http.Handler {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
+		me, id, err := actingUserAndID(r)
+		if err != nil {
+			return err
+		}
+		m, err := svc.ListMarker(r.Context(), me, id)
+		if err != nil {
+			return err
+		}
+		encode(w, http.StatusOK, toMarkerJSON(m))
+		return nil
+	})
+}
+
+func handleListMarkerPut(svc Timeline) http.Handler {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
+		me, id, err := actingUserAndID(r)
+		if err != nil {
+			return err
+		}
+		req, err := decode[setMarkerRequest](r)
+		if err != nil {
+			return err
+		}
+		m, err := svc.SetListMarker(r.Context(), me, id, int64(req.LastReadID))
+		if err != nil {
+			return err
+		}
+		encode(w, http.StatusOK, toMarkerJSON(m))
+		return nil
+	})
+}
+
 // handleMarkerPut moves the marker forward only: an older position, from
 // a device that fell behind, answers the current state and changes nothing.
 func handleMarkerPut(svc Timeline) http.Handler {

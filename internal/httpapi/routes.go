@@ -50,6 +50,8 @@ func routes(tok *tokens, svc Timeline, lk Likes, sw *degrade.Switches, ready fun
 		{"DELETE", "/v1/lists/{id}/members/{user_id}", actor, handleListMember(svc, false)},
 		{"GET", "/v1/lists/{id}/members", actor, handleListMembers(svc)},
 		{"GET", "/v1/lists/{id}/feed", actor, handleListFeed(pg)},
+		{"GET", "/v1/lists/{id}/marker", actor, handleListMarkerGet(svc)},
+		{"PUT", "/v1/lists/{id}/marker", actor, handleListMarkerPut(svc)},
 		{"POST", "/v1/posts", actor, handlePostCreate(svc)},
 		{"GET", "/v1/posts/{id}", reader, handlePostGet(pg)},
 		{"PATCH", "/v1/posts/{id}", actor, handlePostEdit(pg)},

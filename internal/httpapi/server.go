@@ -134,6 +134,10 @@ type Timeline interface {
 	RemoveListMember(ctx context.Context, owner, id, member int64) error
 	ListMembers(ctx context.Context, owner, id, after int64, n int) ([]feed.User, bool, error)
 	ListFeed(ctx context.Context, reader, list, before int64, n int) (feed.Page, error)
+	// ListMarker and SetListMarker are a list's read marker, as Marker
+	// and SetMarker are the home feed's.
+	ListMarker(ctx context.Context, reader, list int64) (feed.Marker, error)
+	SetListMarker(ctx context.Context, reader, list, lastRead int64) (feed.Marker, error)
 	// Hidden returns what viewer (0: the admin) does not see.
 	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
 	// DeleteUser deletes a user: at once for every read, then their data

@@ -2,6 +2,7 @@ package shards
 
 import (
 	"context"
+	"time"
 
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/sqlstore"
@@ -65,4 +66,16 @@ func (s *Store) RemoveFromLists(ctx context.Context, owner, member int64) (n int
 		return err
 	})
 	return n, err
+}
+
+func (s *Store) ListMarker(ctx context.Context, owner, id int64) (feed.Marker, error) {
+	return s.of(owner).ListMarker(ctx, owner, id)
+}
+
+func (s *Store) SetListMarker(ctx context.Context, owner, id, lastRead int64, at time.Time) (out feed.Marker, err error) {
+	err = s.write(ctx, s.m.Of(owner), func(st *sqlstore.Store) (err error) {
+		out, err = st.SetListMarker(ctx, owner, id, lastRead, at)
+		return err
+	})
+	return out, err
 }

@@ -273,3 +273,31 @@ func chunkArgs(ids []int64) []any {
 	}
 	return out
 }
+
+// ListMarker returns owner's marker of list id (LastReadID 0: never set);
+// ENOTFOUND for no such list.
+func (s *Store) ListMarker(ctx context.Context, owner, id int64) (feed.Marker, error) {
+	var last, at int64
+	err := s.db.QueryRowContext(ctx, "SELECT last_read_id, marker_at FROM lists WHERE owner_id = ? AND id = ?", owner, id).Scan(&last, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = noList(id)
+	}
+	if err != nil {
+		return feed.Marker{}, fmt.Errorf("sqlstore: marker of list %d of %d: %w", id, owner, err)
+	}
+	m := feed.Marker{LastReadID: last}
+	if last != 0 {
+		m.UpdatedAt = fromMillis(at)
+	}
+	return m, nil
+}
+
+// SetListMarker moves owner's marker of list id forward to lastRead (never
+// back: a racing device's older position changes nothing) and returns it.
+func (s *Store) SetListMarker(ctx context.Context, owner, id, lastRead int64, at time.Time) (feed.Marker, error) {
+	if _, err := s.db.ExecContext(ctx, "UPDATE lists SET last_read_id = ?, marker_at = ? WHERE owner_id = ? AND id = ? AND (last_read_id = 0 OR last_read_id < ?)",
+		lastRead, millis(at), owner, id, lastRead); err != nil {
+		return feed.Marker{}, fmt.Errorf("sqlstore: set marker of list %d of %d: %w", id, owner, err)
+	}
+	return s.ListMarker(ctx, owner, id)
+}

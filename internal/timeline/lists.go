@@ -154,3 +154,54 @@ func (m *membersSource) load(ctx context.Context) error {
 	}
 	return nil
 }
+
+// ListMarker returns reader's marker of list id with its unread count: the
+// live posts of the list newer than the marker, up to UnreadCap, as
+// Marker counts the home feed's.
+func (s *Service) ListMarker(ctx context.Context, reader, list int64) (feed.Marker, error) {
+	m, err := s.store.ListMarker(ctx, reader, list)
+	if err != nil {
+		return feed.Marker{}, err
+	}
+	return s.withListUnread(ctx, reader, list, m)
+}
+
+// SetListMarker moves reader's marker of list id forward to lastRead, a
+// post's id (a deleted post's too; a post of a user blocked either way is
+// an unknown id), and returns it as ListMarker does.
+func (s *Service) SetListMarker(ctx context.Context, reader, list, lastRead int64) (feed.Marker, error) {
+	if err := s.checkMarkerPost(ctx, reader, lastRead); err != nil {
+		return feed.Marker{}, err
+	}
+	m, err := s.store.SetListMarker(ctx, reader, list, lastRead, s.now())
+	if err != nil {
+		return feed.Marker{}, err
+	}
+	return s.withListUnread(ctx, reader, list, m)
+}
+
+// withListUnread counts the list's live posts above m, a page at a time,
+// up to UnreadCap.
+func (s *Service) withListUnread(ctx context.Context, reader, list int64, m feed.Marker) (feed.Marker, error) {
+	var before int64
+	for {
+		pg, err := s.ListFeed(ctx, reader, list, before, min(s.cfg.UnreadCap+1-m.Unread, feed.MaxRoundIDs))
+		if err != nil {
+			return feed.Marker{}, err
+		}
+		for _, p := range pg.Posts {
+			if m.LastReadID != 0 && p.ID <= m.LastReadID {
+				return m, nil
+			}
+			if m.Unread == s.cfg.UnreadCap {
+				m.UnreadCapped = true
+				return m, nil
+			}
+			m.Unread++
+		}
+		if !pg.More() {
+			return m, nil
+		}
+		before = pg.Next
+	}
+}

@@ -36,22 +36,8 @@ func (s *Service) Marker(ctx context.Context, reader int64) (feed.Marker, error)
 // answered as an unknown id: the answer must not tell the reader that
 // such a post exists.
 func (s *Service) SetMarker(ctx context.Context, reader, lastRead int64) (feed.Marker, error) {
-	if !feed.ValidPostID(lastRead) {
-		return feed.Marker{}, feed.Errorf(feed.EINVALID, "last_read_id %d is not a post id", lastRead)
-	}
-	author, ok, err := s.postAuthor(ctx, lastRead)
-	if err != nil {
+	if err := s.checkMarkerPost(ctx, reader, lastRead); err != nil {
 		return feed.Marker{}, err
-	}
-	if ok {
-		hidden, err := s.Hidden(ctx, reader)
-		if err != nil {
-			return feed.Marker{}, fmt.Errorf("timeline: hidden authors of %d: %w", reader, err)
-		}
-		ok = !hidden.Blocked(author)
-	}
-	if !ok {
-		return feed.Marker{}, feed.Errorf(feed.EINVALID, "last_read_id %d is not a post", lastRead)
 	}
 	m, err := s.store.SetMarker(ctx, reader, lastRead, s.now())
 	if err != nil {
@@ -59,6 +45,29 @@ func (s *Service) SetMarker(ctx context.Context, reader, lastRead int64) (feed.M
 	}
 	s.cacheMarker(ctx, reader, m)
 	return s.withUnread(ctx, reader, m)
+}
+
+// checkMarkerPost refuses a marker position that is no post reader may
+// know of (EINVALID).
+func (s *Service) checkMarkerPost(ctx context.Context, reader, lastRead int64) error {
+	if !feed.ValidPostID(lastRead) {
+		return feed.Errorf(feed.EINVALID, "last_read_id %d is not a post id", lastRead)
+	}
+	author, ok, err := s.postAuthor(ctx, lastRead)
+	if err != nil {
+		return err
+	}
+	if ok {
+		hidden, err := s.Hidden(ctx, reader)
+		if err != nil {
+			return fmt.Errorf("timeline: hidden authors of %d: %w", reader, err)
+		}
+		ok = !hidden.Blocked(author)
+	}
+	if !ok {
+		return feed.Errorf(feed.EINVALID, "last_read_id %d is not a post", lastRead)
+	}
+	return nil
 }
 
 func (s *Service) withUnread(ctx context.Context, reader int64, m feed.Marker) (feed.Marker, error) {

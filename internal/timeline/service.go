@@ -55,6 +55,8 @@ type Store interface {
 	SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error)
 	Hidden(ctx context.Context, user int64) (feed.Hidden, error)
 	ListMembers(ctx context.Context, owner, list, after int64, n int) ([]int64, error)
+	ListMarker(ctx context.Context, owner, list int64) (feed.Marker, error)
+	SetListMarker(ctx context.Context, owner, list, lastRead int64, at time.Time) (feed.Marker, error)
 	DeletedUsers(ctx context.Context, since time.Time) ([]int64, error)
 	MarkFeedStale(ctx context.Context, user int64) error
 	StaleFeeds(ctx context.Context, n int) ([]feed.StaleFeed, error)

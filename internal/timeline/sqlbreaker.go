@@ -77,6 +77,16 @@ func (g breakerStore) ListMembers(ctx context.Context, owner, list, after int64,
 	return sqlbreaker.Do(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.ListMembers(ctx, owner, list, after, n) })
 }
 
+func (g breakerStore) ListMarker(ctx context.Context, owner, list int64) (feed.Marker, error) {
+	return sqlbreaker.Do(ctx, g.b, func(ctx context.Context) (feed.Marker, error) { return g.store.ListMarker(ctx, owner, list) })
+}
+
+func (g breakerStore) SetListMarker(ctx context.Context, owner, list, lastRead int64, at time.Time) (feed.Marker, error) {
+	return sqlbreaker.Do(ctx, g.b, func(ctx context.Context) (feed.Marker, error) {
+		return g.store.SetListMarker(ctx, owner, list, lastRead, at)
+	})
+}
+
 func (g breakerStore) AuthorsPostIDs(ctx context.Context, authors []int64, before int64, n int) ([]int64, error) {
 	return sqlbreaker.Do(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.AuthorsPostIDs(ctx, authors, before, n) })
 }

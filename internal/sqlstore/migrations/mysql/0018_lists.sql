@@ -11,6 +11,9 @@ CREATE TABLE IF NOT EXISTS lists (
     exclusive    BOOLEAN NOT NULL,
     member_count INT NOT NULL,
     created_at   BIGINT NOT NULL,
+    -- The list's read marker (0: never set), as markers' for the home feed.
+    last_read_id BIGINT NOT NULL DEFAULT 0,
+    marker_at    BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (owner_id, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 

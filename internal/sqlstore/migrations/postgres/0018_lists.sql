@@ -7,6 +7,8 @@ CREATE TABLE IF NOT EXISTS lists (
     exclusive    BOOLEAN     NOT NULL,
     member_count INT         NOT NULL,
     created_at   BIGINT      NOT NULL,
+    last_read_id BIGINT      NOT NULL DEFAULT 0,
+    marker_at    BIGINT      NOT NULL DEFAULT 0,
     PRIMARY KEY (owner_id, id)
 );
 

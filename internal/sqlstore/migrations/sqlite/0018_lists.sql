@@ -7,6 +7,8 @@ CREATE TABLE IF NOT EXISTS lists (
     exclusive    INTEGER NOT NULL,
     member_count INTEGER NOT NULL,
     created_at   INTEGER NOT NULL,
+    last_read_id INTEGER NOT NULL DEFAULT 0,
+    marker_at    INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (owner_id, id)
 ) WITHOUT ROWID;
 
