@@ -171,7 +171,7 @@ type authorListSource struct {
 // keeps.
 const (
 	listHeadTTL = time.Second
-	listHeads   = 4096
+	listHeads   = 16384 // at most 100 ids a head: about 13 MB
 )
 
 // listHead is a process's copy of the newest ids of a pulled author's
