@@ -12,6 +12,8 @@
 //	{"kind":"block","blocker_id":"42","blocked_id":"5"}
 //	{"kind":"post","author_id":"42","external_id":"blog-9913","content":"…","created_at":"…","data":{…}}
 //	{"kind":"like","user_id":"42","author_id":"7","external_id":"blog-17"}
+//	{"kind":"list","owner_id":"42","list_id":"246…","name":"friends","replies":"followed","exclusive":false}
+//	{"kind":"list_member","owner_id":"42","list_id":"246…","member_id":"7"}
 //
 // A post without an external id carries its feedd id as external_id, so
 // that likes can name it and an import elsewhere has a key to keep it
@@ -60,6 +62,10 @@ type Source interface {
 	// Hidden returns whom user mutes and whom a block stands between it
 	// and, either way.
 	Hidden(ctx context.Context, user int64) (feed.Hidden, error)
+	// Lists returns user's lists; ListMembers up to n member ids of one
+	// above after, ascending.
+	Lists(ctx context.Context, owner int64) ([]feed.List, error)
+	ListMembers(ctx context.Context, owner, id, after int64, n int) ([]int64, error)
 }
 
 // Write writes user's export to w. It reads the user first: an unknown or
@@ -156,13 +162,35 @@ func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
 	if err != nil {
 		return fmt.Errorf("read blocks: %w", err)
 	}
-	return walk(e, "likes", func(after int64) ([]feed.Post, error) { return src.LikedPosts(ctx, u.ID, after, e.page) }, postID,
+	err = walk(e, "likes", func(after int64) ([]feed.Post, error) { return src.LikedPosts(ctx, u.ID, after, e.page) }, postID,
 		func(p feed.Post) any {
 			if hidden.Blocked(p.AuthorID) {
 				return nil
 			}
 			return jsonl.LikeLine{Kind: jsonl.Like, UserID: id, AuthorID: jsonl.ID(p.AuthorID), ExternalID: externalID(p)}
 		})
+	if err != nil {
+		return err
+	}
+	lists, err := src.Lists(ctx, u.ID)
+	if err != nil {
+		return fmt.Errorf("read lists: %w", err)
+	}
+	for _, l := range lists {
+		lid := jsonl.ID(l.ID)
+		if err := e.line(jsonl.ListLine{Kind: jsonl.List, OwnerID: id, ListID: lid, Name: l.Name, Replies: l.Replies, Exclusive: l.Exclusive}); err != nil {
+			return err
+		}
+		err := walk(e, "list members", func(after int64) ([]int64, error) { return src.ListMembers(ctx, u.ID, l.ID, after, e.page) },
+			func(m int64) int64 { return m },
+			func(m int64) any {
+				return jsonl.ListMemberLine{Kind: jsonl.ListMember, OwnerID: id, ListID: lid, MemberID: jsonl.ID(m)}
+			})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // walk writes a keyset-paged list: read returns the page after cursor (0

@@ -12,6 +12,8 @@
 //	{"kind":"follow","follower_id":"42","followee_id":"7"}
 //	{"kind":"post","author_id":"42","external_id":"blog-9913","content":"…","created_at":"…","data":{…}}
 //	{"kind":"like","user_id":"42","author_id":"7","external_id":"blog-17"}
+//	{"kind":"list","owner_id":"42","list_id":"246…","name":"friends","replies":"followed","exclusive":false}
+//	{"kind":"list_member","owner_id":"42","list_id":"246…","member_id":"7"}
 //
 // User ids are decimal strings, as in the API ("42"); a reader also takes
 // them as JSON numbers.
@@ -36,12 +38,14 @@ const (
 	Follow  Kind = "follow"
 	Mute    Kind = "mute"
 	Block   Kind = "block"
-	Post    Kind = "post"
-	Like    Kind = "like"
+	Post       Kind = "post"
+	Like       Kind = "like"
+	List       Kind = "list"
+	ListMember Kind = "list_member"
 )
 
 // Kinds are the kinds of line, in the order an export writes them.
-var Kinds = []Kind{User, Profile, Marker, Follow, Mute, Block, Post, Like}
+var Kinds = []Kind{User, Profile, Marker, Follow, Mute, Block, Post, Like, List, ListMember}
 
 // The lines. Kind is set in an export and empty in a file of one kind.
 type (
@@ -97,6 +101,22 @@ type (
 		// Weight is the post's rank weight (0..100); absent for the
 		// default, 1.
 		Weight *float64 `json:"weight,omitempty"`
+	}
+	// ListLine is one of owner's lists, keyed by its feedd id.
+	ListLine struct {
+		Kind      Kind   `json:"kind,omitempty"`
+		OwnerID   ID     `json:"owner_id"`
+		ListID    ID     `json:"list_id"`
+		Name      string `json:"name"`
+		Replies   string `json:"replies"`
+		Exclusive bool   `json:"exclusive"`
+	}
+	// ListMemberLine is a member of owner's list.
+	ListMemberLine struct {
+		Kind     Kind `json:"kind,omitempty"`
+		OwnerID  ID   `json:"owner_id"`
+		ListID   ID   `json:"list_id"`
+		MemberID ID   `json:"member_id"`
 	}
 	// LikeLine is a like of the post of author with external id.
 	LikeLine struct {
