@@ -50,6 +50,9 @@ type Inboxes interface {
 	// InboxPage returns up to n ids strictly below before (0: from the
 	// newest), newest first.
 	InboxPage(ctx context.Context, reader, before int64, n int) (InboxPage, error)
+	// InboxPages is InboxPage of the first n ids of each of readers, in
+	// one round trip; an absent inbox is a zero InboxPage.
+	InboxPages(ctx context.Context, readers []int64, n int) (map[int64]InboxPage, error)
 	// FillInbox creates or replaces reader's inbox with ids (which may be
 	// empty: an empty inbox is remembered too) and lets it live for ttl.
 	FillInbox(ctx context.Context, reader int64, ids []int64, complete bool, ttl time.Duration) error

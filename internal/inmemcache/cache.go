@@ -247,6 +247,19 @@ func (s *inboxShard) live(reader, now int64) *inbox {
 
 // InboxPage returns up to n ids of reader's inbox strictly below before (0:
 // from the newest), newest first.
+// InboxPages is InboxPage of the first n ids of each of readers.
+func (c *Cache) InboxPages(ctx context.Context, readers []int64, n int) (map[int64]feed.InboxPage, error) {
+	out := make(map[int64]feed.InboxPage, len(readers))
+	for _, r := range readers {
+		pg, err := c.InboxPage(ctx, r, 0, n)
+		if err != nil {
+			return nil, err
+		}
+		out[r] = pg
+	}
+	return out, nil
+}
+
 func (c *Cache) InboxPage(ctx context.Context, reader, before int64, n int) (feed.InboxPage, error) {
 	if c.closed.Load() {
 		return feed.InboxPage{}, errClosed

@@ -20,20 +20,61 @@ import (
 // from the newest), newest first, in one round trip. An inbox that holds
 // ids gets Options.InboxTTL again (lua/inbox_page.lua says when).
 func (c *Cache) InboxPage(ctx context.Context, reader, before int64, n int) (feed.InboxPage, error) {
-	reply, err := c.page.Run(ctx, c.client, c.keys(reader), before, max(n, 0), c.maxArg, c.ttlArg).Text()
+	page, err := parsePage(c.page.Run(ctx, c.client, c.keys(reader), before, max(n, 0), c.maxArg, c.ttlArg).Text())
+	if err != nil {
+		return feed.InboxPage{}, fmt.Errorf("rediscache: page inbox %d: %w", reader, err)
+	}
+	return page, nil
+}
+
+// InboxPages reads the first n ids of each of readers' inboxes in one
+// pipeline (inbox_page.lua by its hash; a server that lost the script
+// gets the calls again one by one, which load it).
+func (c *Cache) InboxPages(ctx context.Context, readers []int64, n int) (map[int64]feed.InboxPage, error) {
+	out := make(map[int64]feed.InboxPage, len(readers))
+	if len(readers) == 0 {
+		return out, nil
+	}
+	pipe := c.client.Pipeline()
+	cmds := make([]*redis.Cmd, len(readers))
+	for i, r := range readers {
+		cmds[i] = c.page.EvalSha(ctx, pipe, c.keys(r), 0, max(n, 0), c.maxArg, c.ttlArg)
+	}
+	_, _ = pipe.Exec(ctx) // each command's error is its own, below
+	for i, r := range readers {
+		reply, err := cmds[i].Text()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			pg, err := c.InboxPage(ctx, r, 0, n)
+			if err != nil {
+				return nil, err
+			}
+			out[r] = pg
+			continue
+		}
+		pg, err := parsePage(reply, err)
+		if err != nil {
+			return nil, fmt.Errorf("rediscache: page inbox %d: %w", r, err)
+		}
+		out[r] = pg
+	}
+	return out, nil
+}
+
+// parsePage reads inbox_page.lua's reply.
+func parsePage(reply string, err error) (feed.InboxPage, error) {
 	switch {
 	case errors.Is(err, redis.Nil):
 		return feed.InboxPage{}, nil
 	case err != nil:
-		return feed.InboxPage{}, fmt.Errorf("rediscache: page inbox %d: %w", reader, err)
+		return feed.InboxPage{}, err
 	case len(reply) == 0:
-		return feed.InboxPage{}, fmt.Errorf("rediscache: page inbox %d: empty reply", reader)
+		return feed.InboxPage{}, errors.New("empty reply")
 	}
 	// The reply starts with inbox_page.lua's mark: 'c' complete, 'i' not.
 	page := feed.InboxPage{Exists: true, Complete: reply[0] == 'c'}
 	if len(reply) > 1 {
 		if page.IDs, err = parseIDs(reply[1:]); err != nil {
-			return feed.InboxPage{}, fmt.Errorf("rediscache: page inbox %d: %w", reader, err)
+			return feed.InboxPage{}, err
 		}
 	}
 	return page, nil

@@ -29,6 +29,7 @@ func (s *Service) ListFeed(ctx context.Context, reader, list, before int64, n in
 	if err != nil {
 		return feed.Page{}, err
 	}
+	s.warmHeads(ctx, members)
 	var srcs []source
 	for _, m := range members {
 		if hidden.InList(m) {
@@ -123,5 +124,33 @@ func (s *Service) withListUnread(ctx context.Context, reader, list int64, m feed
 			return m, nil
 		}
 		before = pg.Next
+	}
+}
+
+// warmHeads reads, in one round trip, the heads of the authors' lists that
+// the process does not hold: a list's page then reads no author list one
+// by one, as it would when its members' heads expire together.
+func (s *Service) warmHeads(ctx context.Context, authors []int64) {
+	if s.authorLists == nil {
+		return
+	}
+	var cold []int64
+	for _, a := range authors {
+		if _, ok := s.heads.Get(a); !ok {
+			cold = append(cold, a)
+		}
+	}
+	if len(cold) < 2 {
+		return
+	}
+	pages, err := s.authorLists.InboxPages(ctx, cold, s.cfg.AuthorListMax)
+	if err != nil {
+		s.cacheFailed("read author lists", err)
+		return
+	}
+	for a, pg := range pages {
+		if pg.Exists {
+			s.heads.Put(a, listHead{ids: pg.IDs, complete: pg.Complete})
+		}
 	}
 }

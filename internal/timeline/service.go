@@ -72,6 +72,7 @@ type Store interface {
 // to the broker.)
 type AuthorLists interface {
 	InboxPage(ctx context.Context, author, before int64, n int) (feed.InboxPage, error)
+	InboxPages(ctx context.Context, authors []int64, n int) (map[int64]feed.InboxPage, error)
 	FillInbox(ctx context.Context, author int64, ids []int64, complete bool, ttl time.Duration) error
 	RemoveFromInbox(ctx context.Context, author int64, ids []int64) error
 }

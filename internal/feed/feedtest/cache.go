@@ -63,6 +63,7 @@ var cacheBehaviours = []struct {
 	{"post data and edits", cachePostEdits},
 	{"post versions", cachePostVersions},
 	{"kv", cacheKV},
+	{"many first pages at once", cacheInboxPages},
 	{"concurrent pushes", cacheConcurrentPushes},
 	{"every cursor and every repeat", cacheEveryCursor},
 	{"random operations match a model", cacheRandomOps},
@@ -451,5 +452,28 @@ func cacheClose(t *testing.T, newCache newCacheFunc) {
 	must(t, c.Close())
 	if err := c.Ping(ctx); err == nil {
 		t.Errorf("Ping after Close = nil; want an error")
+	}
+}
+
+// cacheInboxPages: InboxPages answers each inbox as InboxPage does, an
+// absent one as absent.
+func cacheInboxPages(t *testing.T, newCache newCacheFunc) {
+	c := newCache(t, 100)
+	fill(t, c, 1, []int64{105, 101, 109}, true)
+	fill(t, c, 2, nil, false)
+	fill(t, c, 3, []int64{7, 8}, false)
+	got, err := c.InboxPages(t.Context(), []int64{1, 2, 3, 4}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, want := range map[int64]feed.InboxPage{
+		1: {IDs: []int64{109, 105}, Exists: true, Complete: true},
+		2: {Exists: true},
+		3: {IDs: []int64{8, 7}, Exists: true},
+		4: {},
+	} {
+		if g := got[r]; !slices.Equal(g.IDs, want.IDs) || g.Exists != want.Exists || g.Complete != want.Complete {
+			t.Errorf("InboxPages: inbox %d = %+v; want %+v", r, g, want)
+		}
 	}
 }
