@@ -127,6 +127,9 @@ func (s *Service) withListUnread(ctx context.Context, reader, list int64, m feed
 	}
 }
 
+// warmHeadIDs is how many ids of each member's list warmHeads reads.
+const warmHeadIDs = 48
+
 // warmHeads reads, in one round trip, the heads of the authors' lists that
 // the process does not hold: a list's page then reads no author list one
 // by one, as it would when its members' heads expire together.
@@ -143,7 +146,9 @@ func (s *Service) warmHeads(ctx context.Context, authors []int64) {
 	if len(cold) < 2 {
 		return
 	}
-	pages, err := s.authorLists.InboxPages(ctx, cold, s.cfg.AuthorListMax)
+	// A first page and the next take 21 ids a member at the most; a
+	// deeper page reads on from the author lists themselves.
+	pages, err := s.authorLists.InboxPages(ctx, cold, warmHeadIDs)
 	if err != nil {
 		s.cacheFailed("read author lists", err)
 		return
