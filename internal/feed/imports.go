@@ -37,6 +37,11 @@ const (
 	SelfFollow
 	// Deleting: a user id whose earlier user is being purged.
 	Deleting
+	// UnknownList: the list a member names does not exist.
+	UnknownList
+	// LimitReached: the owner has MaxLists lists, or the list
+	// MaxListMembers members.
+	LimitReached
 )
 
 // ImportResult is ImportPosts' answer for one post.

@@ -99,6 +99,13 @@ func TestImportExport(t *testing.T) {
 		must(err)
 		_, err = s.SetMarker(ctx, alice, posts[2].ID, at)
 		must(err)
+		// A list of alice's, exclusive, of bob and carol: it keeps its id.
+		_, err = s.CreateList(ctx, feed.List{ID: 77, OwnerID: alice, Name: "close <&>", Replies: feed.ListRepliesList, Exclusive: true})
+		must(err)
+		for _, m := range []int64{bob, carol} {
+			_, err = s.AddListMember(ctx, alice, 77, m)
+			must(err)
+		}
 
 		users := []int64{alice, bob, carol, dave}
 		docs := map[int64]string{}
@@ -137,6 +144,9 @@ func TestImportExport(t *testing.T) {
 		}
 		if c := sum.Counts[importer.Likes]; c.Imported != 4 {
 			t.Errorf("likes %+v; want the 4 the exports hold", *c)
+		}
+		if c, m := sum.Counts[importer.Lists], sum.Counts[importer.ListMembers]; c.Imported != 1 || m.Imported != 2 {
+			t.Errorf("lists %+v, members %+v; want alice's list and its 2 members", *c, *m)
 		}
 		want := map[jsonl.Kind]int64{jsonl.Marker: 1, jsonl.Mute: 1, jsonl.Block: 1}
 		for k, n := range want {

@@ -43,6 +43,9 @@ const (
 	Follows Kind = "follows"
 	Posts   Kind = "posts"
 	Likes   Kind = "likes"
+	// Lists and ListMembers come in exports only.
+	Lists       Kind = "lists"
+	ListMembers Kind = "list_members"
 )
 
 // Export is a file of every kind, as feedd export writes it: each line
@@ -51,14 +54,15 @@ const Export Kind = "export"
 
 // Kinds is the order a run imports its files in: each kind names rows of
 // the kinds before it.
-var Kinds = []Kind{Users, Follows, Posts, Likes}
+var Kinds = []Kind{Users, Follows, Posts, Likes, Lists, ListMembers}
 
 // Files are the kinds of file a run takes: one for each of Kinds, and
 // exports.
 var Files = []Kind{Users, Follows, Posts, Likes, Export}
 
 // lineKinds are the lines of each kind in an export.
-var lineKinds = map[Kind]jsonl.Kind{Users: jsonl.User, Follows: jsonl.Follow, Posts: jsonl.Post, Likes: jsonl.Like}
+var lineKinds = map[Kind]jsonl.Kind{Users: jsonl.User, Follows: jsonl.Follow, Posts: jsonl.Post, Likes: jsonl.Like,
+	Lists: jsonl.List, ListMembers: jsonl.ListMember}
 
 // Store is what an import needs of SQL (sqlstore.Store; importer_test
 // checks it satisfies Store). Its types are the domain's (feed.ImportOutcome
@@ -70,6 +74,9 @@ type Store interface {
 	Users(ctx context.Context, ids []int64) (map[int64]feed.User, error)
 	PostIDsByExternalID(ctx context.Context, keys []feed.ExternalKey) (map[feed.ExternalKey]int64, error)
 	ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImport, error)
+	// A list keeps its id; its members are added one by one, idempotently.
+	CreateList(ctx context.Context, l feed.List) (feed.List, error)
+	AddListMember(ctx context.Context, owner, id, member int64) (bool, error)
 	Followers(ctx context.Context, user, after int64, n int) ([]int64, error)
 	MarkPulled(ctx context.Context, high int64) (int64, error)
 	MarkFeedStale(ctx context.Context, user int64) error
@@ -355,6 +362,10 @@ func (r *run) file(ctx context.Context, src Source) error {
 		return pipeline(ctx, r, src, p, r.parsePost, r.writePosts, nil)
 	case Likes:
 		return pipeline(ctx, r, src, p, r.parseLike, r.writeLikes, nil)
+	case Lists:
+		return pipeline(ctx, r, src, p, r.parseList, r.writeLists, nil)
+	case ListMembers:
+		return pipeline(ctx, r, src, p, r.parseListMember, r.writeListMembers, nil)
 	}
 	return fmt.Errorf("importer: unknown kind %q", src.Kind)
 }

@@ -300,3 +300,106 @@ func (r *run) writeLikes(ctx context.Context, src Source, batch []item[jsonl.Lik
 		return fmt.Sprintf("unknown post: author %d has no post %q", l.AuthorID, l.ExternalID)
 	})
 }
+
+func (r *run) parseList(line []byte) (feed.List, error) {
+	var l jsonl.ListLine
+	if err := jsonl.Decode(line, &l); err != nil {
+		return feed.List{}, err
+	}
+	if err := errors.Join(required("owner_id", l.OwnerID), required("list_id", l.ListID)); err != nil {
+		return feed.List{}, errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	if err := feed.CheckListName(l.Name); err != nil {
+		return feed.List{}, errors.New(reason(err))
+	}
+	if l.Replies == "" {
+		l.Replies = feed.ListRepliesFollowed
+	}
+	if err := feed.CheckListReplies(l.Replies); err != nil {
+		return feed.List{}, errors.New(reason(err))
+	}
+	return feed.List{ID: int64(l.ListID), OwnerID: int64(l.OwnerID), Name: l.Name, Replies: l.Replies, Exclusive: l.Exclusive}, nil
+}
+
+// writeLists stores each list with its id, a list at a time (a user has
+// 100 at the most): one the owner has already is unchanged.
+func (r *run) writeLists(ctx context.Context, src Source, batch []item[feed.List]) error {
+	out := make([]feed.ImportOutcome, len(batch))
+	for i, it := range batch {
+		_, err := r.store.CreateList(ctx, it.row)
+		switch feed.ErrorCode(err) {
+		case "":
+			out[i] = feed.Imported
+		case feed.ECONFLICT:
+			out[i] = feed.Unchanged
+		case feed.ENOTFOUND:
+			out[i] = feed.UnknownUser
+		case feed.ELIMIT:
+			out[i] = feed.LimitReached
+		default:
+			return fmt.Errorf("importer: %s: %w", src.Name, err)
+		}
+	}
+	return outcomes(r, src, batch, out, func(i int, o feed.ImportOutcome) string {
+		if o == feed.LimitReached {
+			return fmt.Sprintf("user %d has %d lists already", batch[i].row.OwnerID, feed.MaxLists)
+		}
+		return fmt.Sprintf("unknown user: %d does not exist", batch[i].row.OwnerID)
+	})
+}
+
+func (r *run) parseListMember(line []byte) ([3]int64, error) {
+	var l jsonl.ListMemberLine
+	if err := jsonl.Decode(line, &l); err != nil {
+		return [3]int64{}, err
+	}
+	if err := errors.Join(required("owner_id", l.OwnerID), required("list_id", l.ListID), required("member_id", l.MemberID)); err != nil {
+		return [3]int64{}, errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return [3]int64{int64(l.OwnerID), int64(l.ListID), int64(l.MemberID)}, nil
+}
+
+// writeListMembers adds each member to its list, idempotently, after
+// checking that the members exist.
+func (r *run) writeListMembers(ctx context.Context, src Source, batch []item[[3]int64]) error {
+	ids := make([]int64, len(batch))
+	for i, it := range batch {
+		ids[i] = it.row[2]
+	}
+	users, err := r.store.Users(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("importer: %s: %w", src.Name, err)
+	}
+	out := make([]feed.ImportOutcome, len(batch))
+	for i, it := range batch {
+		owner, list, member := it.row[0], it.row[1], it.row[2]
+		if _, ok := users[member]; !ok {
+			out[i] = feed.UnknownUser
+			continue
+		}
+		added, err := r.store.AddListMember(ctx, owner, list, member)
+		switch feed.ErrorCode(err) {
+		case "":
+			out[i] = feed.Unchanged
+			if added {
+				out[i] = feed.Imported
+			}
+		case feed.ENOTFOUND:
+			out[i] = feed.UnknownList
+		case feed.ELIMIT:
+			out[i] = feed.LimitReached
+		default:
+			return fmt.Errorf("importer: %s: %w", src.Name, err)
+		}
+	}
+	return outcomes(r, src, batch, out, func(i int, o feed.ImportOutcome) string {
+		row := batch[i].row
+		switch o {
+		case feed.UnknownList:
+			return fmt.Sprintf("unknown list: user %d has no list %d", row[0], row[1])
+		case feed.LimitReached:
+			return fmt.Sprintf("list %d has %d members already", row[1], feed.MaxListMembers)
+		}
+		return fmt.Sprintf("unknown user: %d does not exist", row[2])
+	})
+}
