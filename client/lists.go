@@ -128,3 +128,11 @@ func (c *Client) SetListMarker(ctx context.Context, list, post ID) (Marker, erro
 		body: map[string]ID{"last_read_id": post}, want: http.StatusOK, out: &m})
 	return m, err
 }
+
+// RankedListFeedPage reads a page of a list's feed ranked, as
+// RankedFeedPage does the home feed (CodeCursorExpired: read the first
+// page again). GET /v1/lists/{id}/feed?order=ranked.
+func (c *Client) RankedListFeedPage(ctx context.Context, list ID, p PageParams) (Page[Post], error) {
+	p.order = "ranked"
+	return getPage[Post](ctx, c, pathf("/v1/lists/", list, "/feed"), p)
+}

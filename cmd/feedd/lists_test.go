@@ -105,11 +105,27 @@ func testLists(t *testing.T, env map[string]string, mode string) {
 		time.Sleep(250 * time.Millisecond) // within the user's read rate
 		return slices.Equal(in.listFeedAll(ownerTok, l.ID, 2), both)
 	})
+	// Ranked: the same posts, the liked one first; a member removed since
+	// leaves the ranking at once.
+	if _, err := in.as(carolTok).Like(ctx, mustID(t, bobs[2])); err != nil {
+		t.Fatal(err)
+	}
+	rankedList := func() []string {
+		return in.pageAll("ranked list", 3, func(p client.PageParams) (client.Page[client.Post], error) {
+			return owner.RankedListFeedPage(ctx, l.ID, p)
+		})
+	}
+	if got := rankedList(); len(got) != len(both) || got[0] != bobs[2] {
+		t.Fatalf("ranked list = %v; want the %d posts, %s (liked) first", got, len(both), bobs[2])
+	}
 	// Removed: gone at once; added again: back at once.
 	in.must(204, "DELETE", path+"/members/"+bob, ownerTok, nil)
 	in.must(204, "DELETE", path+"/members/"+bob, ownerTok, nil)
 	if got := in.listFeedAll(ownerTok, l.ID, 2); !slices.Equal(got, alices) {
 		t.Fatalf("list feed without bob = %v; want %v", got, alices)
+	}
+	if got := rankedList(); !slices.Equal(got, alices) {
+		t.Fatalf("ranked list without bob = %v; want %v", got, alices)
 	}
 	in.must(204, "PUT", path+"/members/"+bob, ownerTok, nil)
 	if got := in.listFeedAll(ownerTok, l.ID, 4); !slices.Equal(got, both) {

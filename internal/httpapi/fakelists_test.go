@@ -220,3 +220,13 @@ func (f *fakeService) SetListMarker(ctx context.Context, reader, list, lastRead 
 	}
 	return l.marker, nil
 }
+
+// RankedListFeed is the fake's ranked list: the list's feed as it is.
+func (f *fakeService) RankedListFeed(ctx context.Context, reader, list, pos int64, n int) (feed.Page, error) {
+	if pos != 0 {
+		return feed.Page{}, feed.Errorf(feed.ECURSOREXPIRED, "this ranked feed's snapshot expired")
+	}
+	pg, err := f.ListFeed(ctx, reader, list, 0, n)
+	pg.Next = 0
+	return pg, err
+}

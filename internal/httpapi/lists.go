@@ -176,8 +176,8 @@ func handleListMembers(svc Timeline) http.Handler {
 	})
 }
 
-// handleListFeed serves a list's feed, newest first (order=latest, the
-// only order lists have yet).
+// handleListFeed serves a list's feed in the order ?order= asks, as
+// handleFeed serves the home feed.
 func handleListFeed(pg *pages.Service) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, id, err := actingUserAndID(r)
@@ -188,18 +188,19 @@ func handleListFeed(pg *pages.Service) http.Handler {
 		if err != nil {
 			return err
 		}
+		kind, read := feed.CursorFeed, pg.ListFeed
 		if ranked {
-			return feed.Errorf(feed.EINVALID, "a list's feed has order=latest only, for now")
+			kind, read = feed.CursorRanked, pg.RankedListFeed
 		}
-		before, limit, err := pageQuery(r, feed.CursorFeed)
+		pos, limit, err := pageQuery(r, kind)
 		if err != nil {
 			return err
 		}
-		page, err := pg.ListFeed(r.Context(), me, id, before, limit)
+		page, err := read(r.Context(), me, id, pos, limit)
 		if err != nil {
 			return err
 		}
-		encode(w, http.StatusOK, renderPosts(r.Context(), page, feed.CursorFeed))
+		encode(w, http.StatusOK, renderPosts(r.Context(), page, kind))
 		return nil
 	})
 }

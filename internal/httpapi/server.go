@@ -83,6 +83,8 @@ type Timeline interface {
 	// position pos (0: a new ranking), with the next page's position;
 	// ECURSOREXPIRED when pos's ranking has expired (package ranked).
 	RankedFeed(ctx context.Context, reader, pos int64, n int) (feed.Page, error)
+	// RankedListFeed is RankedFeed of reader's list.
+	RankedListFeed(ctx context.Context, reader, list, pos int64, n int) (feed.Page, error)
 	// FeedSince returns up to n posts of reader's home feed with ids above
 	// after, newest first, from SQL (not from caches a fan-out may not
 	// have reached yet), and whether there were more.

@@ -17,6 +17,7 @@ type Timeline interface {
 	Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error)
 	RankedFeed(ctx context.Context, reader, pos int64, n int) (feed.Page, error)
 	ListFeed(ctx context.Context, reader, list, before int64, n int) (feed.Page, error)
+	RankedListFeed(ctx context.Context, reader, list, pos int64, n int) (feed.Page, error)
 	AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, bool, error)
 	Post(ctx context.Context, id int64) (feed.Post, error)
 	EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (feed.Post, error)
@@ -74,6 +75,11 @@ func (s *Service) RankedFeed(ctx context.Context, reader, pos int64, n int) (Pag
 // ListFeed is a page of reader's list with its likes.
 func (s *Service) ListFeed(ctx context.Context, reader, list, before int64, n int) (Page, error) {
 	return s.feedPage(ctx, reader)(s.timeline.ListFeed(ctx, reader, list, before, n))
+}
+
+// RankedListFeed is a page of reader's list, ranked, with its likes.
+func (s *Service) RankedListFeed(ctx context.Context, reader, list, pos int64, n int) (Page, error) {
+	return s.feedPage(ctx, reader)(s.timeline.RankedListFeed(ctx, reader, list, pos, n))
 }
 
 // feedPage returns the join of one of reader's feed pages with its likes,

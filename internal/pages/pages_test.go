@@ -23,6 +23,9 @@ func (f fakeTimeline) RankedFeed(ctx context.Context, reader, pos int64, n int) 
 func (f fakeTimeline) ListFeed(ctx context.Context, reader, list, before int64, n int) (feed.Page, error) {
 	return f.page, nil
 }
+func (f fakeTimeline) RankedListFeed(ctx context.Context, reader, list, pos int64, n int) (feed.Page, error) {
+	return f.page, nil
+}
 func (f fakeTimeline) AuthorPosts(ctx context.Context, author, before int64, n int) ([]feed.Post, bool, error) {
 	return f.page.Posts, true, nil
 }

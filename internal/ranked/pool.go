@@ -3,9 +3,9 @@ package ranked
 import (
 	"context"
 	"encoding/binary"
+	"hash/fnv"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
@@ -33,12 +33,15 @@ type candidate struct {
 // first, and the reader's affinity (their recent likes by author) then.
 type pool struct {
 	gathered time.Time
+	// members is a digest of a list's members when gathered (0 for the
+	// home feed): a list whose members changed since gathers anew.
+	members  uint64
 	cands    []candidate
 	affinity map[int64]int
 }
 
-// The pool's record: the Unix milliseconds of its gathering and the
-// number of candidates, 8 and 4 bytes; 24 bytes a candidate (id, author,
+// The pool's record: the Unix milliseconds of its gathering, the members'
+// digest and the number of candidates, 8, 8 and 4 bytes; 24 bytes a candidate (id, author,
 // the float64 bits of the weight); then 12 bytes an author of the
 // affinity (id, count).
 const (
@@ -46,13 +49,12 @@ const (
 	affinityBytes  = 12
 )
 
-func poolKey(reader int64) string {
-	return "rankpool:{" + strconv.FormatInt(reader, 10) + "}"
-}
+func poolKey(f feedRef) string { return "rankpool:" + f.key() }
 
 func (p pool) encode() string {
-	b := make([]byte, 0, 12+candidateBytes*len(p.cands)+affinityBytes*len(p.affinity))
+	b := make([]byte, 0, 20+candidateBytes*len(p.cands)+affinityBytes*len(p.affinity))
 	b = binary.BigEndian.AppendUint64(b, uint64(p.gathered.UnixMilli()))
+	b = binary.BigEndian.AppendUint64(b, p.members)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(p.cands)))
 	for _, c := range p.cands {
 		b = binary.BigEndian.AppendUint64(b, uint64(c.id))
@@ -70,12 +72,13 @@ func (p pool) encode() string {
 // caller takes as no pool.
 func decodePool(s string) (p pool, ok bool) {
 	b := []byte(s)
-	if len(b) < 12 {
+	if len(b) < 20 {
 		return pool{}, false
 	}
 	p.gathered = time.UnixMilli(int64(binary.BigEndian.Uint64(b)))
-	n := int(binary.BigEndian.Uint32(b[8:]))
-	b = b[12:]
+	p.members = binary.BigEndian.Uint64(b[8:])
+	n := int(binary.BigEndian.Uint32(b[16:]))
+	b = b[20:]
 	if len(b) < n*candidateBytes || (len(b)-n*candidateBytes)%affinityBytes != 0 {
 		return pool{}, false
 	}
@@ -101,7 +104,7 @@ func decodePool(s string) (p pool, ok bool) {
 func (s *Service) Forget(ctx context.Context, reader int64) {
 	// An expiry of a millisecond: Snapshots has no delete, and a pool
 	// that outlives it by a moment is one first page gathered too little.
-	_ = s.snaps.Set(ctx, poolKey(reader), "", time.Millisecond)
+	_ = s.snaps.Set(ctx, poolKey(feedRef{reader: reader}), "", time.Millisecond)
 }
 
 // candidates returns reader's pool: the kept one with the latest feed's
@@ -109,18 +112,27 @@ func (s *Service) Forget(ctx context.Context, reader int64) {
 // feed and the reader's affinity gathered anew; its candidates those still
 // within the window, at most Candidates. The pool is kept for the next
 // first page when it changed.
-func (s *Service) candidates(ctx context.Context, reader int64) (pool, bool, error) {
+func (s *Service) candidates(ctx context.Context, f feedRef) (pool, bool, error) {
+	reader := f.reader
 	now := s.now()
-	raw, found, err := s.snaps.GetEx(ctx, poolKey(reader), s.cfg.SnapshotTTL)
+	raw, found, err := s.snaps.GetEx(ctx, poolKey(f), s.cfg.SnapshotTTL)
 	if err != nil {
 		return pool{}, false, fmt.Errorf("ranked: candidates of %d: %w", reader, err)
 	}
+	var digest uint64
+	if f.list != 0 {
+		members, err := s.timeline.ListMemberIDs(ctx, reader, f.list)
+		if err != nil {
+			return pool{}, false, fmt.Errorf("ranked: members of list %d: %w", f.list, err)
+		}
+		digest = membersDigest(members)
+	}
 	p, ok := decodePool(raw)
-	ok = ok && found && now.Sub(p.gathered) < s.cfg.Regather
+	ok = ok && found && now.Sub(p.gathered) < s.cfg.Regather && p.members == digest
 	var above int64
 	switch {
 	case !ok:
-		p = pool{gathered: now}
+		p = pool{gathered: now, members: digest}
 	case len(p.cands) > 0:
 		above = p.cands[0].id
 	default:
@@ -128,7 +140,7 @@ func (s *Service) candidates(ctx context.Context, reader int64) (pool, bool, err
 		// what came after can be.
 		above = feed.MinIDAt(p.gathered)
 	}
-	fresh, degraded, err := s.gather(ctx, reader, above)
+	fresh, degraded, err := s.gather(ctx, f, above)
 	if err != nil {
 		return pool{}, false, err
 	}
@@ -155,7 +167,7 @@ func (s *Service) candidates(ctx context.Context, reader int64) (pool, bool, err
 	p.cands = cands
 	// A degraded read may miss posts: it is not kept.
 	if changed && !degraded {
-		if err := s.snaps.Set(ctx, poolKey(reader), p.encode(), s.cfg.SnapshotTTL); err != nil {
+		if err := s.snaps.Set(ctx, poolKey(f), p.encode(), s.cfg.SnapshotTTL); err != nil {
 			return pool{}, false, fmt.Errorf("ranked: keep the candidates of %d: %w", reader, err)
 		}
 	}
@@ -165,7 +177,8 @@ func (s *Service) candidates(ctx context.Context, reader int64) (pool, bool, err
 // gather reads reader's latest feed newest first, down to the post above
 // id above (0: to the window's start), at most Candidates posts; posts of
 // weight 0 are left out.
-func (s *Service) gather(ctx context.Context, reader, above int64) ([]candidate, bool, error) {
+func (s *Service) gather(ctx context.Context, f feedRef, above int64) ([]candidate, bool, error) {
+	reader := f.reader
 	since := s.now().Add(-s.cfg.Window)
 	var (
 		out      []candidate
@@ -180,7 +193,7 @@ func (s *Service) gather(ctx context.Context, reader, above int64) ([]candidate,
 		if above != 0 && before == 0 {
 			want = 20
 		}
-		pg, err := s.timeline.Feed(ctx, reader, before, min(s.cfg.Candidates-len(out)+20, want))
+		pg, err := f.read(ctx, s.timeline, before, min(s.cfg.Candidates-len(out)+20, want))
 		if err != nil {
 			return nil, false, fmt.Errorf("ranked: candidates of %d: %w", reader, err)
 		}
@@ -199,4 +212,16 @@ func (s *Service) gather(ctx context.Context, reader, above int64) ([]candidate,
 		before = pg.Next
 	}
 	return out, degraded, nil
+}
+
+// membersDigest is a digest of a list's members (FNV-1a of the sorted
+// ids, as ListMembers returns them): a member added or removed changes it.
+func membersDigest(ids []int64) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	for _, id := range ids {
+		binary.BigEndian.PutUint64(b[:], uint64(id))
+		h.Write(b[:])
+	}
+	return h.Sum64() | 1 // never 0, the home feed's
 }

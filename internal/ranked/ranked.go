@@ -31,6 +31,10 @@ import (
 // not see.
 type Timeline interface {
 	Feed(ctx context.Context, reader, before int64, n int) (feed.Page, error)
+	// ListFeed is a list's feed, as Feed is the home feed;
+	// ListMemberIDs its members now (ENOTFOUND for no such list).
+	ListFeed(ctx context.Context, reader, list, before int64, n int) (feed.Page, error)
+	ListMemberIDs(ctx context.Context, reader, list int64) ([]int64, error)
 	// LivePostsOrCached returns the live posts among ids, in the order of
 	// ids; while SQL is unavailable, those the caches hold (degraded).
 	LivePostsOrCached(ctx context.Context, ids []int64) ([]feed.Post, bool, error)
@@ -153,10 +157,33 @@ func splitPosition(pos int64) (snap int64, index int) {
 // guessed into another of the reader's snapshots, and positive in 47 bits.
 func newSnapshotID() int64 { return 1 + rand.Int64N(1<<47-1) }
 
-func snapshotKey(reader, snap int64) string {
-	// The reader's id in braces: any key of one reader lands on one Redis
-	// Cluster slot, as the cache's own keys do.
-	return "rank:{" + strconv.FormatInt(reader, 10) + "}:" + strconv.FormatInt(snap, 10)
+// feedRef names a feed that can be ranked: reader's home feed (list 0)
+// or one of reader's lists.
+type feedRef struct {
+	reader, list int64
+}
+
+// key is the part of the feed's cache keys after their prefix. The
+// reader's id in braces: any key of one reader lands on one Redis Cluster
+// slot, as the cache's own keys do.
+func (f feedRef) key() string {
+	k := "{" + strconv.FormatInt(f.reader, 10) + "}"
+	if f.list != 0 {
+		k += ":l" + strconv.FormatInt(f.list, 10)
+	}
+	return k
+}
+
+// read is a page of the latest feed f ranks.
+func (f feedRef) read(ctx context.Context, tl Timeline, before int64, n int) (feed.Page, error) {
+	if f.list != 0 {
+		return tl.ListFeed(ctx, f.reader, f.list, before, n)
+	}
+	return tl.Feed(ctx, f.reader, before, n)
+}
+
+func snapshotKey(f feedRef, snap int64) string {
+	return "rank:" + f.key() + ":" + strconv.FormatInt(snap, 10)
 }
 
 // RankedFeed returns up to n posts of reader's ranked feed from position
@@ -164,16 +191,26 @@ func snapshotKey(reader, snap int64) string {
 // next page. ECURSOREXPIRED when pos's snapshot is gone, EINVALID for a
 // position that is no snapshot's.
 func (s *Service) RankedFeed(ctx context.Context, reader, pos int64, n int) (feed.Page, error) {
+	return s.ranked(ctx, feedRef{reader: reader}, pos, n)
+}
+
+// RankedListFeed is RankedFeed of reader's list: its members' posts,
+// ranked. ENOTFOUND for no such list.
+func (s *Service) RankedListFeed(ctx context.Context, reader, list, pos int64, n int) (feed.Page, error) {
+	return s.ranked(ctx, feedRef{reader: reader, list: list}, pos, n)
+}
+
+func (s *Service) ranked(ctx context.Context, f feedRef, pos int64, n int) (feed.Page, error) {
 	if pos == 0 {
-		return s.firstPage(ctx, reader, n)
+		return s.firstPage(ctx, f, n)
 	}
-	return s.laterPage(ctx, reader, pos, n)
+	return s.laterPage(ctx, f, pos, n)
 }
 
 // firstPage ranks the reader's candidates (pool.go) into a new snapshot,
 // keeps it, and serves its first page as a later page is served.
-func (s *Service) firstPage(ctx context.Context, reader int64, n int) (feed.Page, error) {
-	pl, degraded, err := s.candidates(ctx, reader)
+func (s *Service) firstPage(ctx context.Context, f feedRef, n int) (feed.Page, error) {
+	pl, degraded, err := s.candidates(ctx, f)
 	if err != nil {
 		return feed.Page{}, err
 	}
@@ -189,11 +226,11 @@ func (s *Service) firstPage(ctx context.Context, reader int64, n int) (feed.Page
 		for _, id := range ids {
 			raw = binary.BigEndian.AppendUint64(raw, uint64(id))
 		}
-		if err := s.snaps.Set(ctx, snapshotKey(reader, snap), string(raw), s.cfg.SnapshotTTL); err != nil {
-			return feed.Page{}, fmt.Errorf("ranked: keep the snapshot of %d: %w", reader, err)
+		if err := s.snaps.Set(ctx, snapshotKey(f, snap), string(raw), s.cfg.SnapshotTTL); err != nil {
+			return feed.Page{}, fmt.Errorf("ranked: keep the snapshot of %d: %w", f.reader, err)
 		}
 	}
-	pg, err := s.page(ctx, reader, snap, ids, 0, n)
+	pg, err := s.page(ctx, f, snap, ids, 0, n)
 	pg.Degraded = pg.Degraded || degraded || rankDegraded
 	return pg, err
 }
@@ -271,14 +308,14 @@ func (s *Service) affinity(ctx context.Context, reader int64) (map[int64]int, er
 }
 
 // laterPage serves a page of a kept snapshot from its position.
-func (s *Service) laterPage(ctx context.Context, reader, pos int64, n int) (feed.Page, error) {
+func (s *Service) laterPage(ctx context.Context, f feedRef, pos int64, n int) (feed.Page, error) {
 	snap, index := splitPosition(pos)
 	if snap <= 0 {
 		return feed.Page{}, errBadCursor
 	}
-	raw, ok, err := s.snaps.GetEx(ctx, snapshotKey(reader, snap), s.cfg.SnapshotTTL)
+	raw, ok, err := s.snaps.GetEx(ctx, snapshotKey(f, snap), s.cfg.SnapshotTTL)
 	if err != nil {
-		return feed.Page{}, fmt.Errorf("ranked: snapshot of %d: %w", reader, err)
+		return feed.Page{}, fmt.Errorf("ranked: snapshot of %d: %w", f.reader, err)
 	}
 	if !ok {
 		return feed.Page{}, feed.Errorf(feed.ECURSOREXPIRED,
@@ -291,19 +328,33 @@ func (s *Service) laterPage(ctx context.Context, reader, pos int64, n int) (feed
 	if index > len(ids) {
 		return feed.Page{}, errBadCursor
 	}
-	return s.page(ctx, reader, snap, ids, index, n)
+	return s.page(ctx, f, snap, ids, index, n)
 }
 
 var errBadCursor = feed.Errorf(feed.EINVALID, "cursor is not valid: pass back next_cursor exactly as a previous page returned it")
 
 // page serves up to n posts of snapshot snap (its ranked ids) from
-// index: the live posts of authors the reader still sees, reading on past
-// the others so that the page is full. Its Next names the snapshot and
-// the index after the last post it covered.
-func (s *Service) page(ctx context.Context, reader, snap int64, ids []int64, index, n int) (feed.Page, error) {
+// index: the live posts of authors the reader still sees (and, in a list,
+// still members), reading on past the others so that the page is full.
+// Its Next names the snapshot and the index after the last post it
+// covered.
+func (s *Service) page(ctx context.Context, f feedRef, snap int64, ids []int64, index, n int) (feed.Page, error) {
+	reader := f.reader
 	hidden, err := s.timeline.Hidden(ctx, reader)
 	if err != nil {
 		return feed.Page{}, fmt.Errorf("ranked: hidden of %d: %w", reader, err)
+	}
+	shown := func(author int64) bool { return !hidden.InFeed(author) } // InFeed: kept out of it
+	if f.list != 0 {
+		members, err := s.timeline.ListMemberIDs(ctx, reader, f.list)
+		if err != nil {
+			return feed.Page{}, fmt.Errorf("ranked: members of list %d: %w", f.list, err)
+		}
+		in := make(map[int64]bool, len(members))
+		for _, m := range members {
+			in[m] = true
+		}
+		shown = func(author int64) bool { return in[author] && !hidden.InList(author) }
 	}
 	var pg feed.Page
 	next := index
@@ -324,7 +375,7 @@ func (s *Service) page(ctx context.Context, reader, snap int64, ids []int64, ind
 				break
 			}
 			next++
-			if p, ok := byID[id]; ok && !hidden.InFeed(p.AuthorID) { // InFeed: kept out of it
+			if p, ok := byID[id]; ok && shown(p.AuthorID) {
 				pg.Posts = append(pg.Posts, p)
 			}
 		}

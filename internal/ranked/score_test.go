@@ -65,16 +65,16 @@ func TestPoolRecord(t *testing.T) {
 	at := time.UnixMilli(1_800_000_000_123)
 	for _, p := range []pool{
 		{gathered: at, affinity: map[int64]int{}},
-		{gathered: at, cands: []candidate{{id: 3, author: 7, weight: 1}, {id: -(1 << 40), author: 8, weight: 0.25}},
+		{gathered: at, members: 12345, cands: []candidate{{id: 3, author: 7, weight: 1}, {id: -(1 << 40), author: 8, weight: 0.25}},
 			affinity: map[int64]int{7: 3, 1 << 50: 100}},
 	} {
 		got, ok := decodePool(p.encode())
-		if !ok || !got.gathered.Equal(p.gathered) || !slices.Equal(got.cands, p.cands) || !maps.Equal(got.affinity, p.affinity) {
+		if !ok || !got.gathered.Equal(p.gathered) || got.members != p.members || !slices.Equal(got.cands, p.cands) || !maps.Equal(got.affinity, p.affinity) {
 			t.Errorf("decodePool(encode(%+v)) = %+v, %v", p, got, ok)
 		}
 	}
 	good := pool{gathered: at, cands: []candidate{{id: 3, author: 7, weight: 1}}, affinity: map[int64]int{7: 1}}.encode()
-	for _, bad := range []string{"", good[:11], good[:len(good)-1], good[:12+candidateBytes-1]} {
+	for _, bad := range []string{"", good[:19], good[:len(good)-1], good[:20+candidateBytes-1]} {
 		if p, ok := decodePool(bad); ok {
 			t.Errorf("decodePool(%q) = %+v, true; want false", bad, p)
 		}

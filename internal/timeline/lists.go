@@ -159,3 +159,9 @@ func (s *Service) warmHeads(ctx context.Context, authors []int64) {
 		}
 	}
 }
+
+// ListMemberIDs returns the members of reader's list id; ENOTFOUND for no
+// such list.
+func (s *Service) ListMemberIDs(ctx context.Context, reader, list int64) ([]int64, error) {
+	return s.store.ListMembers(ctx, reader, list, 0, feed.MaxListMembers)
+}
