@@ -32,12 +32,12 @@ import (
 type Kind string
 
 const (
-	User    Kind = "user"
-	Profile Kind = "profile"
-	Marker  Kind = "marker"
-	Follow  Kind = "follow"
-	Mute    Kind = "mute"
-	Block   Kind = "block"
+	User       Kind = "user"
+	Profile    Kind = "profile"
+	Marker     Kind = "marker"
+	Follow     Kind = "follow"
+	Mute       Kind = "mute"
+	Block      Kind = "block"
 	Post       Kind = "post"
 	Like       Kind = "like"
 	List       Kind = "list"

@@ -3,8 +3,8 @@ package ranked
 import (
 	"context"
 	"encoding/binary"
-	"hash/fnv"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"time"
 
