@@ -28,7 +28,7 @@ func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (feed.Follo
 			foreign = append(foreign, e[1])
 		}
 	}
-	live, err := s.liveOn(ctx, foreign)
+	live, err := s.liveOn(ctx, sortedUnique(foreign))
 	if err != nil {
 		return feed.FollowImport{}, fmt.Errorf("shards: import %d follows: %w", len(edges), err)
 	}
@@ -54,12 +54,13 @@ func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (feed.Follo
 		res.Followees = append(res.Followees, r.Followees...)
 		// Every edge to another shard is synced, new or not: a re-run
 		// repairs the mirrors of a run cut short before its syncs.
+		var others []sqlstore.Sync
 		for _, e := range part {
 			if s.m.Of(e[1]) != k {
-				syncs = append(syncs, sqlstore.Sync{Kind: sqlstore.SyncFollow, A: e[0], B: e[1]})
+				others = append(others, sqlstore.Sync{Kind: sqlstore.SyncFollow, A: e[0], B: e[1]})
 			}
 		}
-		if err := s.syncNow(ctx, k, syncs); err != nil {
+		if err := s.syncNow(ctx, k, syncs, others); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -86,7 +87,7 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 			foreign = append(foreign, l[0])
 		}
 	}
-	live, err := s.liveOn(ctx, foreign)
+	live, err := s.liveOn(ctx, sortedUnique(foreign))
 	if err != nil {
 		return feed.LikeImport{}, fmt.Errorf("shards: import %d likes: %w", len(likes), err)
 	}
@@ -97,8 +98,9 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 			part[j] = likes[i]
 		}
 		var r feed.LikeImport
+		var syncs []sqlstore.Sync
 		err := s.write(ctx, k, func(st *sqlstore.Store) (err error) {
-			r, err = st.ImportLikesOn(ctx, s.home(k), part, live)
+			r, syncs, err = st.ImportLikesOn(ctx, s.home(k), part, live)
 			return err
 		})
 		if err != nil {
@@ -111,13 +113,13 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 		maps.Copy(res.Deltas, r.Deltas)
 		maps.Copy(res.Tallies, r.Tallies)
 		res.Users = append(res.Users, r.Users...)
-		var syncs []sqlstore.Sync
+		var others []sqlstore.Sync
 		for j, l := range part {
 			if s.m.Of(l[0]) != k && r.Outcomes[j] == feed.Imported {
-				syncs = append(syncs, sqlstore.Sync{Kind: sqlstore.SyncLike, A: l[0], B: l[1]})
+				others = append(others, sqlstore.Sync{Kind: sqlstore.SyncLike, A: l[0], B: l[1]})
 			}
 		}
-		if err := s.syncNow(ctx, k, syncs); err != nil {
+		if err := s.syncNow(ctx, k, syncs, others); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -128,22 +130,35 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 	return res, nil
 }
 
-// syncNow syncs the mirrors of syncs, truth on shard k, whether or not
-// they are journaled, and deletes the journal rows a write left for them.
-func (s *Store) syncNow(ctx context.Context, k int, syncs []sqlstore.Sync) error {
+// syncNow syncs the mirrors of journaled, the journal rows a write on
+// shard k wrote (with their Due), and of others, the rest of the pairs it
+// names, whether or not they have journal rows; and deletes the rows
+// that no write moved since. Only others' rows are looked up: a first
+// import's batch journaled every pair it syncs, and reading its thousands
+// of rows back cost a statement per thousand for nothing.
+func (s *Store) syncNow(ctx context.Context, k int, journaled, others []sqlstore.Sync) error {
+	key := func(y sqlstore.Sync) [3]int64 { return [3]int64{int64(y.Kind), y.A, y.B} }
+	known := make(map[[3]int64]bool, len(journaled))
+	for _, y := range journaled {
+		known[key(y)] = true
+	}
+	others = slices.DeleteFunc(others, func(y sqlstore.Sync) bool { return known[key(y)] })
+	if len(others) > 0 {
+		pending, err := s.Shard(k).PendingSyncs(ctx, others)
+		if err != nil {
+			return err
+		}
+		due := map[[3]int64]int64{}
+		for _, y := range pending {
+			due[key(y)] = y.Due
+		}
+		for i, y := range others {
+			others[i].Due = due[key(y)]
+		}
+	}
+	syncs := slices.Concat(journaled, others)
 	if len(syncs) == 0 {
 		return nil
-	}
-	pending, err := s.Shard(k).PendingSyncs(ctx, syncs)
-	if err != nil {
-		return err
-	}
-	due := map[[3]int64]int64{}
-	for _, y := range pending {
-		due[[3]int64{int64(y.Kind), y.A, y.B}] = y.Due
-	}
-	for i, y := range syncs {
-		syncs[i].Due = due[[3]int64{int64(y.Kind), y.A, y.B}]
 	}
 	return s.runSyncs(ctx, k, syncs)
 }
