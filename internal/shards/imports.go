@@ -54,13 +54,13 @@ func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (feed.Follo
 		res.Followees = append(res.Followees, r.Followees...)
 		// Every edge to another shard is synced, new or not: a re-run
 		// repairs the mirrors of a run cut short before its syncs.
-		var others []sqlstore.Sync
+		var pairs []sqlstore.Sync
 		for _, e := range part {
 			if s.m.Of(e[1]) != k {
-				others = append(others, sqlstore.Sync{Kind: sqlstore.SyncFollow, A: e[0], B: e[1]})
+				pairs = append(pairs, sqlstore.Sync{Kind: sqlstore.SyncFollow, A: e[0], B: e[1]})
 			}
 		}
-		if err := s.syncNow(ctx, k, syncs, others); err != nil {
+		if err := s.syncNow(ctx, k, syncs, pairs); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -113,13 +113,13 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 		maps.Copy(res.Deltas, r.Deltas)
 		maps.Copy(res.Tallies, r.Tallies)
 		res.Users = append(res.Users, r.Users...)
-		var others []sqlstore.Sync
+		var pairs []sqlstore.Sync
 		for j, l := range part {
 			if s.m.Of(l[0]) != k && r.Outcomes[j] == feed.Imported {
-				others = append(others, sqlstore.Sync{Kind: sqlstore.SyncLike, A: l[0], B: l[1]})
+				pairs = append(pairs, sqlstore.Sync{Kind: sqlstore.SyncLike, A: l[0], B: l[1]})
 			}
 		}
-		if err := s.syncNow(ctx, k, syncs, others); err != nil {
+		if err := s.syncNow(ctx, k, syncs, pairs); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -130,37 +130,30 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 	return res, nil
 }
 
-// syncNow syncs the mirrors of journaled, the journal rows a write on
-// shard k wrote (with their Due), and of others, the rest of the pairs it
-// names, whether or not they have journal rows; and deletes the rows
-// that no write moved since. Only others' rows are looked up: a first
-// import's batch journaled every pair it syncs, and reading its thousands
-// of rows back cost a statement per thousand for nothing.
-func (s *Store) syncNow(ctx context.Context, k int, journaled, others []sqlstore.Sync) error {
-	key := func(y sqlstore.Sync) [3]int64 { return [3]int64{int64(y.Kind), y.A, y.B} }
-	known := make(map[[3]int64]bool, len(journaled))
-	for _, y := range journaled {
-		known[key(y)] = true
-	}
-	others = slices.DeleteFunc(others, func(y sqlstore.Sync) bool { return known[key(y)] })
-	if len(others) > 0 {
-		pending, err := s.Shard(k).PendingSyncs(ctx, others)
+// syncNow syncs pairs, the pairs of a write on shard k to other shards,
+// whether or not they are journaled, and then deletes journaled, the
+// whole rows the write journaled for them (with their Due): an import's
+// batch writes one per user, and needs no reading back. A write that
+// journaled nothing (a re-run, or likes that met rows of theirs) looks
+// its pairs' own rows up, to delete those it synced.
+func (s *Store) syncNow(ctx context.Context, k int, journaled, pairs []sqlstore.Sync) error {
+	if len(journaled) == 0 && len(pairs) > 0 {
+		pending, err := s.Shard(k).PendingSyncs(ctx, pairs)
 		if err != nil {
 			return err
 		}
 		due := map[[3]int64]int64{}
 		for _, y := range pending {
-			due[key(y)] = y.Due
+			due[syncKey(y)] = y.Due
 		}
-		for i, y := range others {
-			others[i].Due = due[key(y)]
+		for i, y := range pairs {
+			pairs[i].Due = due[syncKey(y)]
 		}
 	}
-	syncs := slices.Concat(journaled, others)
-	if len(syncs) == 0 {
+	if len(pairs) == 0 && len(journaled) == 0 {
 		return nil
 	}
-	return s.runSyncs(ctx, k, syncs)
+	return s.syncPairs(ctx, k, pairs, journaled)
 }
 
 func sortedUnique(ids []int64) []int64 {

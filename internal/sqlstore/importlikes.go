@@ -28,8 +28,10 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 // ImportLikesOn is ImportLikes on home, the shard of every like's post:
 // foreign tells which users of other shards exist (the caller asked their
 // shards), and their likes are journaled for their mirrors on the users'
-// shards. It returns the journal rows it wrote with their Due, when it
-// knows them (the batch went in whole), for the caller to sync.
+// shards, one whole row per user (SyncLikesOf) when the batch goes in
+// whole, which it returns with their Due for the caller to sync the likes
+// and then delete the rows (a batch that met rows of some of its pairs
+// journals each pair, ApplyLikes' way, and returns none).
 func (s *Store) ImportLikesOn(ctx context.Context, home Shard, likes [][2]int64, foreign map[int64]bool) (feed.LikeImport, []Sync, error) {
 	res := feed.LikeImport{Outcomes: make([]feed.ImportOutcome, len(likes))}
 	var users, posts []int64
@@ -183,9 +185,10 @@ func (s *Store) insertLikes(ctx context.Context, home Shard, evs []feed.LikeEven
 		default:
 			return errMixedLikes
 		}
-		for _, ev := range evs {
-			if !home.Holds(ev.User) {
-				syncs = append(syncs, Sync{Kind: SyncLike, A: ev.User, B: ev.Post})
+		token := WholeToken()
+		for _, ev := range evs { // by user: one row each
+			if !home.Holds(ev.User) && (len(syncs) == 0 || syncs[len(syncs)-1].A != ev.User) {
+				syncs = append(syncs, Sync{Kind: SyncLikesOf, A: ev.User, B: token})
 			}
 		}
 		if err := s.journal(ctx, tx, syncs); err != nil {

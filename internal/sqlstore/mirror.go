@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -42,7 +44,27 @@ const (
 	// shard (the likes row and the post's count); mirror (the same likes
 	// row) on the user's, for the user's lists.
 	SyncLike SyncKind = 3
+	// SyncFollowsOf: every edge from user A to users of other shards;
+	// B tells apart the rows of two writers (a batch's random token). An
+	// import journals its batch this way, one row per follower instead of
+	// one per edge: a row costs its insert and delete, a third of a
+	// sharded import's work when each edge had one. The writer syncs its
+	// own edges and deletes its row; a repairer that claims a row syncs
+	// all of A's edges out of the shard (ExpandSyncs).
+	SyncFollowsOf SyncKind = 4
+	// SyncLikesOf: every like by user A, who lives on another shard, of
+	// this shard's posts; B as in SyncFollowsOf. An import's likers.
+	SyncLikesOf SyncKind = 5
 )
+
+// Whole reports whether y stands for all of a user's pairs of its kind
+// (SyncFollowsOf, SyncLikesOf) rather than for one pair.
+func (y Sync) Whole() bool { return y.Kind == SyncFollowsOf || y.Kind == SyncLikesOf }
+
+// WholeToken returns a B for the whole rows of one write: random, so that
+// two writers of the same user journal two rows, and each deletes its
+// own only after syncing its own pairs.
+func WholeToken() int64 { return rand.Int64N(math.MaxInt64-1) + 1 }
 
 // Sync is one journal row: the pair whose mirror may lag its truth.
 type Sync struct {
@@ -53,9 +75,10 @@ type Sync struct {
 	Due int64
 }
 
-// MirrorUser is the user whose shard holds the mirror.
+// MirrorUser is the user whose shard holds the mirror of a pair's sync
+// (not Whole: ExpandSyncs turns those into pairs).
 func (y Sync) MirrorUser() int64 {
-	if y.Kind == SyncLike {
+	if y.Kind == SyncLike || y.Kind == SyncLikesOf {
 		return y.A
 	}
 	return y.B
@@ -318,6 +341,50 @@ func (s *Store) SyncMirror(ctx context.Context, truth *Store, syncs []Sync) (orp
 		orphans = append(orphans, o...)
 	}
 	return orphans, nil
+}
+
+// ExpandSyncs returns the pair syncs that whole journal rows (Sync.Whole)
+// of this shard, home, stand for: every row of their users here whose
+// mirror lives on another shard (a follower's edges, a liker's likes of
+// this shard's posts), as it stands now. The pairs have no Due: their
+// rows are the whole rows, which the caller deletes once they are synced.
+func (s *Store) ExpandSyncs(ctx context.Context, home Shard, whole []Sync) ([]Sync, error) {
+	var out []Sync
+	for _, k := range []struct {
+		kind, pair SyncKind
+		query      string
+	}{
+		{SyncFollowsOf, SyncFollow, "SELECT follower_id, followee_id FROM follows WHERE follower_id IN ("},
+		{SyncLikesOf, SyncLike, "SELECT user_id, post_id FROM likes WHERE user_id IN ("},
+	} {
+		var users []int64
+		for _, y := range whole {
+			if y.Kind == k.kind {
+				users = append(users, y.A)
+			}
+		}
+		slices.Sort(users)
+		for _, chunk := range idChunks(slices.Compact(users)) {
+			rows, err := s.db.QueryContext(ctx, k.query+placeholders(len(chunk))+")", chunk...)
+			if err != nil {
+				return nil, fmt.Errorf("sqlstore: expand %d journal rows: %w", len(chunk), err)
+			}
+			for rows.Next() {
+				y := Sync{Kind: k.pair}
+				if err := rows.Scan(&y.A, &y.B); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("sqlstore: expand journal rows: %w", err)
+				}
+				if !home.Holds(y.MirrorUser()) {
+					out = append(out, y)
+				}
+			}
+			if err := closeRows(rows); err != nil {
+				return nil, fmt.Errorf("sqlstore: expand journal rows: %w", err)
+			}
+		}
+	}
+	return out, nil
 }
 
 // edgeTable is where a kind of edge lives: its table, its columns, and
