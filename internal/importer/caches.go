@@ -14,9 +14,6 @@ import (
 // and a batch may drop thousands of inboxes.
 const cacheCalls = 16
 
-// followersPage is how many followers of an author one read returns.
-const followersPage = 1000
-
 // cacheBatch is how many entries one pipelined cache call names, for the
 // caches that take many in one round trip (rediscache's DropInboxes,
 // DropUsersLikes and SettleLikes).
@@ -135,34 +132,26 @@ func (r *run) authorsPosted(ctx context.Context, authors []int64) {
 	if r.caches.Inboxes == nil {
 		return
 	}
-	// One author at a time, a page of followers at a time, dropped
-	// cacheBatch readers at a time: memory stays bounded however many
-	// followers an author has, and a pipeline names many authors'
-	// followers (a reader once, though it follows several of them).
+	// The followers as their rows stream in, dropped cacheBatch readers
+	// at a time: memory stays bounded however many followers the
+	// authors have, and a pipeline names many authors' followers (a
+	// reader once, though it follows several of them).
 	var readers []int64
 	flush := func() {
 		slices.Sort(readers)
 		r.dropInboxes(ctx, slices.Compact(readers))
 		readers = readers[:0]
 	}
-	for _, a := range authors {
-		for after := int64(0); ; {
-			page, err := r.store.Followers(ctx, a, after, followersPage)
-			if err != nil {
-				r.cacheErrs.Add(1)
-				r.opts.Logger.Warn("the followers of an author with imported posts could not be read; their inboxes stay stale until they expire", "author", a, "err", err)
-				break
-			}
-			if readers = append(readers, page...); len(readers) >= cacheCalls*cacheBatch {
-				flush()
-			}
-			if len(page) < followersPage {
-				break
-			}
-			after = page[len(page)-1]
+	err := r.store.EachFollower(ctx, authors, func(follower int64) {
+		if readers = append(readers, follower); len(readers) >= cacheCalls*cacheBatch {
+			flush()
 		}
-	}
+	})
 	flush()
+	if err != nil {
+		r.cacheErrs.Add(1)
+		r.opts.Logger.Warn("the followers of authors with imported posts could not be read; their inboxes stay stale until they expire", "authors", len(authors), "err", err)
+	}
 }
 
 // likesChanged puts SQL's new tallies under the cached counters of the

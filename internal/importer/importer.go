@@ -70,7 +70,7 @@ type Store interface {
 	Users(ctx context.Context, ids []int64) (map[int64]feed.User, error)
 	PostIDsByExternalID(ctx context.Context, keys []feed.ExternalKey) (map[feed.ExternalKey]int64, error)
 	ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImport, error)
-	Followers(ctx context.Context, user, after int64, n int) ([]int64, error)
+	EachFollower(ctx context.Context, authors []int64, fn func(follower int64)) error
 	MarkPulled(ctx context.Context, high int64) (int64, error)
 	MarkFeedStale(ctx context.Context, user int64) error
 }

@@ -2,6 +2,7 @@ package shards_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -148,5 +149,25 @@ func TestImportCutShortIsRepaired(t *testing.T) {
 			t.Errorf("%d journal rows left", n)
 		}
 		checkExact(t, s)
+	})
+}
+
+// EachFollower names every follower of each author, whichever shard the
+// follower lives on (the import's inbox drops read it).
+func TestEachFollowerAcrossShards(t *testing.T) {
+	backends(t, func(t *testing.T, s *shards.Store) {
+		ctx := context.Background()
+		createUsers(t, s, 100, 101, 102, 103)
+		if _, err := s.ImportFollows(ctx, [][2]int64{{101, 100}, {102, 100}, {103, 100}, {100, 101}, {102, 101}, {100, 102}}); err != nil {
+			t.Fatal(err)
+		}
+		got := map[int64]int{}
+		if err := s.EachFollower(ctx, []int64{100, 101, 103}, func(f int64) { got[f]++ }); err != nil {
+			t.Fatal(err)
+		}
+		// 102 follows both 100 and 101: once for each.
+		if want := map[int64]int{101: 1, 102: 2, 103: 1, 100: 1}; !maps.Equal(got, want) {
+			t.Errorf("followers %v; want %v", got, want)
+		}
 	})
 }
