@@ -7,7 +7,11 @@
 #
 #   scripts/shard-bench.sh setup    start the second server, size both
 #   scripts/shard-bench.sh import   feedd import of a 25,000-user graph's files into
-#                                   fresh databases, one then sharded, twice
+#                                   fresh databases, one then sharded, twice; with
+#                                   BEFORE=<another feedd binary>, each round runs
+#                                   that build's pair first, then FEEDD's; with
+#                                   WITH_REDIS=1, the imports correct Redis database 9
+#                                   (emptied before each), as a deployment's would
 #   scripts/shard-bench.sh graph    the 1M graph into feedd_b1 (one) and feedd_b4 (sharded)
 #   ROUNDS="1 2" scripts/shard-bench.sh run
 #                                   feedd bench run on each, alternated, per round:
@@ -51,15 +55,20 @@ setup)
 import)
   [[ -f $DIR/g25/likes.jsonl ]] || "$F" bench graph --jsonl "$DIR/g25" --users 25000 --out "$DIR/g25.json"
   for round in 1 2; do
-    for how in one four; do
-      drop feedd_imp
-      if [[ $how == one ]]; then mariadb -uroot -e "CREATE DATABASE feedd_imp CHARACTER SET utf8mb4"; fi
-      env $($how feedd_imp) "$F" migrate >/dev/null
-      echo "== import into $how, round $round"
-      # No Redis: nothing cached to correct, as in docs/performance.md's Importing.
-      env -u FEEDD_REDIS_URL -u FEEDD_AMQP_URL $($how feedd_imp) /usr/bin/time -f "wall %e s, peak RSS %M KiB" \
-        "$F" import --users "$DIR/g25/users.jsonl" --follows "$DIR/g25/follows.jsonl" \
-        --posts "$DIR/g25/posts.jsonl" --likes "$DIR/g25/likes.jsonl" 2>&1 | grep -v '\[' || true
+    for bin in ${BEFORE:+"$BEFORE"} "$F"; do
+      for how in one four; do
+        drop feedd_imp
+        if [[ $how == one ]]; then mariadb -uroot -e "CREATE DATABASE feedd_imp CHARACTER SET utf8mb4"; fi
+        env $($how feedd_imp) "$bin" migrate >/dev/null
+        echo "== import into $how, round $round, $bin${WITH_REDIS:+, with Redis}"
+        # By default no Redis: nothing cached to correct, as in
+        # docs/performance.md's Importing.
+        unset=(-u FEEDD_REDIS_URL)
+        if [[ -n ${WITH_REDIS:-} ]]; then unset=() && redis-cli -n 9 flushdb >/dev/null; fi
+        env "${unset[@]}" -u FEEDD_AMQP_URL $($how feedd_imp) /usr/bin/time -f "wall %e s, peak RSS %M KiB" \
+          "$bin" import --users "$DIR/g25/users.jsonl" --follows "$DIR/g25/follows.jsonl" \
+          --posts "$DIR/g25/posts.jsonl" --likes "$DIR/g25/likes.jsonl" 2>&1 | grep -v '\[' || true
+      done
     done
   done
   drop feedd_imp

@@ -2,6 +2,8 @@ package importer
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/feedd/feedd/internal/feed"
@@ -12,8 +14,22 @@ import (
 // and a batch may drop thousands of inboxes.
 const cacheCalls = 16
 
-// followersPage is how many followers of an author one read returns.
-const followersPage = 1000
+// cacheBatch is how many entries one pipelined cache call names, for the
+// caches that take many in one round trip (rediscache's DropInboxes,
+// DropUsersLikes and SettleLikes).
+const cacheBatch = 1000
+
+// inboxesDropper is a cache that drops many inboxes in one round trip
+// and says which it could not; the others are called an inbox at a time.
+type inboxesDropper interface {
+	DropInboxes(ctx context.Context, readers []int64) (failed []int64, err error)
+}
+
+// likesDropper is a like cache that drops the sets of many users in one
+// round trip.
+type likesDropper interface {
+	DropUsersLikes(ctx context.Context, users []int64) error
+}
 
 // each runs fn on every id, cacheCalls at a time, and counts failures:
 // a cache entry that stays is stale until it expires, which the summary
@@ -42,21 +58,67 @@ func (r *run) each(ctx context.Context, ids []int64, fn func(ctx context.Context
 	wg.Wait()
 }
 
-// dropInboxes drops the inboxes of readers whose feeds changed. A reader
-// whose inbox the cache would not drop is marked stale in SQL instead, and
-// the serving processes reset its feed once the cache answers again
-// (timeline's stale.go): reads renew an inbox's ttl, so waiting for it to
-// expire could take for ever.
+// eachChunk is each over chunks of up to cacheBatch ids, fn reporting
+// how many of its chunk's entries failed.
+func (r *run) eachChunk(ctx context.Context, ids []int64, fn func(ctx context.Context, chunk []int64) (int, error)) {
+	chunks := slices.Collect(slices.Chunk(ids, cacheBatch))
+	var wg sync.WaitGroup
+	work := make(chan []int64)
+	for range min(cacheCalls, len(chunks)) {
+		wg.Go(func() {
+			for chunk := range work {
+				if n, err := fn(ctx, chunk); err != nil && n > 0 {
+					if r.cacheErrs.Add(int64(n)) == int64(n) {
+						r.opts.Logger.Warn("a cache entry could not be dropped; it stays stale until it expires", "err", err)
+					}
+				}
+			}
+		})
+	}
+	for _, chunk := range chunks {
+		work <- chunk
+	}
+	close(work)
+	wg.Wait()
+}
+
+// dropInboxes drops the inboxes of readers whose feeds changed, a
+// pipeline of cacheBatch readers at a time where the cache has one. A
+// reader whose inbox the cache would not drop is marked stale in SQL
+// instead, and the serving processes reset its feed once the cache
+// answers again (timeline's stale.go): reads renew an inbox's ttl, so
+// waiting for it to expire could take for ever.
 func (r *run) dropInboxes(ctx context.Context, readers []int64) {
-	if r.caches.Inboxes == nil {
+	if r.caches.Inboxes != nil {
+		r.dropFrom(ctx, r.caches.Inboxes, readers, r.store.MarkFeedStale)
+	}
+}
+
+// dropFrom drops the inboxes of ids from inboxes, a pipeline of
+// cacheBatch at a time where the cache has one, and calls failed (if not
+// nil) with each id whose inbox stayed: an id it does not see to (nil, or
+// an error) counts as a cache error.
+func (r *run) dropFrom(ctx context.Context, inboxes feed.Inboxes, ids []int64, failed func(ctx context.Context, id int64) error) {
+	left := func(ctx context.Context, id int64) bool { return failed == nil || failed(ctx, id) != nil }
+	many, ok := inboxes.(inboxesDropper)
+	if !ok {
+		r.each(ctx, ids, func(ctx context.Context, id int64) error {
+			if err := inboxes.DropInbox(ctx, id); err != nil && left(ctx, id) {
+				return err
+			}
+			return nil
+		})
 		return
 	}
-	r.each(ctx, readers, func(ctx context.Context, reader int64) error {
-		err := r.caches.Inboxes.DropInbox(ctx, reader)
-		if err != nil && r.store.MarkFeedStale(ctx, reader) == nil {
-			return nil
+	r.eachChunk(ctx, ids, func(ctx context.Context, chunk []int64) (int, error) {
+		stayed, err := many.DropInboxes(ctx, chunk)
+		n := 0
+		for _, id := range stayed {
+			if left(ctx, id) {
+				n++
+			}
 		}
-		return err
+		return n, err
 	})
 }
 
@@ -65,27 +127,30 @@ func (r *run) dropInboxes(ctx context.Context, readers []int64) {
 // which hold their newest posts and say nothing of older ones.
 func (r *run) authorsPosted(ctx context.Context, authors []int64) {
 	if r.caches.AuthorLists != nil {
-		r.each(ctx, authors, r.caches.AuthorLists.DropInbox)
+		r.dropFrom(ctx, r.caches.AuthorLists, authors, nil)
 	}
 	if r.caches.Inboxes == nil {
 		return
 	}
-	// One author at a time, a page of followers at a time: memory stays
-	// bounded however many followers an author has.
-	for _, a := range authors {
-		for after := int64(0); ; {
-			page, err := r.store.Followers(ctx, a, after, followersPage)
-			if err != nil {
-				r.cacheErrs.Add(1)
-				r.opts.Logger.Warn("the followers of an author with imported posts could not be read; their inboxes stay stale until they expire", "author", a, "err", err)
-				break
-			}
-			r.dropInboxes(ctx, page)
-			if len(page) < followersPage {
-				break
-			}
-			after = page[len(page)-1]
+	// The followers as their rows stream in, dropped cacheBatch readers
+	// at a time: memory stays bounded however many followers the
+	// authors have, and a pipeline names many authors' followers (a
+	// reader once, though it follows several of them).
+	var readers []int64
+	flush := func() {
+		slices.Sort(readers)
+		r.dropInboxes(ctx, slices.Compact(readers))
+		readers = readers[:0]
+	}
+	err := r.store.EachFollower(ctx, authors, func(follower int64) {
+		if readers = append(readers, follower); len(readers) >= cacheCalls*cacheBatch {
+			flush()
 		}
+	})
+	flush()
+	if err != nil {
+		r.cacheErrs.Add(1)
+		r.opts.Logger.Warn("the followers of authors with imported posts could not be read; their inboxes stay stale until they expire", "authors", len(authors), "err", err)
 	}
 }
 
@@ -98,18 +163,28 @@ func (r *run) likesChanged(ctx context.Context, res feed.LikeImport) {
 	if r.caches.Likes == nil {
 		return
 	}
-	posts := make([]int64, 0, len(res.Tallies))
-	for p := range res.Tallies {
-		posts = append(posts, p)
-	}
-	r.each(ctx, posts, func(ctx context.Context, post int64) error {
-		return r.caches.Likes.SettleLikes(ctx, map[int64]feed.LikeTally{post: res.Tallies[post]}, nil, r.caches.LikeCountTTL)
+	// SettleLikes takes many posts in one call (rediscache: one
+	// pipeline): cacheBatch a call.
+	posts := slices.Sorted(maps.Keys(res.Tallies))
+	r.eachChunk(ctx, posts, func(ctx context.Context, chunk []int64) (int, error) {
+		tallies := make(map[int64]feed.LikeTally, len(chunk))
+		for _, p := range chunk {
+			tallies[p] = res.Tallies[p]
+		}
+		return len(chunk), r.caches.Likes.SettleLikes(ctx, tallies, nil, r.caches.LikeCountTTL)
 	})
-	if res.Liked > 0 {
-		r.each(ctx, res.Users, func(ctx context.Context, user int64) error {
-			return r.caches.Likes.DropLikes(ctx, user, 0)
-		})
+	if res.Liked == 0 {
+		return
 	}
+	if many, ok := r.caches.Likes.(likesDropper); ok {
+		r.eachChunk(ctx, res.Users, func(ctx context.Context, chunk []int64) (int, error) {
+			return len(chunk), many.DropUsersLikes(ctx, chunk)
+		})
+		return
+	}
+	r.each(ctx, res.Users, func(ctx context.Context, user int64) error {
+		return r.caches.Likes.DropLikes(ctx, user, 0)
+	})
 }
 
 // newModesEpoch makes every reader's cached list of pulled followees

@@ -77,7 +77,7 @@ type Store interface {
 	// A list keeps its id; its members are added one by one, idempotently.
 	CreateList(ctx context.Context, l feed.List) (feed.List, error)
 	AddListMember(ctx context.Context, owner, id, member int64) (bool, error)
-	Followers(ctx context.Context, user, after int64, n int) ([]int64, error)
+	EachFollower(ctx context.Context, authors []int64, fn func(follower int64)) error
 	MarkPulled(ctx context.Context, high int64) (int64, error)
 	MarkFeedStale(ctx context.Context, user int64) error
 }

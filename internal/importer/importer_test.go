@@ -1,18 +1,24 @@
 package importer_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/importer"
 	"github.com/feedd/feedd/internal/inmemcache"
+	"github.com/feedd/feedd/internal/rediscache"
 	"github.com/feedd/feedd/internal/sqlstore"
 	"github.com/feedd/feedd/internal/testenv"
 )
@@ -112,106 +118,155 @@ func counts(sum importer.Summary) map[importer.Kind]importer.Counts {
 	return out
 }
 
+// importCache is what testImport reads and primes of a cache, besides
+// what the import corrects.
+type importCache interface {
+	feed.Inboxes
+	feed.KV
+	importer.LikeCounters
+	FillLikeCounts(ctx context.Context, tallies map[int64]feed.LikeTally, ttl time.Duration) error
+	LikeStates(ctx context.Context, reader int64, posts []int64, postTimes []time.Time, counted []int64, ttl time.Duration) (feed.LikeStates, error)
+}
+
 func TestImport(t *testing.T) {
 	stores(t, func(t *testing.T, s *sqlstore.Store) {
-		ctx := t.Context()
 		cache := inmemcache.New(inmemcache.Options{})
 		t.Cleanup(func() { cache.Close() })
-		// Readers with inboxes, and a cached like counter, before the
-		// import: the import must not leave them stale.
-		for _, r := range []int64{1, 2, 3, 4} {
-			if err := cache.FillInbox(ctx, r, nil, true, time.Hour); err != nil {
-				t.Fatal(err)
-			}
-		}
-		caches := importer.Caches{Inboxes: cache, Likes: cache, KV: cache, InboxTTL: time.Hour, LikeCountTTL: time.Hour}
-		var bad strings.Builder
-		// The kinds in the wrong order: the run takes them in its own.
-		sum, err := importer.Run(ctx, s, caches, importer.Options{Bad: &bad, Batch: 3},
-			sources(importer.Likes, importer.Posts, importer.Follows, importer.Users))
-		if !errors.Is(err, importer.ErrSkipped) {
-			t.Fatalf("Run: %v; want ErrSkipped", err)
-		}
-		want := map[importer.Kind]importer.Counts{
-			importer.Users:   {Read: 7, Imported: 4, Skipped: 3},
-			importer.Follows: {Read: 7, Imported: 4, Unchanged: 1, Skipped: 2},
-			importer.Posts:   {Read: 8, Imported: 4, Skipped: 4},
-			importer.Likes:   {Read: 7, Imported: 4, Unchanged: 1, Skipped: 2},
-		}
-		if got := counts(sum); !equal(got, want) {
-			t.Errorf("summary %v; want %v", got, want)
-		}
-		for _, line := range []string{
-			"users.jsonl:5: name is required",
-			"users.jsonl:6: \"-6\" is not a user id",
-			"users.jsonl:7: malformed JSON",
-			"follows.jsonl:6: unknown user: 4 or 99 does not exist",
-			"follows.jsonl:7: a user cannot follow themselves",
-			"posts.jsonl:5: unknown user: author 99 does not exist",
-			"posts.jsonl:6: content is required",
-			"posts.jsonl:7: created_at 1999-01-01T00:00:00Z is outside",
-			"posts.jsonl:8: data must be a JSON object, not an array",
-			"likes.jsonl:6: unknown post: author 3 has no post \"nope\"",
-			"likes.jsonl:7: unknown user: 98 does not exist",
-		} {
-			if !strings.Contains(bad.String(), line) {
-				t.Errorf("bad lines lack %q; got:\n%s", line, bad.String())
-			}
-		}
-		if n := strings.Count(bad.String(), "\n"); n != 11 {
-			t.Errorf("%d bad lines reported; want 11:\n%s", n, bad.String())
-		}
-		checkStore(t, s)
-		// The inboxes of the readers whose feeds changed are gone: 1, 2
-		// and 4 follow someone new (and 2 and 3, who have new posts, are
-		// followed by 1, 2 and 4). 3 follows no one: its inbox stays.
-		for r, dropped := range map[int64]bool{1: true, 2: true, 3: false, 4: true} {
-			if p, err := cache.InboxPage(ctx, r, 0, 10); err != nil || p.Exists == dropped {
-				t.Errorf("inbox of %d: exists %v, err %v; want it dropped: %v", r, p.Exists, err, dropped)
-			}
-		}
+		testImport(t, s, cache)
+	})
+}
 
-		// Again, the whole set: nothing changes.
-		bad.Reset()
-		sum, err = importer.Run(ctx, s, caches, importer.Options{Bad: &bad},
-			sources(importer.Users, importer.Follows, importer.Posts, importer.Likes))
-		if !errors.Is(err, importer.ErrSkipped) {
-			t.Fatalf("second Run: %v; want ErrSkipped", err)
+// TestImportRedis is TestImport's run with the deployment's Redis, whose
+// inboxes, counters and like sets the import corrects a pipeline at a
+// time (one store: the cache calls are the same whatever the SQL).
+func TestImportRedis(t *testing.T) {
+	ctx := t.Context()
+	opts, err := redis.ParseURL(cmp.Or(os.Getenv("FEEDD_TEST_REDIS_URL"), "redis://127.0.0.1:6379/1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { client.Close() })
+	if err := client.Ping(ctx).Err(); err != nil {
+		feedtest.Missing(t, "Redis at %s (FEEDD_TEST_REDIS_URL): %v", opts.Addr, err)
+	}
+	prefix := fmt.Sprintf("importtest%d:", time.Now().UnixNano())
+	t.Cleanup(func() {
+		keys, err := client.Keys(context.Background(), prefix+"*").Result()
+		if err == nil && len(keys) > 0 {
+			err = client.Del(context.Background(), keys...).Err()
 		}
-		want = map[importer.Kind]importer.Counts{
-			importer.Users:   {Read: 7, Unchanged: 4, Skipped: 3},
-			importer.Follows: {Read: 7, Unchanged: 5, Skipped: 2},
-			importer.Posts:   {Read: 8, Unchanged: 4, Skipped: 4},
-			importer.Likes:   {Read: 7, Unchanged: 5, Skipped: 2},
-		}
-		if got := counts(sum); !equal(got, want) {
-			t.Errorf("second summary %v; want %v", got, want)
-		}
-		checkStore(t, s)
-
-		// A cached like counter moves with the likes an import adds.
-		ids, err := s.PostIDsByExternalID(ctx, []feed.ExternalKey{{AuthorID: 3, ExternalID: "c-1"}})
 		if err != nil {
-			t.Fatal(err)
-		}
-		c1 := ids[feed.ExternalKey{AuthorID: 3, ExternalID: "c-1"}]
-		tallies, err := s.LikeTallies(ctx, []int64{c1})
-		if err != nil || tallies[c1].Count != 3 {
-			t.Fatalf("SQL's tally of c-1 before: %+v, %v; want a count of 3", tallies, err)
-		}
-		if err := cache.FillLikeCounts(ctx, tallies, time.Hour); err != nil {
-			t.Fatal(err)
-		}
-		_, err = importer.Run(ctx, s, caches, importer.Options{}, []importer.Source{{Kind: importer.Likes, Name: "more",
-			R: strings.NewReader(`{"user_id":"3","author_id":"3","external_id":"c-1"}` + "\n")}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := cache.LikeStates(ctx, 0, nil, nil, []int64{c1}, time.Hour)
-		if n, cached := st.Counts[c1]; err != nil || !cached || n != 4 {
-			t.Errorf("cached like count of c-1: %d (cached %v, err %v); want 4", n, cached, err)
+			t.Errorf("deleting the test's keys %s*: %v", prefix, err)
 		}
 	})
+	s, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "feedd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testImport(t, s, rediscache.New(client, rediscache.Options{Prefix: prefix}))
+}
+
+func testImport(t *testing.T, s *sqlstore.Store, cache importCache) {
+	ctx := t.Context()
+	// Readers with inboxes, and a cached like counter, before the
+	// import: the import must not leave them stale.
+	for _, r := range []int64{1, 2, 3, 4} {
+		if err := cache.FillInbox(ctx, r, nil, true, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	caches := importer.Caches{Inboxes: cache, Likes: cache, KV: cache, InboxTTL: time.Hour, LikeCountTTL: time.Hour}
+	var bad strings.Builder
+	// The kinds in the wrong order: the run takes them in its own.
+	sum, err := importer.Run(ctx, s, caches, importer.Options{Bad: &bad, Batch: 3},
+		sources(importer.Likes, importer.Posts, importer.Follows, importer.Users))
+	if !errors.Is(err, importer.ErrSkipped) {
+		t.Fatalf("Run: %v; want ErrSkipped", err)
+	}
+	want := map[importer.Kind]importer.Counts{
+		importer.Users:   {Read: 7, Imported: 4, Skipped: 3},
+		importer.Follows: {Read: 7, Imported: 4, Unchanged: 1, Skipped: 2},
+		importer.Posts:   {Read: 8, Imported: 4, Skipped: 4},
+		importer.Likes:   {Read: 7, Imported: 4, Unchanged: 1, Skipped: 2},
+	}
+	if got := counts(sum); !equal(got, want) {
+		t.Errorf("summary %v; want %v", got, want)
+	}
+	for _, line := range []string{
+		"users.jsonl:5: name is required",
+		"users.jsonl:6: \"-6\" is not a user id",
+		"users.jsonl:7: malformed JSON",
+		"follows.jsonl:6: unknown user: 4 or 99 does not exist",
+		"follows.jsonl:7: a user cannot follow themselves",
+		"posts.jsonl:5: unknown user: author 99 does not exist",
+		"posts.jsonl:6: content is required",
+		"posts.jsonl:7: created_at 1999-01-01T00:00:00Z is outside",
+		"posts.jsonl:8: data must be a JSON object, not an array",
+		"likes.jsonl:6: unknown post: author 3 has no post \"nope\"",
+		"likes.jsonl:7: unknown user: 98 does not exist",
+	} {
+		if !strings.Contains(bad.String(), line) {
+			t.Errorf("bad lines lack %q; got:\n%s", line, bad.String())
+		}
+	}
+	if n := strings.Count(bad.String(), "\n"); n != 11 {
+		t.Errorf("%d bad lines reported; want 11:\n%s", n, bad.String())
+	}
+	checkStore(t, s)
+	// The inboxes of the readers whose feeds changed are gone: 1, 2
+	// and 4 follow someone new (and 2 and 3, who have new posts, are
+	// followed by 1, 2 and 4). 3 follows no one: its inbox stays.
+	for r, dropped := range map[int64]bool{1: true, 2: true, 3: false, 4: true} {
+		if p, err := cache.InboxPage(ctx, r, 0, 10); err != nil || p.Exists == dropped {
+			t.Errorf("inbox of %d: exists %v, err %v; want it dropped: %v", r, p.Exists, err, dropped)
+		}
+	}
+
+	// Again, the whole set: nothing changes.
+	bad.Reset()
+	sum, err = importer.Run(ctx, s, caches, importer.Options{Bad: &bad},
+		sources(importer.Users, importer.Follows, importer.Posts, importer.Likes))
+	if !errors.Is(err, importer.ErrSkipped) {
+		t.Fatalf("second Run: %v; want ErrSkipped", err)
+	}
+	want = map[importer.Kind]importer.Counts{
+		importer.Users:   {Read: 7, Unchanged: 4, Skipped: 3},
+		importer.Follows: {Read: 7, Unchanged: 5, Skipped: 2},
+		importer.Posts:   {Read: 8, Unchanged: 4, Skipped: 4},
+		importer.Likes:   {Read: 7, Unchanged: 5, Skipped: 2},
+	}
+	if got := counts(sum); !equal(got, want) {
+		t.Errorf("second summary %v; want %v", got, want)
+	}
+	checkStore(t, s)
+
+	// A cached like counter moves with the likes an import adds.
+	ids, err := s.PostIDsByExternalID(ctx, []feed.ExternalKey{{AuthorID: 3, ExternalID: "c-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := ids[feed.ExternalKey{AuthorID: 3, ExternalID: "c-1"}]
+	tallies, err := s.LikeTallies(ctx, []int64{c1})
+	if err != nil || tallies[c1].Count != 3 {
+		t.Fatalf("SQL's tally of c-1 before: %+v, %v; want a count of 3", tallies, err)
+	}
+	if err := cache.FillLikeCounts(ctx, tallies, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	_, err = importer.Run(ctx, s, caches, importer.Options{}, []importer.Source{{Kind: importer.Likes, Name: "more",
+		R: strings.NewReader(`{"user_id":"3","author_id":"3","external_id":"c-1"}` + "\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := cache.LikeStates(ctx, 0, nil, nil, []int64{c1}, time.Hour)
+	if n, cached := st.Counts[c1]; err != nil || !cached || n != 4 {
+		t.Errorf("cached like count of c-1: %d (cached %v, err %v); want 4", n, cached, err)
+	}
 }
 
 func equal(a, b map[importer.Kind]importer.Counts) bool {

@@ -473,3 +473,52 @@ func beatsSuite(t *testing.T, newClient func() redis.UniversalClient) {
 func TestBeats(t *testing.T) { beatsSuite(t, testServer(t)) }
 
 func TestBeatsCluster(t *testing.T) { beatsSuite(t, testCluster(t)) }
+
+func TestDropMany(t *testing.T) { dropMany(t, testServer(t)) }
+
+func TestDropManyCluster(t *testing.T) { dropMany(t, testCluster(t)) }
+
+// dropMany: DropInboxes and DropUsersLikes delete, in one pipeline each,
+// the inboxes and like sets they name and no others, also when the keys
+// are spread over a cluster's slots.
+func dropMany(t *testing.T, newClient func() redis.UniversalClient) {
+	ctx := t.Context()
+	prefix := randomPrefix()
+	client := newClient()
+	c := New(client, Options{Prefix: prefix, InboxMax: 10})
+	t.Cleanup(func() {
+		deleteKeys(t, client, prefix)
+		c.Close()
+	})
+	readers := []int64{1, 2, 3, 4, 5}
+	for _, r := range readers {
+		if err := c.FillInbox(ctx, r, []int64{100 + r}, true, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if err := client.ZAdd(ctx, c.likeUserKey(r), redis.Z{Score: 1, Member: "w"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if failed, err := c.DropInboxes(ctx, []int64{1, 3, 5, 9}); err != nil || len(failed) != 0 {
+		t.Fatalf("DropInboxes: failed %v, %v", failed, err)
+	}
+	if err := c.DropUsersLikes(ctx, []int64{2, 3}); err != nil {
+		t.Fatalf("DropUsersLikes: %v", err)
+	}
+	for _, r := range readers {
+		_, _, exists, err := c.InboxBounds(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := r%2 == 0; exists != want {
+			t.Errorf("inbox of %d exists = %v; want %v", r, exists, want)
+		}
+		n, err := client.Exists(ctx, c.likeUserKey(r)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := r != 2 && r != 3; (n == 1) != want {
+			t.Errorf("like set of %d exists = %v; want %v", r, n == 1, want)
+		}
+	}
+}

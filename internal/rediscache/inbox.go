@@ -147,6 +147,32 @@ func (c *Cache) InboxBounds(ctx context.Context, reader int64) (newest, oldest i
 	return b[0], b[1], true, nil
 }
 
+// DropInboxes deletes the inboxes of readers in one pipeline, a DEL each,
+// and returns the readers whose DEL failed: an import drops the inboxes
+// of every follower of the authors it gave posts, which a round trip per
+// reader made most of its time.
+func (c *Cache) DropInboxes(ctx context.Context, readers []int64) ([]int64, error) {
+	if len(readers) == 0 {
+		return nil, nil
+	}
+	p := c.client.Pipeline()
+	cmds := make([]*redis.IntCmd, len(readers))
+	for i, reader := range readers {
+		cmds[i] = p.Del(ctx, c.keys(reader)...)
+	}
+	_, err := p.Exec(ctx)
+	if err == nil {
+		return nil, nil
+	}
+	var failed []int64
+	for i, cmd := range cmds {
+		if cmd.Err() != nil {
+			failed = append(failed, readers[i])
+		}
+	}
+	return failed, fmt.Errorf("rediscache: drop %d of %d inboxes: %w", len(failed), len(readers), err)
+}
+
 // DropInbox deletes reader's inbox.
 func (c *Cache) DropInbox(ctx context.Context, reader int64) error {
 	// One DEL of two keys of one hash tag: a single slot.

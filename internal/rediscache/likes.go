@@ -349,6 +349,22 @@ func (c *Cache) DropLikes(ctx context.Context, user, post int64) error {
 	return nil
 }
 
+// DropUsersLikes deletes the sets of users (DropLikes' user part) in one
+// pipeline.
+func (c *Cache) DropUsersLikes(ctx context.Context, users []int64) error {
+	if len(users) == 0 {
+		return nil
+	}
+	p := c.client.Pipeline()
+	for _, user := range users {
+		p.Del(ctx, c.likeUserKey(user), c.likeJournalKey(user))
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return fmt.Errorf("rediscache: drop the likes of %d users: %w", len(users), err)
+	}
+	return nil
+}
+
 // RecentLikes reads user's whole set (at most the window, 1,000 actions).
 func (c *Cache) RecentLikes(ctx context.Context, user int64) ([]feed.LikeEntry, bool, error) {
 	zs, err := c.client.ZRevRangeWithScores(ctx, c.likeUserKey(user), 0, -1).Result()

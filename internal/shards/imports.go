@@ -28,7 +28,7 @@ func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (feed.Follo
 			foreign = append(foreign, e[1])
 		}
 	}
-	live, err := s.liveOn(ctx, foreign)
+	live, err := s.liveOn(ctx, sortedUnique(foreign))
 	if err != nil {
 		return feed.FollowImport{}, fmt.Errorf("shards: import %d follows: %w", len(edges), err)
 	}
@@ -54,12 +54,13 @@ func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (feed.Follo
 		res.Followees = append(res.Followees, r.Followees...)
 		// Every edge to another shard is synced, new or not: a re-run
 		// repairs the mirrors of a run cut short before its syncs.
+		var pairs []sqlstore.Sync
 		for _, e := range part {
 			if s.m.Of(e[1]) != k {
-				syncs = append(syncs, sqlstore.Sync{Kind: sqlstore.SyncFollow, A: e[0], B: e[1]})
+				pairs = append(pairs, sqlstore.Sync{Kind: sqlstore.SyncFollow, A: e[0], B: e[1]})
 			}
 		}
-		if err := s.syncNow(ctx, k, syncs); err != nil {
+		if err := s.syncNow(ctx, k, syncs, pairs); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -86,7 +87,7 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 			foreign = append(foreign, l[0])
 		}
 	}
-	live, err := s.liveOn(ctx, foreign)
+	live, err := s.liveOn(ctx, sortedUnique(foreign))
 	if err != nil {
 		return feed.LikeImport{}, fmt.Errorf("shards: import %d likes: %w", len(likes), err)
 	}
@@ -97,8 +98,9 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 			part[j] = likes[i]
 		}
 		var r feed.LikeImport
+		var syncs []sqlstore.Sync
 		err := s.write(ctx, k, func(st *sqlstore.Store) (err error) {
-			r, err = st.ImportLikesOn(ctx, s.home(k), part, live)
+			r, syncs, err = st.ImportLikesOn(ctx, s.home(k), part, live)
 			return err
 		})
 		if err != nil {
@@ -111,13 +113,13 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 		maps.Copy(res.Deltas, r.Deltas)
 		maps.Copy(res.Tallies, r.Tallies)
 		res.Users = append(res.Users, r.Users...)
-		var syncs []sqlstore.Sync
+		var pairs []sqlstore.Sync
 		for j, l := range part {
 			if s.m.Of(l[0]) != k && r.Outcomes[j] == feed.Imported {
-				syncs = append(syncs, sqlstore.Sync{Kind: sqlstore.SyncLike, A: l[0], B: l[1]})
+				pairs = append(pairs, sqlstore.Sync{Kind: sqlstore.SyncLike, A: l[0], B: l[1]})
 			}
 		}
-		if err := s.syncNow(ctx, k, syncs); err != nil {
+		if err := s.syncNow(ctx, k, syncs, pairs); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -128,24 +130,30 @@ func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImp
 	return res, nil
 }
 
-// syncNow syncs the mirrors of syncs, truth on shard k, whether or not
-// they are journaled, and deletes the journal rows a write left for them.
-func (s *Store) syncNow(ctx context.Context, k int, syncs []sqlstore.Sync) error {
-	if len(syncs) == 0 {
+// syncNow syncs pairs, the pairs of a write on shard k to other shards,
+// whether or not they are journaled, and then deletes journaled, the
+// whole rows the write journaled for them (with their Due): an import's
+// batch writes one per user, and needs no reading back. A write that
+// journaled nothing (a re-run, or likes that met rows of theirs) looks
+// its pairs' own rows up, to delete those it synced.
+func (s *Store) syncNow(ctx context.Context, k int, journaled, pairs []sqlstore.Sync) error {
+	if len(journaled) == 0 && len(pairs) > 0 {
+		pending, err := s.Shard(k).PendingSyncs(ctx, pairs)
+		if err != nil {
+			return err
+		}
+		due := map[[3]int64]int64{}
+		for _, y := range pending {
+			due[syncKey(y)] = y.Due
+		}
+		for i, y := range pairs {
+			pairs[i].Due = due[syncKey(y)]
+		}
+	}
+	if len(pairs) == 0 && len(journaled) == 0 {
 		return nil
 	}
-	pending, err := s.Shard(k).PendingSyncs(ctx, syncs)
-	if err != nil {
-		return err
-	}
-	due := map[[3]int64]int64{}
-	for _, y := range pending {
-		due[[3]int64{int64(y.Kind), y.A, y.B}] = y.Due
-	}
-	for i, y := range syncs {
-		syncs[i].Due = due[[3]int64{int64(y.Kind), y.A, y.B}]
-	}
-	return s.runSyncs(ctx, k, syncs)
+	return s.syncPairs(ctx, k, pairs, journaled)
 }
 
 func sortedUnique(ids []int64) []int64 {

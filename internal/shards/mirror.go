@@ -37,7 +37,12 @@ import (
 // agree, so syncs are idempotent and their order does not matter: the
 // last one sees the last change. A process that dies between the commit
 // and the sync leaves the row, which a repairer (SyncDue, RunSyncs) on a
-// work process runs once it is due (sqlstore.SyncDelay).
+// work process runs once it is due (sqlstore.SyncDelay). An import's
+// batch journals one row per follower or liker (sqlstore.SyncFollowsOf,
+// SyncLikesOf) instead of one per edge, deletes it once it synced the
+// batch's edges, and a repairer that finds one left syncs every edge of
+// that user out of the shard (runSyncs): the same guarantee for a
+// thirtieth of the journal's rows.
 //
 // What a reader sees meanwhile: the truth side at once (f's following
 // list and count, the post's like count); the mirror side once the sync
@@ -60,10 +65,45 @@ func (s *Store) settle(ctx context.Context, k int, syncs []sqlstore.Sync) error 
 	return s.runSyncs(ctx, k, pending)
 }
 
-// runSyncs syncs the mirrors of journal rows of shard k, one batch per
-// mirror shard, drops the orphans they find and deletes the rows. A batch
-// that fails leaves its rows for the repairer, and is the error.
+// runSyncs syncs the mirrors of journal rows of shard k, whole rows
+// (sqlstore.Sync.Whole) turned into the pairs they stand for, then
+// deletes them (syncPairs).
 func (s *Store) runSyncs(ctx context.Context, k int, syncs []sqlstore.Sync) error {
+	var whole, pairs []sqlstore.Sync
+	for _, y := range syncs {
+		if y.Whole() {
+			whole = append(whole, y)
+		} else {
+			pairs = append(pairs, y)
+		}
+	}
+	if len(whole) > 0 {
+		more, err := s.Shard(k).ExpandSyncs(ctx, s.home(k), whole)
+		if err != nil {
+			return fmt.Errorf("shards: sync the journal of shard %d: %w", k, err)
+		}
+		// A pair that has its own row keeps it, with its Due.
+		has := map[[3]int64]bool{}
+		for _, y := range pairs {
+			has[syncKey(y)] = true
+		}
+		for _, y := range more {
+			if !has[syncKey(y)] {
+				pairs = append(pairs, y)
+			}
+		}
+	}
+	return s.syncPairs(ctx, k, pairs, whole)
+}
+
+func syncKey(y sqlstore.Sync) [3]int64 { return [3]int64{int64(y.Kind), y.A, y.B} }
+
+// syncPairs syncs the mirrors of pairs, whose truth is on shard k, one
+// batch per mirror shard, drops the orphans they find and deletes the
+// pairs' journal rows; then, if every batch succeeded, the whole rows
+// that stood for them. A batch that fails leaves its rows for the
+// repairer, and is the error.
+func (s *Store) syncPairs(ctx context.Context, k int, syncs, whole []sqlstore.Sync) error {
 	truth := s.Shard(k)
 	byMirror := map[int][]sqlstore.Sync{}
 	for _, y := range syncs {
@@ -88,6 +128,9 @@ func (s *Store) runSyncs(ctx context.Context, k int, syncs []sqlstore.Sync) erro
 		// The mirrors agree: a journal row that stays (a failed delete)
 		// costs the repairer one sync that changes nothing.
 		_ = truth.DoneSyncs(ctx, batch)
+	}
+	if len(errs) == 0 && len(whole) > 0 {
+		_ = truth.DoneSyncs(ctx, whole)
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,8 @@ package shards
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
@@ -72,6 +74,19 @@ func (s *Store) Following(ctx context.Context, user, after int64, n int) ([]int6
 // Followers lists who follows user: on user's shard, the follows of its
 // own users and the mirrors of the others' (mirror.go). So do the
 // fan-out's follower ranges.
+// EachFollower calls fn with every follower of each of authors
+// (sqlstore.Store.EachFollower), read on the authors' shards, which hold
+// every follower's edge (truth or mirror), one shard after the other.
+func (s *Store) EachFollower(ctx context.Context, authors []int64, fn func(follower int64)) error {
+	groups := s.byShard(authors)
+	for _, k := range slices.Sorted(maps.Keys(groups)) {
+		if err := s.Shard(k).EachFollower(ctx, groups[k], fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *Store) Followers(ctx context.Context, user, after int64, n int) ([]int64, error) {
 	return s.of(user).Followers(ctx, user, after, n)
 }

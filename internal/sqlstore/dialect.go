@@ -122,6 +122,10 @@ type dialect struct {
 	// setMarker, when set, is SetMarker's upsert returning the marker it
 	// wrote: a marker that moves forward costs one statement, not two.
 	setMarker string
+	// valuesIn: a batch of keys is matched with "(a, b) IN (VALUES (?, ?),
+	// ...)", which MariaDB runs as a semi-join of primary-key lookups
+	// (pairWhere), instead of ORed terms per first id.
+	valuesIn bool
 }
 
 // MySQL error numbers (ER_DUP_ENTRY, ER_LOCK_WAIT_TIMEOUT,
@@ -195,6 +199,7 @@ var mysqlDialect = dialect{
 		" last_read_id = GREATEST(last_read_id, VALUES(last_read_id))",
 	bumpStale:  " ON DUPLICATE KEY UPDATE mark = mark + 1",
 	upsertSync: " ON DUPLICATE KEY UPDATE due_at = GREATEST(VALUES(due_at), due_at + 1)",
+	valuesIn:   true,
 }
 
 // mysqlLockMigrations takes a named server lock for the current database.

@@ -46,8 +46,9 @@ func (s *Store) ImportFollows(ctx context.Context, edges [][2]int64) (feed.Follo
 // ImportFollowsOn is ImportFollows on home, the shard of every edge's
 // follower: live tells which followees of other shards exist (the caller
 // asked their shards). The edges to them that it adds are journaled for
-// their mirrors, and returned, for the caller to sync; their followees'
-// counts move with the mirrors.
+// their mirrors, one whole row per follower (SyncFollowsOf), which it
+// returns with their Due, for the caller to sync the edges and then
+// delete the rows; their followees' counts move with the mirrors.
 func (s *Store) ImportFollowsOn(ctx context.Context, home Shard, edges [][2]int64, live map[int64]bool) (feed.FollowImport, []Sync, error) {
 	var res feed.FollowImport
 	var syncs []Sync
@@ -234,9 +235,12 @@ func (s *Store) importFollows(ctx context.Context, tx *sql.Tx, home Shard, forei
 	var syncs []Sync
 	if len(away) > 0 {
 		res.Followees = slices.Sorted(slices.Values(slices.Concat(res.Followees, away)))
+		token := WholeToken()
+		journaled := map[int64]bool{}
 		for _, p := range want {
-			if !have[p] && !home.Holds(p.b) {
-				syncs = append(syncs, Sync{Kind: SyncFollow, A: p.a, B: p.b})
+			if !have[p] && !home.Holds(p.b) && !journaled[p.a] {
+				journaled[p.a] = true
+				syncs = append(syncs, Sync{Kind: SyncFollowsOf, A: p.a, B: token})
 			}
 		}
 	}

@@ -21,14 +21,18 @@ import (
 // creation, so it sorts below every live action of its user, and a
 // re-run finds its own rows stored and changes nothing.
 func (s *Store) ImportLikes(ctx context.Context, likes [][2]int64) (feed.LikeImport, error) {
-	return s.ImportLikesOn(ctx, Shard{}, likes, nil)
+	res, _, err := s.ImportLikesOn(ctx, Shard{}, likes, nil)
+	return res, err
 }
 
 // ImportLikesOn is ImportLikes on home, the shard of every like's post:
 // foreign tells which users of other shards exist (the caller asked their
 // shards), and their likes are journaled for their mirrors on the users'
-// shards.
-func (s *Store) ImportLikesOn(ctx context.Context, home Shard, likes [][2]int64, foreign map[int64]bool) (feed.LikeImport, error) {
+// shards, one whole row per user (SyncLikesOf) when the batch goes in
+// whole, which it returns with their Due for the caller to sync the likes
+// and then delete the rows (a batch that met rows of some of its pairs
+// journals each pair, ApplyLikes' way, and returns none).
+func (s *Store) ImportLikesOn(ctx context.Context, home Shard, likes [][2]int64, foreign map[int64]bool) (feed.LikeImport, []Sync, error) {
 	res := feed.LikeImport{Outcomes: make([]feed.ImportOutcome, len(likes))}
 	var users, posts []int64
 	for _, l := range likes {
@@ -47,7 +51,7 @@ func (s *Store) ImportLikesOn(ctx context.Context, home Shard, likes [][2]int64,
 	for _, chunk := range idChunks(users) {
 		found, err := s.queryIDs(ctx, len(chunk), "SELECT id FROM users WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL", chunk...)
 		if err != nil {
-			return res, fmt.Errorf("sqlstore: import likes: read users: %w", err)
+			return res, nil, fmt.Errorf("sqlstore: import likes: read users: %w", err)
 		}
 		for _, id := range found {
 			live[id] = true
@@ -57,18 +61,18 @@ func (s *Store) ImportLikesOn(ctx context.Context, home Shard, likes [][2]int64,
 	for _, chunk := range idChunks(posts) {
 		rows, err := s.db.QueryContext(ctx, "SELECT id, created_at FROM posts WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL", chunk...)
 		if err != nil {
-			return res, fmt.Errorf("sqlstore: import likes: read posts: %w", err)
+			return res, nil, fmt.Errorf("sqlstore: import likes: read posts: %w", err)
 		}
 		for rows.Next() {
 			var id, at int64
 			if err := rows.Scan(&id, &at); err != nil {
 				rows.Close()
-				return res, err
+				return res, nil, err
 			}
 			created[id] = at
 		}
 		if err := closeRows(rows); err != nil {
-			return res, fmt.Errorf("sqlstore: import likes: read posts: %w", err)
+			return res, nil, fmt.Errorf("sqlstore: import likes: read posts: %w", err)
 		}
 	}
 	var evs []feed.LikeEvent
@@ -94,9 +98,9 @@ func (s *Store) ImportLikesOn(ctx context.Context, home Shard, likes [][2]int64,
 	}
 	slices.Sort(res.Users)
 	if len(evs) == 0 {
-		return res, nil
+		return res, nil, nil
 	}
-	w, err := s.insertLikes(ctx, home, evs)
+	w, syncs, err := s.insertLikes(ctx, home, evs)
 	if errors.Is(err, errMixedLikes) {
 		// Some of the pairs have rows and some not (a run cut short, or
 		// likes made meanwhile): the batch writer's locking read tells
@@ -104,13 +108,13 @@ func (s *Store) ImportLikesOn(ctx context.Context, home Shard, likes [][2]int64,
 		w, err = s.applyLikes(ctx, home, evs)
 	}
 	if err != nil {
-		return res, fmt.Errorf("sqlstore: import likes: %w", err)
+		return res, nil, fmt.Errorf("sqlstore: import likes: %w", err)
 	}
 	for _, d := range w.Deltas {
 		res.Liked += int(d)
 	}
 	res.Deltas, res.Tallies = w.Deltas, w.Tallies
-	return res, nil
+	return res, syncs, nil
 }
 
 // errMixedLikes says a batch of imported likes met rows of some of its
@@ -128,16 +132,18 @@ var errMixedLikes = errors.New("some of the pairs have rows")
 // locked by it until the commit: a live writer of one of those pairs
 // waits, then reads the imported row, and one that came first left a
 // row the insert kept and did not count. Any other count is
-// errMixedLikes, with nothing written.
-func (s *Store) insertLikes(ctx context.Context, home Shard, evs []feed.LikeEvent) (feed.LikesWritten, error) {
+// errMixedLikes, with nothing written. The journal rows it wrote come
+// back with their Due.
+func (s *Store) insertLikes(ctx context.Context, home Shard, evs []feed.LikeEvent) (feed.LikesWritten, []Sync, error) {
 	slices.SortFunc(evs, func(a, b feed.LikeEvent) int {
 		return cmp.Or(cmp.Compare(a.User, b.User), cmp.Compare(a.Post, b.Post))
 	})
 	// The same pair twice in a batch has the same version: one row.
 	evs = slices.CompactFunc(evs, func(a, b feed.LikeEvent) bool { return a.User == b.User && a.Post == b.Post })
 	var w feed.LikesWritten
+	var syncs []Sync
 	apply := func(tx *sql.Tx) error {
-		w = feed.LikesWritten{}
+		w, syncs = feed.LikesWritten{}, nil
 		deltas := map[int64]int64{}
 		var added int64
 		insert := func(n int, query string, args ...any) error {
@@ -179,10 +185,10 @@ func (s *Store) insertLikes(ctx context.Context, home Shard, evs []feed.LikeEven
 		default:
 			return errMixedLikes
 		}
-		var syncs []Sync
-		for _, ev := range evs {
-			if !home.Holds(ev.User) {
-				syncs = append(syncs, Sync{Kind: SyncLike, A: ev.User, B: ev.Post})
+		token := WholeToken()
+		for _, ev := range evs { // by user: one row each
+			if !home.Holds(ev.User) && (len(syncs) == 0 || syncs[len(syncs)-1].A != ev.User) {
+				syncs = append(syncs, Sync{Kind: SyncLikesOf, A: ev.User, B: token})
 			}
 		}
 		if err := s.journal(ctx, tx, syncs); err != nil {
@@ -221,7 +227,7 @@ func (s *Store) insertLikes(ctx context.Context, home Shard, evs []feed.LikeEven
 		}
 	}
 	if err != nil {
-		return feed.LikesWritten{}, err
+		return feed.LikesWritten{}, nil, err
 	}
-	return w, nil
+	return w, syncs, nil
 }

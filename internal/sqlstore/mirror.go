@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -42,7 +44,27 @@ const (
 	// shard (the likes row and the post's count); mirror (the same likes
 	// row) on the user's, for the user's lists.
 	SyncLike SyncKind = 3
+	// SyncFollowsOf: every edge from user A to users of other shards;
+	// B tells apart the rows of two writers (a batch's random token). An
+	// import journals its batch this way, one row per follower instead of
+	// one per edge: a row costs its insert and delete, a third of a
+	// sharded import's work when each edge had one. The writer syncs its
+	// own edges and deletes its row; a repairer that claims a row syncs
+	// all of A's edges out of the shard (ExpandSyncs).
+	SyncFollowsOf SyncKind = 4
+	// SyncLikesOf: every like by user A, who lives on another shard, of
+	// this shard's posts; B as in SyncFollowsOf. An import's likers.
+	SyncLikesOf SyncKind = 5
 )
+
+// Whole reports whether y stands for all of a user's pairs of its kind
+// (SyncFollowsOf, SyncLikesOf) rather than for one pair.
+func (y Sync) Whole() bool { return y.Kind == SyncFollowsOf || y.Kind == SyncLikesOf }
+
+// WholeToken returns a B for the whole rows of one write: random, so that
+// two writers of the same user journal two rows, and each deletes its
+// own only after syncing its own pairs.
+func WholeToken() int64 { return rand.Int64N(math.MaxInt64-1) + 1 }
 
 // Sync is one journal row: the pair whose mirror may lag its truth.
 type Sync struct {
@@ -53,9 +75,10 @@ type Sync struct {
 	Due int64
 }
 
-// MirrorUser is the user whose shard holds the mirror.
+// MirrorUser is the user whose shard holds the mirror of a pair's sync
+// (not Whole: ExpandSyncs turns those into pairs).
 func (y Sync) MirrorUser() int64 {
-	if y.Kind == SyncLike {
+	if y.Kind == SyncLike || y.Kind == SyncLikesOf {
 		return y.A
 	}
 	return y.B
@@ -78,14 +101,20 @@ func sortedSyncs(syncs []Sync) []Sync {
 }
 
 // journal records, in the truth's transaction, that the mirrors of syncs
-// must be brought in line. A row that is there already gets a later
-// due_at, strictly: a sync that read the row before this write, and so
-// may have read the truth before it, leaves the row in place.
+// must be brought in line, and sets each one's Due to the due_at it
+// wrote: the writer that syncs them after its commit deletes the rows
+// without reading them again (DoneSyncs). A row that is there already
+// gets a later due_at, strictly: a sync that read the row before this
+// write, and so may have read the truth before it, leaves the row in
+// place (and a Due below the stored one leaves it to the repairer).
 func (s *Store) journal(ctx context.Context, tx *sql.Tx, syncs []Sync) error {
 	if len(syncs) == 0 {
 		return nil
 	}
 	due := millis(time.Now().Add(SyncDelay))
+	for i := range syncs {
+		syncs[i].Due = due
+	}
 	for chunk := range slices.Chunk(sortedSyncs(syncs), importRows) {
 		args := make([]any, 0, 4*len(chunk))
 		for _, y := range chunk {
@@ -104,6 +133,48 @@ func (s *Store) journal(ctx context.Context, tx *sql.Tx, syncs []Sync) error {
 // rows share their first users, which syncsWhere names once each.
 func syncChunks(syncs []Sync) [][]Sync {
 	return boundedChunks(sortedSyncs(syncs), func(x, y Sync) bool { return x.Kind == y.Kind && x.A == y.A && x.Due == y.Due })
+}
+
+// syncChunks is the package's syncChunks, or, where syncsWhere lists
+// the rows as VALUES (dialect.pairWhere), chunks of up to pairMax rows of
+// one due_at each when byDue: a statement has one due_at condition.
+func (d dialect) syncChunks(syncs []Sync, byDue bool) [][]Sync {
+	if !d.valuesIn {
+		return syncChunks(syncs)
+	}
+	sorted := sortedSyncs(syncs)
+	if byDue {
+		slices.SortStableFunc(sorted, func(x, y Sync) int { return cmp.Compare(x.Due, y.Due) })
+	}
+	var out [][]Sync
+	for start := 0; start < len(sorted); {
+		end := start + 1
+		for end < len(sorted) && end-start < pairMax && (!byDue || sorted[end].Due == sorted[start].Due) {
+			end++
+		}
+		out = append(out, sorted[start:end:end])
+		start = end
+	}
+	return out
+}
+
+// syncsWhere is the package's syncsWhere, or, on a dialect.valuesIn
+// server, the rows of syncs (a chunk of syncChunks) as a VALUES list,
+// withDue adding their one "due_at <= Due".
+func (d dialect) syncsWhere(syncs []Sync, withDue bool) (string, []any) {
+	if !d.valuesIn {
+		return syncsWhere(syncs, withDue)
+	}
+	args := make([]any, 0, 3*len(syncs)+1)
+	for _, y := range syncs {
+		args = append(args, int64(y.Kind), y.A, y.B)
+	}
+	where := "(kind, a, b) IN " + valuesOf(3, len(syncs))
+	if withDue {
+		where += " AND due_at <= ?"
+		args = append(args, syncs[0].Due)
+	}
+	return where, args
 }
 
 // syncsWhere matches the journal rows of syncs, one "kind = ? AND a = ?
@@ -147,8 +218,8 @@ func syncsWhere(syncs []Sync, withDue bool) (string, []any) {
 // after the write.
 func (s *Store) PendingSyncs(ctx context.Context, syncs []Sync) ([]Sync, error) {
 	var out []Sync
-	for _, chunk := range syncChunks(syncs) {
-		where, args := syncsWhere(chunk, false)
+	for _, chunk := range s.d.syncChunks(syncs, false) {
+		where, args := s.d.syncsWhere(chunk, false)
 		rows, err := s.db.QueryContext(ctx, "SELECT kind, a, b, due_at FROM shard_syncs WHERE "+where, args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: pending syncs: %w", err)
@@ -208,13 +279,21 @@ func (s *Store) ClaimSyncs(ctx context.Context, now time.Time, n int, lease time
 }
 
 // DoneSyncs deletes the journal rows of syncs that no write moved since
-// their Due was read. The delete can be the victim of a deadlock with a
-// write journaling the same pair (MySQL), and runs again then.
+// their Due was read; a sync without a Due has no row known to delete.
+// The delete can be the victim of a deadlock with a write journaling the
+// same pair (MySQL), and runs again then.
 func (s *Store) DoneSyncs(ctx context.Context, syncs []Sync) error {
-	for _, chunk := range syncChunks(syncs) {
-		where, args := syncsWhere(chunk, true)
+	syncs = slices.DeleteFunc(slices.Clone(syncs), func(y Sync) bool { return y.Due == 0 })
+	// MariaDB joins a VALUES list to the table only in a multi-table
+	// DELETE: the single-table one scans the table.
+	del := "DELETE FROM shard_syncs WHERE "
+	if s.d.valuesIn {
+		del = "DELETE y FROM shard_syncs y WHERE "
+	}
+	for _, chunk := range s.d.syncChunks(syncs, true) {
+		where, args := s.d.syncsWhere(chunk, true)
 		err := s.write(ctx, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, "DELETE FROM shard_syncs WHERE "+where, args...)
+			_, err := tx.ExecContext(ctx, del+where, args...)
 			return err
 		})
 		if err != nil {
@@ -262,6 +341,50 @@ func (s *Store) SyncMirror(ctx context.Context, truth *Store, syncs []Sync) (orp
 		orphans = append(orphans, o...)
 	}
 	return orphans, nil
+}
+
+// ExpandSyncs returns the pair syncs that whole journal rows (Sync.Whole)
+// of this shard, home, stand for: every row of their users here whose
+// mirror lives on another shard (a follower's edges, a liker's likes of
+// this shard's posts), as it stands now. The pairs have no Due: their
+// rows are the whole rows, which the caller deletes once they are synced.
+func (s *Store) ExpandSyncs(ctx context.Context, home Shard, whole []Sync) ([]Sync, error) {
+	var out []Sync
+	for _, k := range []struct {
+		kind, pair SyncKind
+		query      string
+	}{
+		{SyncFollowsOf, SyncFollow, "SELECT follower_id, followee_id FROM follows WHERE follower_id IN ("},
+		{SyncLikesOf, SyncLike, "SELECT user_id, post_id FROM likes WHERE user_id IN ("},
+	} {
+		var users []int64
+		for _, y := range whole {
+			if y.Kind == k.kind {
+				users = append(users, y.A)
+			}
+		}
+		slices.Sort(users)
+		for _, chunk := range idChunks(slices.Compact(users)) {
+			rows, err := s.db.QueryContext(ctx, k.query+placeholders(len(chunk))+")", chunk...)
+			if err != nil {
+				return nil, fmt.Errorf("sqlstore: expand %d journal rows: %w", len(chunk), err)
+			}
+			for rows.Next() {
+				y := Sync{Kind: k.pair}
+				if err := rows.Scan(&y.A, &y.B); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("sqlstore: expand journal rows: %w", err)
+				}
+				if !home.Holds(y.MirrorUser()) {
+					out = append(out, y)
+				}
+			}
+			if err := closeRows(rows); err != nil {
+				return nil, fmt.Errorf("sqlstore: expand journal rows: %w", err)
+			}
+		}
+	}
+	return out, nil
 }
 
 // edgeTable is where a kind of edge lives: its table, its columns, and
@@ -354,7 +477,7 @@ func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, sync
 		// for the rows locked here).
 		var before map[feed.Edge]bool
 		if t.count != "" {
-			if before, err = pairsIn(ctx, tx, t.table, t.a, t.b, edges, s.d.forUpdate); err != nil {
+			if before, err = s.pairsIn(ctx, tx, t.table, t.a, t.b, edges, s.d.forUpdate); err != nil {
 				return err
 			}
 		}
@@ -403,8 +526,8 @@ func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, sync
 // ctx is what bounds that wait).
 func (s *Store) truthEdges(ctx context.Context, t edgeTable, edges []feed.Edge) (map[feed.Edge]int64, error) {
 	out := map[feed.Edge]int64{}
-	for _, chunk := range pairChunks(edges) {
-		where, args := pairClause(t.a, t.b, chunk)
+	for _, chunk := range s.d.pairChunks(edges) {
+		where, args := s.d.pairWhere(t.a, t.b, chunk)
 		rows, err := s.rdb.QueryContext(ctx, "SELECT e."+t.a+", e."+t.b+", e.created_at FROM "+t.table+
 			" e JOIN users u ON u.id = e."+t.a+" AND u.deleted_at IS NULL WHERE "+where, args...)
 		if err != nil {
@@ -442,11 +565,11 @@ func (s *Store) syncLikes(ctx context.Context, truth *Store, syncs []Sync) ([]Sy
 		if err != nil {
 			return err
 		}
-		want, err := likeRows(ctx, truth.rdb, pairs, truth.d.likesByKey) // the read pool: see truthEdges
+		want, err := likeRows(ctx, truth.rdb, truth.d, pairs) // the read pool: see truthEdges
 		if err != nil {
 			return err
 		}
-		have, err := likeRows(ctx, tx, pairs, s.d.likesByKey, s.d.forUpdate)
+		have, err := likeRows(ctx, tx, s.d, pairs, s.d.forUpdate)
 		if err != nil {
 			return err
 		}
@@ -492,13 +615,13 @@ type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// likeRows reads the likes rows of pairs (user, post); from is what
-// follows the table's name (an index hint), lock what ends the statement.
-func likeRows(ctx context.Context, q queryer, pairs []feed.Edge, from string, lock ...string) (map[feed.Edge]likeRow, error) {
+// likeRows reads the likes rows of pairs (user, post) with the queries
+// of d; lock is what ends the statement.
+func likeRows(ctx context.Context, q queryer, d dialect, pairs []feed.Edge, lock ...string) (map[feed.Edge]likeRow, error) {
 	out := map[feed.Edge]likeRow{}
-	for _, chunk := range pairChunks(pairs) {
-		where, args := pairClause("user_id", "post_id", chunk)
-		rows, err := q.QueryContext(ctx, "SELECT user_id, post_id, liked, version FROM likes"+from+" WHERE "+where+
+	for _, chunk := range d.pairChunks(pairs) {
+		where, args := d.pairWhere("user_id", "post_id", chunk)
+		rows, err := q.QueryContext(ctx, "SELECT user_id, post_id, liked, version FROM likes"+d.likesByKey+" WHERE "+where+
 			" ORDER BY user_id, post_id"+strings.Join(lock, ""), args...)
 		if err != nil {
 			return nil, fmt.Errorf("read %d likes: %w", len(chunk), err)
