@@ -165,11 +165,7 @@ func (s *Store) DeleteList(ctx context.Context, owner, id int64) error {
 func (s *Store) AddListMember(ctx context.Context, owner, id, member int64) (bool, error) {
 	var added bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var n int64
-		err := tx.QueryRowContext(ctx, "SELECT member_count FROM lists WHERE owner_id = ? AND id = ?"+s.d.forUpdate, owner, id).Scan(&n)
-		if errors.Is(err, sql.ErrNoRows) {
-			return noList(id)
-		}
+		n, err := s.lockList(ctx, tx, owner, id)
 		if err != nil {
 			return err
 		}
@@ -194,19 +190,26 @@ func (s *Store) AddListMember(ctx context.Context, owner, id, member int64) (boo
 	return added, nil
 }
 
+// lockList locks owner's list id in tx and returns its member count;
+// ENOTFOUND for no such list.
+func (s *Store) lockList(ctx context.Context, tx *sql.Tx, owner, id int64) (int64, error) {
+	var n int64
+	err := tx.QueryRowContext(ctx, "SELECT member_count FROM lists WHERE owner_id = ? AND id = ?"+s.d.forUpdate, owner, id).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, noList(id)
+	}
+	return n, err
+}
+
 // RemoveListMember removes member from owner's list id and reports whether
 // it was a member; ENOTFOUND for no such list.
 func (s *Store) RemoveListMember(ctx context.Context, owner, id, member int64) (bool, error) {
 	var removed bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var n int64
-		err := tx.QueryRowContext(ctx, "SELECT member_count FROM lists WHERE owner_id = ? AND id = ?"+s.d.forUpdate, owner, id).Scan(&n)
-		if errors.Is(err, sql.ErrNoRows) {
-			return noList(id)
-		}
-		if err != nil {
+		if _, err := s.lockList(ctx, tx, owner, id); err != nil {
 			return err
 		}
+		var err error
 		if removed, err = insertedRow(tx.ExecContext(ctx, "DELETE FROM list_members WHERE owner_id = ? AND list_id = ? AND member_id = ?",
 			owner, id, member)); err != nil || !removed {
 			return err
