@@ -232,6 +232,31 @@ func (s *Store) Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, er
 			return nil, fmt.Errorf("sqlstore: posts (%d ids): %w", len(ids), err)
 		}
 	}
+	if s.lag != nil && len(posts) < len(ids) {
+		// A post the replica does not have yet may be one just published:
+		// its absence must not read as a deletion (a reader's page would
+		// drop it from the inbox or author list it came from). The
+		// primary answers for the misses, which are rare.
+		var missing []int64
+		for _, id := range ids {
+			if _, ok := posts[id]; !ok {
+				missing = append(missing, id)
+			}
+		}
+		for _, chunk := range chunks(missing) {
+			rows, err := s.db.QueryContext(ctx, "SELECT "+postColumns+" FROM posts WHERE id IN ("+placeholders(len(chunk))+")", chunk...)
+			if err != nil {
+				return nil, fmt.Errorf("sqlstore: posts (%d ids) from the primary: %w", len(missing), err)
+			}
+			found, err := scanPosts(rows, nil, len(chunk))
+			if err != nil {
+				return nil, fmt.Errorf("sqlstore: posts (%d ids) from the primary: %w", len(missing), err)
+			}
+			for _, p := range found {
+				posts[p.ID] = p
+			}
+		}
+	}
 	return posts, nil
 }
 
