@@ -140,9 +140,6 @@ func DefaultConfig() Config {
 	return Config{Engagement: 1, Affinity: 1}.WithDefaults()
 }
 
-// Config returns the service's settings, defaults filled.
-func (s *Service) Config() Config { return s.cfg }
-
 // The cursor's position: a snapshot's id in the high bits, the index of
 // the next candidate in the low 16.
 const posBits = 16
