@@ -46,6 +46,9 @@ type Event struct {
 
 // StreamOptions tunes Stream.
 type StreamOptions struct {
+	// List streams the feed of the token's user's list with this id
+	// (?list=): its members' posts; 0: the home feed.
+	List ID
 	// LastEventID resumes after this post: the server first sends the
 	// posts missed since (or EventReset when too many were). 0: only posts
 	// from now on.
@@ -67,8 +70,8 @@ type StreamOptions struct {
 // the client reconnects.
 var errStreamEnded = errors.New("client: the live stream ended")
 
-// Stream iterates over the token's user's live home feed, GET
-// /v1/me/feed/stream. It reconnects by itself when the connection ends or
+// Stream iterates over the token's user's live home feed (or a list's,
+// StreamOptions.List), GET /v1/me/feed/stream. It reconnects by itself when the connection ends or
 // fails, with Last-Event-ID set to the last post it passed on, so no post
 // is missed; an EventReset means the caller should reload the feed's first
 // page. It ends when ctx ends, when the loop body breaks, or after an
@@ -145,7 +148,11 @@ type streamState struct {
 func (st *streamState) connect(ctx context.Context, yield func(Event, error) bool) (stopped, opened bool, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, st.c.base+"/v1/me/feed/stream", nil)
+	u := st.c.base + "/v1/me/feed/stream"
+	if st.opts.List != 0 {
+		u += "?list=" + st.opts.List.String()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return false, false, fmt.Errorf("client: GET /v1/me/feed/stream: %w", err)
 	}

@@ -738,6 +738,12 @@ func TestBrowserLists(t *testing.T) {
 	}
 	alice.do(chromedp.Click(chromedp.CSS(`nav.tabs button[data-tab="feed"]`)))
 	alice.wait("both members' posts", `[...document.querySelectorAll('#view .list article')].map(a => a.dataset.id).join() === '`+carols+`,`+bobs+`'`)
+	// The list's live stream: a member's new post waits behind the pill.
+	alice.wait("the list's stream", `document.body.dataset.live === 'on'`)
+	bobNew := in.post(bobTok, "bob, live")
+	alice.wait("the pill", `(p => p && !p.hidden && p.textContent === '1 new post')(document.querySelector('#pill'))`)
+	alice.do(chromedp.Click(chromedp.CSS("#pill")))
+	alice.wait("bob's live post on top", `document.querySelector('#view .list article')?.dataset.id === '`+bobNew+`'`)
 	alice.do(chromedp.Click(chromedp.CSS("#exclusive")))
 	testenv.Eventually(t, 10*time.Second, "carol out of alice's home feed", func() bool {
 		return len(in.feedAll(aliceTok, 10)) == 0

@@ -147,7 +147,8 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			MaxPerUser: cfg.streamMaxPerUser, Max: cfg.streamMax, Heartbeat: cfg.streamHeartbeat, WriteRate: cfg.streamWriteRate,
 			Slots: d.cache, // the processes sharing Redis share the per-user bound
 			// The API's requests go before the streams' deliveries.
-			Busy: func() bool { return shed.InFlight(limit.Write)+shed.InFlight(limit.Read) > 0 },
+			Busy:    func() bool { return shed.InFlight(limit.Write)+shed.InFlight(limit.Read) > 0 },
+			Members: svc.ListMemberIDs,
 		}, d.notifier, followees(d.store))
 		work.Go(func() { hub.Run(workCtx) })
 		d.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -110,3 +110,39 @@ func TestStream(t *testing.T) {
 		})
 	})
 }
+
+// TestListStream reads a list's live stream (StreamOptions.List): a
+// member's post, not a followee's outside the list; another user's list
+// is the permanent 404 the iterator ends with.
+func TestListStream(t *testing.T) {
+	forEachStack(t, func(t *testing.T, s *server) {
+		ctx := context.Background()
+		member, asMember := s.user(t, "member")
+		followee, asFollowee := s.user(t, "followee")
+		_, asOwner := s.user(t, "owner")
+		if err := asOwner.Follow(ctx, followee.ID); err != nil {
+			t.Fatal(err)
+		}
+		l, err := asOwner.CreateList(ctx, client.CreateListParams{Name: "one"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := asOwner.AddListMember(ctx, l.ID, member.ID); err != nil {
+			t.Fatal(err)
+		}
+		p0 := post(t, asMember, "before the stream")
+		ch := events(t, asOwner, client.StreamOptions{List: l.ID, LastEventID: p0.ID})
+		post(t, asFollowee, "followed, not a member")
+		p1 := post(t, asMember, "live")
+		if ev := next(t, ch, 10*time.Second); ev.Type != client.EventPost || ev.ID != p1.ID {
+			t.Fatalf("event = %+v; want the member's post %d", ev, p1.ID)
+		}
+		_, asOther := s.user(t, "other")
+		for _, err := range asOther.Stream(ctx, client.StreamOptions{List: l.ID}) {
+			if client.ErrorCode(err) != client.CodeNotFound {
+				t.Fatalf("another user's list stream: %v; want %s", err, client.CodeNotFound)
+			}
+			break
+		}
+	})
+}

@@ -230,3 +230,32 @@ func (f *fakeService) RankedListFeed(ctx context.Context, reader, list, pos int6
 	pg.Next = 0
 	return pg, err
 }
+
+func (f *fakeService) ListFeedSince(ctx context.Context, reader, list, after int64, n int) ([]feed.Post, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("ListFeedSince", reader, list, after, n); err != nil {
+		return nil, false, err
+	}
+	l, err := f.listOf(reader, list)
+	if err != nil {
+		return nil, false, err
+	}
+	posts, more := f.postPage(func(p feed.Post) bool { return p.ID > after && l.members[p.AuthorID] }, 0, n)
+	return posts, more, nil
+}
+
+// listMembersOf is the hub's stream.Members on the fake's lists.
+func (f *fakeService) listMembersOf(ctx context.Context, reader, list int64) ([]int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, err := f.listOf(reader, list)
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for m := range l.members {
+		out = append(out, m)
+	}
+	return out, nil
+}

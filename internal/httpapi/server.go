@@ -89,6 +89,8 @@ type Timeline interface {
 	// after, newest first, from SQL (not from caches a fan-out may not
 	// have reached yet), and whether there were more.
 	FeedSince(ctx context.Context, reader, after int64, n int) ([]feed.Post, bool, error)
+	// ListFeedSince is FeedSince of reader's list.
+	ListFeedSince(ctx context.Context, reader, list, after int64, n int) ([]feed.Post, bool, error)
 	// Marker returns reader's home-feed read marker with its unread count.
 	Marker(ctx context.Context, reader int64) (feed.Marker, error)
 	// SetMarker moves reader's marker forward to lastRead (never back) and

@@ -60,6 +60,7 @@ func newStreamEnvWith(t *testing.T, cfg stream.Config, tweak func(*Config)) *str
 	svc.seedFollow(bob, alice)
 	cache := inmemcache.New(inmemcache.Options{})
 	t.Cleanup(func() { cache.Close() })
+	cfg.Members = svc.listMembersOf
 	hub := stream.New(nil, cfg, cache, svc.followeesOf)
 	ctx, cancel := context.WithCancel(context.Background())
 	go hub.Run(ctx)

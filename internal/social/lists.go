@@ -99,6 +99,8 @@ func (s *Service) DeleteList(ctx context.Context, owner, id int64) error {
 	}
 	if l.Exclusive {
 		s.homeChanged(ctx, owner)
+	} else {
+		s.followsChanged(ctx, "list deleted", owner) // its streams end
 	}
 	return nil
 }
@@ -147,15 +149,19 @@ func (s *Service) ListMembers(ctx context.Context, owner, id, after int64, n int
 	})
 }
 
-// memberChanged follows a change of list id's members: when the list is
-// exclusive, the owner's home feed holds other posts now.
+// memberChanged follows a change of list id's members: the owner's
+// streams of the list listen to the new members (announced on the owner's
+// channel), and when the list is exclusive, the owner's home feed holds
+// other posts now.
 func (s *Service) memberChanged(ctx context.Context, owner, id int64) {
 	l, err := s.store.List(ctx, owner, id)
 	if err != nil || l.Exclusive {
 		// Unknown (the list was deleted meanwhile, or SQL failed): as if
 		// it were exclusive, which costs a reload of the owner's set.
 		s.homeChanged(ctx, owner)
+		return
 	}
+	s.followsChanged(ctx, "list members", owner)
 }
 
 // homeChanged tells the read engine and the owner's live streams that the

@@ -27,6 +27,8 @@ const (
 	Dropped
 	// Ended ends the stream: its request's context is done.
 	Ended
+	// Gone ends the stream: its list was deleted.
+	Gone
 )
 
 // Event is what Next returns.
@@ -94,6 +96,8 @@ const sentMemory = 1024
 type Stream struct {
 	hub    *Hub
 	reader int64
+	list   int64 // the reader's list whose feed the stream carries; 0: the home feed
+	own    bool  // the reader's own posts go to the stream (the home feed; a list the reader is a member of), guarded by hub.mu
 
 	authors []int64 // ascending, guarded by hub.mu
 	joined  uint64  // the hub's joins when it last joined a channel, guarded by hub.mu
@@ -181,7 +185,12 @@ const recheckAfter = 1500 * time.Millisecond
 //
 //go:noinline
 func (s *Stream) refollow(ctx context.Context) {
-	if err := s.hub.attach(ctx, s); err != nil {
+	err := s.hub.attach(ctx, s)
+	if s.list != 0 && feed.ErrorCode(err) == feed.ENOTFOUND {
+		s.end(Gone)
+		return
+	}
+	if err != nil {
 		s.hub.logger.Warn("stream: follows changed; keeping the old set", "reader", s.reader, "err", err)
 	}
 	if s.hub.cfg.Heartbeat > recheckAfter {
@@ -233,6 +242,20 @@ const HiddenTTL = 2 * time.Minute
 
 // Reader is the user the stream is for.
 func (s *Stream) Reader() int64 { return s.reader }
+
+// List is the reader's list whose feed the stream carries; 0: the home
+// feed.
+func (s *Stream) List() int64 { return s.list }
+
+// Hides reports whether the stream's feed leaves out author's posts, by
+// the reader's hidden authors h: the home feed's rule, or a list's (whose
+// exclusive members the home feed leaves out, and the list keeps).
+func (s *Stream) Hides(h feed.Hidden, author int64) bool {
+	if s.list != 0 {
+		return h.InList(author)
+	}
+	return h.InFeed(author)
+}
 
 // Hidden returns the reader's hidden authors as last read, whether they
 // are known and younger than HiddenTTL, and a generation to hand back to

@@ -22,6 +22,8 @@ type Timeline interface {
 	// FeedSince returns up to n posts of reader's home feed with ids
 	// above after, newest first, and whether more exist.
 	FeedSince(ctx context.Context, reader, after int64, n int) ([]feed.Post, bool, error)
+	// ListFeedSince is FeedSince of the feed of reader's list id.
+	ListFeedSince(ctx context.Context, reader, list, after int64, n int) ([]feed.Post, bool, error)
 	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
 }
 
@@ -86,8 +88,9 @@ const (
 )
 
 // Handler serves the live stream, GET /v1/me/feed/stream, as Server-Sent
-// Events: it opens the caller's stream on the hub, then hands the
-// connection to goroutines of its own (detach).
+// Events: it opens the caller's stream on the hub (of the home feed, or
+// with ?list= of one of the caller's lists), then hands the connection to
+// goroutines of its own (detach).
 //
 // An idle stream's goroutine waits in Next for hours, and its stack is
 // much of what an idle stream holds: the runtime halves a goroutine's
@@ -204,8 +207,18 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) (*liveStream, err
 	if err != nil {
 		return nil, err
 	}
+	list, err := h.list(r)
+	if err != nil {
+		return nil, err
+	}
 	ctx := r.Context()
-	s, err := h.hub.Open(ctx, c.User)
+	var s *Stream
+	if list == 0 {
+		s, err = h.hub.Open(ctx, c.User)
+	} else {
+		// Another user's list, or none: 404 before the stream begins.
+		s, err = h.hub.OpenList(ctx, c.User, list)
+	}
 	if feed.ErrorCode(err) == feed.ERATELIMIT {
 		// The user has as many streams open as allowed. A stream
 		// closed frees its slot at once; one whose client vanished
@@ -257,7 +270,7 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) (*liveStream, err
 	}
 	if last != 0 {
 		s.Resumed(last)
-		if err := resume(ctx, h.tl, h.lk, c.User, last, s, sse); err != nil {
+		if err := resume(ctx, h.tl, h.lk, last, s, sse); err != nil {
 			h.api.Note(w, err)
 			sse.retry()
 			return nil, nil
@@ -293,7 +306,7 @@ func (ls *liveStream) serve(ctx context.Context, ev Event) bool {
 	case Shutdown:
 		sse.retry()
 		return false
-	default: // Dropped, Ended: the client is gone or behind
+	default: // Dropped, Ended: the client is gone or behind; Gone: the list is
 		return false
 	}
 	if err != nil {
@@ -351,10 +364,32 @@ func (h *Handler) lastEventID(r *http.Request) (int64, error) {
 	return id, nil
 }
 
-// resume sends the posts of me's feed newer than last, oldest first, or a
-// reset when more than resumeMax were missed.
-func resume(ctx context.Context, tl Timeline, lk Likes, me, last int64, s *Stream, sse *sseWriter) error {
-	posts, more, err := tl.FeedSince(ctx, me, last, resumeMax+1)
+// list is the ?list= a stream of a list is opened with; 0: the home feed.
+func (h *Handler) list(r *http.Request) (int64, error) {
+	v, err := h.api.Param(r, "list")
+	if err != nil || v == "" {
+		return 0, err
+	}
+	id, err := feed.ParseID(v)
+	if err != nil {
+		return 0, feed.Errorf(feed.EINVALID, "list must be a list's id, got %q", v)
+	}
+	return id, nil
+}
+
+// resume sends the posts of s's feed (its reader's home feed or list)
+// newer than last, oldest first, or a reset when more than resumeMax were
+// missed.
+func resume(ctx context.Context, tl Timeline, lk Likes, last int64, s *Stream, sse *sseWriter) error {
+	me := s.Reader()
+	var posts []feed.Post
+	var more bool
+	var err error
+	if s.List() == 0 {
+		posts, more, err = tl.FeedSince(ctx, me, last, resumeMax+1)
+	} else {
+		posts, more, err = tl.ListFeedSince(ctx, me, s.List(), last, resumeMax+1)
+	}
 	if err != nil {
 		return err
 	}

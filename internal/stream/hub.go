@@ -56,6 +56,9 @@ type Config struct {
 	// flight: a post's delivery waits between its waves while it does
 	// (yield), for at most yieldBudget in all.
 	Busy func() bool
+	// Members reads the members of a reader's list, for a list's
+	// stream (OpenList); nil: the hub opens home streams only.
+	Members Members
 }
 
 func (c Config) withDefaults() Config {
@@ -79,6 +82,10 @@ func (c Config) withDefaults() Config {
 
 // Followees returns the users reader follows.
 type Followees func(ctx context.Context, reader int64) ([]int64, error)
+
+// Members returns the members of reader's list id; ENOTFOUND when reader
+// has no such list.
+type Members func(ctx context.Context, reader, list int64) ([]int64, error)
 
 // Hub keeps a process's open streams.
 type Hub struct {
@@ -141,6 +148,24 @@ func (h *Hub) Heartbeat() time.Duration { return h.cfg.Heartbeat }
 // posts from now on. It fails with EUNAVAILABLE when the process is full
 // or shutting down, ERATELIMIT when reader has MaxPerUser streams open.
 func (h *Hub) Open(ctx context.Context, reader int64) (*Stream, error) {
+	return h.open(ctx, reader, 0)
+}
+
+// OpenList returns a stream of the feed of reader's list id: its members'
+// posts from now on (the reader's own only if a member). It fails as Open
+// does, and with ENOTFOUND when reader has no such list. A list's stream
+// counts against the same bounds as a home stream.
+func (h *Hub) OpenList(ctx context.Context, reader, list int64) (*Stream, error) {
+	if h.cfg.Members == nil {
+		return nil, feed.Errorf(feed.EUNAVAILABLE, "this process streams no list")
+	}
+	if list == 0 {
+		return nil, feed.Errorf(feed.ENOTFOUND, "no such list")
+	}
+	return h.open(ctx, reader, list)
+}
+
+func (h *Hub) open(ctx context.Context, reader, list int64) (*Stream, error) {
 	h.mu.Lock()
 	switch {
 	case h.closed:
@@ -154,7 +179,7 @@ func (h *Hub) Open(ctx context.Context, reader int64) (*Stream, error) {
 		return nil, feed.Errorf(feed.ERATELIMIT, "you have %d streams open, the most allowed; close one first", h.cfg.MaxPerUser)
 	}
 	s := &Stream{
-		hub: h, reader: reader,
+		hub: h, reader: reader, list: list, own: list == 0,
 		events:  make(chan *Event, h.cfg.Buffer),
 		refresh: make(chan struct{}, 1),
 		gone:    make(chan struct{}),
@@ -175,12 +200,28 @@ func (h *Hub) Open(ctx context.Context, reader int64) (*Stream, error) {
 	return s, nil
 }
 
-// attach reads whom s's reader follows and listens to exactly those
-// authors' channels and the reader's own for s.
+// attach reads whom s's reader follows (or the members of its list) and
+// listens to exactly those authors' channels and the reader's own for s.
+// A list's stream listens to its reader's channel whether or not the
+// reader is a member: the reader's changes (of the list's members, of
+// its tokens) are announced there; its posts are taken only if a member
+// (Stream.own).
 func (h *Hub) attach(ctx context.Context, s *Stream) error {
-	ids, err := h.followees(ctx, s.reader)
+	var ids []int64
+	var err error
+	if s.list == 0 {
+		ids, err = h.followees(ctx, s.reader)
+	} else {
+		ids, err = h.cfg.Members(ctx, s.reader, s.list)
+	}
 	if err != nil {
 		return err
+	}
+	if s.list != 0 {
+		own := slices.Contains(ids, s.reader)
+		h.mu.Lock()
+		s.own = own
+		h.mu.Unlock()
 	}
 	authors := append(slices.Clip(ids), s.reader)
 	slices.Sort(authors)
@@ -331,6 +372,9 @@ func (h *Hub) deliver(n feed.Notification) {
 		// handed out, outside the lock.
 		takers = slices.Clone(takers)
 	}
+	// A list's stream hears its reader's channel for the reader's
+	// changes, but takes the reader's posts only if a member.
+	takers = slices.DeleteFunc(takers, func(s *Stream) bool { return s.reader == n.Author && !s.own })
 	h.mu.Unlock()
 	if len(takers) == 0 {
 		return

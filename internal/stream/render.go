@@ -155,7 +155,7 @@ func renderShared(ctx context.Context, tl Timeline, lk Likes, ev Event) (*shared
 		if out.failed[s] != nil {
 			continue
 		}
-		if h, _, _ := s.Hidden(now); h.InFeed(p.AuthorID) {
+		if h, _, _ := s.Hidden(now); s.Hides(h, p.AuthorID) {
 			out.hidden[s] = true
 			continue
 		}

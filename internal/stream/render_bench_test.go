@@ -57,6 +57,10 @@ func (f *oneAuthor) FeedSince(ctx context.Context, reader, after int64, n int) (
 	return nil, false, nil
 }
 
+func (f *oneAuthor) ListFeedSince(ctx context.Context, reader, list, after int64, n int) ([]feed.Post, bool, error) {
+	return nil, false, nil
+}
+
 func (f *oneAuthor) Hidden(ctx context.Context, viewer int64) (feed.Hidden, error) {
 	return feed.Hidden{}, nil
 }

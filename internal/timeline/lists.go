@@ -3,6 +3,7 @@ package timeline
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/feedd/feedd/internal/feed"
 )
@@ -164,4 +165,32 @@ func (s *Service) warmHeads(ctx context.Context, authors []int64) {
 // such list.
 func (s *Service) ListMemberIDs(ctx context.Context, reader, list int64) ([]int64, error) {
 	return s.store.ListMembers(ctx, reader, list, 0, feed.MaxListMembers)
+}
+
+// ListFeedSince is FeedSince of reader's list id: up to n of its live
+// posts with ids above after, newest first, read from SQL, and whether
+// SQL had more. A list stream's resume reads it.
+func (s *Service) ListFeedSince(ctx context.Context, reader, list, after int64, n int) ([]feed.Post, bool, error) {
+	members, err := s.store.ListMembers(ctx, reader, list, 0, feed.MaxListMembers)
+	if err != nil {
+		return nil, false, fmt.Errorf("timeline: members of list %d: %w", list, err)
+	}
+	hidden, err := s.Hidden(ctx, reader)
+	if err != nil {
+		return nil, false, err
+	}
+	members = slices.DeleteFunc(members, hidden.InList)
+	ids, err := s.store.AuthorsPostIDs(ctx, members, 0, n)
+	if err != nil {
+		return nil, false, fmt.Errorf("timeline: list %d since %d: %w", list, after, err)
+	}
+	more := len(ids) == n
+	if k := slices.IndexFunc(ids, func(id int64) bool { return id <= after }); k >= 0 {
+		ids, more = ids[:k], false
+	}
+	posts, _, err := s.hydrate(ctx, ids, true)
+	if err != nil {
+		return nil, false, err
+	}
+	return posts, more, nil
 }

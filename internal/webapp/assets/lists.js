@@ -3,6 +3,7 @@
 import { describe } from './api.js';
 import { el, notice } from './ui.js';
 import { pager, pages, postEl, userItem } from './list.js';
+import { liveFeed } from './live.js';
 
 // listsView shows the user's lists in v (see app.js), with a form that
 // makes one.
@@ -43,12 +44,26 @@ export async function listView(v, id) {
   const tabs = el('nav', { class: 'tabs' });
   const box = el('div', {});
   let pg = null;
+  let live = null;
   v.onStop(() => pg && pg.stop());
   const show = (which) => {
     if (pg) pg.stop();
     for (const b of tabs.children) b.setAttribute('aria-selected', String(b.dataset.tab === which));
-    if (which === 'feed') pg = pager(pages(v.call, path + '/feed'), (p) => postEl(s, p), 'No posts by the members yet.');
-    else pg = pager(pages(v.call, path + '/members'), (u) => memberItem(u), 'No members yet: add some by their id.');
+    if (live) live.stop();
+    live = null;
+    if (which === 'feed') {
+      // The list's live stream brings its members' new posts.
+      const item = (p) => postEl(s, p);
+      const lf = liveFeed(v, () => feed, item, 'list=' + encodeURIComponent(id));
+      const feed = pager(pages(v.call, path + '/feed'), item, 'No posts by the members yet.',
+        (items) => lf.start(items.length ? items[0].id : null));
+      live = lf;
+      pg = feed;
+      box.replaceChildren(live.pill, pg.box);
+      pg.more();
+      return;
+    }
+    pg = pager(pages(v.call, path + '/members'), (u) => memberItem(u), 'No members yet: add some by their id.');
     box.replaceChildren(pg.box);
     pg.more();
   };
