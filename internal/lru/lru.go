@@ -95,6 +95,19 @@ func (c *Cache[K, V]) Update(k K, f func(old V, ok bool) (V, bool)) {
 	}
 }
 
+// Delete drops k's entry, if any.
+func (c *Cache[K, V]) Delete(k K) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[k]; ok {
+		c.order.Remove(el)
+		delete(c.items, k)
+	}
+}
+
 // put stores v under k; c.mu is held.
 func (c *Cache[K, V]) put(k K, v V) {
 	exp := c.now().Add(c.ttl)

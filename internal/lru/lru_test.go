@@ -53,3 +53,19 @@ func TestUpdate(t *testing.T) {
 	var none *Cache[int, int]
 	none.Update(1, keepBigger(1))
 }
+
+func TestDelete(t *testing.T) {
+	c := New[int, int](2, time.Minute, nil)
+	c.Put(1, 1)
+	c.Put(2, 2)
+	c.Delete(1)
+	c.Delete(3) // absent: nothing happens
+	if _, ok := c.Get(1); ok {
+		t.Fatal("1 found after its Delete")
+	}
+	if v, ok := c.Get(2); !ok || v != 2 || c.Len() != 1 {
+		t.Fatalf("2 = %d, %v with %d entries; want 2 alone", v, ok, c.Len())
+	}
+	var none *Cache[int, int]
+	none.Delete(1)
+}

@@ -30,6 +30,7 @@ type noTimeline struct{}
 
 func (noTimeline) Followed(context.Context, int64, int64, bool)                                {}
 func (noTimeline) ExclusiveChanged(context.Context, int64)                                     {}
+func (noTimeline) ListChanged(int64, int64)                                                    {}
 func (noTimeline) Hidden(context.Context, int64) (feed.Hidden, error)                          { return feed.Hidden{}, nil }
 func (noTimeline) Unfollowed(context.Context, int64, int64, bool)                              {}
 func (noTimeline) BatchFollowed(context.Context, []feed.Edge, []string, []feed.Edge, []string) {}

@@ -97,6 +97,7 @@ func (s *Service) DeleteList(ctx context.Context, owner, id int64) error {
 	if err := s.store.DeleteList(ctx, owner, id); err != nil {
 		return err
 	}
+	s.timeline.ListChanged(owner, id)
 	if l.Exclusive {
 		s.homeChanged(ctx, owner)
 	} else {
@@ -154,6 +155,7 @@ func (s *Service) ListMembers(ctx context.Context, owner, id, after int64, n int
 // channel), and when the list is exclusive, the owner's home feed holds
 // other posts now.
 func (s *Service) memberChanged(ctx context.Context, owner, id int64) {
+	s.timeline.ListChanged(owner, id)
 	l, err := s.store.List(ctx, owner, id)
 	if err != nil || l.Exclusive {
 		// Unknown (the list was deleted meanwhile, or SQL failed): as if

@@ -69,6 +69,9 @@ type Timeline interface {
 	// ExclusiveChanged follows a change of the members of owner's
 	// exclusive lists, which its home feed leaves out.
 	ExclusiveChanged(ctx context.Context, owner int64)
+	// ListChanged follows a change of the members of owner's list id, or
+	// its deletion.
+	ListChanged(owner, list int64)
 	// Hidden is what viewer does not see (a list takes no member a block
 	// stands between).
 	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)

@@ -22,9 +22,9 @@ import (
 // of its own, and a first page usually no SQL at all.
 func (s *Service) ListFeed(ctx context.Context, reader, list, before int64, n int) (feed.Page, error) {
 	ctx, gaps := feed.WithGaps(ctx)
-	members, err := s.store.ListMembers(ctx, reader, list, 0, feed.MaxListMembers)
+	members, err := s.listMembers(ctx, reader, list)
 	if err != nil {
-		return feed.Page{}, fmt.Errorf("timeline: members of list %d: %w", list, err)
+		return feed.Page{}, err
 	}
 	hidden, err := s.Hidden(ctx, reader)
 	if err != nil {
@@ -164,16 +164,49 @@ func (s *Service) warmHeads(ctx context.Context, authors []int64) {
 // ListMemberIDs returns the members of reader's list id; ENOTFOUND for no
 // such list.
 func (s *Service) ListMemberIDs(ctx context.Context, reader, list int64) ([]int64, error) {
-	return s.store.ListMembers(ctx, reader, list, 0, feed.MaxListMembers)
+	return s.listMembers(ctx, reader, list)
+}
+
+// listKey names a list: its owner's id and its own.
+type listKey struct{ owner, list int64 }
+
+// memberSets bounds the lists whose members a process keeps: 4 KB for a
+// list of 500.
+const memberSets = 8192
+
+// listMembers returns the members of reader's list id. Every page of the
+// list needs them: the process keeps them for HiddenTTL, as it keeps the
+// reader's hidden set, so that a list read again and again (a scroll, a
+// refresh) reads them from SQL once a second at most. A change made
+// through this process shows at once (ListChanged), through another within
+// HiddenTTL, or at once for its maker when reads follow writes
+// (wroteSince).
+func (s *Service) listMembers(ctx context.Context, reader, list int64) ([]int64, error) {
+	k := listKey{reader, list}
+	if m, ok := s.members.Get(k); ok && !s.wroteSince(ctx, 2*s.cfg.HiddenTTL) {
+		return m, nil
+	}
+	m, err := s.store.ListMembers(ctx, reader, list, 0, feed.MaxListMembers)
+	if err != nil {
+		return nil, fmt.Errorf("timeline: members of list %d: %w", list, err)
+	}
+	s.members.Put(k, m)
+	return m, nil
+}
+
+// ListChanged drops the process's copy of the members of owner's list id:
+// they changed, or the list was deleted.
+func (s *Service) ListChanged(owner, list int64) {
+	s.members.Delete(listKey{owner, list})
 }
 
 // ListFeedSince is FeedSince of reader's list id: up to n of its live
 // posts with ids above after, newest first, read from SQL, and whether
 // SQL had more. A list stream's resume reads it.
 func (s *Service) ListFeedSince(ctx context.Context, reader, list, after int64, n int) ([]feed.Post, bool, error) {
-	members, err := s.store.ListMembers(ctx, reader, list, 0, feed.MaxListMembers)
+	members, err := s.listMembers(ctx, reader, list)
 	if err != nil {
-		return nil, false, fmt.Errorf("timeline: members of list %d: %w", list, err)
+		return nil, false, err
 	}
 	hidden, err := s.Hidden(ctx, reader)
 	if err != nil {

@@ -21,6 +21,9 @@ type metrics struct {
 	// author_list_head: a process's copy of a list's newest ids, post,
 	// hot_post) and result (hit, miss): the hit ratios.
 	cacheLookups *prometheus.CounterVec
+	// headHits and headMisses are cacheLookups of author_list_head, which
+	// a list's page counts once per member: taken once.
+	headHits, headMisses prometheus.Counter
 	// collapsed counts post loads that joined another reader's SQL load
 	// instead of sending their own.
 	collapsed prometheus.Counter
@@ -94,6 +97,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "feedd_post_loads_collapsed_total", Help: "Post ids a read did not load from SQL because a concurrent read was already loading them.",
 		}),
 	}
+	m.headHits = m.cacheLookups.WithLabelValues("author_list_head", "hit")
+	m.headMisses = m.cacheLookups.WithLabelValues("author_list_head", "miss")
 	m.reg = reg
 	m.breakerChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "feedd_sql_breaker_transitions_total", Help: "State changes of the API's SQL circuit breaker, by the state entered.",

@@ -209,6 +209,8 @@ type Service struct {
 	floorLoads singleflight.Group
 	// hidden is the process's copy of readers' mute and block sets.
 	hidden *lru.Cache[int64, feed.Hidden]
+	// members is the process's copy of lists' members (listMembers).
+	members *lru.Cache[listKey, []int64]
 	// gone is the process's copy of the deleted users, whose posts no
 	// read shows (deleted.go).
 	gone      atomic.Pointer[goneAuthors]
@@ -251,6 +253,7 @@ func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, authorL
 		now:         time.Now,
 	}
 	s.hidden = lru.New[int64, feed.Hidden](hiddenSets, s.cfg.HiddenTTL, func() time.Time { return s.now() })
+	s.members = lru.New[listKey, []int64](memberSets, s.cfg.HiddenTTL, func() time.Time { return s.now() })
 	s.gates = lru.New[int64, time.Time](refreshGates, s.cfg.RefreshInterval, func() time.Time { return s.now() })
 	// SQL is required: without it the API cannot take a write. The cache
 	// is not: every read falls back to SQL.
