@@ -30,18 +30,17 @@ func (s *Service) ListFeed(ctx context.Context, reader, list, before int64, n in
 	if err != nil {
 		return feed.Page{}, err
 	}
-	s.warmHeads(ctx, members)
+	members = slices.DeleteFunc(slices.Clone(members), hidden.InList)
 	var srcs []source
-	for _, m := range members {
-		if hidden.InList(m) {
-			continue
+	if s.authorLists == nil {
+		// A service built without author lists: SQL alone.
+		srcs = []source{authorsSQLSource{s: s, authors: members}}
+	} else {
+		heads := s.memberHeads(ctx, members)
+		srcs = make([]source, len(members))
+		for i, m := range members {
+			srcs[i] = authorListSource{s: s, author: m, head: heads[i]}
 		}
-		if s.authorLists == nil {
-			// A service built without author lists: SQL alone.
-			srcs = []source{authorsSQLSource{s: s, authors: members}}
-			break
-		}
-		srcs = append(srcs, authorListSource{s: s, author: m})
 	}
 	var posts []feed.Post
 	pos := before
@@ -128,41 +127,55 @@ func (s *Service) withListUnread(ctx context.Context, reader, list int64, m feed
 	}
 }
 
-// warmHeadIDs is how many ids of each member's list warmHeads reads.
+// warmHeadIDs is how many ids of each member's list memberHeads reads.
 const warmHeadIDs = 48
 
-// warmHeads reads, in one round trip, the heads of the authors' lists that
-// the process does not hold: a list's page then reads no author list one
-// by one, as it would when its members' heads expire together.
-func (s *Service) warmHeads(ctx context.Context, authors []int64) {
+// memberHeads returns the heads of the authors' lists, in the authors'
+// order: the process's copies, looked up at once, and in one round trip
+// the ones it does not hold. An author whose head is not known (no list,
+// a failed read) gets the zero listHead, which answers nothing: its
+// source reads on its own.
+func (s *Service) memberHeads(ctx context.Context, authors []int64) []listHead {
+	out := make([]listHead, len(authors))
 	if s.authorLists == nil {
-		return
+		return out
 	}
+	found := make([]bool, len(authors))
+	hits := 0
+	s.heads.GetEach(authors, func(i int, h listHead) {
+		out[i], found[i] = h, true
+		hits++
+	})
+	s.metrics.headHits.Add(float64(hits))
 	var cold []int64
-	for _, a := range authors {
-		if _, ok := s.heads.Get(a); !ok {
+	for i, a := range authors {
+		if !found[i] {
 			cold = append(cold, a)
 		}
 	}
+	s.metrics.headMisses.Add(float64(len(cold)))
 	if len(cold) < 2 {
-		return
+		return out
 	}
 	// A first page and the next take 21 ids a member at the most; a
 	// deeper page reads on from the author lists themselves.
 	pages, err := s.authorLists.InboxPages(ctx, cold, warmHeadIDs)
 	if err != nil {
 		s.cacheFailed("read author lists", err)
-		return
+		return out
 	}
-	for a, pg := range pages {
-		if pg.Exists {
-			s.heads.Put(a, listHead{ids: pg.IDs, complete: pg.Complete})
+	for i, a := range authors {
+		if pg, ok := pages[a]; ok && !found[i] && pg.Exists {
+			out[i] = listHead{ids: pg.IDs, complete: pg.Complete}
+			s.heads.Put(a, out[i])
 		}
 	}
+	return out
 }
 
-// ListMemberIDs returns the members of reader's list id; ENOTFOUND for no
-// such list.
+// ListMemberIDs returns the members of reader's list id, ascending;
+// ENOTFOUND for no such list. The slice is shared: read it, never change
+// it.
 func (s *Service) ListMemberIDs(ctx context.Context, reader, list int64) ([]int64, error) {
 	return s.listMembers(ctx, reader, list)
 }
@@ -212,7 +225,7 @@ func (s *Service) ListFeedSince(ctx context.Context, reader, list, after int64, 
 	if err != nil {
 		return nil, false, err
 	}
-	members = slices.DeleteFunc(members, hidden.InList)
+	members = slices.DeleteFunc(slices.Clone(members), hidden.InList)
 	ids, err := s.store.AuthorsPostIDs(ctx, members, 0, n)
 	if err != nil {
 		return nil, false, fmt.Errorf("timeline: list %d since %d: %w", list, after, err)

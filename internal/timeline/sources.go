@@ -185,6 +185,10 @@ type authorListSource struct {
 	s      *Service
 	author int64
 	after  int64 // SQL reads stop here (0: at the author's first post)
+	// head is the head of the author's list as the page found it (a
+	// list's page looks up all its members' at once, memberHeads); the
+	// zero value: look it up.
+	head listHead
 }
 
 // listHeadTTL is how old a process's copy of the head of a pulled
@@ -251,9 +255,12 @@ func (h listHead) below(pos int64, want int) ([]int64, bool) {
 	return ids[:k:k], true
 }
 
-// quick answers from the process's copy of the author's list head, when
-// it holds one that reaches far enough.
+// quick answers from the author's list head, the page's or the process's
+// copy, when it reaches far enough.
 func (o authorListSource) quick(pos int64, want int) ([]int64, bool) {
+	if o.head.ids != nil || o.head.complete {
+		return o.head.below(pos, want)
+	}
 	h, ok := o.s.heads.Get(o.author)
 	if !ok {
 		return nil, false
