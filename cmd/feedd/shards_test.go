@@ -88,6 +88,7 @@ func migrateShards(tb testing.TB, env map[string]string) {
 var shardedSuite = map[string]bool{
 	"TestLists":                         true,
 	"TestListStream":                    true,
+	"TestListMemberLimit":               true,
 	"TestRankedFeed":                    true,
 	"TestPublishFanoutRead":             true,
 	"TestDeleteIsLazyAndFinal":          true,
