@@ -21,26 +21,13 @@ import (
 // stream and not the home stream; another user's list is 404, a malformed
 // id 400; a deleted list ends its stream. On push and hybrid (alice, with
 // two followers, pulled).
-func TestListStream(t *testing.T) {
-	forEachStack(t, func(t *testing.T, env map[string]string) {
-		for _, mode := range []string{"push", "hybrid"} {
-			t.Run(mode, func(t *testing.T) { testListStream(t, env, mode) })
-		}
-	})
-}
+func TestListStream(t *testing.T) { forEachListMode(t, testListStream) }
 
-func testListStream(t *testing.T, env map[string]string, mode string) {
+func testListStream(t *testing.T, c listCast) {
 	ctx := context.Background()
-	in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", mode, "FEEDD_PULL_THRESHOLD", "2")
-	_, ownerTok := in.user("owner")
-	alice, aliceTok := in.user("alice")
-	bob, bobTok := in.user("bob")
-	carol, carolTok := in.user("carol")
-	dave, daveTok := in.user("dave")
-	_, otherTok := in.user("other")
-	in.follow(ownerTok, alice)
-	in.follow(ownerTok, carol)
-	in.follow(otherTok, alice)
+	in, ownerTok, otherTok := c.in, c.owner.tok, c.other.tok
+	alice, aliceTok, bob, bobTok := c.alice.id, c.alice.tok, c.bob.id, c.bob.tok
+	carolTok, dave, daveTok := c.carol.tok, c.dave.id, c.dave.tok
 	owner := in.as(ownerTok)
 	l, err := owner.CreateList(ctx, client.CreateListParams{Name: "close friends"})
 	if err != nil {
@@ -99,8 +86,7 @@ func testListStream(t *testing.T, env map[string]string, mode string) {
 	home := in.openStream("/v1/me/feed/stream", ownerTok)
 	a4 := in.post(aliceTok, "alice 4, exclusive")
 	r.expectPost(a4)
-	c := in.post(carolTok, "carol, home")
-	home.expectPost(c) // and not alice's before it
+	home.expectPost(in.post(carolTok, "carol, home")) // and not alice's before it
 	home.Close()
 
 	// A deleted list ends its stream.

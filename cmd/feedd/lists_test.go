@@ -27,27 +27,46 @@ func (in *instance) listFeedAll(token string, list client.ID, limit int) []strin
 // moment they are added and none once removed, without muted members; an
 // exclusive list takes its members out of the home feed and back; at most
 // 100 lists.
-func TestLists(t *testing.T) {
+func TestLists(t *testing.T) { forEachListMode(t, testLists) }
+
+// person is a user of a test: its id and token.
+type person struct{ id, tok string }
+
+// listCast are the users of the lists' tests: owner follows alice and
+// carol, other follows alice; bob and dave are followed by no one.
+type listCast struct {
+	in                                    *instance
+	owner, alice, bob, carol, dave, other person
+}
+
+// forEachListMode runs f on every stack, on push and on hybrid (where
+// alice, with two followers, is pulled), with a fresh feedd and cast.
+func forEachListMode(t *testing.T, f func(t *testing.T, c listCast)) {
 	forEachStack(t, func(t *testing.T, env map[string]string) {
 		for _, mode := range []string{"push", "hybrid"} {
-			t.Run(mode, func(t *testing.T) { testLists(t, env, mode) })
+			t.Run(mode, func(t *testing.T) {
+				in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", mode, "FEEDD_PULL_THRESHOLD", "2")
+				c := listCast{in: in}
+				for _, p := range []struct {
+					name string
+					to   *person
+				}{{"owner", &c.owner}, {"alice", &c.alice}, {"bob", &c.bob}, {"carol", &c.carol}, {"dave", &c.dave}, {"other", &c.other}} {
+					p.to.id, p.to.tok = in.user(p.name)
+				}
+				in.follow(c.owner.tok, c.alice.id)
+				in.follow(c.owner.tok, c.carol.id)
+				in.follow(c.other.tok, c.alice.id)
+				f(t, c)
+			})
 		}
 	})
 }
 
-func testLists(t *testing.T, env map[string]string, mode string) {
+func testLists(t *testing.T, c listCast) {
 	ctx := context.Background()
-	// In hybrid, alice (two followers) is pulled.
-	in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", mode, "FEEDD_PULL_THRESHOLD", "2")
-	_, ownerTok := in.user("owner")
-	alice, aliceTok := in.user("alice")
-	bob, bobTok := in.user("bob")
-	carol, carolTok := in.user("carol")
-	dave, _ := in.user("dave")
-	_, otherTok := in.user("other")
-	in.follow(ownerTok, alice)
-	in.follow(ownerTok, carol)
-	in.follow(otherTok, alice)
+	in, ownerTok, otherTok := c.in, c.owner.tok, c.other.tok
+	alice, aliceTok, bob, bobTok := c.alice.id, c.alice.tok, c.bob.id, c.bob.tok
+	carolTok, dave := c.carol.tok, c.dave.id
 	owner := in.as(ownerTok)
 
 	l, err := owner.CreateList(ctx, client.CreateListParams{Name: "close friends"})
