@@ -183,3 +183,19 @@ func NewPostsPage(posts []feed.Post, more bool, states map[int64]feed.LikeState)
 		func(p feed.Post) int64 { return p.ID },
 		func(p feed.Post) (Post, bool) { return NewPostLikes(p, states), !p.Deleted }))
 }
+
+// ShowWeights makes the page's items show the weights viewer may see: of
+// viewer's own posts, or of every post for the admin. posts are those the
+// page was made from (NewPostsPage left the deleted ones out).
+func (pg PostsPage) ShowWeights(posts []feed.Post, viewer int64, admin bool) {
+	i := 0
+	for _, p := range posts {
+		if p.Deleted {
+			continue
+		}
+		if admin || (viewer != 0 && viewer == p.AuthorID) {
+			pg.Items[i] = pg.Items[i].WithWeight(p)
+		}
+		i++
+	}
+}

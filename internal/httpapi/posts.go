@@ -25,16 +25,7 @@ func renderPosts(ctx context.Context, pg pages.Page, kind byte) apijson.PostsPag
 	}
 	page.Degraded = pg.Degraded
 	p, _ := ctx.Value(principalKey{}).(principal)
-	i := 0
-	for _, post := range pg.Posts {
-		if post.Deleted { // NewPostsPage left it out
-			continue
-		}
-		if p.admin || (p.user != 0 && p.user == post.AuthorID) {
-			page.Items[i] = page.Items[i].WithWeight(post)
-		}
-		i++
-	}
+	page.ShowWeights(pg.Posts, p.user, p.admin)
 	return page
 }
 

@@ -409,17 +409,9 @@ func resume(ctx context.Context, tl Timeline, lk Likes, last int64, s *Stream, s
 		return err
 	}
 	page := apijson.NewPostsPage(posts, false, states)
-	weights := make(map[string]feed.Post) // the reader's own posts show their weight
-	for _, p := range posts {
-		if p.AuthorID == me {
-			weights[feed.FormatID(p.ID)] = p
-		}
-	}
+	page.ShowWeights(posts, me, false) // the reader's own posts show their weight
 	for i := len(page.Items) - 1; i >= 0; i-- {
 		it := page.Items[i]
-		if p, ok := weights[it.ID]; ok {
-			it = it.WithWeight(p)
-		}
 		id, _ := feed.ParsePostID(it.ID)
 		if err := sse.sendPost(it); err != nil {
 			return err
