@@ -101,6 +101,28 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.P
 	if !hidden.Empty() {
 		rounds = feed.MaxFilteredRounds
 	}
+	pg, err := s.readPage(ctx, srcs, before, n, rounds, func(live []feed.Post) []feed.Post {
+		return s.unhidden(ctx, in, hidden, live)
+	})
+	if err != nil {
+		return feed.Page{}, err
+	}
+	path := in.path
+	if len(srcs) > 1 {
+		path = pathMerged
+	}
+	s.metrics.reads.WithLabelValues(path).Inc()
+	pg.Degraded = in.degraded || gaps.Any()
+	return pg, nil
+}
+
+// readPage merges the sources' ids below before into a page of up to n
+// live posts, in at most rounds rounds. Each round asks the sources for
+// what the page still needs (reading ahead by the share of ids dropped so
+// far), loads the posts, has the sources forget the deleted ones (lazy
+// delete), and keeps those keep keeps (nil: all). When the rounds run out
+// before the page fills, Next is where the next page reads on.
+func (s *Service) readPage(ctx context.Context, srcs []source, before int64, n, rounds int, keep func(live []feed.Post) []feed.Post) (feed.Page, error) {
 	out := make([]feed.Post, 0, n+1)
 	pos := before
 	read, shown := 0, 0 // ids read and posts kept, for the read-ahead
@@ -111,8 +133,6 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.P
 		need := n + 1 - len(out)
 		want := need
 		if round > 0 {
-			// Read ahead by the share of ids that did not make it so far
-			// (deleted or hidden).
 			want = feed.ReadAhead(need, read, shown)
 		}
 		lists, err := fetchAll(ctx, srcs, pos, want)
@@ -125,7 +145,9 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.P
 			return feed.Page{}, err
 		}
 		s.forget(ctx, srcs, lists, dead)
-		live = s.unhidden(ctx, in, hidden, live)
+		if keep != nil {
+			live = keep(live)
+		}
 		read += len(ids)
 		shown += len(live)
 		out = append(out, live...)
@@ -135,17 +157,10 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.P
 		}
 		pos = ids[len(ids)-1]
 	}
-	path := in.path
-	if len(srcs) > 1 {
-		path = pathMerged
-	}
-	s.metrics.reads.WithLabelValues(path).Inc()
 	if len(out) > n {
-		pg := feed.PageOf(out[:n], true)
-		pg.Degraded = in.degraded || gaps.Any()
-		return pg, nil
+		return feed.PageOf(out[:n], true), nil
 	}
-	pg := feed.Page{Posts: out, Degraded: in.degraded || gaps.Any()}
+	pg := feed.Page{Posts: out}
 	if !exhausted && pos != before {
 		// The rounds ran out before the page filled: more may exist below
 		// pos, which the next page starts from.

@@ -42,36 +42,12 @@ func (s *Service) ListFeed(ctx context.Context, reader, list, before int64, n in
 			srcs[i] = authorListSource{s: s, author: m, head: heads[i]}
 		}
 	}
-	var posts []feed.Post
-	pos := before
 	// A deleted post a list still holds makes a page read on, as the home
 	// feed does, and leaves the list (lazy delete).
-	for range maxReadRounds {
-		want := n - len(posts) + 1
-		lists, err := fetchAll(ctx, srcs, pos, want)
-		if err != nil {
-			return feed.Page{}, fmt.Errorf("timeline: posts of list %d: %w", list, err)
-		}
-		ids := mergeK(lists, want)
-		live, dead, err := s.hydrate(ctx, ids, withSQL)
-		if err != nil {
-			return feed.Page{}, err
-		}
-		s.forget(ctx, srcs, lists, dead)
-		for _, p := range live {
-			if len(posts) == n {
-				pg := feed.PageOf(posts, true)
-				pg.Degraded = gaps.Any()
-				return pg, nil
-			}
-			posts = append(posts, p)
-		}
-		if len(ids) < want {
-			return feed.Page{Posts: posts, Degraded: gaps.Any()}, nil
-		}
-		pos = ids[len(ids)-1]
+	pg, err := s.readPage(ctx, srcs, before, n, maxReadRounds, nil)
+	if err != nil {
+		return feed.Page{}, fmt.Errorf("timeline: posts of list %d: %w", list, err)
 	}
-	pg := feed.PageOf(posts, true)
 	pg.Degraded = gaps.Any()
 	return pg, nil
 }
