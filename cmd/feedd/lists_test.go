@@ -36,6 +36,7 @@ type person struct{ id, tok string }
 // carol, other follows alice; bob and dave are followed by no one.
 type listCast struct {
 	in                                    *instance
+	env                                   map[string]string
 	owner, alice, bob, carol, dave, other person
 }
 
@@ -46,7 +47,7 @@ func forEachListMode(t *testing.T, f func(t *testing.T, c listCast)) {
 		for _, mode := range []string{"push", "hybrid"} {
 			t.Run(mode, func(t *testing.T) {
 				in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", mode, "FEEDD_PULL_THRESHOLD", "2")
-				c := listCast{in: in}
+				c := listCast{in: in, env: env}
 				for _, p := range []struct {
 					name string
 					to   *person
@@ -162,6 +163,17 @@ func testLists(t *testing.T, c listCast) {
 	}
 	if r := in.do("PUT", path+"/marker", otherTok, map[string]any{"last_read_id": both[0]}); r.status != 404 {
 		t.Errorf("another user's list marker: %d %s; want 404", r.status, r.raw)
+	}
+	// Redis lost: the list's feed and ranking are the same, from SQL and
+	// the author lists rebuilt. (The embedded stack has no Redis to lose.)
+	if _, ok := c.env["FEEDD_REDIS_URL"]; ok {
+		flushRedis(t, c.env)
+		if got := in.listFeedAll(ownerTok, l.ID, 2); !slices.Equal(got, both) {
+			t.Fatalf("list feed after Redis was lost = %v; want %v", got, both)
+		}
+		if got := rankedList(); len(got) != len(both) || got[0] != bobs[2] {
+			t.Fatalf("ranked list after Redis was lost = %v; want the %d posts, %s (liked) first", got, len(both), bobs[2])
+		}
 	}
 	// A muted member is left out, and back when unmuted.
 	in.must(204, "PUT", "/v1/me/mutes/"+alice, ownerTok, nil)

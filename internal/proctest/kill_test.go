@@ -7,13 +7,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	fclient "github.com/feedd/feedd/client"
 )
 
 // TestSIGKILLOfWorkLosesNothing: a work process killed with SIGKILL in the
 // middle of fanning out three posts to 40,000 followers loses nothing. A
 // second work process takes over what the first held (unacked messages,
 // unconfirmed outbox rows, an expiring split lock), and every inbox ends
-// up with the three posts exactly once, with nothing dead-lettered.
+// up with the three posts exactly once, with nothing dead-lettered; a list
+// the author is a member of (its reader not a follower) shows them too.
 func TestSIGKILLOfWorkLosesNothing(t *testing.T) {
 	t.Parallel()
 	onBackends(t, sigkillOfWorkLosesNothing)
@@ -33,6 +36,15 @@ func sigkillOfWorkLosesNothing(t *testing.T, b backend) {
 	setup := time.Now()
 	readers := s.followers(author, followers)
 	t.Logf("%d followers and their inboxes created in %v", followers, time.Since(setup).Round(time.Millisecond))
+	_, listerTok := api.newUser(s.admin, "lister")
+	lister := api.as(listerTok)
+	list, err := lister.CreateList(context.Background(), fclient.CreateListParams{Name: "the celebrity"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lister.AddListMember(context.Background(), list.ID, fclient.ID(author)); err != nil {
+		t.Fatal(err)
+	}
 
 	start := time.Now()
 	var posts []int64
@@ -82,5 +94,16 @@ func sigkillOfWorkLosesNothing(t *testing.T, b backend) {
 	// What the first follower sees through the API.
 	if got := api.feed(api.token(s.admin, readers[0])); !slices.Equal(got, want) {
 		t.Fatalf("feed of follower %d = %v; want %v", readers[0], got, want)
+	}
+	pg, err := lister.ListFeedPage(context.Background(), list.ID, fclient.PageParams{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, p := range pg.Items {
+		got = append(got, int64(p.ID))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the list with the author = %v; want %v", got, want)
 	}
 }
