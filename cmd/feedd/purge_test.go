@@ -78,6 +78,10 @@ func TestAccountDeletion(t *testing.T) {
 			alicePosts = append(alicePosts, in.post(aliceTok, "alice "+string(rune('a'+i))))
 		}
 		bobPost := in.post(bobTok, "bob's")
+		// alice is in one of bob's lists; the purge takes her out.
+		bobList := in.must(201, "POST", "/v1/lists", bobTok, map[string]any{"name": "friends"}).str("id")
+		in.must(204, "PUT", "/v1/lists/"+bobList+"/members/"+alice, bobTok, nil)
+		in.must(204, "PUT", "/v1/lists/"+bobList+"/members/"+carol, bobTok, nil)
 		in.must(200, "PUT", "/v1/posts/"+bobPost+"/like", aliceTok, nil)
 		in.must(200, "PUT", "/v1/posts/"+alicePosts[0]+"/like", bobTok, nil)
 		in.must(200, "PUT", "/v1/posts/"+alicePosts[0]+"/like", carolTok, nil)
@@ -147,14 +151,21 @@ func TestAccountDeletion(t *testing.T) {
 		}
 		wantCounts(bob, 0, 1)
 		wantCounts(carol, 1, 0)
+		if l := in.must(200, "GET", "/v1/lists/"+bobList, bobTok, nil); l.body["member_count"] != float64(1) {
+			t.Errorf("bob's list after alice's purge: %s; want member_count 1", l.raw)
+		}
+		if m := in.must(200, "GET", "/v1/lists/"+bobList+"/members", bobTok, nil).items(); len(m) != 1 {
+			t.Errorf("bob's list's members after alice's purge: %v; want carol alone", m)
+		}
 		testenv.Eventually(t, 10*time.Second, "bob's post loses alice's like", func() bool {
 			n, _ := in.likeState(bobTok, bobPost)
 			stats, rows := in.sqlLikes(bobPost)
 			return n == 0 && stats == 0 && rows == 0
 		})
 		if left, err := in.sqlCount(`SELECT (SELECT COUNT(*) FROM follows WHERE follower_id = ? OR followee_id = ?)
-			+ (SELECT COUNT(*) FROM likes WHERE user_id = ?) + (SELECT COUNT(*) FROM posts WHERE author_id = ?)`,
-			alice, alice, alice, alice); err != nil || left != 0 {
+			+ (SELECT COUNT(*) FROM likes WHERE user_id = ?) + (SELECT COUNT(*) FROM posts WHERE author_id = ?)
+			+ (SELECT COUNT(*) FROM list_members WHERE member_id = ?)`,
+			alice, alice, alice, alice, alice); err != nil || left != 0 {
 			t.Errorf("alice's rows left after the purge: %d, %v; want 0", left, err)
 		}
 

@@ -182,7 +182,7 @@ func (s *Store) PurgeElsewhere(ctx context.Context, user int64) (feed.PurgeBatch
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		r, did = feed.PurgeBatch{}, false
 		for _, step := range []func(context.Context, *sql.Tx, int64, *feed.PurgeBatch) (bool, error){
-			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgeRelations,
+			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgeRelations, s.purgeMemberships,
 		} {
 			var err error
 			if did, err = step(ctx, tx, user, &r); did || err != nil {
@@ -218,7 +218,7 @@ func (s *Store) purgeBatch(ctx context.Context, user int64, owner string, lease 
 			return err
 		}
 		for _, step := range []func(context.Context, *sql.Tx, int64, *feed.PurgeBatch) (bool, error){
-			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgePosts, s.purgeIdempotency, s.purgeRelations,
+			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgePosts, s.purgeIdempotency, s.purgeRelations, s.purgeMemberships,
 		} {
 			if did, err = step(ctx, tx, user, &r); did || err != nil {
 				return err
@@ -231,8 +231,7 @@ func (s *Store) purgeBatch(ctx context.Context, user int64, owner string, lease 
 			return err
 		}
 		// The user's own lists (at most MaxLists, on the user's shard);
-		// their memberships in others' lists stay, and show nowhere: a
-		// members page leaves unknown users out, and they have no posts.
+		// their memberships in others' lists went with purgeMemberships.
 		if _, err := tx.ExecContext(ctx, "DELETE FROM list_members WHERE owner_id = ?", user); err != nil {
 			return err
 		}
@@ -382,6 +381,40 @@ func (s *Store) purgeRelations(ctx context.Context, tx *sql.Tx, user int64, _ *f
 		}
 	}
 	return false, nil
+}
+
+// purgeMemberships takes the user out of up to a batch of lists, other
+// users' on this shard (list_members_by_member), each list's member count
+// moved with it.
+func (s *Store) purgeMemberships(ctx context.Context, tx *sql.Tx, user int64, _ *feed.PurgeBatch) (bool, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT owner_id, list_id FROM list_members WHERE member_id = ? LIMIT ?"+s.d.forUpdate, user, PurgeBatchRows)
+	if err != nil {
+		return false, err
+	}
+	var lists [][2]int64
+	for rows.Next() {
+		var l [2]int64
+		if err := rows.Scan(&l[0], &l[1]); err != nil {
+			rows.Close()
+			return false, err
+		}
+		lists = append(lists, l)
+	}
+	if err := rows.Close(); err != nil {
+		return false, err
+	}
+	if err := rows.Err(); err != nil || len(lists) == 0 {
+		return false, err
+	}
+	for _, l := range lists {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM list_members WHERE owner_id = ? AND list_id = ? AND member_id = ?", l[0], l[1], user); err != nil {
+			return false, err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE lists SET member_count = member_count - 1 WHERE owner_id = ? AND id = ?", l[0], l[1]); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // purgeBatchOf deletes up to PurgeBatchRows rows of user's: sel (user and
