@@ -184,8 +184,9 @@ type HandleClaim struct {
 // free, or already user's). Running it twice is harmless.
 func (s *Store) ClaimHandle(ctx context.Context, h string, user int64) (HandleClaim, error) {
 	for {
-		if _, err := s.db.ExecContext(ctx, "INSERT INTO handles (handle, user_id, claimed_at) VALUES (?, ?, ?)"+s.d.keepExisting,
-			h, user, millis(time.Now())); err != nil {
+		// A duplicate is a claim that stands: read it below.
+		_, err := s.db.ExecContext(ctx, "INSERT INTO handles (handle, user_id, claimed_at) VALUES (?, ?, ?)", h, user, millis(time.Now()))
+		if err != nil && !s.d.duplicate(err) {
 			return HandleClaim{}, fmt.Errorf("sqlstore: claim handle %q for %d: %w", h, user, err)
 		}
 		// Not found: released between the two statements; claim it again.
