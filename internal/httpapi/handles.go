@@ -101,15 +101,7 @@ func handleUserByHandle(svc Timeline) http.Handler {
 
 func handleUserSearch(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
-		q, err := query(r)
-		if err != nil {
-			return err
-		}
-		limit, err := pageLimit(q)
-		if err != nil {
-			return err
-		}
-		text, err := param(q, "q")
+		limit, text, err := limitAnd(r, "q")
 		if err != nil {
 			return err
 		}

@@ -55,10 +55,7 @@ func (s *Store) UpdateUser(ctx context.Context, user int64, e feed.UserEdit) (fe
 // UserByHandle returns the user whose handle is h (lower case), or
 // ENOTFOUND.
 func (s *Store) UserByHandle(ctx context.Context, h string) (feed.User, error) {
-	u, err := scanUser(s.rdb.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE handle = ? AND deleted_at IS NULL", h))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = feed.Errorf(feed.ENOTFOUND, "no user has the handle %q", h)
-	}
+	u, err := s.userBy(ctx, "handle = ?", h, feed.Errorf(feed.ENOTFOUND, "no user has the handle %q", h))
 	if err != nil {
 		return feed.User{}, fmt.Errorf("sqlstore: user by handle %q: %w", h, err)
 	}

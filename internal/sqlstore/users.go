@@ -67,14 +67,20 @@ func scanUser(r scanner) (feed.User, error) {
 
 // User returns one user, or ENOTFOUND.
 func (s *Store) User(ctx context.Context, id int64) (feed.User, error) {
-	u, err := scanUser(s.rdb.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE id = ? AND deleted_at IS NULL", id))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = feed.Errorf(feed.ENOTFOUND, "user %d does not exist", id)
-	}
+	u, err := s.userBy(ctx, "id = ?", id, feed.Errorf(feed.ENOTFOUND, "user %d does not exist", id))
 	if err != nil {
 		return feed.User{}, fmt.Errorf("sqlstore: user %d: %w", id, err)
 	}
 	return u, nil
+}
+
+// userBy reads the live user that cond (with arg) finds, or notFound.
+func (s *Store) userBy(ctx context.Context, cond string, arg any, notFound error) (feed.User, error) {
+	u, err := scanUser(s.rdb.QueryRowContext(ctx, "SELECT "+userColumns+" FROM users WHERE "+cond+" AND deleted_at IS NULL", arg))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = notFound
+	}
+	return u, err
 }
 
 // Users returns the users among ids that exist, by id, with one query per
