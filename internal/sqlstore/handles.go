@@ -131,19 +131,8 @@ func (s *Store) searchUsers(ctx context.Context, where, order string, args []any
 	var users []feed.User
 	err := s.fromReplica(ctx, func(db *sql.DB) error {
 		users = users[:0]
-		rows, err := db.QueryContext(ctx, "SELECT "+userColumns+" FROM users WHERE "+where+" AND deleted_at IS NULL ORDER BY "+order+" LIMIT ?", append(args, n)...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			u, err := scanUser(rows)
-			if err != nil {
-				return err
-			}
-			users = append(users, u)
-		}
-		return rows.Err()
+		return eachUser(ctx, db, "SELECT "+userColumns+" FROM users WHERE "+where+" AND deleted_at IS NULL ORDER BY "+order+" LIMIT ?",
+			append(args, n), func(u feed.User) { users = append(users, u) })
 	})
 	return users, err
 }

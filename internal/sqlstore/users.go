@@ -89,26 +89,31 @@ func (s *Store) Users(ctx context.Context, ids []int64) (map[int64]feed.User, er
 	users := make(map[int64]feed.User, len(ids))
 	for _, chunk := range chunks(ids) {
 		err := s.fromReplica(ctx, func(db *sql.DB) error {
-			rows, err := db.QueryContext(ctx,
-				"SELECT "+userColumns+" FROM users WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL", chunk...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				u, err := scanUser(rows)
-				if err != nil {
-					return err
-				}
-				users[u.ID] = u
-			}
-			return rows.Err()
+			return eachUser(ctx, db, "SELECT "+userColumns+" FROM users WHERE id IN ("+placeholders(len(chunk))+") AND deleted_at IS NULL",
+				chunk, func(u feed.User) { users[u.ID] = u })
 		})
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: users (%d ids): %w", len(ids), err)
 		}
 	}
 	return users, nil
+}
+
+// eachUser calls fn with every user query (of userColumns) reads.
+func eachUser(ctx context.Context, db *sql.DB, query string, args []any, fn func(feed.User)) error {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return err
+		}
+		fn(u)
+	}
+	return rows.Err()
 }
 
 // TokenGeneration returns the generation a token of user must carry to be
