@@ -22,6 +22,7 @@ const (
 	CodeConflict               = "conflict"                  // 409: already exists
 	CodeUserBeingDeleted       = "user_being_deleted"        // 409: the id's deleted user is being purged
 	CodeExternalIDExists       = "external_id_exists"        // 409: the author already has a post with this external id
+	CodeHandleTaken            = "handle_taken"              // 409: another user holds the handle, whatever its case
 	CodeIdempotencyKeyInFlight = "idempotency_key_in_flight" // 409: the key's first request is not done; retried
 	CodeTooLarge               = "too_large"                 // 413
 	CodeCursorExpired          = "cursor_expired"            // 410: a ranked feed's snapshot expired: read its first page again

@@ -77,8 +77,11 @@ func parseDecimal(b []byte) (int64, bool) {
 
 // User is a user as the API shows it.
 type User struct {
-	ID             ID     `json:"id"`
-	Name           string `json:"name"`
+	ID   ID     `json:"id"`
+	Name string `json:"name"`
+	// Handle is the user's unique handle, lower case; empty for a user
+	// without one.
+	Handle         string `json:"handle,omitempty"`
 	FollowerCount  int64  `json:"follower_count"`
 	FollowingCount int64  `json:"following_count"`
 	// DeliveryMode is "push" or "pull": how the user's posts reach their

@@ -8,10 +8,13 @@ import (
 )
 
 // CreateUserParams is a new user: a name, and optionally the app's own id
-// for them (0: feedd picks one).
+// for them (0: feedd picks one) and a handle (1..30 of a-z, 0-9 and _;
+// capitals are folded to lower case; one another user holds is
+// CodeHandleTaken).
 type CreateUserParams struct {
-	Name string `json:"name"`
-	ID   ID     `json:"id,omitempty"`
+	Name   string `json:"name"`
+	ID     ID     `json:"id,omitempty"`
+	Handle string `json:"handle,omitempty"`
 }
 
 // CreateUser creates a user (admin). POST /v1/users.

@@ -750,3 +750,36 @@ func TestBrowserLists(t *testing.T) {
 	})
 	alice.shot("list")
 }
+
+// The people view: a search typed in the box lists handle matches before
+// name matches, with their @handles, and leaves out a user blocked; a
+// user's page shows the handle and the follow button's state, which it
+// reads from the relationships route, not from the following list.
+func TestBrowserPeople(t *testing.T) {
+	b := newBrowser(t)
+	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir()}, nil)
+	_, aliceTok := in.user("alice")
+	bob := in.must(201, "POST", "/v1/users", in.admin, map[string]any{"name": "Bob", "handle": "bo_b"}).str("id")
+	in.must(201, "POST", "/v1/users", in.admin, map[string]any{"name": "Bonnie"})
+	mallory := in.must(201, "POST", "/v1/users", in.admin, map[string]any{"name": "Bo Mallory", "handle": "bo_m"}).str("id")
+	in.follow(aliceTok, bob)
+	in.must(204, "PUT", "/v1/me/blocks/"+mallory, aliceTok, nil)
+	bobTok := in.must(201, "POST", "/v1/users/"+bob+"/tokens", in.admin, nil).str("token")
+
+	alice := b.tab("alice", 1000, 800)
+	alice.signIn(in.url, aliceTok)
+	alice.do(chromedp.Click(chromedp.CSS(`nav a[href="/search"]`)), chromedp.WaitVisible(chromedp.CSS("#people-q")),
+		chromedp.SendKeys(chromedp.CSS("#people-q"), "Bo"))
+	alice.wait("bob, then bonnie", `[...document.querySelectorAll('#people .user')].map(u => u.textContent.split(' ')[0] + (u.querySelector('.handle')?.textContent || '')).join() === 'Bob @bo_b,Bonnie'`)
+	alice.shot("people")
+	alice.do(chromedp.Click(chromedp.CSS(`#people .user a[href="/users/` + bob + `"]`)))
+	alice.wait("bob's page with his handle", `document.querySelector('#handle')?.textContent === '@bo_b'`)
+	alice.wait("the follow button from the relationship", `document.querySelector('#follow')?.textContent === 'Unfollow' && !document.querySelector('#follow').disabled`)
+	if following := js[bool](alice, `performance.getEntriesByType('resource').some(e => e.name.includes('/following'))`); following {
+		t.Error("bob's page paged the following list; it should ask /v1/me/relationships/{id}")
+	}
+	me := js[string](alice, `document.querySelector('#me-link').getAttribute('href').split('/').pop()`)
+	in.follow(bobTok, me)
+	alice.do(chromedp.Navigate(in.url + "/users/" + bob))
+	alice.wait("follows you", `document.querySelector('#follows-you')?.textContent === ' · follows you'`)
+}

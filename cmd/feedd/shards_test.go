@@ -86,6 +86,7 @@ func migrateShards(tb testing.TB, env map[string]string) {
 // read, whose rows now live on several shards (a follow, a block and a
 // like cross two of them).
 var shardedSuite = map[string]bool{
+	"TestHandles":                       true,
 	"TestLists":                         true,
 	"TestListStream":                    true,
 	"TestListMemberLimit":               true,
@@ -124,6 +125,7 @@ var shardedSuite = map[string]bool{
 // them. The rest is the same code on either engine, which the unsharded
 // postgres stack runs; the whole CI run must stay under 45 minutes.
 var shardedOnPostgres = map[string]bool{
+	"TestHandles":                   true,
 	"TestPublishFanoutRead":         true,
 	"TestFollowBackfillAndUnfollow": true,
 	"TestBlock":                     true,

@@ -110,8 +110,10 @@ func NewPostLikes(p feed.Post, states map[int64]feed.LikeState) Post {
 
 // User is a user as the API shows it.
 type User struct {
-	ID             string `json:"id"`
-	Name           string `json:"name"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Handle is absent for a user without one.
+	Handle         string `json:"handle,omitempty"`
 	FollowerCount  int64  `json:"follower_count"`
 	FollowingCount int64  `json:"following_count"`
 	// DeliveryMode is how the user's posts reach readers ("push" or
@@ -124,10 +126,25 @@ func NewUser(u feed.User) User {
 	return User{
 		ID:             feed.FormatID(u.ID),
 		Name:           u.Name,
+		Handle:         u.Handle,
 		FollowerCount:  u.FollowerCount,
 		FollowingCount: u.FollowingCount,
 		DeliveryMode:   u.DeliveryMode,
 	}
+}
+
+// Relationship is how the token's user stands to another.
+type Relationship struct {
+	Following  bool `json:"following"`
+	FollowedBy bool `json:"followed_by"`
+	Reposts    bool `json:"reposts"`
+	Muting     bool `json:"muting"`
+	Blocking   bool `json:"blocking"`
+}
+
+// NewRelationship renders r.
+func NewRelationship(r feed.Relationship) Relationship {
+	return Relationship{Following: r.Following, FollowedBy: r.FollowedBy, Reposts: r.Reposts, Muting: r.Muting, Blocking: r.Blocking}
 }
 
 // List is a user's list as the API shows it (to its owner only).

@@ -114,7 +114,7 @@ func (e *encoder) flush() error {
 func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
 	e.out = jsonl.NewWriter(e.w, 64<<10)
 	id := jsonl.ID(u.ID)
-	if err := e.line(jsonl.UserLine{Kind: jsonl.User, ID: id, Name: u.Name}); err != nil {
+	if err := e.line(jsonl.UserLine{Kind: jsonl.User, ID: id, Name: u.Name, Handle: u.Handle}); err != nil {
 		return err
 	}
 	if err := e.line(jsonl.ProfileLine{Kind: jsonl.Profile, UserID: id, CreatedAt: formatTime(u.CreatedAt),

@@ -33,6 +33,8 @@ const (
 	// A ranked feed's cursor whose snapshot expired (or was lost with the
 	// cache): 410; the client reloads the first page.
 	ECURSOREXPIRED = "cursor_expired"
+	// A handle another user holds (CheckHandle): 409.
+	EHANDLETAKEN = "handle_taken"
 )
 
 // Error is a domain error: a code for machines and a sentence for people.

@@ -42,6 +42,9 @@ const (
 	// LimitReached: the owner has MaxLists lists, or the list
 	// MaxListMembers members.
 	LimitReached
+	// HandleInUse: another user holds the user's handle (or an earlier
+	// user of the batch took it); nothing was written.
+	HandleInUse
 )
 
 // ImportResult is ImportPosts' answer for one post.

@@ -8,8 +8,11 @@ import (
 // User is an account that posts and follows. ID is the application's own
 // id when it gave one, else one feedd generated.
 type User struct {
-	ID             int64
-	Name           string
+	ID   int64
+	Name string
+	// Handle is the user's unique handle, lower case (CheckHandle); "" if
+	// none.
+	Handle         string
 	FollowerCount  int64
 	FollowingCount int64
 	CreatedAt      time.Time

@@ -27,6 +27,7 @@ var statusByCode = map[string]int{
 	feed.EEXTERNALID:    http.StatusConflict,
 	feed.ECURSOREXPIRED: http.StatusGone,
 	feed.ELIMIT:         http.StatusBadRequest,
+	feed.EHANDLETAKEN:   http.StatusConflict,
 }
 
 // The error codes that are no domain codes: only the router can get a

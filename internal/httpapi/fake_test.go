@@ -184,10 +184,14 @@ func (f *fakeService) withCounts(u feed.User) feed.User {
 	return u
 }
 
-func (f *fakeService) CreateUser(ctx context.Context, id int64, name string) (feed.User, error) {
+func (f *fakeService) CreateUser(ctx context.Context, id int64, name, handle string) (feed.User, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.record("CreateUser", id, name); err != nil {
+	args := []any{id, name}
+	if handle != "" {
+		args = append(args, handle)
+	}
+	if err := f.record("CreateUser", args...); err != nil {
 		return feed.User{}, err
 	}
 	if id == 0 {
@@ -197,7 +201,11 @@ func (f *fakeService) CreateUser(ctx context.Context, id int64, name string) (fe
 	if _, ok := f.users[id]; ok {
 		return feed.User{}, feed.Errorf(feed.ECONFLICT, "user %d already exists", id)
 	}
-	u := feed.User{ID: id, Name: name, CreatedAt: f.now}
+	handle = strings.ToLower(handle)
+	if f.handleHolder(handle) != 0 {
+		return feed.User{}, feed.HandleTaken(handle)
+	}
+	u := feed.User{ID: id, Name: name, Handle: handle, CreatedAt: f.now}
 	f.users[id] = u
 	return u, nil
 }

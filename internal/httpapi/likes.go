@@ -74,15 +74,7 @@ func handlePostLikers(lk Likes) http.Handler {
 			return err
 		}
 		// pageQuery's checks, with a cursor of another shape.
-		q, err := query(r)
-		if err != nil {
-			return err
-		}
-		limit, err := pageLimit(q)
-		if err != nil {
-			return err
-		}
-		cursor, err := param(q, "cursor")
+		limit, cursor, err := limitAnd(r, "cursor")
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ import (
 // Only observe copies the request, once, to put the request id in its
 // context, before the mux: the mux records the matched pattern in
 // r.Pattern, and observe reads it from that same copy once the mux returns.
-func middleware(logger *slog.Logger, m *requestMetrics, maxBody int64, bodyTimeout time.Duration, mux *http.ServeMux) http.Handler {
+func middleware(logger *slog.Logger, m *requestMetrics, maxBody int64, bodyTimeout time.Duration, mux splitMux) http.Handler {
 	h := routeFallback(mux)
 	h = recoverPanics(h)
 	return observe(logger, m, maxBody, bodyTimeout, h)
@@ -202,7 +202,7 @@ func recoverPanics(next http.Handler) http.Handler {
 
 // routeFallback answers for the mux when no route matches, in JSON: 404,
 // or 405 with the Allow header when the path exists under other methods.
-func routeFallback(mux *http.ServeMux) http.Handler {
+func routeFallback(mux splitMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// ServeMux answers a path that is not clean ("/v1/users//posts",
 		// an empty id) with an HTML redirect to the cleaned one, which may

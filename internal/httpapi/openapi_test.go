@@ -34,6 +34,15 @@ func TestOpenAPILint(t *testing.T) {
 	if err := os.WriteFile(config, []byte("extends:\n  - recommended-strict\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// One path is ambiguous to a reader of the document alone: a handle
+	// "tokens" would match /v1/users/{id}/tokens too. The router sends
+	// every path under /v1/users/by-handle/ to its route (literalPrefixes,
+	// server.go), where "by-handle" is never an id; the contract names the
+	// path, so the rule is waived for it alone.
+	ignore := "openapi.json:\n  no-ambiguous-paths:\n    - '#/paths/~1v1~1users~1by-handle~1{handle}'\n"
+	if err := os.WriteFile(filepath.Join(dir, ".redocly.lint-ignore.yaml"), []byte(ignore), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "lint", "--config", config, "--format", "stylish", doc)

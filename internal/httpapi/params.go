@@ -48,14 +48,7 @@ func param(q url.Values, name string) (string, error) {
 
 // pageQuery reads ?cursor= (of kind) and ?limit= (default 20, 1..100).
 func pageQuery(r *http.Request, kind byte) (pos int64, limit int, err error) {
-	q, err := query(r)
-	if err != nil {
-		return 0, 0, err
-	}
-	if limit, err = pageLimit(q); err != nil {
-		return 0, 0, err
-	}
-	cursor, err := param(q, "cursor")
+	limit, cursor, err := limitAnd(r, "cursor")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -64,6 +57,20 @@ func pageQuery(r *http.Request, kind byte) (pos int64, limit int, err error) {
 		return 0, 0, err
 	}
 	return pos, limit, nil
+}
+
+// limitAnd reads ?limit= (default 20, 1..100) and the parameter name
+// ("" when absent) from a query string that parses.
+func limitAnd(r *http.Request, name string) (limit int, value string, err error) {
+	q, err := query(r)
+	if err != nil {
+		return 0, "", err
+	}
+	if limit, err = pageLimit(q); err != nil {
+		return 0, "", err
+	}
+	value, err = param(q, name)
+	return limit, value, err
 }
 
 // pageLimit reads ?limit= (default 20, 1..100).

@@ -35,9 +35,24 @@ import (
 // declared here, where it is used, so the API can be tested against a fake
 // and the domain can grow without the API noticing.
 type Timeline interface {
-	// CreateUser creates a user; id 0 asks for a generated id. ECONFLICT if
-	// the id is taken.
-	CreateUser(ctx context.Context, id int64, name string) (feed.User, error)
+	// CreateUser creates a user, with a handle unless "" (folded to lower
+	// case); id 0 asks for a generated id. ECONFLICT if the id is taken,
+	// EHANDLETAKEN if the handle is.
+	CreateUser(ctx context.Context, id int64, name, handle string) (feed.User, error)
+	// UpdateUser changes a user's name, handle or both (a Handle of ""
+	// removes it) and returns the user; EHANDLETAKEN if the handle is
+	// another's, and then nothing changes.
+	UpdateUser(ctx context.Context, user int64, e feed.UserEdit) (feed.User, error)
+	// UserByHandle returns the user of a handle, whatever its case, as
+	// viewer sees it; ENOTFOUND if none, or if a block stands between.
+	UserByHandle(ctx context.Context, viewer int64, handle string) (feed.User, error)
+	// SearchUsers returns up to n users for a query, handle prefix
+	// matches first, then name matches, leaving out users a block stands
+	// between with viewer (feed.ParseUserQuery).
+	SearchUsers(ctx context.Context, viewer int64, q string, n int) ([]feed.User, error)
+	// Relationship says how user stands to other; ENOTFOUND for an unknown
+	// other or one who blocks user, EINVALID for oneself.
+	Relationship(ctx context.Context, user, other int64) (feed.Relationship, error)
 	// User returns a user with counts; ENOTFOUND if unknown.
 	User(ctx context.Context, id int64) (feed.User, error)
 	// Followers returns up to n followers of user with ids above after,
@@ -272,7 +287,7 @@ func NewServer(logger *slog.Logger, cfg Config, svc Timeline, lk Likes, reg prom
 	}
 	dm := newDefenceMetrics(logger, reg, cfg.Shed)
 
-	mux := http.NewServeMux()
+	mux := newSplitMux()
 	for _, rt := range routes(tok, svc, lk, cfg.Switches, ready, metrics, cfg.Live, cfg.Console) {
 		if rt.path == streamPath {
 			// HEAD is refused before anything: it opens no stream.
@@ -292,6 +307,43 @@ func NewServer(logger *slog.Logger, cfg Config, svc Timeline, lk Likes, reg prom
 	return middleware(logger, newRequestMetrics(logger, reg), cfg.MaxBodyBytes, cfg.BodyTimeout, mux)
 }
 
+// literalPrefixes are the paths under which a route's literal segment
+// stands where other routes have a wildcard: /v1/users/by-handle/{handle}
+// beside /v1/users/{id}/followers. ServeMux refuses such a pair (a handle
+// "followers" would match both), so the routes under such a prefix get a
+// mux of their own, which every request under the prefix goes to: there,
+// "by-handle" is never an id.
+var literalPrefixes = []string{"/v1/users/by-handle/"}
+
+// splitMux is the API's router: a ServeMux for the routes under
+// literalPrefixes and one for the rest.
+type splitMux struct{ main, literal *http.ServeMux }
+
+func newSplitMux() splitMux { return splitMux{http.NewServeMux(), http.NewServeMux()} }
+
+func (m splitMux) forPath(path string) *http.ServeMux {
+	for _, p := range literalPrefixes {
+		if strings.HasPrefix(path, p) {
+			return m.literal
+		}
+	}
+	return m.main
+}
+
+// Handle registers a pattern ("METHOD /path") on its mux.
+func (m splitMux) Handle(pattern string, h http.Handler) {
+	_, path, _ := strings.Cut(pattern, " ")
+	m.forPath(path).Handle(pattern, h)
+}
+
+func (m splitMux) Handler(r *http.Request) (http.Handler, string) {
+	return m.forPath(r.URL.Path).Handler(r)
+}
+
+func (m splitMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.forPath(r.URL.Path).ServeHTTP(w, r)
+}
+
 // NewProbes returns only /healthz, /readyz and /metrics, for processes that
 // serve no API (the `feedd work` role) but must still be probed and
 // scraped. ready nil means always ready.
@@ -300,7 +352,7 @@ func NewProbes(logger *slog.Logger, ready func(context.Context) []feed.Check, me
 	if ready == nil {
 		ready = func(context.Context) []feed.Check { return nil }
 	}
-	mux := http.NewServeMux()
+	mux := newSplitMux()
 	for _, rt := range routes(nil, nil, nil, nil, ready, metrics, nil, nil) {
 		if rt.access == probe {
 			h := rt.handler

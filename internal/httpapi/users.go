@@ -18,9 +18,27 @@ const (
 type createUserRequest struct {
 	Name string `json:"name"`
 	ID   jsonID `json:"id"`
+	// Handle is the user's handle; null or left out for none.
+	Handle *string `json:"handle"`
 }
 
-func (req createUserRequest) valid() error { return feed.CheckName(req.Name) }
+func (req createUserRequest) valid() error {
+	if err := feed.CheckName(req.Name); err != nil {
+		return err
+	}
+	if req.Handle != nil {
+		_, err := feed.CheckHandle(*req.Handle)
+		return err
+	}
+	return nil
+}
+
+func (req createUserRequest) handle() string {
+	if req.Handle == nil {
+		return ""
+	}
+	return *req.Handle
+}
 
 func handleUserCreate(svc Timeline) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
@@ -28,7 +46,7 @@ func handleUserCreate(svc Timeline) http.Handler {
 		if err != nil {
 			return err
 		}
-		u, err := svc.CreateUser(r.Context(), int64(req.ID), req.Name)
+		u, err := svc.CreateUser(r.Context(), int64(req.ID), req.Name, req.handle())
 		if err != nil {
 			return err
 		}

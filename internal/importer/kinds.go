@@ -39,7 +39,15 @@ func (r *run) parseUser(line []byte) (feed.User, error) {
 	if err := feed.CheckName(l.Name); err != nil {
 		return feed.User{}, errors.New(reason(err))
 	}
-	return feed.User{ID: int64(l.ID), Name: l.Name}, nil
+	u := feed.User{ID: int64(l.ID), Name: l.Name}
+	if l.Handle != "" {
+		h, err := feed.CheckHandle(l.Handle)
+		if err != nil {
+			return feed.User{}, errors.New(reason(err))
+		}
+		u.Handle = h
+	}
+	return u, nil
 }
 
 func (r *run) writeUsers(ctx context.Context, src Source, batch []item[feed.User]) error {
@@ -52,6 +60,9 @@ func (r *run) writeUsers(ctx context.Context, src Source, batch []item[feed.User
 		return fmt.Errorf("importer: %s: %w", src.Name, err)
 	}
 	return outcomes(r, src, batch, out, func(i int, o feed.ImportOutcome) string {
+		if o == feed.HandleInUse {
+			return fmt.Sprintf("user %d: %s", users[i].ID, feed.ErrorMessage(feed.HandleTaken(users[i].Handle)))
+		}
 		return fmt.Sprintf("user %d is being deleted; its id is free again once the purge is done", users[i].ID)
 	})
 }

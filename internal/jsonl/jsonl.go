@@ -49,11 +49,12 @@ var Kinds = []Kind{User, Profile, Marker, Follow, Mute, Block, Post, Like, List,
 
 // The lines. Kind is set in an export and empty in a file of one kind.
 type (
-	// UserLine is a user: its id and name.
+	// UserLine is a user: its id, name and handle (absent if none).
 	UserLine struct {
-		Kind Kind   `json:"kind,omitempty"`
-		ID   ID     `json:"id"`
-		Name string `json:"name"`
+		Kind   Kind   `json:"kind,omitempty"`
+		ID     ID     `json:"id"`
+		Name   string `json:"name"`
+		Handle string `json:"handle,omitempty"`
 	}
 	// ProfileLine is what feedd knows of a user beyond its name: when it
 	// was created and its counts (which follow from the follows).

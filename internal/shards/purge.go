@@ -72,5 +72,16 @@ func (s *Store) PurgeBatch(ctx context.Context, user int64, owner string, lease 
 			return r, nil
 		}
 	}
-	return s.Shard(home).PurgeBatch(ctx, user, owner, lease)
+	// The user's handle's claim, on its own shard, goes once the purge
+	// removed their row (if this fails, the claim is stale, and the next
+	// user who wants the handle takes it over).
+	h, err := s.Shard(home).HandleOf(ctx, user)
+	if err != nil {
+		return feed.PurgeBatch{}, err
+	}
+	r, err = s.Shard(home).PurgeBatch(ctx, user, owner, lease)
+	if err == nil && r.Done && h != "" {
+		err = s.releaseDeleted(ctx, h, user)
+	}
+	return r, err
 }

@@ -15,14 +15,6 @@ import (
 // its author's shard, so a post's calls need no lookup. A write goes
 // through s.write, which follows a shard that moved (moved.go).
 
-func (s *Store) CreateUser(ctx context.Context, u feed.User) (out feed.User, err error) {
-	err = s.write(ctx, s.m.Of(u.ID), func(st *sqlstore.Store) (err error) {
-		out, err = st.CreateUser(ctx, u)
-		return err
-	})
-	return out, err
-}
-
 func (s *Store) User(ctx context.Context, id int64) (feed.User, error) {
 	return s.of(id).User(ctx, id)
 }

@@ -108,11 +108,6 @@ func (s *Store) MarkPulled(ctx context.Context, high int64) (int64, error) {
 	})
 }
 
-// ImportUsers stores each user on its shard; outcomes[i] is users[i]'s.
-func (s *Store) ImportUsers(ctx context.Context, users []feed.User) ([]feed.ImportOutcome, error) {
-	return scatter(ctx, s, users, func(u feed.User) int64 { return u.ID }, (*sqlstore.Store).ImportUsers)
-}
-
 // ImportPosts stores each post on its shard (an imported post's id
 // carries its author's shard, feed.OnShard); results[i] is posts[i]'s.
 func (s *Store) ImportPosts(ctx context.Context, posts []feed.Post) ([]feed.ImportResult, error) {
@@ -169,14 +164,14 @@ func scatter[T, R any](ctx context.Context, s *Store, items []T, key func(T) int
 }
 
 // The bulk loads of a synthetic graph (feedd bench): users and posts go
-// to their shards; the follows' two sides are the loader's (BulkLoadFollows).
+// to their shards, the users' handles' claims to the handles' shards
+// (handles.go); the follows' two sides are the loader's (BulkLoadFollows).
 
 func (s *Store) BulkCreateUsers(ctx context.Context, users []feed.User) error {
-	return bulk(ctx, s, users, func(u feed.User) int64 { return u.ID }, (*sqlstore.Store).BulkCreateUsers)
-}
-
-func (s *Store) BulkLoadUsers(ctx context.Context, users []feed.User) error {
-	return bulk(ctx, s, users, func(u feed.User) int64 { return u.ID }, (*sqlstore.Store).BulkLoadUsers)
+	if err := bulk(ctx, s, users, func(u feed.User) int64 { return u.ID }, (*sqlstore.Store).BulkCreateUsers); err != nil {
+		return err
+	}
+	return s.bulkLoadHandles(ctx, users)
 }
 
 func (s *Store) BulkLoadPosts(ctx context.Context, posts []feed.Post) error {

@@ -31,7 +31,7 @@ func TestPublishIdempotency(t *testing.T) {
 	cache := inmemcache.New(inmemcache.Options{})
 	defer cache.Close()
 	svc := New(slog.New(slog.DiscardHandler), Config{IdempotencyTTL: 90 * time.Minute}, st, cache, noTimeline{}, feed.NewIDGen(nil), nil)
-	author, err := svc.CreateUser(ctx, 0, "a")
+	author, err := svc.CreateUser(ctx, 0, "a", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,7 @@ type Store interface {
 	DeletionStore
 	ExportStore
 	ListStore
+	HandleStore
 }
 
 // Timeline is what the writes tell the read engine (timeline.Service)

@@ -41,6 +41,28 @@ func (g breakerStore) CreateUser(ctx context.Context, u feed.User) (feed.User, e
 	return do(ctx, g, func(ctx context.Context) (feed.User, error) { return g.store.CreateUser(ctx, u) })
 }
 
+func (g breakerStore) UpdateUser(ctx context.Context, user int64, e feed.UserEdit) (feed.User, error) {
+	return do(ctx, g, func(ctx context.Context) (feed.User, error) { return g.store.UpdateUser(ctx, user, e) })
+}
+
+func (g breakerStore) UserByHandle(ctx context.Context, h string) (feed.User, error) {
+	return do(ctx, g, func(ctx context.Context) (feed.User, error) { return g.store.UserByHandle(ctx, h) })
+}
+
+func (g breakerStore) SearchHandles(ctx context.Context, prefix, after string, n int) ([]feed.User, error) {
+	return do(ctx, g, func(ctx context.Context) ([]feed.User, error) { return g.store.SearchHandles(ctx, prefix, after, n) })
+}
+
+func (g breakerStore) SearchNames(ctx context.Context, prefix, afterKey string, afterID int64, n int) ([]feed.User, error) {
+	return do(ctx, g, func(ctx context.Context) ([]feed.User, error) {
+		return g.store.SearchNames(ctx, prefix, afterKey, afterID, n)
+	})
+}
+
+func (g breakerStore) Relationship(ctx context.Context, user, other int64) (feed.Relationship, error) {
+	return do(ctx, g, func(ctx context.Context) (feed.Relationship, error) { return g.store.Relationship(ctx, user, other) })
+}
+
 func (g breakerStore) User(ctx context.Context, id int64) (feed.User, error) {
 	return do(ctx, g, func(ctx context.Context) (feed.User, error) { return g.store.User(ctx, id) })
 }

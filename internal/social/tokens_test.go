@@ -90,7 +90,7 @@ func TestTokenStanding(t *testing.T) {
 	if n := w.store.reads.Load(); n != 1 {
 		t.Fatalf("SQL reads for an unknown user checked by two processes: %d; want 1", n)
 	}
-	if _, err := a.CreateUser(ctx, 42, "late"); err != nil {
+	if _, err := a.CreateUser(ctx, 42, "late", ""); err != nil {
 		t.Fatal(err)
 	}
 	wantGeneration(t, a, 42, 0) // the acting process: at once
@@ -163,7 +163,7 @@ func TestTokenStandingFillRace(t *testing.T) {
 	ctx := context.Background()
 	w := newStandingWorld(t)
 	a, b, c := w.process(), w.process(), w.process()
-	if _, err := a.CreateUser(ctx, 5, "u"); err != nil {
+	if _, err := a.CreateUser(ctx, 5, "u", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.cache.Cache.Set(ctx, standingKey(5), "", time.Nanosecond); err != nil { // as if the entry had expired
@@ -188,7 +188,7 @@ func TestTokenStandingOutages(t *testing.T) {
 	ctx := context.Background()
 	w := newStandingWorld(t)
 	a, b := w.process(), w.process()
-	if _, err := a.CreateUser(ctx, 9, "u"); err != nil {
+	if _, err := a.CreateUser(ctx, 9, "u", ""); err != nil {
 		t.Fatal(err)
 	}
 	wantGeneration(t, b, 9, 0)

@@ -14,10 +14,19 @@ type UserStore interface {
 	Users(ctx context.Context, ids []int64) (map[int64]feed.User, error)
 }
 
-// CreateUser stores a user. id 0 means feedd picks one.
-func (s *Service) CreateUser(ctx context.Context, id int64, name string) (feed.User, error) {
+// CreateUser stores a user, with handle unless "" (feed.CheckHandle: a
+// handle with capitals is folded to lower case). id 0 means feedd picks
+// one.
+func (s *Service) CreateUser(ctx context.Context, id int64, name, handle string) (feed.User, error) {
 	if err := feed.CheckName(name); err != nil {
 		return feed.User{}, err
+	}
+	if handle != "" {
+		h, err := feed.CheckHandle(handle)
+		if err != nil {
+			return feed.User{}, err
+		}
+		handle = h
 	}
 	if id < 0 {
 		return feed.User{}, feed.Errorf(feed.EINVALID, "id must be a positive integer")
@@ -27,7 +36,7 @@ func (s *Service) CreateUser(ctx context.Context, id int64, name string) (feed.U
 		if generated {
 			id = s.ids.Next()
 		}
-		u, err := s.store.CreateUser(ctx, feed.User{ID: id, Name: name})
+		u, err := s.store.CreateUser(ctx, feed.User{ID: id, Name: name, Handle: handle})
 		if err == nil {
 			// Another process may remember that no such user exists
 			// (tokens of an earlier user of the id): tell them at once. The

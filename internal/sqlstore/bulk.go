@@ -23,7 +23,7 @@ import (
 func (s *Store) BulkCreateUsers(ctx context.Context, users []feed.User) error {
 	fresh := make([]feed.User, len(users))
 	for i, u := range users {
-		fresh[i] = feed.User{ID: u.ID, Name: u.Name, CreatedAt: u.CreatedAt}
+		fresh[i] = feed.User{ID: u.ID, Name: u.Name, Handle: u.Handle, CreatedAt: u.CreatedAt}
 	}
 	return s.BulkLoadUsers(ctx, fresh)
 }
@@ -135,20 +135,40 @@ func (s *Store) BulkLoadUsers(ctx context.Context, users []feed.User) error {
 				"user %d: ids are positive, names at most %d characters, counts not negative", u.ID, maxNameRunes))
 		}
 	}
-	err := s.bulkInsert(ctx, "users", []string{"id", "name", "follower_count", "following_count", "created_at"},
+	err := s.bulkInsert(ctx, "users", []string{"id", "name", "name_key", "handle", "follower_count", "following_count", "created_at"},
 		len(users), func(i int, args []any) []any {
 			u := users[i]
 			created := u.CreatedAt
 			if created.IsZero() {
 				created = now
 			}
-			return append(args, u.ID, u.Name, u.FollowerCount, u.FollowingCount, millis(created))
+			return append(args, u.ID, u.Name, feed.NameKey(u.Name), nullString(u.Handle), u.FollowerCount, u.FollowingCount, millis(created))
 		})
 	if s.d.duplicate(err) {
 		err = feed.Errorf(feed.ECONFLICT, "one of users %d..%d already exists", users[0].ID, users[len(users)-1].ID)
 	}
 	if err != nil {
 		return fmt.Errorf("sqlstore: bulk load %d users: %w", len(users), err)
+	}
+	return nil
+}
+
+// BulkLoadHandles stores the claims of the handles of users (those that
+// have one) in the handles table: sharded, each on its handle's shard
+// (package shards), as a user created through the API claims it.
+func (s *Store) BulkLoadHandles(ctx context.Context, users []feed.User) error {
+	now := millis(time.Now())
+	var with []feed.User
+	for _, u := range users {
+		if u.Handle != "" {
+			with = append(with, u)
+		}
+	}
+	err := s.bulkInsert(ctx, "handles", []string{"handle", "user_id", "claimed_at"}, len(with), func(i int, args []any) []any {
+		return append(args, with[i].Handle, with[i].ID, now)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlstore: bulk load %d handles: %w", len(with), err)
 	}
 	return nil
 }

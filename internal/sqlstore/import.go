@@ -89,6 +89,10 @@ func (s *Store) importUsers(ctx context.Context, users []feed.User, out []feed.I
 	if err := closeRows(rows); err != nil {
 		return err
 	}
+	held, err := s.handleHolders(ctx, users)
+	if err != nil {
+		return err
+	}
 	now := millis(time.Now())
 	var args []any
 	var fresh []int
@@ -100,21 +104,27 @@ func (s *Store) importUsers(ctx context.Context, users []feed.User, out []feed.I
 		case exists[u.ID]:
 			out[i] = feed.Unchanged
 			continue
+		case u.Handle != "" && held[u.Handle] != 0:
+			out[i] = feed.HandleInUse
+			continue
 		}
 		exists[u.ID] = true // the same id again in this batch is unchanged
+		if u.Handle != "" {
+			held[u.Handle] = u.ID
+		}
 		created := now
 		if !u.CreatedAt.IsZero() {
 			created = millis(u.CreatedAt)
 		}
-		args = append(args, u.ID, u.Name, created, gens[u.ID])
+		args = append(args, u.ID, u.Name, feed.NameKey(u.Name), nullString(u.Handle), created, gens[u.ID])
 		fresh = append(fresh, i)
 		out[i] = feed.Imported
 	}
 	if len(fresh) == 0 {
 		return nil
 	}
-	res, err := s.db.ExecContext(ctx, "INSERT INTO users (id, name, follower_count, following_count, created_at, token_generation) VALUES "+
-		strings.TrimSuffix(strings.Repeat("(?, ?, 0, 0, ?, ?), ", len(fresh)), ", ")+s.d.keepExisting, args...)
+	res, err := s.db.ExecContext(ctx, "INSERT INTO users (id, name, name_key, handle, follower_count, following_count, created_at, token_generation) VALUES "+
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, 0, 0, ?, ?), ", len(fresh)), ", ")+s.d.keepExisting, args...)
 	if err != nil {
 		return err
 	}
@@ -129,6 +139,36 @@ func (s *Store) importUsers(ctx context.Context, users []feed.User, out []feed.I
 		fresh = fresh[:k]
 	}
 	return nil
+}
+
+// handleHolders returns the holders of the handles users bring, by
+// handle: an import leaves out a user whose handle another holds, rather
+// than the insert dropping it without a word.
+func (s *Store) handleHolders(ctx context.Context, users []feed.User) (map[string]int64, error) {
+	held := map[string]int64{}
+	var hs []any
+	for _, u := range users {
+		if u.Handle != "" {
+			hs = append(hs, u.Handle)
+		}
+	}
+	if len(hs) == 0 {
+		return held, nil
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT handle, id FROM users WHERE handle IN ("+placeholders(len(hs))+")", hs...)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var h string
+		var id int64
+		if err := rows.Scan(&h, &id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		held[h] = id
+	}
+	return held, closeRows(rows)
 }
 
 func closeRows(rows *sql.Rows) error {

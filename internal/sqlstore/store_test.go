@@ -168,6 +168,7 @@ var suite = []struct {
 }{
 	{"Migrate", testMigrate},
 	{"Users", testUsers},
+	{"Handles", testHandles},
 	{"TokenGeneration", testTokenGeneration},
 	{"Markers", testMarkers},
 	{"StaleFeeds", testStaleFeeds},

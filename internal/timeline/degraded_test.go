@@ -58,8 +58,8 @@ func TestDegradedReads(t *testing.T) {
 	svc := newWithWrites(slog.New(slog.DiscardHandler), Config{Policy: feed.DeliveryPolicy{Mode: feed.ModePush}, RefreshInterval: time.Nanosecond},
 		ds, cache, nil, feed.NewIDGen(nil), nil,
 		WithBreaker(breaker.Config{Failures: 2, Cooldown: time.Hour}), WithSwitches(degrade.New(slog.New(slog.DiscardHandler), nil, nil)))
-	author, _ := svc.CreateUser(ctx, 0, "author")
-	reader, _ := svc.CreateUser(ctx, 0, "reader")
+	author, _ := svc.CreateUser(ctx, 0, "author", "")
+	reader, _ := svc.CreateUser(ctx, 0, "reader", "")
 	if err := svc.Follow(ctx, reader.ID, author.ID); err != nil {
 		t.Fatal(err)
 	}

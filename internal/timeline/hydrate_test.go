@@ -46,7 +46,7 @@ func TestConcurrentMissesCollapse(t *testing.T) {
 	ctx := context.Background()
 	// Post bodies expire from the cache at once: every read misses it.
 	svc, cs, _ := newTestService(t, Config{PostTTL: time.Nanosecond})
-	author, err := svc.CreateUser(ctx, 0, "celebrity")
+	author, err := svc.CreateUser(ctx, 0, "celebrity", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestConcurrentMissesCollapse(t *testing.T) {
 func TestHotPostSurvivesCacheExpiry(t *testing.T) {
 	ctx := context.Background()
 	svc, cs, _ := newTestService(t, Config{PostTTL: time.Nanosecond}, WithHotPosts(100, time.Minute))
-	author, _ := svc.CreateUser(ctx, 0, "a")
+	author, _ := svc.CreateUser(ctx, 0, "a", "")
 	p, err := svc.Publish(ctx, author.ID, feed.Draft{Content: "hot"}, feed.Idempotency{})
 	if err != nil {
 		t.Fatal(err)

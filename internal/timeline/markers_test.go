@@ -37,13 +37,13 @@ func newUnreadEnv(t *testing.T, mode feed.FanoutMode) *unreadEnv {
 	}, testStore(t), cache, al, feed.NewIDGen(nil), nil, WithHotPosts(1000, time.Minute))
 	e := &unreadEnv{svc: svc, cache: cache}
 	for _, p := range []*int64{&e.reader, &e.author, &e.celebrity, &e.stranger} {
-		u, err := svc.CreateUser(ctx, 0, "u")
+		u, err := svc.CreateUser(ctx, 0, "u", "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		*p = u.ID
 	}
-	fan, _ := svc.CreateUser(ctx, 0, "fan")
+	fan, _ := svc.CreateUser(ctx, 0, "fan", "")
 	for _, f := range [][2]int64{{e.reader, e.author}, {e.reader, e.celebrity}, {fan.ID, e.celebrity}} {
 		if err := svc.Follow(ctx, f[0], f[1]); err != nil {
 			t.Fatal(err)

@@ -33,13 +33,13 @@ func newOwnEnv(t *testing.T, mode feed.FanoutMode) *ownEnv {
 	e.open(t)
 	ctx := t.Context()
 	for _, p := range []*int64{&e.reader, &e.author, &e.celebrity} {
-		u, err := e.svc.CreateUser(ctx, 0, "u")
+		u, err := e.svc.CreateUser(ctx, 0, "u", "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		*p = u.ID
 	}
-	fan, _ := e.svc.CreateUser(ctx, 0, "fan")
+	fan, _ := e.svc.CreateUser(ctx, 0, "fan", "")
 	for _, f := range [][2]int64{{e.reader, e.author}, {e.reader, e.celebrity}, {fan.ID, e.celebrity}} {
 		if err := e.svc.Follow(ctx, f[0], f[1]); err != nil {
 			t.Fatal(err)

@@ -14,8 +14,8 @@ import (
 func TestPublishAndEditData(t *testing.T) {
 	ctx := context.Background()
 	svc, _, _ := newTestService(t, Config{}, WithHotPosts(100, time.Minute))
-	author, _ := svc.CreateUser(ctx, 0, "a")
-	other, _ := svc.CreateUser(ctx, 0, "b")
+	author, _ := svc.CreateUser(ctx, 0, "a", "")
+	other, _ := svc.CreateUser(ctx, 0, "b", "")
 
 	// Data comes compact from the API, which checks drafts and edits
 	// (feed.CheckContent, CheckData, CheckExternalID: httpapi's postdata
@@ -83,7 +83,7 @@ func TestEditRacingFill(t *testing.T) {
 	held := &heldStore{fullStore: st, read: make(chan struct{}), release: make(chan struct{})}
 	reader, editor := newSvc(held), newSvc(st)
 
-	author, _ := editor.CreateUser(ctx, 0, "a")
+	author, _ := editor.CreateUser(ctx, 0, "a", "")
 	for i, sameProcess := range []bool{false, true} {
 		id := int64(1<<40 + i)
 		if _, _, err := st.CreatePost(ctx, feed.Post{ID: id, AuthorID: author.ID, Content: "old", CreatedAt: feed.IDTime(id)}, feed.Idempotency{}); err != nil {

@@ -76,8 +76,8 @@ func TestRefreshGate(t *testing.T) {
 	}
 	a, ga := process()
 	b, gb := process()
-	author, _ := a.CreateUser(ctx, 0, "author")
-	reader, _ := a.CreateUser(ctx, 0, "reader")
+	author, _ := a.CreateUser(ctx, 0, "author", "")
+	reader, _ := a.CreateUser(ctx, 0, "reader", "")
 	if err := a.Follow(ctx, reader.ID, author.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +167,8 @@ func TestRefreshGateSavesARoundTrip(t *testing.T) {
 			st, cache, nil, feed.NewIDGen(nil), nil)
 	}
 	a, b := process(), process()
-	author, _ := a.CreateUser(ctx, 0, "author")
-	reader, _ := a.CreateUser(ctx, 0, "reader")
+	author, _ := a.CreateUser(ctx, 0, "author", "")
+	reader, _ := a.CreateUser(ctx, 0, "reader", "")
 	if err := a.Follow(ctx, reader.ID, author.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -278,8 +278,8 @@ func newRefreshRig(t *testing.T, cfg Config) refreshRig {
 	// is a post published before the clock moved a day.
 	svc := newWithWrites(slog.New(slog.DiscardHandler), cfg, ws, cache, nil, feed.NewIDGen(clock.Now), nil)
 	svc.now = clock.Now
-	author, _ := svc.CreateUser(ctx, 0, "author")
-	reader, _ := svc.CreateUser(ctx, 0, "reader")
+	author, _ := svc.CreateUser(ctx, 0, "author", "")
+	reader, _ := svc.CreateUser(ctx, 0, "reader", "")
 	if err := svc.Follow(ctx, reader.ID, author.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +338,7 @@ func TestRefreshMaxPosts(t *testing.T) {
 	const interval, maxPosts = 5 * time.Second, 3
 	r := newRefreshRig(t, Config{RefreshInterval: interval, RefreshMaxPosts: maxPosts})
 	svc, ws, clock, author, reader := r.svc, r.ws, r.clock, r.author, r.reader
-	other, _ := svc.CreateUser(context.Background(), 0, "other")
+	other, _ := svc.CreateUser(context.Background(), 0, "other", "")
 
 	clock.Add(time.Millisecond)
 	buried := publish(t, svc, author)

@@ -32,12 +32,12 @@ func TestMutedFeedPagesStayFull(t *testing.T) {
 			const authors, perAuthor, kept, limit = 40, 15, 2, 4
 			reader, other := int64(1), int64(2)
 			for _, id := range []int64{reader, other} {
-				if _, err := svc.CreateUser(ctx, id, "reader"); err != nil {
+				if _, err := svc.CreateUser(ctx, id, "reader", ""); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for a := int64(100); a < 100+authors; a++ {
-				if _, err := svc.CreateUser(ctx, a, "author"); err != nil {
+				if _, err := svc.CreateUser(ctx, a, "author", ""); err != nil {
 					t.Fatal(err)
 				}
 				if err := svc.Follow(ctx, reader, a); err != nil {
@@ -123,7 +123,7 @@ func TestFilteredPageIsBounded(t *testing.T) {
 	svc := newWithWrites(slog.New(slog.DiscardHandler), cfg, testStore(t), cache, nil, feed.NewIDGen(nil), nil)
 	reader, muted, kept := int64(1), int64(2), int64(3)
 	for _, id := range []int64{reader, muted, kept} {
-		if _, err := svc.CreateUser(ctx, id, "user"); err != nil {
+		if _, err := svc.CreateUser(ctx, id, "user", ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -89,7 +89,7 @@ func TestStaleFeedsReset(t *testing.T) {
 			// 12 and 13 one (pushed); the reader follows 10, 12 and 13.
 			reader := int64(1)
 			for _, id := range []int64{1, 2, 3, 10, 11, 12, 13} {
-				if _, err := svc.CreateUser(ctx, id, "user"); err != nil {
+				if _, err := svc.CreateUser(ctx, id, "user", ""); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/feedd/feedd/internal/feed"
@@ -144,6 +145,10 @@ func (g *Graph) eachPostBatch(ctx context.Context, size int, emit func([]feed.Po
 	}
 	return nil
 }
+
+// userHandle is the handle of a user named name ("reader-50-7" is
+// @reader_50_7): names are unique, so are their handles.
+func userHandle(name string) string { return strings.ReplaceAll(name, "-", "_") }
 
 func (g *Graph) userName(i int32) string {
 	if slices.Contains(g.celebs, i) {

@@ -80,7 +80,7 @@ func (w *JSONLWriter) LoadUsers(_ context.Context, users []feed.User) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, u := range users {
-		if err := w.w[jsonlUsers].Write(jsonl.UserLine{ID: jsonl.ID(u.ID), Name: u.Name}); err != nil {
+		if err := w.w[jsonlUsers].Write(jsonl.UserLine{ID: jsonl.ID(u.ID), Name: u.Name, Handle: u.Handle}); err != nil {
 			return err
 		}
 		w.users = append(w.users, u.ID)

@@ -87,7 +87,8 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, bars io.Writer)
 		for s := 0; s < n; s += size {
 			batch := make([]feed.User, 0, size)
 			for i := s; i < min(s+size, n); i++ {
-				batch = append(batch, feed.User{ID: g.ids[i], Name: g.userName(int32(i)), FollowerCount: in[i], FollowingCount: out[i], CreatedAt: g.now})
+				name := g.userName(int32(i))
+				batch = append(batch, feed.User{ID: g.ids[i], Name: name, Handle: userHandle(name), FollowerCount: in[i], FollowingCount: out[i], CreatedAt: g.now})
 			}
 			if err := send(batch); err != nil {
 				return err

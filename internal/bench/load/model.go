@@ -125,6 +125,8 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 			res.Ranked, err = r.ranked(ctx, m)
 		case ScenarioLists:
 			res.Lists, err = r.lists(ctx, m)
+		case ScenarioSearch:
+			res.Search, err = r.search(ctx, m)
 		case ScenarioMemory:
 			res.Memory, err = r.memory(ctx, m)
 		case ScenarioStream:

@@ -74,6 +74,7 @@ type ModelResult struct {
 	Read       map[string]*ReadResult   `json:"read,omitempty"`
 	Ranked     map[string]*RankedResult `json:"ranked,omitempty"`
 	Lists      map[string]*ListsResult  `json:"lists,omitempty"`
+	Search     *SearchResult            `json:"search,omitempty"`
 	Memory     *MemoryResult            `json:"memory,omitempty"`
 	Mixed      *MixedResult             `json:"mixed,omitempty"`
 	Stream     *StreamResult            `json:"stream,omitempty"`
@@ -271,6 +272,9 @@ func (r *Report) ComputeTargets() {
 		}
 		if len(m.Lists) > 0 {
 			listsTargets(name, m.Lists, add)
+		}
+		if m.Search != nil {
+			searchTargets(name, m.Search, add)
 		}
 		if m.Memory != nil && m.Memory.RedisEntries > 0 {
 			add("redis_bytes_per_entry["+name+"]", m.Memory.RedisBytesPerEntry, true, "<= 40", atMost(40),

@@ -211,6 +211,26 @@ func (r *Report) WriteTable(w io.Writer) error {
 		})
 	}
 
+	if slices.ContainsFunc(r.ModelOrder, func(name string) bool { return r.Models[name].Search != nil }) {
+		fmt.Fprintf(tw, "search (p50 / p99 ms)\t\n")
+		pair := func(label string, p50, p99 func(*SearchResult) float64) {
+			row(label, func(m *ModelResult) string {
+				if m.Search == nil {
+					return ""
+				}
+				return fmt.Sprintf("%.2f / %.2f", p50(m.Search), p99(m.Search))
+			})
+		}
+		pair("  home first page", func(s *SearchResult) float64 { return s.HomeFirstP50MS }, func(s *SearchResult) float64 { return s.HomeFirstP99MS })
+		pair("  search", func(s *SearchResult) float64 { return s.SearchP50MS }, func(s *SearchResult) float64 { return s.SearchP99MS })
+		row("  users a search, rounds, errors", func(m *ModelResult) string {
+			if m.Search == nil {
+				return ""
+			}
+			return fmt.Sprintf("%.1f, %d, %d", m.Search.ItemsPerSearch, m.Search.Rounds, m.Search.Errors)
+		})
+	}
+
 	fmt.Fprintln(tw, "memory\t")
 	row("  redis_bytes_total", func(m *ModelResult) string {
 		if m.Memory == nil {

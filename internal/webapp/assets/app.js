@@ -17,6 +17,7 @@ import { topView } from './top.js';
 import { rankedView } from './ranked.js';
 import { listsView, listView } from './lists.js';
 import { userView } from './user.js';
+import { peopleView } from './people.js';
 import { postView } from './post.js';
 
 const TOKEN = 'feedd.token';
@@ -105,6 +106,7 @@ function app(main, nav) {
       else if (path === '/top') topView(v);
       else if (path === '/ranked') rankedView(v);
       else if (path === '/lists') await listsView(v);
+      else if (path === '/search') peopleView(v);
       else if ((m = path.match(/^\/lists\/([0-9]+)$/))) await listView(v, m[1]);
       else if ((m = path.match(/^\/users\/([0-9]+)$/))) await userView(v, m[1]);
       else if ((m = path.match(/^\/posts\/([0-9]+)$/))) await postView(v, m[1]);

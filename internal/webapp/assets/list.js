@@ -86,6 +86,7 @@ export function postEl(s, p) {
 
 export function userItem(u) {
   return el('div', { class: 'user' }, el('a', { href: '/users/' + u.id, 'data-link': true }, u.name),
+    u.handle ? el('span', { class: 'handle' }, ' @' + u.handle) : null,
     el('span', { class: 'hint' }, ' ' + u.follower_count + (u.follower_count === 1 ? ' follower' : ' followers')));
 }
 

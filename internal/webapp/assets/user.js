@@ -1,5 +1,6 @@
-// The user view: a user's posts, followers and following, and the follow
-// button.
+// The user view: a user's name and handle, posts, followers and
+// following, and the follow button (its state from the relationships
+// route).
 import { describe, isAbort } from './api.js';
 import { el, notice } from './ui.js';
 import { pager, pages, postEl, userItem } from './list.js';
@@ -12,8 +13,10 @@ export async function userView(v, id) {
   const followers = el('span', { class: 'count', id: 'followers' }, String(u.follower_count));
   const followersWord = el('span', {}, u.follower_count === 1 ? ' follower' : ' followers');
   const following = el('span', { class: 'count', id: 'following' }, String(u.following_count));
+  const since = el('span', { id: 'follows-you' });
   const head = el('section', { class: 'card profile' }, el('h1', {}, u.name),
-    el('p', { class: 'hint' }, 'user ' + u.id + (u.id === s.me ? ' · you' : '')));
+    u.handle ? el('p', { class: 'handle', id: 'handle' }, '@' + u.handle) : null,
+    el('p', { class: 'hint' }, 'user ' + u.id + (u.id === s.me ? ' · you' : ''), since));
   const tabs = el('nav', { class: 'tabs' });
   const box = el('div', {});
   let pg = null;
@@ -34,7 +37,13 @@ export async function userView(v, id) {
     const btn = el('button', { type: 'button', class: 'primary follow', id: 'follow', disabled: true }, '…');
     let on = false;
     const label = () => { btn.textContent = on ? 'Unfollow' : 'Follow'; btn.setAttribute('aria-pressed', String(on)); };
-    isFollowing(v.call, s.me, id).then((f) => { on = f; label(); btn.disabled = false; }, (e) => isAbort(e) || notice(describe(e), 'error'));
+    // One call says how the reader stands to this user.
+    v.call('GET', '/v1/me/relationships/' + id).then((r) => {
+      on = r.following;
+      label();
+      btn.disabled = false;
+      if (r.followed_by) since.textContent = ' · follows you';
+    }, (e) => isAbort(e) || notice(describe(e), 'error'));
     btn.addEventListener('click', async () => {
       btn.disabled = true;
       try {
@@ -54,20 +63,4 @@ export async function userView(v, id) {
   }
   v.show(head, tabs, box);
   show('posts');
-}
-
-// isFollowing pages me's following list (ascending ids) until it passes
-// id.
-async function isFollowing(call, me, id) {
-  const want = BigInt(id);
-  let cursor = '';
-  for (;;) {
-    const page = await call('GET', '/v1/users/' + me + '/following?limit=100' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
-    for (const u of page.items) {
-      if (BigInt(u.id) === want) return true;
-      if (BigInt(u.id) > want) return false;
-    }
-    if (!page.next_cursor) return false;
-    cursor = page.next_cursor;
-  }
 }
