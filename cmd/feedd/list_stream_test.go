@@ -2,15 +2,10 @@ package main
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/feedd/feedd/client"
-	"github.com/feedd/feedd/internal/feed"
-	"github.com/feedd/feedd/internal/testenv"
 )
 
 // TestListStream: GET /v1/me/feed/stream?list= carries the posts of the
@@ -102,65 +97,3 @@ func testListStream(t *testing.T, c listCast) {
 	}
 }
 
-// TestListMemberLimit: a list takes 5,000 members and refuses the next
-// with 400 limit_reached, changing nothing; its feed reads all 5,000
-// members' posts; a member removed makes room again.
-func TestListMemberLimit(t *testing.T) {
-	forEachStack(t, func(t *testing.T, env map[string]string) {
-		in := startFeedd(t, env, nil, "FEEDD_RATE_USER_WRITE", "0", "FEEDD_RATE_WRITE", "0")
-		ctx := context.Background()
-		_, ownerTok := in.user("owner")
-		author, authorTok := in.user("author")
-		owner := in.as(ownerTok)
-		l, err := owner.CreateList(ctx, client.CreateListParams{Name: "everyone"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// 4,999 bulk-made users and the author: 5,000 members.
-		gen := feed.NewIDGen(nil)
-		users := make([]feed.User, feed.MaxListMembers)
-		for i := range users {
-			users[i] = feed.User{ID: gen.Next(), Name: "m" + strconv.Itoa(i)}
-		}
-		bulk := in.d.store.(interface {
-			BulkCreateUsers(ctx context.Context, users []feed.User) error
-		})
-		if err := bulk.BulkCreateUsers(ctx, users); err != nil {
-			t.Fatal(err)
-		}
-		ids := []client.ID{mustID(t, author)}
-		for _, u := range users[:feed.MaxListMembers-1] {
-			ids = append(ids, client.ID(u.ID))
-		}
-		var g errgroup.Group
-		g.SetLimit(8)
-		for _, id := range ids {
-			g.Go(func() error { return owner.AddListMember(ctx, l.ID, id) })
-		}
-		if err := g.Wait(); err != nil {
-			t.Fatal(err)
-		}
-		extra := client.ID(users[feed.MaxListMembers-1].ID)
-		if err := owner.AddListMember(ctx, l.ID, extra); client.ErrorCode(err) != client.CodeLimitReached {
-			t.Fatalf("member 5,001: %v; want %s", err, client.CodeLimitReached)
-		}
-		if got, err := owner.GetList(ctx, l.ID); err != nil || got.MemberCount != feed.MaxListMembers {
-			t.Fatalf("member_count = %d, %v; want %d", got.MemberCount, err, feed.MaxListMembers)
-		}
-		// Adding a member already in is no new member: still 204.
-		if err := owner.AddListMember(ctx, l.ID, ids[1]); err != nil {
-			t.Fatalf("adding a member again at the limit: %v", err)
-		}
-		p := in.post(authorTok, "to 5,000 members' list")
-		testenv.Eventually(t, 10*time.Second, "the post in the list of 5,000", func() bool {
-			pg, err := owner.ListFeedPage(ctx, l.ID, client.PageParams{Limit: 5})
-			return err == nil && len(pg.Items) == 1 && pg.Items[0].ID.String() == p
-		})
-		if err := owner.RemoveListMember(ctx, l.ID, ids[2]); err != nil {
-			t.Fatal(err)
-		}
-		if err := owner.AddListMember(ctx, l.ID, extra); err != nil {
-			t.Fatalf("a member after one left: %v", err)
-		}
-	})
-}

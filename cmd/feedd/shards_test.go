@@ -89,7 +89,6 @@ var shardedSuite = map[string]bool{
 	"TestHandles":                       true,
 	"TestLists":                         true,
 	"TestListStream":                    true,
-	"TestListMemberLimit":               true,
 	"TestRankedFeed":                    true,
 	"TestPublishFanoutRead":             true,
 	"TestDeleteIsLazyAndFinal":          true,

@@ -169,6 +169,7 @@ var suite = []struct {
 	{"Migrate", testMigrate},
 	{"Users", testUsers},
 	{"Handles", testHandles},
+	{"ListMemberLimit", testListMemberLimit},
 	{"TokenGeneration", testTokenGeneration},
 	{"Markers", testMarkers},
 	{"StaleFeeds", testStaleFeeds},

@@ -143,7 +143,7 @@ func benchEndToEnd(t *testing.T, db sqlBackend) {
 	jsonOut, htmlOut := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.html")
 	const streams = 60
 	out = feeddCmd(t, ctx, exe, env, "bench", "run", "--graph", graph, "--run-prefix", runPrefix,
-		"--scenarios", "fanout,publish,read,ranked,lists,memory,stream",
+		"--scenarios", "fanout,publish,read,ranked,lists,search,memory,stream",
 		"--duration", "1s", "--baseline-duration", "500ms", "--concurrency", "4", "--publish-count", "20",
 		"--memory-readers", "100", "--list-readers", "2", "--stream-clients", fmt.Sprint(streams), "--stream-posts", "6", "--stream-interval", "200ms",
 		"--log-dir", dir, "--json", jsonOut, "--html", htmlOut)
