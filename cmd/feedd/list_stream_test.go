@@ -96,4 +96,3 @@ func testListStream(t *testing.T, c listCast) {
 		t.Errorf("a stream of a deleted list: status %d; want 404", res.StatusCode)
 	}
 }
-
