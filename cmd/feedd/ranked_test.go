@@ -9,6 +9,7 @@ import (
 
 	"github.com/feedd/feedd/client"
 	"github.com/feedd/feedd/internal/feed"
+	"github.com/feedd/feedd/internal/testenv"
 )
 
 // rankedAll pages through a whole ranked feed and returns the post ids in
@@ -37,7 +38,10 @@ func TestRankedFeed(t *testing.T) {
 
 func testRankedFeed(t *testing.T, env map[string]string, mode string) {
 	{
-		const regather = 2 * time.Second
+		// Long enough that the steps from the first ranking to the check
+		// before the regathering fit in it on a loaded machine (2 s did
+		// not, in a CI run at load 30).
+		const regather = 5 * time.Second
 		in := startFeedd(t, env, nil, "FEEDD_FANOUT_MODE", mode, "FEEDD_PULL_THRESHOLD", "2", "FEEDD_RANK_REGATHER", regather.String())
 		ctx := context.Background()
 		star, starTok := in.user("star") // pulled: two followers
@@ -158,7 +162,11 @@ func testRankedFeed(t *testing.T, env map[string]string, mode string) {
 		if got := in.rankedAll(readerTok, 20); len(got) == 0 || got[0] != newest || slices.Contains(got, unranked) {
 			t.Fatalf("ranked feed before the candidates are gathered anew = %v; want %s first and not %s", got, newest, unranked)
 		}
-		time.Sleep(regather)
+		testenv.Eventually(t, 3*regather, "the reweighted post first once the candidates are gathered anew", func() bool {
+			time.Sleep(250 * time.Millisecond) // within the user's read rate
+			page, err := in.as(readerTok).RankedFeedPage(ctx, client.PageParams{Limit: 1})
+			return err == nil && len(page.Items) == 1 && page.Items[0].ID.String() == unranked
+		})
 		page, err := in.as(readerTok).RankedFeedPage(ctx, client.PageParams{Limit: 1})
 		if err != nil || len(page.Items) != 1 || page.Items[0].ID.String() != unranked {
 			t.Fatalf("after the reweight the ranked feed starts with %v, %v; want %s", idsOf(page.Items), err, unranked)
