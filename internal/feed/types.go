@@ -61,7 +61,16 @@ type Post struct {
 	// Weight is the application's weight of the post in ranked feeds
 	// (package ranked); the zero Weight is the default, 1.
 	Weight Weight
+	// InReplyToID is the post this one replies to, and InReplyToAuthorID
+	// that post's author; both 0 when it is no reply. They never change,
+	// so caches keep them in the post's record and the home feed's reply
+	// rule (who sees a reply) needs no lookup.
+	InReplyToID       int64
+	InReplyToAuthorID int64
 }
+
+// IsReply reports whether p answers another post.
+func (p Post) IsReply() bool { return p.InReplyToID != 0 }
 
 // TombstoneVersion is the Version of a deleted post: above any edit's, so
 // that no copy of a live version replaces a tombstone in a cache. It is
