@@ -87,6 +87,7 @@ func migrateShards(tb testing.TB, env map[string]string) {
 // like cross two of them).
 var shardedSuite = map[string]bool{
 	"TestHandles":                       true,
+	"TestHomeReplies":                   true,
 	"TestLists":                         true,
 	"TestListStream":                    true,
 	"TestRankedFeed":                    true,

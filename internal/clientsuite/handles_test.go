@@ -61,5 +61,24 @@ func TestHandles(t *testing.T) {
 		if r, err := asOther.Relationship(ctx, u.ID); err != nil || r != (client.Relationship{Following: true, Reposts: true}) {
 			t.Fatalf("Relationship = %+v, %v; want following and reposts", r, err)
 		}
+
+		// Settings ride along: they are the token's user's.
+		if st, err := hana.Settings(ctx); err != nil || st.HomeReplies != client.HomeRepliesFollowing {
+			t.Fatalf("Settings, never set = %+v, %v; want home_replies following", st, err)
+		}
+		rule := client.HomeRepliesNone
+		if st, err := hana.SetSettings(ctx, client.SettingsParams{HomeReplies: &rule}); err != nil || st.HomeReplies != rule {
+			t.Fatalf("SetSettings none = %+v, %v", st, err)
+		}
+		if st, err := hana.Settings(ctx); err != nil || st.HomeReplies != rule {
+			t.Fatalf("Settings after SetSettings = %+v, %v; want none", st, err)
+		}
+		if st, err := asOther.Settings(ctx); err != nil || st.HomeReplies != client.HomeRepliesFollowing {
+			t.Fatalf("another user's Settings = %+v, %v; want its own default", st, err)
+		}
+		bad := "sometimes"
+		if _, err := hana.SetSettings(ctx, client.SettingsParams{HomeReplies: &bad}); !is(err, 400, client.CodeInvalid) {
+			t.Fatalf("SetSettings %q: %v; want 400 invalid", bad, err)
+		}
 	})
 }

@@ -45,6 +45,8 @@ var methods = map[string][]string{
 	"PUT /v1/lists/{id}/marker":               {"SetListMarker"},
 	"GET /v1/me/feed/stream":                  {"Stream"},
 	"POST /v1/me/feed/stream-tickets":         {"CreateStreamTicket"},
+	"GET /v1/me/settings":                     {"Settings"},
+	"PUT /v1/me/settings":                     {"SetSettings"},
 	"GET /v1/me/markers/home":                 {"HomeMarker"},
 	"PUT /v1/me/markers/home":                 {"SetHomeMarker"},
 	"PUT /v1/me/mutes/{id}":                   {"Mute"},

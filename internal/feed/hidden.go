@@ -9,12 +9,15 @@ import (
 // Hidden is what one reader does not see: the authors it mutes (gone from
 // its home feed and its lists), the users it blocks or is blocked by (gone
 // from everything it reads, and it from everything they read), and the
-// members of its exclusive lists (gone from its home feed only). The zero
-// value hides nothing.
+// members of its exclusive lists (gone from its home feed only). It also
+// carries the reader's rule for replies in its home feed (HomeReplies),
+// which every home page applies too: one read per page gives both. The
+// zero value hides nothing and has the default rule.
 type Hidden struct {
 	muted    map[int64]struct{}
 	blocked  map[int64]struct{}
 	excluded map[int64]struct{}
+	replies  HomeReplies
 }
 
 // NewHidden returns the Hidden of muted and blocked ids.
@@ -27,6 +30,15 @@ func (h Hidden) WithExcluded(ids []int64) Hidden {
 	h.excluded = idSet(ids)
 	return h
 }
+
+// WithReplies returns h with the reader's rule for replies.
+func (h Hidden) WithReplies(r HomeReplies) Hidden {
+	h.replies = r
+	return h
+}
+
+// Replies is the reader's rule for replies in its home feed.
+func (h Hidden) Replies() HomeReplies { return h.replies }
 
 func idSet(ids []int64) map[int64]struct{} {
 	if len(ids) == 0 {
@@ -94,23 +106,27 @@ func (h Hidden) Encode() string {
 		b.WriteByte(';')
 		put('x', h.excluded)
 	}
+	if h.replies != RepliesFollowing {
+		// Likewise only when not the default: "r" and the rule's number.
+		b.WriteString(";r")
+		b.WriteString(strconv.Itoa(int(h.replies)))
+	}
 	return b.String()
 }
 
 // DecodeHidden parses what Encode wrote; ok is false for anything else.
 func DecodeHidden(s string) (h Hidden, ok bool) {
-	m, b, found := strings.Cut(s, ";")
-	b, x, hasX := strings.Cut(b, ";")
-	if !found || !strings.HasPrefix(m, "m") || !strings.HasPrefix(b, "b") || hasX && !strings.HasPrefix(x, "x") {
+	parts := strings.Split(s, ";")
+	if len(parts) < 2 || !strings.HasPrefix(parts[0], "m") || !strings.HasPrefix(parts[1], "b") {
 		return Hidden{}, false
 	}
 	parse := func(list string) ([]int64, bool) {
 		if list == "" {
 			return nil, true
 		}
-		parts := strings.Split(list, ",")
-		ids := make([]int64, 0, len(parts))
-		for _, p := range parts {
+		items := strings.Split(list, ",")
+		ids := make([]int64, 0, len(items))
+		for _, p := range items {
 			id, err := strconv.ParseInt(p, 36, 64)
 			if err != nil {
 				return nil, false
@@ -119,16 +135,31 @@ func DecodeHidden(s string) (h Hidden, ok bool) {
 		}
 		return ids, true
 	}
-	muted, ok1 := parse(m[1:])
-	blocked, ok2 := parse(b[1:])
-	excluded, ok3 := []int64(nil), true
-	if hasX {
-		excluded, ok3 = parse(x[1:])
-	}
-	if !ok1 || !ok2 || !ok3 {
+	muted, ok1 := parse(parts[0][1:])
+	blocked, ok2 := parse(parts[1][1:])
+	if !ok1 || !ok2 {
 		return Hidden{}, false
 	}
-	return NewHidden(muted, blocked).WithExcluded(excluded), true
+	h = NewHidden(muted, blocked)
+	for _, part := range parts[2:] {
+		switch {
+		case strings.HasPrefix(part, "x"):
+			excluded, ok := parse(part[1:])
+			if !ok {
+				return Hidden{}, false
+			}
+			h = h.WithExcluded(excluded)
+		case strings.HasPrefix(part, "r"):
+			r, err := strconv.Atoi(part[1:])
+			if err != nil || !ValidHomeReplies(HomeReplies(r)) {
+				return Hidden{}, false
+			}
+			h.replies = HomeReplies(r)
+		default:
+			return Hidden{}, false
+		}
+	}
+	return h, true
 }
 
 // The read-ahead of a filtered page: a page whose items a viewer may not

@@ -55,6 +55,7 @@ type fakeService struct {
 	blocks   map[[2]int64]bool // (blocker, blocked)
 	purges   map[int64]feed.Purge
 	lists    map[int64]*fakeList // by id
+	settings map[int64]feed.Settings
 	// announcer, when set, is told of follows, mutes, blocks, edits and
 	// deletes, as the timeline tells the live streams.
 	announcer feed.Announcer

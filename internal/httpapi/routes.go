@@ -38,6 +38,8 @@ func routes(tok *tokens, svc Timeline, lk Likes, sw *degrade.Switches, ready fun
 		{"GET", "/v1/me/feed", actor, handleFeed(pg)},
 		{"GET", streamPath, actorOrTicket, handleStream(tok, svc, lk, lv)},
 		{"POST", "/v1/me/feed/stream-tickets", actor, handleStreamTicket(tok, svc, lv)},
+		{"GET", "/v1/me/settings", actor, handleSettingsGet(svc)},
+		{"PUT", "/v1/me/settings", actor, handleSettingsPut(svc)},
 		{"GET", "/v1/me/markers/home", actor, handleMarkerGet(svc)},
 		{"PUT", "/v1/me/markers/home", actor, handleMarkerPut(svc)},
 		{"PUT", "/v1/me/mutes/{id}", actor, handleMute(svc)},

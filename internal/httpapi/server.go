@@ -53,6 +53,10 @@ type Timeline interface {
 	// Relationship says how user stands to other; ENOTFOUND for an unknown
 	// other or one who blocks user, EINVALID for oneself.
 	Relationship(ctx context.Context, user, other int64) (feed.Relationship, error)
+	// Settings returns a reader's settings; SetSettings replaces them
+	// (the home feed's reply rule applies from the next page on).
+	Settings(ctx context.Context, user int64) (feed.Settings, error)
+	SetSettings(ctx context.Context, user int64, st feed.Settings) error
 	// User returns a user with counts; ENOTFOUND if unknown.
 	User(ctx context.Context, id int64) (feed.User, error)
 	// Followers returns up to n followers of user with ids above after,

@@ -160,3 +160,17 @@ func (s *Store) UserLikes(ctx context.Context, user, before int64, n int) ([]fee
 func (s *Store) UserLikeEntries(ctx context.Context, user int64, recentN int, posts []int64) ([]feed.LikeEntry, bool, map[int64]feed.LikeEntry, error) {
 	return s.of(user).UserLikeEntries(ctx, user, recentN, posts)
 }
+
+// Settings, SetSettings: on the user's shard, with the users row.
+func (s *Store) Settings(ctx context.Context, user int64) (feed.Settings, error) {
+	return s.of(user).Settings(ctx, user)
+}
+
+func (s *Store) SetSettings(ctx context.Context, user int64, st feed.Settings) error {
+	return s.write(ctx, s.m.Of(user), func(st2 *sqlstore.Store) error { return st2.SetSettings(ctx, user, st) })
+}
+
+// FollowingAmong: the truth of user's follows is on user's shard.
+func (s *Store) FollowingAmong(ctx context.Context, user int64, ids []int64) ([]int64, error) {
+	return s.of(user).FollowingAmong(ctx, user, ids)
+}

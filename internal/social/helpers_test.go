@@ -42,4 +42,5 @@ func (noTimeline) PostCreated(feed.Post)                                        
 func (noTimeline) PostEdited(context.Context, feed.Post)                                       {}
 func (noTimeline) PostDeleted(context.Context, int64, int64)                                   {}
 func (noTimeline) UserDeleted(int64)                                                           {}
+func (noTimeline) SettingsChanged(context.Context, int64)                                      {}
 func (noTimeline) CacheFailed(string, error)                                                   {}

@@ -43,6 +43,7 @@ type Store interface {
 	ExportStore
 	ListStore
 	HandleStore
+	SettingsStore
 }
 
 // Timeline is what the writes tell the read engine (timeline.Service)
@@ -76,6 +77,8 @@ type Timeline interface {
 	// Hidden is what viewer does not see (a list takes no member a block
 	// stands between).
 	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
+	// SettingsChanged follows a change of user's settings.
+	SettingsChanged(ctx context.Context, user int64)
 	// UserDeleted follows an account deletion: the user's posts are
 	// hidden at once on this process.
 	UserDeleted(user int64)

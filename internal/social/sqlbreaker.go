@@ -63,6 +63,15 @@ func (g breakerStore) Relationship(ctx context.Context, user, other int64) (feed
 	return do(ctx, g, func(ctx context.Context) (feed.Relationship, error) { return g.store.Relationship(ctx, user, other) })
 }
 
+func (g breakerStore) Settings(ctx context.Context, user int64) (feed.Settings, error) {
+	return do(ctx, g, func(ctx context.Context) (feed.Settings, error) { return g.store.Settings(ctx, user) })
+}
+
+func (g breakerStore) SetSettings(ctx context.Context, user int64, st feed.Settings) error {
+	_, err := do(ctx, g, func(ctx context.Context) (struct{}, error) { return struct{}{}, g.store.SetSettings(ctx, user, st) })
+	return err
+}
+
 func (g breakerStore) User(ctx context.Context, id int64) (feed.User, error) {
 	return do(ctx, g, func(ctx context.Context) (feed.User, error) { return g.store.User(ctx, id) })
 }

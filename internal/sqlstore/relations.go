@@ -150,7 +150,8 @@ func (s *Store) Blocks(ctx context.Context, user, after int64, n int) ([]int64, 
 
 // Hidden returns what user must not see: the users user mutes, the users
 // user blocks or is blocked by, and the members of user's exclusive lists
-// (in their home feed only). It reads the primary, not a replica, so that
+// (in their home feed only), with user's rule for replies in the home
+// feed (feed.Hidden carries it). It reads the primary, not a replica, so that
 // a read right after a mute sees it. Cost: one statement of four
 // primary-key range reads, one row per mute, block or exclusive
 // membership.
@@ -159,12 +160,14 @@ func (s *Store) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
 		UNION ALL SELECT 1, blocked_id FROM blocks WHERE blocker_id = ?
 		UNION ALL SELECT 1, blocker_id FROM blocks WHERE blocked_id = ?
 		UNION ALL SELECT 2, m.member_id FROM list_members m JOIN lists l ON l.owner_id = m.owner_id AND l.id = m.list_id
-			WHERE m.owner_id = ? AND l.exclusive`, user, user, user, user)
+			WHERE m.owner_id = ? AND l.exclusive
+		UNION ALL SELECT 3, home_replies FROM users WHERE id = ? AND home_replies IS NOT NULL`, user, user, user, user, user)
 	if err != nil {
 		return feed.Hidden{}, fmt.Errorf("sqlstore: mutes and blocks of %d: %w", user, err)
 	}
 	defer rows.Close()
 	var muted, blocked, excluded []int64
+	replies := feed.RepliesFollowing
 	for rows.Next() {
 		var kind, id int64
 		if err := rows.Scan(&kind, &id); err != nil {
@@ -175,6 +178,8 @@ func (s *Store) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
 			muted = append(muted, id)
 		case 1:
 			blocked = append(blocked, id)
+		case 3: // the reader's rule for replies, not an id
+			replies = storedReplies(sql.NullInt64{Int64: id, Valid: true})
 		default: // a member of an exclusive list, maybe of several
 			excluded = append(excluded, id)
 		}
@@ -182,5 +187,5 @@ func (s *Store) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
 	if err := rows.Err(); err != nil {
 		return feed.Hidden{}, fmt.Errorf("sqlstore: mutes and blocks of %d: %w", user, err)
 	}
-	return feed.NewHidden(muted, blocked).WithExcluded(excluded), nil
+	return feed.NewHidden(muted, blocked).WithExcluded(excluded).WithReplies(replies), nil
 }

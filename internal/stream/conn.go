@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -255,6 +256,26 @@ func (s *Stream) Hides(h feed.Hidden, author int64) bool {
 		return h.InList(author)
 	}
 	return h.InFeed(author)
+}
+
+// Shows reports whether the stream's feed carries p, by the reader's
+// hidden authors and, on the home feed, its rule for replies (both in h).
+// Whom the reader follows, which the rule may ask, is the set of authors
+// the stream listens to.
+func (s *Stream) Shows(h feed.Hidden, p feed.Post) bool {
+	if s.Hides(h, p.AuthorID) {
+		return false
+	}
+	return s.list != 0 || h.Replies().Shows(s.reader, p, s.follows)
+}
+
+// follows reports whether the reader follows user, by the stream's
+// authors (its followees and itself; the rule never asks about itself).
+func (s *Stream) follows(user int64) bool {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	_, ok := slices.BinarySearch(s.authors, user)
+	return ok
 }
 
 // Hidden returns the reader's hidden authors as last read, whether they

@@ -155,7 +155,7 @@ func renderShared(ctx context.Context, tl Timeline, lk Likes, ev Event) (*shared
 		if out.failed[s] != nil {
 			continue
 		}
-		if h, _, _ := s.Hidden(now); s.Hides(h, p.AuthorID) {
+		if h, _, _ := s.Hidden(now); !s.Shows(h, p) {
 			out.hidden[s] = true
 			continue
 		}

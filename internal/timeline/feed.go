@@ -55,21 +55,24 @@ func (s *Service) Feed(ctx context.Context, reader, before int64, n int) (feed.P
 // degradedFeed is cachedFeed without the authors the cache says the
 // reader does not see, marked degraded. A degraded page may be short; if
 // the cache does not know the reader's set either, the page is served
-// unfiltered rather than not at all, as a degraded page is.
+// unfiltered by author rather than not at all, as a degraded page is.
+// Replies the reader's rule may hide are left out unless the process
+// knows it shows them (replyRule without SQL).
 func (s *Service) degradedFeed(ctx context.Context, reader, before int64, n int, saved bool) (feed.Page, error) {
 	posts, more, err := s.cachedFeed(ctx, reader, before, n, saved)
 	if err != nil {
 		return feed.Page{}, err
 	}
 	read := posts
-	if hidden, ok := s.cachedHidden(ctx, reader); ok && !hidden.Empty() {
-		kept := make([]feed.Post, 0, len(posts))
-		for _, p := range posts {
-			if !hidden.InFeed(p.AuthorID) {
-				kept = append(kept, p)
-			}
+	hidden, _ := s.cachedHidden(ctx, reader)
+	kept := make([]feed.Post, 0, len(posts))
+	for _, p := range posts {
+		if !hidden.InFeed(p.AuthorID) {
+			kept = append(kept, p)
 		}
-		posts = kept
+	}
+	if posts, err = s.replyRule(ctx, reader, hidden.Replies(), kept, false); err != nil {
+		return feed.Page{}, err
 	}
 	pg := feed.PageOf(posts, more)
 	if more && len(posts) == 0 && len(read) > 0 {
@@ -101,9 +104,7 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.P
 	if !hidden.Empty() {
 		rounds = feed.MaxFilteredRounds
 	}
-	pg, err := s.readPage(ctx, srcs, before, n, rounds, func(live []feed.Post) []feed.Post {
-		return s.unhidden(ctx, in, hidden, live)
-	})
+	pg, err := s.readPage(ctx, srcs, before, n, rounds, s.homeKeep(ctx, reader, in, hidden))
 	if err != nil {
 		return feed.Page{}, err
 	}
@@ -122,7 +123,7 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.P
 // far), loads the posts, has the sources forget the deleted ones (lazy
 // delete), and keeps those keep keeps (nil: all). When the rounds run out
 // before the page fills, Next is where the next page reads on.
-func (s *Service) readPage(ctx context.Context, srcs []source, before int64, n, rounds int, keep func(live []feed.Post) []feed.Post) (feed.Page, error) {
+func (s *Service) readPage(ctx context.Context, srcs []source, before int64, n, rounds int, keep func(live []feed.Post) ([]feed.Post, error)) (feed.Page, error) {
 	out := make([]feed.Post, 0, n+1)
 	pos := before
 	read, shown := 0, 0 // ids read and posts kept, for the read-ahead
@@ -146,7 +147,9 @@ func (s *Service) readPage(ctx context.Context, srcs []source, before int64, n, 
 		}
 		s.forget(ctx, srcs, lists, dead)
 		if keep != nil {
-			live = keep(live)
+			if live, err = keep(live); err != nil {
+				return feed.Page{}, err
+			}
 		}
 		read += len(ids)
 		shown += len(live)
@@ -261,6 +264,9 @@ func (s *Service) FeedSince(ctx context.Context, reader, after int64, n int) ([]
 		if !hidden.InFeed(p.AuthorID) {
 			kept = append(kept, p)
 		}
+	}
+	if kept, err = s.replyRule(ctx, reader, hidden.Replies(), kept, true); err != nil {
+		return nil, false, err
 	}
 	return kept, len(ids) == n, nil
 }

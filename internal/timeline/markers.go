@@ -218,7 +218,10 @@ func (s *Service) Unread(ctx context.Context, reader, after int64, limit int) (n
 			return 0, false, err
 		}
 		s.forget(ctx, srcs, lists, dead)
-		n += len(s.unhidden(ctx, in, hidden, live))
+		if live, err = s.replyRule(ctx, reader, hidden.Replies(), s.unhidden(ctx, in, hidden, live), true); err != nil {
+			return 0, false, err
+		}
+		n += len(live)
 		if n > limit {
 			return limit, true, nil
 		}

@@ -13,7 +13,9 @@ type metrics struct {
 	rebuilds    prometheus.Counter
 	lazyDeletes prometheus.Counter
 	hiddenPosts prometheus.Counter
-	cacheErrors prometheus.Counter
+	// hiddenReplies counts the replies the readers' reply rules left out.
+	hiddenReplies prometheus.Counter
+	cacheErrors   prometheus.Counter
 	// staleMarked and staleReset count readers whose cached feed missed a
 	// change (stale.go), and the resets that caught up.
 	staleMarked, staleReset prometheus.Counter
@@ -78,6 +80,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "feedd_feed_hidden_posts_total",
 			Help: "Posts a feed read left out because the reader mutes or blocks their author (or is blocked by them).",
 		}),
+		hiddenReplies: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "feedd_feed_hidden_replies_total",
+			Help: "Replies a home feed read left out by the reader's rule for replies (GET /v1/me/settings).",
+		}),
 		lazyDeletes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "feedd_inbox_lazy_deletes_total", Help: "Deleted posts removed from an inbox when a read met them.",
 		}),
@@ -104,7 +110,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "feedd_sql_breaker_transitions_total", Help: "State changes of the API's SQL circuit breaker, by the state entered.",
 	}, []string{"to"})
 	if reg != nil {
-		reg.MustRegister(m.reads, m.refreshes, m.refreshAdds, m.rebuilds, m.lazyDeletes, m.hiddenPosts, m.cacheErrors, m.staleMarked, m.staleReset, m.cacheLookups, m.collapsed, m.breakerChanges)
+		reg.MustRegister(m.reads, m.refreshes, m.refreshAdds, m.rebuilds, m.lazyDeletes, m.hiddenPosts, m.hiddenReplies, m.cacheErrors, m.staleMarked, m.staleReset, m.cacheLookups, m.collapsed, m.breakerChanges)
 	}
 	return m
 }

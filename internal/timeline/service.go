@@ -54,6 +54,7 @@ type Store interface {
 	NewestPostsFloor(ctx context.Context, k int) (int64, error)
 	SetPullMode(ctx context.Context, author int64, pull bool, refan int) (bool, error)
 	Hidden(ctx context.Context, user int64) (feed.Hidden, error)
+	FollowingAmong(ctx context.Context, user int64, ids []int64) ([]int64, error)
 	ListMembers(ctx context.Context, owner, list, after int64, n int) ([]int64, error)
 	ListMarker(ctx context.Context, owner, list int64) (feed.Marker, error)
 	SetListMarker(ctx context.Context, owner, list, lastRead int64, at time.Time) (feed.Marker, error)
@@ -211,6 +212,9 @@ type Service struct {
 	hidden *lru.Cache[int64, feed.Hidden]
 	// members is the process's copy of lists' members (listMembers).
 	members *lru.Cache[listKey, []int64]
+	// followAnswers is the process's copy of whether readers follow the
+	// users their feeds' replies answer (replies.go).
+	followAnswers *lru.Cache[followPair, bool]
 	// gone is the process's copy of the deleted users, whose posts no
 	// read shows (deleted.go).
 	gone      atomic.Pointer[goneAuthors]
@@ -254,6 +258,7 @@ func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, authorL
 	}
 	s.hidden = lru.New[int64, feed.Hidden](hiddenSets, s.cfg.HiddenTTL, func() time.Time { return s.now() })
 	s.members = lru.New[listKey, []int64](memberSets, s.cfg.HiddenTTL, func() time.Time { return s.now() })
+	s.followAnswers = lru.New[followPair, bool](followAnswers, s.cfg.HiddenTTL, func() time.Time { return s.now() })
 	s.gates = lru.New[int64, time.Time](refreshGates, s.cfg.RefreshInterval, func() time.Time { return s.now() })
 	// SQL is required: without it the API cannot take a write. The cache
 	// is not: every read falls back to SQL.
