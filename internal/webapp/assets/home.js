@@ -52,8 +52,32 @@ export function homeView(v) {
     ev.preventDefault();
     v.go('/users/' + who.value.trim());
   });
-  v.show(el('h1', { class: 'title' }, 'Home'), form, go, live.pill, feed.box);
+  v.show(el('h1', { class: 'title' }, 'Home'), form, go, repliesRule(v), live.pill, feed.box);
   feed.more();
+}
+
+// repliesRule is the reader's choice of which replies its feed shows
+// (GET/PUT /v1/me/settings); a change reloads the feed under the new rule.
+function repliesRule(v) {
+  const rules = [['following', 'Replies: to people I follow'], ['all', 'Replies: all'], ['none', 'Replies: threads only']];
+  const pick = el('select', { id: 'home-replies', 'aria-label': 'Which replies the feed shows' },
+    rules.map(([value, label]) => el('option', { value }, label)));
+  pick.disabled = true;
+  v.call('GET', '/v1/me/settings').then((st) => {
+    pick.value = st.home_replies;
+    pick.disabled = false;
+  }, () => {}); // the view ended, or no settings: the default stays shown
+  pick.addEventListener('change', async () => {
+    pick.disabled = true;
+    try {
+      await v.call('PUT', '/v1/me/settings', { home_replies: pick.value });
+      v.go('/'); // the home view again, its feed read under the new rule
+    } catch (e) {
+      notice(describe(e), 'error');
+      pick.disabled = false;
+    }
+  });
+  return el('div', { class: 'form-row' }, pick);
 }
 
 // randomKey is 128 random bits in hex. (crypto.randomUUID exists only in
