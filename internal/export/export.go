@@ -117,8 +117,17 @@ func (e *encoder) run(ctx context.Context, src Source, u feed.User) error {
 	if err := e.line(jsonl.UserLine{Kind: jsonl.User, ID: id, Name: u.Name, Handle: u.Handle}); err != nil {
 		return err
 	}
-	if err := e.line(jsonl.ProfileLine{Kind: jsonl.Profile, UserID: id, CreatedAt: formatTime(u.CreatedAt),
-		FollowerCount: u.FollowerCount, FollowingCount: u.FollowingCount}); err != nil {
+	// The settings travel with the hidden set (feed.Hidden.Replies).
+	settings, err := src.Hidden(ctx, u.ID)
+	if err != nil {
+		return fmt.Errorf("read settings: %w", err)
+	}
+	profile := jsonl.ProfileLine{Kind: jsonl.Profile, UserID: id, CreatedAt: formatTime(u.CreatedAt),
+		FollowerCount: u.FollowerCount, FollowingCount: u.FollowingCount}
+	if r := settings.Replies(); r != feed.RepliesFollowing {
+		profile.HomeReplies = r.String()
+	}
+	if err := e.line(profile); err != nil {
 		return err
 	}
 	m, err := src.Marker(ctx, u.ID)

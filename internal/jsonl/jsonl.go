@@ -64,6 +64,9 @@ type (
 		CreatedAt      string `json:"created_at"`
 		FollowerCount  int64  `json:"follower_count"`
 		FollowingCount int64  `json:"following_count"`
+		// HomeReplies is the user's rule for replies in its home feed
+		// (feed.HomeReplies), left out when it is the default.
+		HomeReplies string `json:"home_replies,omitempty"`
 	}
 	// MarkerLine is how far a user has read a timeline.
 	MarkerLine struct {
