@@ -101,7 +101,8 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.P
 	}
 
 	rounds := maxReadRounds
-	if !hidden.Empty() {
+	if !hidden.Empty() || hidden.Replies() != feed.RepliesAll {
+		// Filtered by author or by the reply rule: read further ahead.
 		rounds = feed.MaxFilteredRounds
 	}
 	pg, err := s.readPage(ctx, srcs, before, n, rounds, s.homeKeep(ctx, reader, in, hidden))
