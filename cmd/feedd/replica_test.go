@@ -23,6 +23,7 @@ import (
 
 	"github.com/feedd/feedd/internal/feed/feedtest"
 	"github.com/feedd/feedd/internal/freshness"
+	"github.com/feedd/feedd/internal/sqlstore"
 	"github.com/feedd/feedd/internal/testenv"
 )
 
@@ -301,8 +302,12 @@ func TestReplicaReadYourWrites(t *testing.T) {
 			return slices.Contains(ids(two.must(200, "GET", "/v1/users/"+friend+"/posts", otherTok, nil)), fp)
 		})
 		// The other user's follow is a write too: its reads go to the
-		// primary until a heartbeat passes it (ClockSkew after it).
-		time.Sleep(time.Second)
+		// primary until a heartbeat passes it (ClockSkew after it). On a
+		// loaded machine a heartbeat takes its time to come through.
+		followed := time.Now()
+		testenv.Eventually(t, 20*time.Second, "a heartbeat past the follow", func() bool {
+			return databases(two.d.store)[0].ReplicaSeen().After(followed.Add(sqlstore.ClockSkew))
+		})
 		resume := p.lagOn(t)
 
 		feedOf := func(tok string) []string { return ids(two.must(200, "GET", "/v1/me/feed?limit=50", tok, nil)) }

@@ -88,6 +88,16 @@ func (s *Store) ReplicaLag() (time.Duration, bool) {
 	return 0, false
 }
 
+// ReplicaSeen returns the newest heartbeat the replica showed (the zero
+// time if none, or without a replica): a user who wrote before it, by
+// ClockSkew, has its reads served by the replica.
+func (s *Store) ReplicaSeen() time.Time {
+	if s.lag == nil || s.lag.seen.Load() == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(s.lag.seen.Load())
+}
+
 // HasReplica reports whether the store was opened with a read replica.
 func (s *Store) HasReplica() bool { return s.lag != nil }
 
