@@ -87,6 +87,7 @@ func migrateShards(tb testing.TB, env map[string]string) {
 // like cross two of them).
 var shardedSuite = map[string]bool{
 	"TestHandles":                       true,
+	"TestReplies":                       true,
 	"TestLists":                         true,
 	"TestListStream":                    true,
 	"TestRankedFeed":                    true,
@@ -125,6 +126,7 @@ var shardedSuite = map[string]bool{
 // postgres stack runs; the whole CI run must stay under 45 minutes.
 var shardedOnPostgres = map[string]bool{
 	"TestHandles":                   true,
+	"TestReplies":                   true,
 	"TestPublishFanoutRead":         true,
 	"TestFollowBackfillAndUnfollow": true,
 	"TestBlock":                     true,

@@ -59,12 +59,12 @@ func (s *Store) indexReply(ctx context.Context, tx *sql.Tx, home Shard, p feed.P
 		syncs := []Sync{{Kind: SyncReply, A: p.ID, B: p.InReplyToID}}
 		return syncs, s.journal(ctx, tx, syncs)
 	}
-	added, err := insertedRow(tx.ExecContext(ctx, "INSERT INTO replies (parent_id, reply_id, author_id) VALUES (?, ?, ?)"+s.d.keepExisting,
-		p.InReplyToID, p.ID, p.AuthorID))
-	if err != nil || !added {
+	// The reply's id is new (its post was just inserted): so is its row.
+	if _, err := tx.ExecContext(ctx, "INSERT INTO replies (parent_id, reply_id, author_id) VALUES (?, ?, ?)",
+		p.InReplyToID, p.ID, p.AuthorID); err != nil {
 		return nil, err
 	}
-	_, err = tx.ExecContext(ctx, "UPDATE posts SET reply_count = reply_count + 1 WHERE id = ?", p.InReplyToID)
+	_, err := tx.ExecContext(ctx, "UPDATE posts SET reply_count = reply_count + 1 WHERE id = ?", p.InReplyToID)
 	return nil, err
 }
 
@@ -144,23 +144,49 @@ func (s *Store) syncReplies(ctx context.Context, truth *Store, syncs []Sync) err
 		if err != nil {
 			return err
 		}
+		// The index rows there are, under the parents' locks: only a
+		// holder of them writes a parent's rows.
+		have, err := s.indexed(ctx, tx, syncs)
+		if err != nil {
+			return err
+		}
 		drop := map[int64][]int64{}
 		for _, y := range sortedSyncs(syncs) {
-			if w, ok := want[y.A]; ok && w.InReplyToID == y.B && here[y.B] {
-				added, err := insertedRow(tx.ExecContext(ctx, "INSERT INTO replies (parent_id, reply_id, author_id) VALUES (?, ?, ?)"+s.d.keepExisting,
-					y.B, y.A, w.AuthorID))
-				if err == nil && added {
-					_, err = tx.ExecContext(ctx, "UPDATE posts SET reply_count = reply_count + 1 WHERE id = ?", y.B)
-				}
-				if err != nil {
-					return err
-				}
+			w, ok := want[y.A]
+			if !ok || w.InReplyToID != y.B || !here[y.B] {
+				drop[y.B] = append(drop[y.B], y.A)
 				continue
 			}
-			drop[y.B] = append(drop[y.B], y.A)
+			if have[[2]int64{y.B, y.A}] {
+				continue
+			}
+			have[[2]int64{y.B, y.A}] = true
+			if _, err := tx.ExecContext(ctx, "INSERT INTO replies (parent_id, reply_id, author_id) VALUES (?, ?, ?)", y.B, y.A, w.AuthorID); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, "UPDATE posts SET reply_count = reply_count + 1 WHERE id = ?", y.B); err != nil {
+				return err
+			}
 		}
 		return s.dropReplies(ctx, tx, drop)
 	})
+}
+
+// indexed returns which (parent, reply) pairs of syncs have index rows.
+func (s *Store) indexed(ctx context.Context, tx *sql.Tx, syncs []Sync) (map[[2]int64]bool, error) {
+	out := map[[2]int64]bool{}
+	for _, y := range syncs {
+		var one int
+		err := tx.QueryRowContext(ctx, "SELECT 1 FROM replies WHERE parent_id = ? AND reply_id = ?", y.B, y.A).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[[2]int64{y.B, y.A}] = true
+	}
+	return out, nil
 }
 
 // liveReplies returns which of ids are live posts of live users, with
