@@ -191,7 +191,6 @@ func (s *Service) descendants(ctx context.Context, root int64, h feed.Hidden) ([
 	return out, nil
 }
 
-
 func reversed(ids []int64) []int64 {
 	out := slices.Clone(ids)
 	slices.Reverse(out)
