@@ -90,12 +90,8 @@ func (s *Store) unindexReply(ctx context.Context, tx *sql.Tx, home Shard, id, pa
 func (s *Store) dropReplies(ctx context.Context, tx *sql.Tx, replies map[int64][]int64) error {
 	for _, parent := range slices.Sorted(maps.Keys(replies)) {
 		ids := replies[parent]
-		args := make([]any, 0, len(ids)+1)
-		args = append(args, parent)
-		for _, id := range ids {
-			args = append(args, id)
-		}
-		res, err := tx.ExecContext(ctx, "DELETE FROM replies WHERE parent_id = ? AND reply_id IN ("+placeholders(len(ids))+")", args...)
+		res, err := tx.ExecContext(ctx, "DELETE FROM replies WHERE parent_id = ? AND reply_id IN ("+placeholders(len(ids))+")",
+			append([]any{parent}, chunkArgs(ids)...)...)
 		if err != nil {
 			return err
 		}
@@ -126,7 +122,7 @@ func (s *Store) syncReplies(ctx context.Context, truth *Store, syncs []Sync) err
 	slices.Sort(parents)
 	parents = slices.Compact(parents)
 	return s.write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, "SELECT id FROM posts WHERE id IN ("+placeholders(len(parents))+") ORDER BY id"+s.d.forUpdate, anyIDs(parents)...)
+		rows, err := tx.QueryContext(ctx, "SELECT id FROM posts WHERE id IN ("+placeholders(len(parents))+") ORDER BY id"+s.d.forUpdate, chunkArgs(parents)...)
 		if err != nil {
 			return err
 		}
@@ -213,14 +209,6 @@ func (s *Store) liveReplies(ctx context.Context, ids []int64) (map[int64]feed.Po
 		}
 	}
 	return out, nil
-}
-
-func anyIDs(ids []int64) []any {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	return args
 }
 
 // ReplyCounts returns the reply counts of the posts among ids that have
