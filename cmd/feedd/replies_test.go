@@ -86,15 +86,6 @@ func (in *instance) thread(token, id string) (ancestors, descendants []string) {
 	return ancestors, descendants
 }
 
-// loseCache flushes the stack's Redis; the embedded stack's cache lives
-// in the process, which the test keeps.
-func loseCache(t *testing.T, env map[string]string) {
-	t.Helper()
-	if env["FEEDD_REDIS_URL"] != "" {
-		flushRedis(t, env)
-	}
-}
-
 // TestReplies: a reply carries its parent and the parent's author, every
 // post carries reply_count, exact after replies and deletes (of a reply:
 // the count drops; of a parent: its replies stay) and after Redis is
@@ -135,7 +126,7 @@ func TestReplies(t *testing.T) {
 			if got.str("in_reply_to_id") != r3 || got.str("in_reply_to_author_id") != alice {
 				t.Fatalf("round %d: r4 read back: %s", round, got.raw)
 			}
-			loseCache(t, env)
+			flushRedis(t, env)
 		}
 
 		// Bad, unknown and deleted parents.
@@ -220,7 +211,7 @@ func TestReplies(t *testing.T) {
 		}
 
 		// Redis lost: the counts are SQL's.
-		loseCache(t, env)
+		flushRedis(t, env)
 		if n := in.replyCount(ta, root); n != 4 {
 			t.Fatalf("root's reply_count after Redis was lost: %v; want 4", n)
 		}
