@@ -23,6 +23,10 @@ type CreatePostParams struct {
 	// Weight is the post's weight in ranked feeds, 0 to 100 (nil: the
 	// default, 1; 0: never in a ranked feed, still in the latest one).
 	Weight *float64 `json:"weight,omitempty"`
+	// InReplyToID makes the post a reply to that post (0: none). An
+	// unknown or deleted post is an *Error not_found; one whose author
+	// blocks the token's user, or whom the user blocks, an *Error blocked.
+	InReplyToID ID `json:"in_reply_to_id,omitempty"`
 	// IdempotencyKey makes the create safe to send again: within a day, the
 	// same key and body answer the same post. Empty: CreatePost makes one
 	// up (unless WithoutAutoIdempotencyKeys), so that its own retries never
@@ -164,6 +168,25 @@ func (c *Client) LikersPage(ctx context.Context, post ID, p PageParams) (Page[Us
 // Likers iterates over all the users who like post.
 func (c *Client) Likers(ctx context.Context, post ID, p PageParams) iter.Seq2[User, error] {
 	return all[User](ctx, c, pathf("/v1/posts/", post, "/likes"), p)
+}
+
+// RepliesPage returns a page of post's direct replies, oldest first. GET
+// /v1/posts/{id}/replies.
+func (c *Client) RepliesPage(ctx context.Context, post ID, p PageParams) (Page[Post], error) {
+	return getPage[Post](ctx, c, pathf("/v1/posts/", post, "/replies"), p)
+}
+
+// Replies iterates over all of post's direct replies, oldest first.
+func (c *Client) Replies(ctx context.Context, post ID, p PageParams) iter.Seq2[Post, error] {
+	return all[Post](ctx, c, pathf("/v1/posts/", post, "/replies"), p)
+}
+
+// Context returns post's thread: its ancestors and its descendants. GET
+// /v1/posts/{id}/context.
+func (c *Client) Context(ctx context.Context, post ID) (Thread, error) {
+	var out Thread
+	err := c.call(ctx, request{method: http.MethodGet, path: pathf("/v1/posts/", post, "/context"), want: http.StatusOK, out: &out})
+	return out, err
 }
 
 // UserLikesPage returns a page of the posts user likes, newest like first.

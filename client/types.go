@@ -106,11 +106,27 @@ type Post struct {
 	// Weight is the post's weight in ranked feeds (0 to 100, default 1):
 	// set only in what its author and the admin read, nil for others.
 	Weight *float64 `json:"weight,omitempty"`
+	// InReplyToID is the post this one replies to, and InReplyToAuthorID
+	// that post's author; both 0 on a post that replies to none.
+	InReplyToID       ID `json:"in_reply_to_id,omitempty"`
+	InReplyToAuthorID ID `json:"in_reply_to_author_id,omitempty"`
 	// LikeCount and LikedByMe (whether the token's user likes the post;
 	// false for the admin) are nil while the server drops likes from its
 	// answers (degradation switch L1), rather than a misleading 0 and false.
 	LikeCount *int64 `json:"like_count,omitempty"`
 	LikedByMe *bool  `json:"liked_by_me,omitempty"`
+	// ReplyCount is the post's live direct replies; nil, as LikeCount,
+	// while the server drops likes from its answers.
+	ReplyCount *int64 `json:"reply_count,omitempty"`
+}
+
+// Thread is a post's context (Client.Context).
+type Thread struct {
+	// Ancestors are the post's ancestors from the root down (at most 40).
+	Ancestors []Post `json:"ancestors"`
+	// Descendants are the replies below it, depth first, oldest first at
+	// each level (at most 200).
+	Descendants []Post `json:"descendants"`
 }
 
 // Page is one page of a list and the cursor of the next one.

@@ -284,6 +284,22 @@ func TestBrowserApp(t *testing.T) {
 	alice.do(chromedp.Navigate(in.url + "/posts/" + postID))
 	alice.wait("the likers", `[...document.querySelectorAll('#view .user a')].some(a => a.textContent === 'alice')`)
 	alice.shot("post")
+
+	// Replies: the post's Reply action opens its thread with the reply
+	// form ready; a reply shows in the thread and is counted; the reply's
+	// own page shows the post above it.
+	alice.do(chromedp.Click(chromedp.CSS(`#view .single article .reply`)))
+	alice.wait("the reply form", `document.activeElement?.id === 'reply'`)
+	alice.do(chromedp.SetValue(chromedp.CSS("#reply"), "a reply from alice"), chromedp.Click(chromedp.CSS(".reply-form button")))
+	alice.wait("the reply in the thread", `[...document.querySelectorAll('#view .descendants .content')].some(p => p.textContent === 'a reply from alice')`)
+	if n := in.must(200, "GET", "/v1/posts/"+postID, aliceTok, nil).body["reply_count"]; n != float64(1) {
+		t.Fatalf("after the reply the post's reply_count is %v; want 1", n)
+	}
+	replyID := js[string](alice, `document.querySelector('#view .descendants article').dataset.id`)
+	alice.do(chromedp.Navigate(in.url + "/posts/" + replyID))
+	alice.wait("the thread above the reply", `document.querySelector('#view .ancestors article')?.dataset.id === '`+postID+`' && !!document.querySelector('#view .single .in-reply-to')`)
+	alice.wait("the post's reply count", `document.querySelector('#view .ancestors article .reply .count')?.textContent === ' 1'`)
+	alice.shot("thread")
 	alice.do(chromedp.Navigate(in.url + "/top"))
 	alice.wait("the top post", `(a => a && a.dataset.id === '`+postID+`')(document.querySelector('#view .list article'))`)
 	alice.shot("top")

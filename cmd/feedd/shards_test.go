@@ -88,6 +88,7 @@ func migrateShards(tb testing.TB, env map[string]string) {
 var shardedSuite = map[string]bool{
 	"TestHandles":                       true,
 	"TestHomeReplies":                   true,
+	"TestReplies":                       true,
 	"TestLists":                         true,
 	"TestListStream":                    true,
 	"TestRankedFeed":                    true,
@@ -126,6 +127,7 @@ var shardedSuite = map[string]bool{
 // postgres stack runs; the whole CI run must stay under 45 minutes.
 var shardedOnPostgres = map[string]bool{
 	"TestHandles":                   true,
+	"TestReplies":                   true,
 	"TestPublishFanoutRead":         true,
 	"TestFollowBackfillAndUnfollow": true,
 	"TestBlock":                     true,

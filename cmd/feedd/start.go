@@ -28,6 +28,7 @@ import (
 	"github.com/feedd/feedd/internal/limit"
 	"github.com/feedd/feedd/internal/ranked"
 	"github.com/feedd/feedd/internal/relay"
+	"github.com/feedd/feedd/internal/replies"
 	"github.com/feedd/feedd/internal/social"
 	"github.com/feedd/feedd/internal/sqlstore"
 	"github.com/feedd/feedd/internal/stream"
@@ -134,11 +135,14 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			AuthorListMax:   authorListMax,
 			UnreadCap:       cfg.unreadCap,
 		}, d.store, d.cache, d.authorLists, d.register(), opts...)
+		// Replies' counts are held in process as like counts are, for as
+		// long (docs/replies.md).
+		rs := replies.New(logger, replies.Config{LocalCountTTL: cfg.likeCountTTL, Breaker: svc.SQLBreaker()}, d.store, svc)
 		// The writes go through the timeline's SQL breaker, and tell it
 		// what they changed.
 		ws := social.New(logger, social.Config{Policy: policy, IdempotencyTTL: cfg.idempotencyTTL, Shards: shardCount(d.store)},
 			d.store, d.cache, svc, feed.NewIDGen(d.now), d.register(),
-			social.WithBreaker(svc.SQLBreaker()), social.WithAnnouncer(announcer))
+			social.WithBreaker(svc.SQLBreaker()), social.WithAnnouncer(announcer), social.WithReplyHook(rs.PostWritten))
 		// Readers whose cached feed missed a change during a cache outage
 		// are reset within a second of the cache answering again.
 		work.Go(func() { svc.RunStaleSweeper(workCtx, time.Second) })
@@ -159,7 +163,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			return err
 		}
 		likesBreaker = breaker.New(breaker.Config{Failures: cfg.breakerFailures, Timeout: cfg.sqlTimeout, Cooldown: cfg.breakerCooldown})
-		lk := newLikes(cfg, d, logger, svc, switches, likesBreaker)
+		lk := newLikes(cfg, d, logger, svc, rs, switches, likesBreaker)
 		// The ranked feed ranks the timeline's latest feed by the likes,
 		// and keeps its snapshots in the cache.
 		rk = ranked.New(svc, lk, d.cache, cfg.rank)
@@ -178,7 +182,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			Console:   census.NewConsole(logger, reporter, d.beats, d.store, d.queues, switches),
 			Freshness: d.fresh,
 			Pages:     pages,
-		}, api{svc, ws, rk}, lk, d.register(), apiMetrics)
+		}, api{svc, ws, rk, rs}, lk, d.register(), apiMetrics)
 	} else {
 		handler = httpapi.NewProbes(logger, workReady, apiMetrics)
 	}
@@ -416,7 +420,7 @@ func count(f func(context.Context, string) (int, error), q string) float64 {
 // answers instead.
 func likesViaBroker(cfg config) bool { return cfg.amqpURL != "" }
 
-func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts, switches *degrade.Switches, b *breaker.Breaker) *likes.Service {
+func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts, rc likes.ReplyCounter, switches *degrade.Switches, b *breaker.Breaker) *likes.Service {
 	var record likes.Recorder
 	if likesViaBroker(cfg) {
 		record = likes.ViaBroker(d.broker, cfg.likeBatch)
@@ -426,7 +430,7 @@ func newLikes(cfg config, d *deps, logger *slog.Logger, posts likes.Posts, switc
 	}
 	// b is its own breaker, set like the timeline's: a page's likes never
 	// wait on a SQL that the timeline already answers around.
-	return likes.New(logger, likes.Config{Breaker: b, LocalCountTTL: cfg.likeCountTTL, Switches: switches}, d.store, d.likes, posts, record, d.reg)
+	return likes.New(logger, likes.Config{Breaker: b, LocalCountTTL: cfg.likeCountTTL, Switches: switches, Replies: rc}, d.store, d.likes, posts, record, d.reg)
 }
 
 // api is what the API calls (httpapi.Timeline): the read engine, the
@@ -437,13 +441,15 @@ type api struct {
 	*reads
 	*writes
 	*ranks
+	*threads
 }
 
-// reads, writes and ranks name the services in api.
+// reads, writes, ranks and threads name the services in api.
 type (
-	reads  = timeline.Service
-	writes = social.Service
-	ranks  = ranked.Service
+	reads   = timeline.Service
+	writes  = social.Service
+	ranks   = ranked.Service
+	threads = replies.Service
 )
 
 func orEmbedded(real bool, name string) string {

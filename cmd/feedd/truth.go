@@ -13,6 +13,7 @@ import (
 	"github.com/feedd/feedd/internal/importer"
 	"github.com/feedd/feedd/internal/likes"
 	"github.com/feedd/feedd/internal/relay"
+	"github.com/feedd/feedd/internal/replies"
 	"github.com/feedd/feedd/internal/shards"
 	"github.com/feedd/feedd/internal/social"
 	"github.com/feedd/feedd/internal/sqlstore"
@@ -40,6 +41,7 @@ type truth interface {
 	importer.Store
 	export.Source
 	graph.SQLStore
+	replies.Store
 	// NotifyOutbox wakes the work processes' relays after a publish from
 	// a process that runs none (relay.Waker).
 	relay.Notifier

@@ -65,11 +65,18 @@ type Post struct {
 	// Weight is the post's rank weight, shown only to its author and the
 	// admin (WithWeight); absent for everyone else.
 	Weight *float64 `json:"weight,omitempty"`
+	// InReplyToID and InReplyToAuthorID are absent on a post that
+	// replies to none.
+	InReplyToID       string `json:"in_reply_to_id,omitempty"`
+	InReplyToAuthorID string `json:"in_reply_to_author_id,omitempty"`
 	// Every post a client sees carries its likes, unless degradation
 	// switch L1 dropped that enrichment: then both are absent rather than
 	// a misleading 0 and false.
 	LikeCount *int64 `json:"like_count,omitempty"`
 	LikedByMe *bool  `json:"liked_by_me,omitempty"`
+	// ReplyCount is the post's live direct replies, with its likes (and
+	// absent with them under switch L1).
+	ReplyCount *int64 `json:"reply_count,omitempty"`
 }
 
 // NewPost renders p without its likes.
@@ -87,6 +94,9 @@ func NewPost(p feed.Post) Post {
 		j.EditedAt = Time(p.EditedAt)
 	}
 	j.ExternalID = p.ExternalID
+	if p.IsReply() {
+		j.InReplyToID, j.InReplyToAuthorID = feed.FormatID(p.InReplyToID), feed.FormatID(p.InReplyToAuthorID)
+	}
 	return j
 }
 
@@ -103,7 +113,7 @@ func NewPostLikes(p feed.Post, states map[int64]feed.LikeState) Post {
 	j := NewPost(p)
 	if states != nil {
 		st := states[p.ID]
-		j.LikeCount, j.LikedByMe = &st.Count, &st.LikedByMe
+		j.LikeCount, j.LikedByMe, j.ReplyCount = &st.Count, &st.LikedByMe, &st.Replies
 	}
 	return j
 }

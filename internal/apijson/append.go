@@ -76,6 +76,12 @@ func (p Post) AppendJSON(b []byte) []byte {
 		b = append(b, `,"weight":`...)
 		b = append(b, w...)
 	}
+	if p.InReplyToID != "" {
+		b = append(b, `,"in_reply_to_id":`...)
+		b = appendString(b, p.InReplyToID)
+		b = append(b, `,"in_reply_to_author_id":`...)
+		b = appendString(b, p.InReplyToAuthorID)
+	}
 	if p.LikeCount != nil {
 		b = append(b, `,"like_count":`...)
 		b = strconv.AppendInt(b, *p.LikeCount, 10)
@@ -83,6 +89,10 @@ func (p Post) AppendJSON(b []byte) []byte {
 	if p.LikedByMe != nil {
 		b = append(b, `,"liked_by_me":`...)
 		b = strconv.AppendBool(b, *p.LikedByMe)
+	}
+	if p.ReplyCount != nil {
+		b = append(b, `,"reply_count":`...)
+		b = strconv.AppendInt(b, *p.ReplyCount, 10)
 	}
 	return append(b, '}')
 }

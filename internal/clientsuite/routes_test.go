@@ -62,6 +62,8 @@ var methods = map[string][]string{
 	"PUT /v1/posts/{id}/like":                 {"Like"},
 	"DELETE /v1/posts/{id}/like":              {"Unlike"},
 	"GET /v1/posts/{id}/likes":                {"Likers", "LikersPage"},
+	"GET /v1/posts/{id}/replies":              {"Replies", "RepliesPage"},
+	"GET /v1/posts/{id}/context":              {"Context"},
 	"GET /v1/users/{id}/likes":                {"UserLikes", "UserLikesPage"},
 	"GET /v1/posts/top":                       {"TopPosts"},
 	"GET /v1/admin/jobs/{id}":                 {"Job"},

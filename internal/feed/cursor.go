@@ -28,6 +28,9 @@ const (
 	// CursorRanked is a ranked feed's: position is a snapshot and an index
 	// in it (package ranked).
 	CursorRanked byte = 'r'
+	// CursorReplies pages a post's replies, oldest first: position is
+	// the last reply id seen; the next page has ids above it.
+	CursorReplies byte = 'p'
 )
 
 // EncodeCursor renders a position of the given kind.

@@ -19,6 +19,9 @@ const CursorLikes byte = 'l'
 type LikeState struct {
 	Count     int64
 	LikedByMe bool
+	// Replies is the post's live direct replies (package replies), shown
+	// with its likes.
+	Replies int64
 }
 
 // LikeEntry is one user's latest action on one post. Version 0 means the

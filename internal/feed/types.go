@@ -109,6 +109,9 @@ type Draft struct {
 	// Weight is the post's rank weight (CheckWeight); the zero Weight is
 	// the default, 1.
 	Weight Weight
+	// InReplyToID is the post this one replies to (0: none): it must
+	// live, and no block may stand between its author and the replier.
+	InReplyToID int64
 }
 
 // PostEdit is a change to a post by its author. At least one of Content and
@@ -185,6 +188,14 @@ type Page struct {
 	Posts    []Post
 	Next     int64
 	Degraded bool
+}
+
+// Thread is a post's context (GET /v1/posts/{id}/context): its
+// ancestors from the root down, and its descendants depth first, each
+// level oldest first (package replies).
+type Thread struct {
+	Ancestors   []Post
+	Descendants []Post
 }
 
 // More reports whether another page follows.

@@ -929,3 +929,11 @@ func (f *fakeService) Hidden(ctx context.Context, viewer int64) (feed.Hidden, er
 	}
 	return feed.NewHidden(muted, blocked), nil
 }
+
+func (f *fakeService) Replies(ctx context.Context, viewer, parent, after int64, n int) (feed.Page, error) {
+	return feed.Page{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", parent)
+}
+
+func (f *fakeService) Thread(ctx context.Context, viewer, id int64) (feed.Thread, error) {
+	return feed.Thread{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
+}

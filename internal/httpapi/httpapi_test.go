@@ -234,7 +234,15 @@ func checkPost(t *testing.T, v any) map[string]any {
 		t.Fatalf("post = %v; want an object", v)
 	}
 	// data, edited_at and external_id are there only when the post has them.
-	want := []string{"author_id", "content", "created_at", "id", "like_count", "liked_by_me"}
+	want := []string{"author_id", "content", "created_at", "id", "like_count", "liked_by_me", "reply_count"}
+	if _, ok := p["in_reply_to_id"]; ok { // a reply: both, as id strings
+		want = append(want, "in_reply_to_id", "in_reply_to_author_id")
+		for _, k := range []string{"in_reply_to_id", "in_reply_to_author_id"} {
+			if id, _ := p[k].(string); id == "" {
+				t.Errorf("post %s = %#v; want an id string", k, p[k])
+			}
+		}
+	}
 	if _, ok := p["data"]; ok {
 		want = append(want, "data")
 		if _, ok := p["data"].(map[string]any); !ok {
@@ -276,6 +284,9 @@ func checkPost(t *testing.T, v any) map[string]any {
 	}
 	if _, ok := p["liked_by_me"].(bool); !ok {
 		t.Errorf("post liked_by_me = %#v; want a boolean", p["liked_by_me"])
+	}
+	if n, ok := p["reply_count"].(float64); !ok || n < 0 {
+		t.Errorf("post reply_count = %#v; want a number", p["reply_count"])
 	}
 	return p
 }

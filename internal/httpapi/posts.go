@@ -68,6 +68,9 @@ type createPostRequest struct {
 	// Weight is the post's rank weight (0..100); null or left out for
 	// the default, 1.
 	Weight *float64 `json:"weight"`
+	// InReplyToID is the post this one replies to; null or left out for
+	// none.
+	InReplyToID *jsonPostID `json:"in_reply_to_id"`
 }
 
 func (req createPostRequest) valid() error {
@@ -100,6 +103,9 @@ func (req createPostRequest) draft() feed.Draft {
 	if req.Weight != nil {
 		d.Weight = feed.WeightOf(*req.Weight)
 	}
+	if req.InReplyToID != nil {
+		d.InReplyToID = int64(*req.InReplyToID)
+	}
 	return d
 }
 
@@ -122,7 +128,8 @@ func (req createPostRequest) fingerprint() ([]byte, error) {
 		Data       json.RawMessage `json:"data,omitempty"`
 		ExternalID string          `json:"external_id,omitempty"`
 		Weight     *float64        `json:"weight,omitempty"`
-	}{d.Content, json.RawMessage(d.Data), d.ExternalID, weight})
+		InReplyTo  int64           `json:"in_reply_to_id,omitempty"`
+	}{d.Content, json.RawMessage(d.Data), d.ExternalID, weight, d.InReplyToID})
 }
 
 func handlePostCreate(svc Timeline) http.Handler {

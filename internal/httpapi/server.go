@@ -163,6 +163,11 @@ type Timeline interface {
 	SetListMarker(ctx context.Context, reader, list, lastRead int64) (feed.Marker, error)
 	// Hidden returns what viewer (0: the admin) does not see.
 	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
+	// Replies is a page of a post's live direct replies above after,
+	// oldest first, and Thread a post's context, as viewer sees them
+	// (replies.Service). ENOTFOUND for an unknown or deleted post.
+	Replies(ctx context.Context, viewer, parent, after int64, n int) (feed.Page, error)
+	Thread(ctx context.Context, viewer, id int64) (feed.Thread, error)
 	// DeleteUser deletes a user: at once for every read, then their data
 	// in the background; a repeat while the purge runs answers the same.
 	// ENOTFOUND if the user does not exist.

@@ -68,6 +68,11 @@ type Posts interface {
 	Visibility
 }
 
+// ReplyCounter is the reply counts of posts (replies.Service).
+type ReplyCounter interface {
+	ReplyCounts(ctx context.Context, ids []int64) (map[int64]int64, error)
+}
+
 // Recorder makes a like event durable before a like is answered: a
 // confirmed publish to the broker (ViaBroker), or a synchronous batch
 // write (Writer.Submit).
@@ -104,6 +109,9 @@ type Config struct {
 	// SQL fails or hangs they fail fast, and the page is answered from
 	// the cache, marked degraded, rather than waiting on SQL.
 	Breaker *breaker.Breaker
+	// Replies gives each state its post's reply count (package replies;
+	// nil: 0).
+	Replies ReplyCounter
 	// Switches are the degradation switches (nil: all off). While L1
 	// drops non-essential enrichment, LikeStates answers nothing: pages
 	// cost no likes lookup and their posts carry no likes fields.

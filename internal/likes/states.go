@@ -17,10 +17,45 @@ import (
 // which also refills an absent set). If the cache fails, both come from
 // SQL. While degradation switch L1 is on it answers nil, at no cost.
 // degraded says SQL failed and the states are what the cache knew.
+//
+// Each state carries the post's reply count too (Config.Replies), read
+// after the likes: a failed read of the counts degrades the page as a
+// failed read of like counts does.
 func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Post) (states map[int64]feed.LikeState, degraded bool, err error) {
 	if s.cfg.Switches != nil && !s.cfg.Switches.Enrich() {
 		return nil, false, nil
 	}
+	states, degraded, err = s.likeStates(ctx, reader, posts)
+	if err != nil || s.cfg.Replies == nil || len(posts) == 0 {
+		return states, degraded, err
+	}
+	ids := make([]int64, len(posts))
+	for i, p := range posts {
+		ids[i] = p.ID
+	}
+	counts, err := s.cfg.Replies.ReplyCounts(ctx, ids)
+	if err != nil {
+		s.logger.Warn("likes: reply counts unavailable; the page is degraded", "err", err)
+		degraded = true
+	}
+	for id, n := range counts {
+		st := states[id]
+		st.Replies = n
+		states[id] = st
+	}
+	return states, degraded, nil
+}
+
+// ReplyCounts returns the posts' reply counts (Config.Replies; none
+// without it), for a live stream's post.
+func (s *Service) ReplyCounts(ctx context.Context, ids []int64) (map[int64]int64, error) {
+	if s.cfg.Replies == nil {
+		return map[int64]int64{}, nil
+	}
+	return s.cfg.Replies.ReplyCounts(ctx, ids)
+}
+
+func (s *Service) likeStates(ctx context.Context, reader int64, posts []feed.Post) (states map[int64]feed.LikeState, degraded bool, err error) {
 	out := make(map[int64]feed.LikeState, len(posts))
 	if len(posts) == 0 {
 		return out, false, nil

@@ -22,6 +22,9 @@ type Timeline interface {
 	Post(ctx context.Context, id int64) (feed.Post, error)
 	EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (feed.Post, error)
 	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
+	// Replies and Thread are a post's replies (replies.Service).
+	Replies(ctx context.Context, viewer, parent, after int64, n int) (feed.Page, error)
+	Thread(ctx context.Context, viewer, id int64) (feed.Thread, error)
 }
 
 // Likes is what the pages need of the likes service.
@@ -152,6 +155,32 @@ func (s *Service) TopPosts(ctx context.Context, viewer int64, window string, n i
 		return Page{}, err
 	}
 	return s.join(ctx, viewer, feed.Page{Posts: posts})
+}
+
+// Replies is a page of a post's direct replies, oldest first, with their
+// likes; its Next is the last reply's id.
+func (s *Service) Replies(ctx context.Context, viewer, parent, after int64, n int) (Page, error) {
+	pg, err := s.timeline.Replies(ctx, viewer, parent, after, n)
+	if err != nil {
+		return Page{}, err
+	}
+	return s.join(ctx, viewer, pg)
+}
+
+// Thread is a post's context with the likes of its posts, joined in one
+// call: the ancestors' page and the descendants' page share its States.
+func (s *Service) Thread(ctx context.Context, viewer, id int64) (ancestors, descendants Page, err error) {
+	t, err := s.timeline.Thread(ctx, viewer, id)
+	if err != nil {
+		return Page{}, Page{}, err
+	}
+	all := append(append(make([]feed.Post, 0, len(t.Ancestors)+len(t.Descendants)), t.Ancestors...), t.Descendants...)
+	joined, err := s.join(ctx, viewer, feed.Page{Posts: all})
+	if err != nil {
+		return Page{}, Page{}, err
+	}
+	return Page{Page: feed.Page{Posts: t.Ancestors}, States: joined.States},
+		Page{Page: feed.Page{Posts: t.Descendants}, States: joined.States}, nil
 }
 
 func (s *Service) join(ctx context.Context, viewer int64, pg feed.Page) (Page, error) {

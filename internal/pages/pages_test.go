@@ -90,3 +90,11 @@ func TestBlockedIsNotFound(t *testing.T) {
 		t.Errorf("another author's posts: %+v, %v; want the page", pg, err)
 	}
 }
+
+func (f fakeTimeline) Replies(ctx context.Context, viewer, parent, after int64, n int) (feed.Page, error) {
+	return feed.Page{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", parent)
+}
+
+func (f fakeTimeline) Thread(ctx context.Context, viewer, id int64) (feed.Thread, error) {
+	return feed.Thread{}, feed.Errorf(feed.ENOTFOUND, "post %d does not exist", id)
+}

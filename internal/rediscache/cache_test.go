@@ -328,19 +328,25 @@ func TestPostEncoding(t *testing.T) {
 		{ID: 11, AuthorID: 8, Deleted: true, ExternalID: "x"},
 		{ID: 12, AuthorID: 8, Content: "weighed", Weight: feed.WeightOf(2.5)},
 		{ID: 13, AuthorID: 8, Content: "kept out of ranked feeds", Weight: feed.WeightOf(0), ExternalID: "e", Data: `{"a":1}`, EditedAt: edited},
+		{ID: 14, AuthorID: 8, Content: "a reply", InReplyToID: 13, InReplyToAuthorID: 8},
+		{ID: 15, AuthorID: 9, Content: "", InReplyToID: -(1 << 50), InReplyToAuthorID: 8, Weight: feed.WeightOf(2), ExternalID: "r", Data: `{}`, EditedAt: edited},
 	} {
 		b := appendPost(nil, p)
 		got, ok := decodePost(b)
 		if !ok || got != p && !(got.ID == p.ID && got.AuthorID == p.AuthorID && got.Content == p.Content &&
 			got.Deleted == p.Deleted && got.CreatedAt.Equal(p.CreatedAt) && got.Data == p.Data &&
-			got.EditedAt.Equal(p.EditedAt) && got.ExternalID == p.ExternalID && got.Weight == p.Weight) {
+			got.EditedAt.Equal(p.EditedAt) && got.ExternalID == p.ExternalID && got.Weight == p.Weight &&
+			got.InReplyToID == p.InReplyToID && got.InReplyToAuthorID == p.InReplyToAuthorID) {
 			t.Errorf("decodePost(appendPost(%.80v)) = %.80v, %v", p, got, ok)
 		}
 		// A post is written in the oldest format that holds it, which the
 		// versions before decode too: 1 for a plain post, 2 with data or
-		// an edit, 3 with an external id, 4 only with a weight.
+		// an edit, 3 with an external id, 4 only with a weight, 5 only
+		// for a reply.
 		want := byte(postFormat)
 		switch {
+		case p.IsReply():
+			want = postFormatV5
 		case !p.Weight.IsDefault():
 			want = postFormatV4
 		case p.ExternalID != "":
@@ -362,11 +368,13 @@ func TestPostEncoding(t *testing.T) {
 	withData := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "abc", Data: `{"a":1}`, EditedAt: edited})
 	withExternal := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "", ExternalID: "ext"})
 	withWeight := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "", Weight: feed.WeightOf(3)})
-	for _, bad := range [][]byte{nil, {postFormat}, {postFormatV4 + 1, 0, 2, 2, 2, 0}, valid[:4],
-		withData[:9],                       // the version cut short
-		withData[:18],                      // the data's length without all of the data
-		withExternal[:len(withExternal)-1], // the external id cut short
-		withWeight[:len(withWeight)-1],     // the weight cut short
+	for _, bad := range [][]byte{nil, {postFormat}, {postFormatV5 + 1, 0, 2, 2, 2, 0}, valid[:4],
+		{postFormatV5, flagReply, 2, 2, 2, 0},    // the reply's ids missing
+		{postFormatV5, flagReply, 2, 2, 2, 0, 0}, // a reply to post 0
+		withData[:9],                             // the version cut short
+		withData[:18],                            // the data's length without all of the data
+		withExternal[:len(withExternal)-1],       // the external id cut short
+		withWeight[:len(withWeight)-1],           // the weight cut short
 		{postFormatV4, flagWeight, 2, 2, 2, 0, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0}, // a NaN weight
 		{postFormatV3, flagExternal, 2, 2, 2, 0, 0},                          // an empty external id
 		{postFormatV2, flagEdited, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0},       // version 0

@@ -43,21 +43,28 @@ import (
 // flagWeight set, and after the external id (if any) the weight as the 8
 // big-endian bytes of its float64, then the content to the end.
 //
+// Format 5, a reply: format 4's layout, flagReply set, and after the
+// weight (if any) the varints of InReplyToID and InReplyToAuthorID, then
+// the content to the end. Its own format for format 3's reason: a process
+// of the version before would take the two varints for content.
+//
 // A post that needs none of this is still written in format 1, and one
 // that needs only format 2 in format 2, so that processes of the versions
 // before, during a rolling deploy, keep decoding most posts; this version
-// decodes all three.
+// decodes all five.
 const (
 	postFormat   = 1
 	postFormatV2 = 2
 	postFormatV3 = 3
 	postFormatV4 = 4
+	postFormatV5 = 5
 
 	flagDeleted  = 1 << 0
 	flagEdited   = 1 << 1
 	flagData     = 1 << 2
 	flagExternal = 1 << 3
 	flagWeight   = 1 << 4
+	flagReply    = 1 << 5
 )
 
 // appendPost appends p's record to b.
@@ -83,7 +90,11 @@ func appendPost(b []byte, p feed.Post) []byte {
 		flags |= flagWeight
 		format = postFormatV4
 	}
-	b = slices.Grow(b, 2+8+8+6*binary.MaxVarintLen64+len(p.Data)+len(p.ExternalID)+len(p.Content))
+	if p.IsReply() {
+		flags |= flagReply
+		format = postFormatV5
+	}
+	b = slices.Grow(b, 2+8+8+8*binary.MaxVarintLen64+len(p.Data)+len(p.ExternalID)+len(p.Content))
 	b = append(b, format, flags)
 	if flags&flagEdited != 0 {
 		b = binary.BigEndian.AppendUint64(b, uint64(p.Version()))
@@ -103,6 +114,10 @@ func appendPost(b []byte, p feed.Post) []byte {
 	if flags&flagWeight != 0 {
 		b = binary.BigEndian.AppendUint64(b, math.Float64bits(p.Weight.Value()))
 	}
+	if flags&flagReply != 0 {
+		b = binary.AppendVarint(b, p.InReplyToID)
+		b = binary.AppendVarint(b, p.InReplyToAuthorID)
+	}
 	return append(b, p.Content...)
 }
 
@@ -110,13 +125,13 @@ func appendPost(b []byte, p feed.Post) []byte {
 // unknown format, which the caller treats as a miss so that a format
 // change during a rolling deploy costs cache hits, not errors.
 func decodePost(b []byte) (p feed.Post, ok bool) {
-	if len(b) < 2 || b[0] < postFormat || b[0] > postFormatV4 {
+	if len(b) < 2 || b[0] < postFormat || b[0] > postFormatV5 {
 		return feed.Post{}, false
 	}
 	format, flags := b[0], b[1]
 	p.Deleted = flags&flagDeleted != 0
 	b = b[2:]
-	// Formats 3 and 4 are format 2 and more, so v2 is true for them.
+	// Formats 3 to 5 are format 2 and more, so v2 is true for them.
 	v2 := format >= postFormatV2
 	if v2 && flags&flagEdited != 0 {
 		if len(b) < 8 {
@@ -155,7 +170,7 @@ func decodePost(b []byte) (p feed.Post, ok bool) {
 			return feed.Post{}, false
 		}
 	}
-	if format == postFormatV4 && flags&flagWeight != 0 {
+	if format >= postFormatV4 && flags&flagWeight != 0 {
 		if len(b) < 8 {
 			return feed.Post{}, false
 		}
@@ -164,6 +179,17 @@ func decodePost(b []byte) (p feed.Post, ok bool) {
 			return feed.Post{}, false
 		}
 		p.Weight, b = feed.WeightOf(w), b[8:]
+	}
+	if format == postFormatV5 && flags&flagReply != 0 {
+		parent, n := binary.Varint(b)
+		if n <= 0 || parent == 0 {
+			return feed.Post{}, false
+		}
+		author, m := binary.Varint(b[n:])
+		if m <= 0 {
+			return feed.Post{}, false
+		}
+		p.InReplyToID, p.InReplyToAuthorID, b = parent, author, b[n+m:]
 	}
 	p.Content = string(b)
 	return p, true

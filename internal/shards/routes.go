@@ -101,17 +101,30 @@ func (s *Store) Blocks(ctx context.Context, user, after int64, n int) ([]int64, 
 
 // CreatePost stores p on its author's shard, with its idempotency key and
 // its outbox event: a publish touches one shard. p.ID must carry the
-// author's shard (feed.IDGen.NextOn).
+// author's shard (feed.IDGen.NextOn). A reply to a post of another shard
+// reads its parent there first (ENOTFOUND if gone), and the parent's index
+// and count follow through the journal (replies.go).
 func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (out feed.Post, created bool, err error) {
 	if s.m.Of(p.ID) != s.m.Of(p.AuthorID) {
 		return feed.Post{}, false, feed.Errorf(feed.EINVALID, "post id %d does not carry its author %d's shard (%d of %d)", p.ID, p.AuthorID, s.m.Of(p.AuthorID), s.m.N)
 	}
 	k := s.m.Of(p.AuthorID)
+	if p.IsReply() && s.m.Of(p.InReplyToID) != k {
+		if p.InReplyToAuthorID, err = s.replyParent(ctx, p.InReplyToID); err != nil {
+			return feed.Post{}, false, err
+		}
+	}
 	s.wrote[k].Store(true)
+	var syncs []sqlstore.Sync
 	err = s.write(ctx, k, func(st *sqlstore.Store) (err error) {
-		out, created, err = st.CreatePost(ctx, p, idem)
+		out, created, syncs, err = st.CreatePostOn(ctx, s.home(k), p, idem)
 		return err
 	})
+	if err == nil {
+		// A failed sync is the repairer's (RunSyncs): the reply is
+		// written; only its parent's count and index lag.
+		_ = s.settle(ctx, k, syncs)
+	}
 	return out, created, err
 }
 
@@ -127,8 +140,19 @@ func (s *Store) EditPost(ctx context.Context, id, author int64, e feed.PostEdit)
 	return out, err
 }
 
+// DeletePost soft-deletes a post on its shard; a reply's parent on
+// another shard loses it from its index and count through the journal.
 func (s *Store) DeletePost(ctx context.Context, id, author int64) error {
-	return s.write(ctx, s.m.Of(id), func(st *sqlstore.Store) error { return st.DeletePost(ctx, id, author) })
+	k := s.m.Of(id)
+	var syncs []sqlstore.Sync
+	err := s.write(ctx, k, func(st *sqlstore.Store) (err error) {
+		syncs, err = st.DeletePostOn(ctx, s.home(k), id, author)
+		return err
+	})
+	if err == nil {
+		_ = s.settle(ctx, k, syncs)
+	}
+	return err
 }
 
 func (s *Store) PostByExternalID(ctx context.Context, author int64, ext string) (feed.Post, error) {

@@ -36,7 +36,7 @@ func (s *Service) Publish(ctx context.Context, author int64, d feed.Draft, idem 
 		id := s.ids.NextOn(author, s.cfg.Shards)
 		p, created, err = s.store.CreatePost(ctx, feed.Post{
 			ID: id, AuthorID: author, Content: d.Content, Data: d.Data, CreatedAt: feed.IDTime(id),
-			ExternalID: d.ExternalID, Weight: d.Weight,
+			ExternalID: d.ExternalID, Weight: d.Weight, InReplyToID: d.InReplyToID,
 		}, idem)
 		// Another process drew the same id in the same millisecond: draw again.
 		if feed.ErrorCode(err) != feed.ECONFLICT {
@@ -48,8 +48,18 @@ func (s *Service) Publish(ctx context.Context, author int64, d feed.Draft, idem 
 	}
 	if created {
 		s.timeline.PostCreated(p)
+		if p.IsReply() && s.replied != nil {
+			s.replied(ctx, p.ID, p.InReplyToID)
+		}
 	}
 	return p, nil
+}
+
+// WithReplyHook has the service call replied after a reply is created
+// (id, its parent) or any post deleted (id, 0), once SQL committed it:
+// the replies' counts kept in process (replies.Service.PostWritten).
+func WithReplyHook(replied func(ctx context.Context, id, parent int64)) Option {
+	return func(s *Service) { s.replied = replied }
 }
 
 // DeletePost soft-deletes a post of actor's; the read engine serves a
@@ -60,6 +70,9 @@ func (s *Service) DeletePost(ctx context.Context, actor, id int64) error {
 		return err
 	}
 	s.timeline.PostDeleted(ctx, actor, id)
+	if s.replied != nil {
+		s.replied(ctx, id, 0)
+	}
 	s.announce(ctx, "delete", func(ctx context.Context, a feed.Announcer) error { return a.PostDeleted(ctx, actor, id) })
 	return nil
 }

@@ -117,6 +117,8 @@ func DefaultConfig() Config { return Config{}.withDefaults() }
 
 // Service implements the API's writes and the social graph's reads.
 type Service struct {
+	// replied follows the writes that move a reply count (WithReplyHook).
+	replied  func(ctx context.Context, id, parent int64)
 	cfg      Config
 	store    Store
 	kv       feed.KV

@@ -54,6 +54,11 @@ const (
 	// SyncLikesOf: every like by user A, who lives on another shard, of
 	// this shard's posts; B as in SyncFollowsOf. An import's likers.
 	SyncLikesOf SyncKind = 5
+	// SyncReply: post A replies to post B of another shard. Truth on
+	// A's shard (the reply's post, live or not); mirror on B's (the
+	// replies index row and B's reply_count, replies.go). B is a post id,
+	// which names its author's shard as a user id does.
+	SyncReply SyncKind = 6
 )
 
 // Whole reports whether y stands for all of a user's pairs of its kind
@@ -99,7 +104,7 @@ func (y Sync) MirrorUser() int64 {
 // whose mirror user is gone come back as orphans, for the truth shard to
 // drop (DropOrphans): a write that raced the user's deletion.
 func (s *Store) SyncMirror(ctx context.Context, truth *Store, syncs []Sync) (orphans []Sync, err error) {
-	for _, kind := range []SyncKind{SyncFollow, SyncBlock, SyncLike} {
+	for _, kind := range []SyncKind{SyncFollow, SyncBlock, SyncLike, SyncReply} {
 		var of []Sync
 		for _, y := range syncs {
 			if y.Kind == kind {
@@ -110,9 +115,12 @@ func (s *Store) SyncMirror(ctx context.Context, truth *Store, syncs []Sync) (orp
 			continue
 		}
 		var o []Sync
-		if kind == SyncLike {
+		switch kind {
+		case SyncLike:
 			o, err = s.syncLikes(ctx, truth, of)
-		} else {
+		case SyncReply:
+			err = s.syncReplies(ctx, truth, of)
+		default:
 			o, err = s.syncEdges(ctx, truth, kind, of)
 		}
 		if err != nil {

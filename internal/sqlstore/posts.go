@@ -34,12 +34,23 @@ import (
 // A post id that exists already is ECONFLICT: the caller retries with a
 // fresh id. An incomplete idem (idem.Check) is EINVALID.
 func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempotency) (feed.Post, bool, error) {
+	p, created, _, err := s.CreatePostOn(ctx, Shard{}, p, idem)
+	return p, created, err
+}
+
+// CreatePostOn is CreatePost on shard home of a sharded deployment. A
+// reply (p.InReplyToID set) is checked and indexed in the same
+// transaction (checkReply, indexReply): when its parent lives on another shard, the
+// caller has checked that the parent lives and set p.InReplyToAuthorID,
+// and syncs is the journal's row for the parent's shard (mirror.go),
+// which the caller settles.
+func (s *Store) CreatePostOn(ctx context.Context, home Shard, p feed.Post, idem feed.Idempotency) (_ feed.Post, _ bool, syncs []Sync, _ error) {
 	if !feed.ValidPostID(p.ID) || p.AuthorID <= 0 {
-		return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d: %w", p.ID,
+		return feed.Post{}, false, nil, fmt.Errorf("sqlstore: create post %d: %w", p.ID,
 			feed.Errorf(feed.EINVALID, "post id %d must be a post id (feed.ValidPostID) and author id %d positive", p.ID, p.AuthorID))
 	}
 	if err := idem.Check(); err != nil {
-		return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d: %w", p.ID, err)
+		return feed.Post{}, false, nil, fmt.Errorf("sqlstore: create post %d: %w", p.ID, err)
 	}
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = time.Now()
@@ -54,6 +65,7 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempoten
 	for attempt := 1; ; attempt++ {
 		now := millis(time.Now())
 		err := s.write(ctx, func(tx *sql.Tx) error {
+			syncs = nil
 			if idem.Key != "" {
 				// First, so that a replay writes nothing and a concurrent
 				// twin waits here on the key's row lock.
@@ -61,26 +73,33 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempoten
 					return err
 				}
 			}
+			if err := s.checkReply(ctx, tx, home, &p); err != nil {
+				return err
+			}
 			_, err := tx.ExecContext(ctx,
-				"INSERT INTO posts (id, author_id, content, created_at, deleted_at, data, external_id, weight) VALUES (?, ?, ?, ?, NULL, ?, ?, ?)",
-				p.ID, p.AuthorID, p.Content, millis(p.CreatedAt), nullData(p.Data), nullData(p.ExternalID), nullWeight(p.Weight))
+				"INSERT INTO posts (id, author_id, content, created_at, deleted_at, data, external_id, weight, in_reply_to_id, in_reply_to_author_id) VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)",
+				p.ID, p.AuthorID, p.Content, millis(p.CreatedAt), nullData(p.Data), nullData(p.ExternalID), nullWeight(p.Weight),
+				nullID(p.InReplyToID), nullID(p.InReplyToAuthorID))
 			if s.d.duplicate(err) {
 				return errDuplicatePost
 			}
 			if err != nil {
 				return err
 			}
+			if syncs, err = s.indexReply(ctx, tx, home, p); err != nil {
+				return err
+			}
 			_, err = tx.ExecContext(ctx, "INSERT INTO outbox (payload, created_at, sent_at) VALUES (?, ?, NULL)", payload, now)
 			return err
 		})
 		if err == nil {
-			return p, true, nil
+			return p, true, syncs, nil
 		}
 		if errors.Is(err, errDuplicatePost) {
 			err = s.whichDuplicate(ctx, p)
 		}
 		if !errors.Is(err, errReplay) {
-			return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d by %d: %w", p.ID, p.AuthorID, err)
+			return feed.Post{}, false, nil, fmt.Errorf("sqlstore: create post %d by %d: %w", p.ID, p.AuthorID, err)
 		}
 		rec, err := s.keyRecord(ctx, p.AuthorID, idem.Key)
 		switch {
@@ -88,18 +107,18 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempoten
 			// Swept, or its first call rolled back: the key is new.
 			takeOver = false
 		case err != nil:
-			return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d by %d: replay key: %w", p.ID, p.AuthorID, err)
+			return feed.Post{}, false, nil, fmt.Errorf("sqlstore: create post %d by %d: replay key: %w", p.ID, p.AuthorID, err)
 		case rec.expiresAt <= millis(time.Now()):
 			takeOver = true
 		default:
 			prev, err := rec.answer(idem)
 			if err != nil {
-				return feed.Post{}, false, fmt.Errorf("sqlstore: create post by %d: replay key: %w", p.AuthorID, err)
+				return feed.Post{}, false, nil, fmt.Errorf("sqlstore: create post by %d: replay key: %w", p.AuthorID, err)
 			}
-			return prev, false, nil
+			return prev, false, nil, nil
 		}
 		if attempt == keyAttempts {
-			return feed.Post{}, false, fmt.Errorf("sqlstore: create post %d by %d: %w", p.ID, p.AuthorID, errKeyInFlight)
+			return feed.Post{}, false, nil, fmt.Errorf("sqlstore: create post %d by %d: %w", p.ID, p.AuthorID, errKeyInFlight)
 		}
 	}
 }
@@ -143,11 +162,21 @@ func (s *Store) PostByExternalID(ctx context.Context, author int64, ext string) 
 	return p, nil
 }
 
-const postColumns = "id, author_id, content, created_at, deleted_at, data, edited_at, external_id, weight"
+const postColumns = "id, author_id, content, created_at, deleted_at, data, edited_at, external_id, weight, in_reply_to_id, in_reply_to_author_id"
 
 func postColumnsOf(alias string) string {
 	return alias + ".id, " + alias + ".author_id, " + alias + ".content, " + alias + ".created_at, " +
-		alias + ".deleted_at, " + alias + ".data, " + alias + ".edited_at, " + alias + ".external_id, " + alias + ".weight"
+		alias + ".deleted_at, " + alias + ".data, " + alias + ".edited_at, " + alias + ".external_id, " + alias + ".weight, " +
+		alias + ".in_reply_to_id, " + alias + ".in_reply_to_author_id"
+}
+
+// nullID is a reply's parent or parent author as a query argument: NULL
+// for a post that answers none.
+func nullID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
 }
 
 // nullWeight is a post's weight as a query argument: NULL for the default,
@@ -177,9 +206,11 @@ func scanPost(r scanner) (feed.Post, error) {
 	var deleted, edited sql.NullInt64
 	var data, ext sql.NullString
 	var weight sql.NullFloat64
-	if err := r.Scan(&p.ID, &p.AuthorID, &p.Content, &created, &deleted, &data, &edited, &ext, &weight); err != nil {
+	var parent, parentAuthor sql.NullInt64
+	if err := r.Scan(&p.ID, &p.AuthorID, &p.Content, &created, &deleted, &data, &edited, &ext, &weight, &parent, &parentAuthor); err != nil {
 		return feed.Post{}, err
 	}
+	p.InReplyToID, p.InReplyToAuthorID = parent.Int64, parentAuthor.Int64
 	if weight.Valid {
 		p.Weight = feed.WeightOf(weight.Float64)
 	}
@@ -262,22 +293,45 @@ func (s *Store) Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, er
 
 // DeletePost soft-deletes post id on behalf of author. An unknown or
 // already deleted post is ENOTFOUND, someone else's is EFORBIDDEN, in that
-// order, so that nobody learns which deleted ids existed.
+// order, so that nobody learns which deleted ids existed. A reply leaves
+// its parent's replies index and count in the same transaction.
 func (s *Store) DeletePost(ctx context.Context, id, author int64) error {
-	res, err := s.db.ExecContext(ctx,
-		"UPDATE posts SET deleted_at = ? WHERE id = ? AND author_id = ? AND deleted_at IS NULL",
-		millis(time.Now()), id, author)
+	_, err := s.DeletePostOn(ctx, Shard{}, id, author)
+	return err
+}
+
+// DeletePostOn is DeletePost on shard home of a sharded deployment: a
+// reply whose parent lives on another shard journals the sync of the
+// parent's index instead, which the caller settles.
+func (s *Store) DeletePostOn(ctx context.Context, home Shard, id, author int64) ([]Sync, error) {
+	var syncs []Sync
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		syncs = nil
+		var parent sql.NullInt64
+		err := tx.QueryRowContext(ctx, "SELECT in_reply_to_id FROM posts WHERE id = ? AND author_id = ? AND deleted_at IS NULL"+s.d.forUpdate,
+			id, author).Scan(&parent)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errNotAuthor
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE posts SET deleted_at = ? WHERE id = ?", millis(time.Now()), id); err != nil {
+			return err
+		}
+		if !parent.Valid || parent.Int64 == 0 {
+			return nil
+		}
+		syncs, err = s.unindexReply(ctx, tx, home, id, parent.Int64)
+		return err
+	})
+	if errors.Is(err, errNotAuthor) {
+		err = s.whyNotAuthor(ctx, id, author, "delete")
+	}
 	if err != nil {
-		return fmt.Errorf("sqlstore: delete post %d: %w", id, err)
+		return nil, fmt.Errorf("sqlstore: delete post %d: %w", id, err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("sqlstore: delete post %d: %w", id, err)
-	}
-	if n == 1 {
-		return nil
-	}
-	return fmt.Errorf("sqlstore: delete post %d: %w", id, s.whyNotAuthor(ctx, id, author, "delete"))
+	return syncs, nil
 }
 
 // whyNotAuthor says why an update of post id by author matched no row:

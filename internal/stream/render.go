@@ -182,7 +182,7 @@ func renderShared(ctx context.Context, tl Timeline, lk Likes, ev Event) (*shared
 	render := func(likedByMe, own bool) []byte {
 		var st map[int64]feed.LikeState
 		if states != nil {
-			st = map[int64]feed.LikeState{p.ID: {Count: states.count, LikedByMe: likedByMe}}
+			st = map[int64]feed.LikeState{p.ID: {Count: states.count, LikedByMe: likedByMe, Replies: states.replies}}
 		}
 		page := apijson.NewPostsPage([]feed.Post{p}, false, st)
 		if len(page.Items) == 0 {
@@ -262,8 +262,15 @@ type bulkLikes interface {
 }
 
 type readersLikes struct {
-	count int64
-	liked map[int64]bool
+	count   int64
+	liked   map[int64]bool
+	replies int64
+}
+
+// replyCounter is the likes service's reply counts (likes.Service has
+// it): a post sent again as edited shows its replies.
+type replyCounter interface {
+	ReplyCounts(ctx context.Context, ids []int64) (map[int64]int64, error)
 }
 
 // likedBy returns p's like count and which of readers like it; nil while
@@ -275,7 +282,16 @@ func likedBy(ctx context.Context, lk Likes, p feed.Post, readers []int64) (*read
 		if err != nil || !enriched {
 			return nil, err
 		}
-		return &readersLikes{count: count, liked: liked}, nil
+		out := &readersLikes{count: count, liked: liked}
+		if rc, ok := lk.(replyCounter); ok {
+			// A new post has none; an edited one may.
+			counts, err := rc.ReplyCounts(ctx, []int64{p.ID})
+			if err != nil {
+				return nil, err
+			}
+			out.replies = counts[p.ID]
+		}
+		return out, nil
 	}
 	out := &readersLikes{liked: map[int64]bool{}}
 	for _, r := range readers {
@@ -286,7 +302,7 @@ func likedBy(ctx context.Context, lk Likes, p feed.Post, readers []int64) (*read
 		if st == nil {
 			return nil, nil
 		}
-		out.count = st[p.ID].Count
+		out.count, out.replies = st[p.ID].Count, st[p.ID].Replies
 		out.liked[r] = st[p.ID].LikedByMe
 	}
 	return out, nil

@@ -120,7 +120,8 @@ func checkPost(t *testing.T, got map[int64]feed.Post, want feed.Post) {
 		t.Errorf("post %d missing from CachedPosts", want.ID)
 	case p.ID != want.ID || p.AuthorID != want.AuthorID || p.Content != want.Content ||
 		!p.CreatedAt.Equal(want.CreatedAt) || p.Deleted != want.Deleted ||
-		p.Data != want.Data || !p.EditedAt.Equal(want.EditedAt) || p.ExternalID != want.ExternalID:
+		p.Data != want.Data || !p.EditedAt.Equal(want.EditedAt) || p.ExternalID != want.ExternalID ||
+		p.InReplyToID != want.InReplyToID || p.InReplyToAuthorID != want.InReplyToAuthorID:
 		t.Errorf("CachedPosts()[%d] = %+v; want %+v", want.ID, shortPost(p), shortPost(want))
 	}
 }

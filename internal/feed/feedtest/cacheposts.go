@@ -16,6 +16,10 @@ func cachePosts(t *testing.T, newCache newCacheFunc) {
 		{ID: 101, AuthorID: 7, Content: "hello, 世界 \x00 \"quoted\"", CreatedAt: time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC)},
 		{ID: 102, AuthorID: 8, CreatedAt: time.Date(2026, 3, 4, 5, 6, 8, 0, time.FixedZone("CET", 3600)), Deleted: true},
 		{ID: feed.MaxID, AuthorID: feed.MaxID, Content: strings.Repeat("ü", feed.MaxContentRunes)},
+		// A reply keeps its parent and the parent's author, which the
+		// home feed's reply rule reads from the posts a page holds.
+		{ID: 103, AuthorID: 9, Content: "a reply", CreatedAt: time.Date(2026, 3, 4, 5, 6, 9, 0, time.UTC), InReplyToID: 101, InReplyToAuthorID: 7},
+		{ID: 104, AuthorID: 9, CreatedAt: time.Date(2026, 3, 4, 5, 6, 9, 0, time.UTC), InReplyToID: -(1 << 40), InReplyToAuthorID: 7, ExternalID: "x", Data: `{}`},
 	}
 
 	got, err := c.CachedPosts(ctx, nil)
@@ -25,7 +29,7 @@ func cachePosts(t *testing.T, newCache newCacheFunc) {
 	must(t, c.CachePosts(ctx, nil, longTTL))
 	must(t, c.CachePosts(ctx, posts, longTTL))
 
-	got, err = c.CachedPosts(ctx, []int64{101, 999, 102, feed.MaxID, 101})
+	got, err = c.CachedPosts(ctx, []int64{101, 999, 102, feed.MaxID, 101, 103, 104})
 	if err != nil {
 		t.Fatalf("CachedPosts: %v", err)
 	}

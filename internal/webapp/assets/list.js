@@ -61,6 +61,9 @@ export function postEl(s, p) {
   const body = el('p', { class: 'content' });
   body.textContent = p.content;
   const actions = el('footer', {}, likeButton(s, p),
+    // Reply opens the post's thread, its reply form ready.
+    el('a', { href: '/posts/' + p.id + '#reply', 'data-link': true, class: 'reply', title: 'Reply' }, 'Reply',
+      p.reply_count ? el('span', { class: 'count' }, ' ' + p.reply_count) : null),
     el('a', { href: '/posts/' + p.id, 'data-link': true, class: 'likers' }, 'likers'));
   if (p.author_id === s.me) {
     actions.append(el('button', {
@@ -79,6 +82,7 @@ export function postEl(s, p) {
     el('header', {}, userLink(s, p.author_id), ' · ',
       el('a', { href: '/posts/' + p.id, 'data-link': true, class: 'when' }, timeEl(p.created_at)),
       p.edited_at ? el('span', { class: 'edited' }, ' · edited') : null,
+      p.in_reply_to_id ? el('a', { href: '/posts/' + p.in_reply_to_id, 'data-link': true, class: 'in-reply-to' }, ' · a reply') : null,
       // Only the author sees a post's weight; the default, 1, goes unsaid.
       p.weight !== undefined && p.weight !== 1 ? el('span', { class: 'weight' }, ' · weight ' + p.weight) : null),
     body, actions);
