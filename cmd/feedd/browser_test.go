@@ -300,6 +300,24 @@ func TestBrowserApp(t *testing.T) {
 	alice.wait("the thread above the reply", `document.querySelector('#view .ancestors article')?.dataset.id === '`+postID+`' && !!document.querySelector('#view .single .in-reply-to')`)
 	alice.wait("the post's reply count", `document.querySelector('#view .ancestors article .reply .count')?.textContent === ' 1'`)
 	alice.shot("thread")
+
+	// The Replies menu: bob's reply to carol, whom alice does not follow,
+	// stays out of alice's home under the default rule; "all" shows it.
+	_, carolTok := in.user("carol")
+	toCarol := in.must(201, "POST", "/v1/posts", bobTok, map[string]any{"content": "bob to carol", "in_reply_to_id": in.post(carolTok, "carol's post")}).str("id")
+	after := in.post(bobTok, "bob, after his reply")
+	testenv.Eventually(t, 10*time.Second, "bob's next post in alice's feed", func() bool { return slices.Contains(in.feedAll(aliceTok, 50), after) })
+	alice.do(chromedp.Navigate(in.url + "/"))
+	const menu = `document.querySelector('#home-replies')`
+	alice.wait("the feed and its Replies menu", menu+`?.value === 'following' && !`+menu+`.disabled && document.querySelector('#view .list article')?.dataset.id === '`+after+`'`)
+	if slices.Contains(alice.feedIDs(), toCarol) {
+		t.Fatalf("alice's home shows bob's reply to carol under the default rule: %v", alice.feedIDs())
+	}
+	js[bool](alice, `(s => { s.value = 'all'; s.dispatchEvent(new Event('change')); return true })(`+menu+`)`)
+	alice.wait("bob's reply to carol under all", `!!document.querySelector('#view .list article[data-id="`+toCarol+`"]') && `+menu+`.value === 'all'`)
+	if r := in.must(200, "GET", "/v1/me/settings", aliceTok, nil); r.str("home_replies") != "all" {
+		t.Fatalf("after the menu's change the settings are %s; want home_replies all", r.raw)
+	}
 	alice.do(chromedp.Navigate(in.url + "/top"))
 	alice.wait("the top post", `(a => a && a.dataset.id === '`+postID+`')(document.querySelector('#view .list article'))`)
 	alice.shot("top")
