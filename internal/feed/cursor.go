@@ -28,6 +28,9 @@ const (
 	// CursorRanked is a ranked feed's: position is a snapshot and an index
 	// in it (package ranked).
 	CursorRanked byte = 'r'
+	// CursorNotices is a notifications page's: position is a group's id
+	// (its newest notification's); the next page has groups below it.
+	CursorNotices byte = 'n'
 )
 
 // EncodeCursor renders a position of the given kind.
