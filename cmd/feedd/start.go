@@ -25,6 +25,7 @@ import (
 	"github.com/feedd/feedd/internal/feed"
 	"github.com/feedd/feedd/internal/httpapi"
 	"github.com/feedd/feedd/internal/likes"
+	"github.com/feedd/feedd/internal/notices"
 	"github.com/feedd/feedd/internal/limit"
 	"github.com/feedd/feedd/internal/ranked"
 	"github.com/feedd/feedd/internal/relay"
@@ -178,7 +179,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			Console:   census.NewConsole(logger, reporter, d.beats, d.store, d.queues, switches),
 			Freshness: d.fresh,
 			Pages:     pages,
-		}, api{svc, ws, rk}, lk, d.register(), apiMetrics)
+		}, api{svc, ws, rk, notices.New(d.store, svc, lk, cfg.unreadCap)}, lk, d.register(), apiMetrics)
 	} else {
 		handler = httpapi.NewProbes(logger, workReady, apiMetrics)
 	}
@@ -437,6 +438,7 @@ type api struct {
 	*reads
 	*writes
 	*ranks
+	*notes
 }
 
 // reads, writes and ranks name the services in api.
@@ -444,6 +446,7 @@ type (
 	reads  = timeline.Service
 	writes = social.Service
 	ranks  = ranked.Service
+	notes  = notices.Service
 )
 
 func orEmbedded(real bool, name string) string {

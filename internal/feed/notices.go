@@ -114,3 +114,15 @@ type NoticeQuery struct {
 	Hide   []int64
 	N      int
 }
+
+// NoticePage is a page of a reader's notifications with what renders
+// them: the actors shown, the posts (with their likes as the reader sees
+// them; States nil when the likes are dropped), and the position of the
+// next page (0: none).
+type NoticePage struct {
+	Groups []NoticeGroup
+	Users  map[int64]User
+	Posts  map[int64]Post
+	States map[int64]LikeState
+	Next   int64
+}
