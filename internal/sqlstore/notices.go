@@ -279,7 +279,6 @@ func (s *Store) noticeGroups(ctx context.Context, recipient, after int64, q feed
 			return nil, false, err
 		}
 		var got []feed.NoticeGroup
-		var gids []int64
 		for rows.Next() {
 			var g feed.NoticeGroup
 			var gid int64
@@ -291,12 +290,12 @@ func (s *Store) noticeGroups(ctx context.Context, recipient, after int64, q feed
 			g.Kind, g.LatestAt = feed.NoticeKind(kind), feed.IDTime(g.ID)
 			// Actors carries the gid until the actors are read.
 			g.Actors = []int64{gid}
-			got, gids = append(got, g), append(gids, gid)
+			got = append(got, g)
 		}
 		if err := closeRows(rows); err != nil {
 			return nil, false, err
 		}
-		hidden, err := s.hiddenActors(ctx, recipient, gids, q.Hide)
+		hidden, err := s.hiddenActors(ctx, recipient, got, q.Hide)
 		if err != nil {
 			return nil, false, err
 		}
@@ -324,33 +323,41 @@ func (s *Store) noticeGroups(ctx context.Context, recipient, after int64, q feed
 	return out, false, nil
 }
 
-// hiddenActors counts, per group of gids, the rows of hide's actors: one
-// read of notice_actors_by_actor, bounded by what those actors did.
-func (s *Store) hiddenActors(ctx context.Context, recipient int64, gids, hide []int64) (map[int64]int64, error) {
+// hiddenActors counts, per group of groups (whose Actors hold their
+// gids), the rows of hide's actors: one statement of primary-key lookups,
+// (recipient, kind, post, actor) for each group and hidden actor, so that
+// no planner walks a big group's rows to find them. A hidden actor's row
+// of the key in another group (an older one) is not counted here.
+func (s *Store) hiddenActors(ctx context.Context, recipient int64, groups []feed.NoticeGroup, hide []int64) (map[int64]int64, error) {
 	out := map[int64]int64{}
-	if len(gids) == 0 || len(hide) == 0 {
+	if len(groups) == 0 || len(hide) == 0 {
 		return out, nil
 	}
+	want := map[int64]bool{}
+	keys := map[noticeKey]bool{}
+	for _, g := range groups {
+		want[g.Actors[0]] = true
+		keys[noticeKey{recipient, g.Kind, g.Post}] = true
+	}
 	for _, chunk := range idChunks(hide) {
-		args := append(append([]any{}, chunk...), recipient)
-		for _, g := range gids {
-			args = append(args, g)
+		var parts []string
+		var args []any
+		for k := range keys {
+			parts = append(parts, "SELECT gid FROM notice_actors WHERE recipient_id = ? AND kind = ? AND post_id = ? AND actor_id IN ("+placeholders(len(chunk))+")")
+			args = append(append(args, recipient, string(k.kind), k.post), chunk...)
 		}
-		rows, err := s.rdb.QueryContext(ctx, "SELECT gid, COUNT(*) FROM notice_actors WHERE actor_id IN ("+placeholders(len(chunk))+
-			") AND recipient_id = ? AND gid IN ("+placeholders(len(gids))+") GROUP BY gid", args...)
+		rows, err := s.rdb.QueryContext(ctx, strings.Join(parts, " UNION ALL "), args...)
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var gid, n int64
-			if err := rows.Scan(&gid, &n); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			out[gid] += n
-		}
-		if err := closeRows(rows); err != nil {
+		gids, err := scanIDs(rows, 0)
+		if err != nil {
 			return nil, err
+		}
+		for _, gid := range gids {
+			if want[gid] {
+				out[gid]++
+			}
 		}
 	}
 	return out, nil

@@ -1,6 +1,8 @@
 package sqlstore
 
 import (
+	"database/sql"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -129,5 +131,70 @@ func testNotices(t *testing.T, e *env) {
 	}
 	if gs := page(feed.NoticeQuery{Kinds: []feed.NoticeKind{feed.NoticeReply}}); len(gs) != 1 || gs[0].Post != 102 {
 		t.Fatalf("a reply undone: %+v; want the other", gs)
+	}
+	// A deleted account's purge takes its notifications out, made and
+	// received.
+	if _, _, err := s.DeleteUser(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if u, ok, err := s.ClaimPurge(ctx, "w", time.Minute); err != nil || !ok || u != 3 {
+		t.Fatalf("ClaimPurge: %d, %v, %v", u, ok, err)
+	}
+	for {
+		r, err := s.PurgeBatch(ctx, 3, "w", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Done {
+			break
+		}
+	}
+	gs = page(feed.NoticeQuery{Kinds: []feed.NoticeKind{feed.NoticeLike}})
+	want("after 3's purge", gs[len(gs)-1], feed.NoticeLike, 3, 5, 4, 2)
+	if gs := page(feed.NoticeQuery{Kinds: []feed.NoticeKind{feed.NoticeReply}}); len(gs) != 0 {
+		t.Fatalf("3's reply after its purge: %+v; want none", gs)
+	}
+}
+
+// BenchmarkNoticePage reads a page of notifications whose first group
+// has a million actors, beside one whose groups have a few: the page
+// costs the same (docs/notifications.md). go test -run '^$' -bench
+// NoticePage ./internal/sqlstore/
+func BenchmarkNoticePage(b *testing.B) {
+	for _, actors := range []int{3, 1_000_000} {
+		b.Run(fmt.Sprintf("actors=%d", actors), func(b *testing.B) {
+			ctx := b.Context()
+			s := setupSQLite(b)(b).open(b)
+			if err := s.Migrate(ctx); err != nil {
+				b.Fatal(err)
+			}
+			t0 := time.Now().Add(-time.Hour)
+			// 20 small groups, then one of actors on top.
+			var ns []feed.Notice
+			for i := range 20 {
+				for a := range 3 {
+					ns = append(ns, feed.Notice{Recipient: 1, Actor: int64(10 + a), Kind: feed.NoticeLike, Post: int64(1000 + i), At: t0.Add(time.Duration(i) * time.Second)})
+				}
+			}
+			for a := range actors {
+				ns = append(ns, feed.Notice{Recipient: 1, Actor: int64(100 + a), Kind: feed.NoticeLike, Post: 1, At: t0.Add(time.Minute + time.Duration(a)*time.Microsecond)})
+			}
+			for chunk := range slices.Chunk(ns, 50_000) {
+				if err := s.write(ctx, func(tx *sql.Tx) error { return s.addNotices(ctx, tx, chunk) }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			hide := []int64{100, 101}
+			b.ResetTimer()
+			for b.Loop() {
+				gs, _, err := s.NoticePage(ctx, 1, feed.NoticeQuery{N: 20, Hide: hide})
+				if err != nil || len(gs) != 20 {
+					b.Fatalf("NoticePage: %d groups, %v", len(gs), err)
+				}
+				if gs[0].Post == 1 && gs[0].ActorCount != int64(actors-2) {
+					b.Fatalf("the big group counts %d; want %d", gs[0].ActorCount, actors-2)
+				}
+			}
+		})
 	}
 }
