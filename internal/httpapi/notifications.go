@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/feedd/feedd/internal/apijson"
@@ -72,37 +73,13 @@ func handleNotifications(svc Timeline) http.Handler {
 }
 
 func handleNotificationsMarkerGet(svc Timeline) http.Handler {
-	return handler(func(w http.ResponseWriter, r *http.Request) error {
-		me, err := actingUser(r)
-		if err != nil {
-			return err
-		}
-		m, err := svc.NotificationsMarker(r.Context(), me)
-		if err != nil {
-			return err
-		}
-		encode(w, http.StatusOK, toMarkerJSON(m))
-		return nil
-	})
+	return markerGet(func(ctx context.Context, me int64) (feed.Marker, error) { return svc.NotificationsMarker(ctx, me) })
 }
 
 // handleNotificationsMarkerPut moves the marker forward only, as the home
 // marker's PUT does.
 func handleNotificationsMarkerPut(svc Timeline) http.Handler {
-	return handler(func(w http.ResponseWriter, r *http.Request) error {
-		me, err := actingUser(r)
-		if err != nil {
-			return err
-		}
-		req, err := decode[setMarkerRequest](r)
-		if err != nil {
-			return err
-		}
-		m, err := svc.SetNotificationsMarker(r.Context(), me, int64(req.LastReadID))
-		if err != nil {
-			return err
-		}
-		encode(w, http.StatusOK, toMarkerJSON(m))
-		return nil
+	return markerPut(func(ctx context.Context, me, lastRead int64) (feed.Marker, error) {
+		return svc.SetNotificationsMarker(ctx, me, lastRead)
 	})
 }
