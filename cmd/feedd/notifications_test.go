@@ -72,7 +72,7 @@ func (in *instance) noticesEventually(token, query string, want ...string) []not
 // muted and blocked users, notify nothing; the types filter, paging, the
 // marker and its unread count; everything holds after the cache's loss
 // and a restart; a group older than the window (FEEDD_NOTIFICATION_WINDOW,
-// here made 1 ms) starts a new group.
+// here made 1 ms) starts a new group; replies notify one by one.
 func TestNotifications(t *testing.T) {
 	forEachStack(t, func(t *testing.T, env map[string]string) {
 		in := startFeedd(t, env, nil)
@@ -172,6 +172,22 @@ func TestNotifications(t *testing.T) {
 		// An unlike finds its actor in whichever group holds it.
 		like("e", other, false)
 		in.noticesEventually(authorTok, "types=like", fmt.Sprintf("like %s 1 %s", other, ids["f"]), likes(4, "d", "c", "b"))
+
+		// Replies: a group each, never grouped, whose post is the reply;
+		// not one's own, not a muted user's; a deleted reply takes its
+		// notification with it.
+		reply := func(tok, to string) string {
+			t.Helper()
+			return in.must(201, "POST", "/v1/posts", tok, map[string]any{"content": "a reply", "in_reply_to_id": to}).str("id")
+		}
+		r1, r2 := reply(toks["a"], post), reply(toks["b"], post)
+		reply(authorTok, post)
+		reply(toks["muted"], post)
+		r3 := reply(toks["a"], other)
+		replied := func(r, who string) string { return fmt.Sprintf("reply %s 1 %s", r, ids[who]) }
+		in.noticesEventually(authorTok, "types=reply", replied(r3, "a"), replied(r2, "b"), replied(r1, "a"))
+		in.must(204, "DELETE", "/v1/posts/"+r2, toks["b"], nil)
+		in.noticesEventually(authorTok, "types=reply", replied(r3, "a"), replied(r1, "a"))
 	})
 }
 

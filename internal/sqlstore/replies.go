@@ -60,12 +60,23 @@ func (s *Store) indexReply(ctx context.Context, tx *sql.Tx, home Shard, p feed.P
 		return syncs, s.journal(ctx, tx, syncs)
 	}
 	// The reply's id is new (its post was just inserted): so is its row.
+	return nil, s.addReplyRow(ctx, tx, p)
+}
+
+// addReplyRow indexes reply p under its parent, counts it, and notifies
+// the parent's author (feed.NoticeReply, never grouped; nobody of their
+// own reply), in tx on the parent's shard: the index row and the
+// notification commit together, so a sync redone after a crash adds
+// neither twice (its caller adds only a missing row).
+func (s *Store) addReplyRow(ctx context.Context, tx *sql.Tx, p feed.Post) error {
 	if _, err := tx.ExecContext(ctx, "INSERT INTO replies (parent_id, reply_id, author_id) VALUES (?, ?, ?)",
 		p.InReplyToID, p.ID, p.AuthorID); err != nil {
-		return nil, err
+		return err
 	}
-	_, err := tx.ExecContext(ctx, "UPDATE posts SET reply_count = reply_count + 1 WHERE id = ?", p.InReplyToID)
-	return nil, err
+	if _, err := tx.ExecContext(ctx, "UPDATE posts SET reply_count = reply_count + 1 WHERE id = ?", p.InReplyToID); err != nil {
+		return err
+	}
+	return s.addNotices(ctx, tx, []feed.Notice{{Recipient: p.InReplyToAuthorID, Actor: p.AuthorID, Kind: feed.NoticeReply, Post: p.ID, At: feed.IDTime(p.ID)}})
 }
 
 // unindexReply takes deleted reply id out of parent's index and count, as
@@ -85,11 +96,15 @@ func (s *Store) unindexReply(ctx context.Context, tx *sql.Tx, home Shard, id, pa
 	return nil, s.dropReplies(ctx, tx, map[int64][]int64{parent: {id}})
 }
 
-// dropReplies deletes the index rows of replies (parent → reply ids) and
-// takes from each parent's count the rows that were there.
+// dropReplies deletes the index rows of replies (parent → reply ids),
+// takes from each parent's count the rows that were there, and takes back
+// their notifications of the parent's author.
 func (s *Store) dropReplies(ctx context.Context, tx *sql.Tx, replies map[int64][]int64) error {
 	for _, parent := range slices.Sorted(maps.Keys(replies)) {
 		ids := replies[parent]
+		if err := s.unnotifyReplies(ctx, tx, parent, ids); err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, "DELETE FROM replies WHERE parent_id = ? AND reply_id IN ("+placeholders(len(ids))+")",
 			append([]any{parent}, chunkArgs(ids)...)...)
 		if err != nil {
@@ -104,6 +119,33 @@ func (s *Store) dropReplies(ctx context.Context, tx *sql.Tx, replies map[int64][
 		}
 	}
 	return nil
+}
+
+// unnotifyReplies takes back the notifications that parent's replies ids
+// gave its author, those of them still indexed (a row's notification came
+// with it).
+func (s *Store) unnotifyReplies(ctx context.Context, tx *sql.Tx, parent int64, ids []int64) error {
+	rows, err := tx.QueryContext(ctx, "SELECT r.reply_id, r.author_id, p.author_id FROM replies r JOIN posts p ON p.id = r.parent_id WHERE r.parent_id = ? AND r.reply_id IN ("+placeholders(len(ids))+")",
+		append([]any{parent}, chunkArgs(ids)...)...)
+	if err != nil {
+		return err
+	}
+	var ns []feed.Notice
+	for rows.Next() {
+		n := feed.Notice{Kind: feed.NoticeReply}
+		if err := rows.Scan(&n.Post, &n.Actor, &n.Recipient); err != nil {
+			rows.Close()
+			return err
+		}
+		ns = append(ns, n)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return s.removeNotices(ctx, tx, ns)
 }
 
 // syncReplies makes this store, the shard of the parents, agree with the
@@ -157,10 +199,7 @@ func (s *Store) syncReplies(ctx context.Context, truth *Store, syncs []Sync) err
 				continue
 			}
 			have[[2]int64{y.B, y.A}] = true
-			if _, err := tx.ExecContext(ctx, "INSERT INTO replies (parent_id, reply_id, author_id) VALUES (?, ?, ?)", y.B, y.A, w.AuthorID); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, "UPDATE posts SET reply_count = reply_count + 1 WHERE id = ?", y.B); err != nil {
+			if err := s.addReplyRow(ctx, tx, w); err != nil {
 				return err
 			}
 		}
@@ -191,14 +230,14 @@ func (s *Store) indexed(ctx context.Context, tx *sql.Tx, syncs []Sync) (map[[2]i
 func (s *Store) liveReplies(ctx context.Context, ids []int64) (map[int64]feed.Post, error) {
 	out := map[int64]feed.Post{}
 	for _, chunk := range chunks(ids) {
-		rows, err := s.rdb.QueryContext(ctx, "SELECT p.id, p.author_id, p.in_reply_to_id FROM posts p JOIN users u ON u.id = p.author_id AND u.deleted_at IS NULL"+
+		rows, err := s.rdb.QueryContext(ctx, "SELECT p.id, p.author_id, p.in_reply_to_id, p.in_reply_to_author_id FROM posts p JOIN users u ON u.id = p.author_id AND u.deleted_at IS NULL"+
 			" WHERE p.id IN ("+placeholders(len(chunk))+") AND p.deleted_at IS NULL AND p.in_reply_to_id IS NOT NULL", chunk...)
 		if err != nil {
 			return nil, fmt.Errorf("read the truth of %d replies: %w", len(chunk), err)
 		}
 		for rows.Next() {
 			var p feed.Post
-			if err := rows.Scan(&p.ID, &p.AuthorID, &p.InReplyToID); err != nil {
+			if err := rows.Scan(&p.ID, &p.AuthorID, &p.InReplyToID, &p.InReplyToAuthorID); err != nil {
 				rows.Close()
 				return nil, err
 			}
