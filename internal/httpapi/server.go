@@ -110,6 +110,9 @@ type Timeline interface {
 	FeedSince(ctx context.Context, reader, after int64, n int) ([]feed.Post, bool, error)
 	// ListFeedSince is FeedSince of reader's list.
 	ListFeedSince(ctx context.Context, reader, list, after int64, n int) ([]feed.Post, bool, error)
+	// ListShows reports whether post p belongs in reader's list by the
+	// list's rule for replies (its live stream asks).
+	ListShows(ctx context.Context, reader, list int64, p feed.Post) (bool, error)
 	// Notifications returns up to n of reader's notification groups below
 	// before (0: from the newest), of kinds (nil: all), newest first,
 	// with the users, posts and likes that render them (notices.Service).
