@@ -75,7 +75,9 @@ func TestHiddenCarriesTheReplyRule(t *testing.T) {
 func TestListReplyRule(t *testing.T) {
 	const owner, alice, bob, carol, dave = 1, 2, 3, 4, 5
 	follows := func(u int64) bool { return u == carol } // the owner follows carol
-	reply := func(author, to int64) Post { return Post{ID: 9, AuthorID: author, InReplyToID: 8, InReplyToAuthorID: to} }
+	reply := func(author, to int64) Post {
+		return Post{ID: 9, AuthorID: author, InReplyToID: 8, InReplyToAuthorID: to}
+	}
 	cases := []struct {
 		name                 string
 		p                    Post

@@ -225,4 +225,6 @@ func BenchmarkStreamDelivery(b *testing.B) {
 	}
 }
 
-func (f *oneAuthor) ListShows(context.Context, int64, int64, feed.Post) (bool, error) { return true, nil }
+func (f *oneAuthor) ListShows(context.Context, int64, int64, feed.Post) (bool, error) {
+	return true, nil
+}
