@@ -211,35 +211,38 @@ func (s *Store) liveReplies(ctx context.Context, ids []int64) (map[int64]feed.Po
 	return out, nil
 }
 
-// ReplyCounts returns the reply counts of the posts among ids that have
-// replies (a post without any is left out), one query per chunk.
-func (s *Store) ReplyCounts(ctx context.Context, ids []int64) (map[int64]int64, error) {
-	return s.replyCounts(ctx, s.rdb, ids)
+// PostCounts returns the reply and repost counts of the posts among ids
+// that have any (a post without either is left out), one query per
+// chunk.
+func (s *Store) PostCounts(ctx context.Context, ids []int64) (map[int64]feed.Counts, error) {
+	return s.postCounts(ctx, s.rdb, ids)
 }
 
-// ReplyCountsPrimary is ReplyCounts read on the primary: the counts as a
+// PostCountsPrimary is PostCounts read on the primary: the counts as a
 // write that just committed left them, for the process that made it.
-func (s *Store) ReplyCountsPrimary(ctx context.Context, ids []int64) (map[int64]int64, error) {
-	return s.replyCounts(ctx, s.db, ids)
+func (s *Store) PostCountsPrimary(ctx context.Context, ids []int64) (map[int64]feed.Counts, error) {
+	return s.postCounts(ctx, s.db, ids)
 }
 
-func (s *Store) replyCounts(ctx context.Context, db *sql.DB, ids []int64) (map[int64]int64, error) {
-	out := make(map[int64]int64, len(ids))
+func (s *Store) postCounts(ctx context.Context, db *sql.DB, ids []int64) (map[int64]feed.Counts, error) {
+	out := make(map[int64]feed.Counts, len(ids))
 	for _, chunk := range chunks(ids) {
-		rows, err := db.QueryContext(ctx, "SELECT id, reply_count FROM posts WHERE id IN ("+placeholders(len(chunk))+") AND reply_count <> 0", chunk...)
+		rows, err := db.QueryContext(ctx, "SELECT id, reply_count, repost_count FROM posts WHERE id IN ("+placeholders(len(chunk))+
+			") AND (reply_count <> 0 OR repost_count <> 0)", chunk...)
 		if err != nil {
-			return nil, fmt.Errorf("sqlstore: reply counts of %d posts: %w", len(ids), err)
+			return nil, fmt.Errorf("sqlstore: counts of %d posts: %w", len(ids), err)
 		}
 		for rows.Next() {
-			var id, n int64
-			if err := rows.Scan(&id, &n); err != nil {
+			var id int64
+			var c feed.Counts
+			if err := rows.Scan(&id, &c.Replies, &c.Reposts); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("sqlstore: reply counts: %w", err)
+				return nil, fmt.Errorf("sqlstore: counts: %w", err)
 			}
-			out[id] = n
+			out[id] = c
 		}
 		if err := closeRows(rows); err != nil {
-			return nil, fmt.Errorf("sqlstore: reply counts: %w", err)
+			return nil, fmt.Errorf("sqlstore: counts: %w", err)
 		}
 	}
 	return out, nil

@@ -22,11 +22,11 @@ func testReplies(t *testing.T, e *env, sharded bool) {
 	}
 	count := func(s *Store, id int64) int64 {
 		t.Helper()
-		n, err := s.ReplyCountsPrimary(ctx, []int64{id})
+		n, err := s.PostCountsPrimary(ctx, []int64{id})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return n[id]
+		return n[id].Replies
 	}
 	replies := func(s *Store, id int64) []int64 {
 		t.Helper()
