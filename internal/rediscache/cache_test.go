@@ -373,12 +373,12 @@ func TestPostEncoding(t *testing.T) {
 	withWeight := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "", Weight: feed.WeightOf(3)})
 	for _, bad := range [][]byte{nil, {postFormat}, {postFormatV6 + 1, 0, 2, 2, 2, 0}, valid[:4],
 		{postFormatV6, flagRepost, 2, 2, 2, 0, 0}, // a repost of post 0
-		{postFormatV5, flagReply, 2, 2, 2, 0},    // the reply's ids missing
-		{postFormatV5, flagReply, 2, 2, 2, 0, 0}, // a reply to post 0
-		withData[:9],                             // the version cut short
-		withData[:18],                            // the data's length without all of the data
-		withExternal[:len(withExternal)-1],       // the external id cut short
-		withWeight[:len(withWeight)-1],           // the weight cut short
+		{postFormatV5, flagReply, 2, 2, 2, 0},     // the reply's ids missing
+		{postFormatV5, flagReply, 2, 2, 2, 0, 0},  // a reply to post 0
+		withData[:9],                              // the version cut short
+		withData[:18],                             // the data's length without all of the data
+		withExternal[:len(withExternal)-1],        // the external id cut short
+		withWeight[:len(withWeight)-1],            // the weight cut short
 		{postFormatV4, flagWeight, 2, 2, 2, 0, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0}, // a NaN weight
 		{postFormatV3, flagExternal, 2, 2, 2, 0, 0},                          // an empty external id
 		{postFormatV2, flagEdited, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0},       // version 0

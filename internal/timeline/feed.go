@@ -71,7 +71,7 @@ func (s *Service) degradedFeed(ctx context.Context, reader, before int64, n int,
 			kept = append(kept, p)
 		}
 	}
-	if posts, err = s.replyRule(ctx, reader, hidden.Replies(), kept, false); err != nil {
+	if posts, err = s.replyRule(ctx, reader, hidden.Replies(), repostRule(reader, hidden, kept), false); err != nil {
 		return feed.Page{}, err
 	}
 	pg := feed.PageOf(posts, more)
@@ -107,6 +107,9 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.P
 	}
 	pg, err := s.readPage(ctx, srcs, before, n, rounds, s.homeKeep(ctx, reader, in, hidden))
 	if err != nil {
+		return feed.Page{}, err
+	}
+	if pg, err = s.dedupe(ctx, srcs, pg); err != nil {
 		return feed.Page{}, err
 	}
 	path := in.path
@@ -266,7 +269,7 @@ func (s *Service) FeedSince(ctx context.Context, reader, after int64, n int) ([]
 			kept = append(kept, p)
 		}
 	}
-	if kept, err = s.replyRule(ctx, reader, hidden.Replies(), kept, true); err != nil {
+	if kept, err = s.replyRule(ctx, reader, hidden.Replies(), repostRule(reader, hidden, kept), true); err != nil {
 		return nil, false, err
 	}
 	return kept, len(ids) == n, nil
