@@ -77,3 +77,8 @@ func (s *Store) RepostOf(ctx context.Context, user, post int64) (int64, error) {
 func (s *Store) RepostedAmong(ctx context.Context, user int64, ids []int64) ([]int64, error) {
 	return s.of(user).RepostedAmong(ctx, user, ids)
 }
+
+// ShowReposts writes user's choice on the user's shard.
+func (s *Store) ShowReposts(ctx context.Context, user, target int64, show bool) error {
+	return s.write(ctx, s.m.Of(user), func(st *sqlstore.Store) error { return st.ShowReposts(ctx, user, target, show) })
+}

@@ -280,3 +280,20 @@ func (s *Store) purgeOwnReposts(ctx context.Context, tx *sql.Tx, user int64, _ *
 	_, err = tx.ExecContext(ctx, "DELETE FROM reposts WHERE user_id = ? AND post_id IN ("+placeholders(len(posts))+")", append([]any{user}, chunkArgs(posts)...)...)
 	return true, err
 }
+
+// ShowReposts records whether user shows target's reposts in its home
+// feed (hidden_reposts, on user's shard): a row hides them. Running it
+// twice is harmless.
+func (s *Store) ShowReposts(ctx context.Context, user, target int64, show bool) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM hidden_reposts WHERE user_id = ? AND target_id = ?", user, target); err != nil || show {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "INSERT INTO hidden_reposts (user_id, target_id) VALUES (?, ?)", user, target)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlstore: reposts of %d for %d: %w", target, user, err)
+	}
+	return nil
+}
