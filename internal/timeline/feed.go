@@ -105,11 +105,17 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.P
 		// Filtered by author or by the reply rule: read further ahead.
 		rounds = feed.MaxFilteredRounds
 	}
-	pg, err := s.readPage(ctx, srcs, before, n, rounds, s.homeKeep(ctx, reader, in, hidden))
+	keep := s.homeKeep(ctx, reader, in, hidden)
+	pg, err := s.readPage(ctx, srcs, before, n, rounds, func(live []feed.Post) ([]feed.Post, error) {
+		live, err := keep(live)
+		if err != nil {
+			return nil, err
+		}
+		// In the rounds, so that the page fills past what it leaves out.
+		kept, err := s.dedupe(ctx, srcs, feed.Page{Posts: live})
+		return kept.Posts, err
+	})
 	if err != nil {
-		return feed.Page{}, err
-	}
-	if pg, err = s.dedupe(ctx, srcs, pg); err != nil {
 		return feed.Page{}, err
 	}
 	path := in.path

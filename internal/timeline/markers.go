@@ -221,6 +221,9 @@ func (s *Service) Unread(ctx context.Context, reader, after int64, limit int) (n
 		if live, err = s.replyRule(ctx, reader, hidden.Replies(), repostRule(reader, hidden, s.unhidden(ctx, in, hidden, live)), true); err != nil {
 			return 0, false, err
 		}
+		if live, err = s.dedupeUnread(ctx, reader, hidden, live); err != nil {
+			return 0, false, err
+		}
 		n += len(live)
 		if n > limit {
 			return limit, true, nil

@@ -3,6 +3,7 @@ package timeline
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/feedd/feedd/internal/feed"
 )
@@ -135,4 +136,19 @@ func seenBelow(original int64, items []feed.Post) bool {
 		}
 	}
 	return false
+}
+
+// dedupeUnread is dedupe for the unread count's posts: the window below
+// a repost reaches past the marker, so it reads sources not cut there,
+// made only when the posts hold a repost.
+func (s *Service) dedupeUnread(ctx context.Context, reader int64, hidden feed.Hidden, live []feed.Post) ([]feed.Post, error) {
+	if !slices.ContainsFunc(live, feed.Post.IsRepost) {
+		return live, nil
+	}
+	_, srcs, err := s.sources(ctx, reader, 0, hidden)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := s.dedupe(ctx, srcs, feed.Page{Posts: live})
+	return pg.Posts, err
 }
