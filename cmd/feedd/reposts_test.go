@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -233,5 +234,19 @@ func testHomeReposts(t *testing.T, env map[string]string, mode string) {
 	// Deleting the original takes its reposts away.
 	in.must(204, "DELETE", "/v1/posts/"+a1, aliceTok, nil)
 	check("a1 deleted", newestFirst(append([]string{mine, a0, dc0}, fill...)...))
-	_ = carol
+
+	// The live stream sends a repost with repost_of, and not one of the
+	// reader's own post.
+	s := in.openStream("/v1/me/feed/stream", readerTok)
+	mine2 := in.post(readerTok, "the reader's second")
+	s.expectPost(mine2)
+	repostID(bobTok, bob, mine2)
+	c1 := in.post(carolTok, "carol's second")
+	ev := s.expectPost(repostID(bobTok, bob, c1))
+	var item map[string]any
+	if err := json.Unmarshal([]byte(ev.Data), &item); err != nil {
+		t.Fatalf("stream event %q: %v", ev.Raw, err)
+	}
+	checkRepostItem(t, item, bob, c1, carol)
+	s.Close()
 }
