@@ -123,9 +123,9 @@ func (s *Store) SyncMirror(ctx context.Context, truth *Store, syncs []Sync) (orp
 		case SyncLike:
 			o, err = s.syncLikes(ctx, truth, of)
 		case SyncReply:
-			err = s.syncReplies(ctx, truth, of)
+			err = s.syncIndex(ctx, truth, replyIndex, of)
 		case SyncRepost:
-			err = s.syncReposts(ctx, truth, of)
+			err = s.syncIndex(ctx, truth, repostIndex, of)
 		default:
 			o, err = s.syncEdges(ctx, truth, kind, of)
 		}

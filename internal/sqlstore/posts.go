@@ -333,7 +333,7 @@ func (s *Store) DeletePostOn(ctx context.Context, home Shard, id, author int64) 
 		if !parent.Valid || parent.Int64 == 0 {
 			return nil
 		}
-		syncs, err = s.unindexReply(ctx, tx, home, id, parent.Int64)
+		syncs, err = s.remove(ctx, tx, home, replyIndex, id, parent.Int64)
 		return err
 	})
 	if errors.Is(err, errNotAuthor) {
