@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/feedd/feedd/internal/feed"
@@ -19,14 +20,7 @@ func testReposts(t *testing.T, e *env, sharded bool) {
 	if _, _, err := a.CreatePost(ctx, feed.Post{ID: 1002, AuthorID: 2, Content: "original"}, feed.Idempotency{}); err != nil {
 		t.Fatal(err)
 	}
-	count := func(s *Store, id int64) int64 {
-		t.Helper()
-		n, err := s.PostCountsPrimary(ctx, []int64{id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n[id].Reposts
-	}
+	count := func(s *Store, id int64) int64 { return postCounts(t, s, id).Reposts }
 	repost := func(s *Store, home Shard, id, user, original int64) ([]Sync, error) {
 		_, _, syncs, err := s.CreatePostOn(ctx, home, feed.Post{ID: id, AuthorID: user, RepostOfID: original, RepostOfAuthorID: 2}, feed.Idempotency{})
 		return syncs, err
@@ -74,26 +68,12 @@ func testReposts(t *testing.T, e *env, sharded bool) {
 	if err != nil || len(syncs) != 1 {
 		t.Fatalf("a repost across shards: %v, %v; want one sync", syncs, err)
 	}
-	for range 2 {
-		if _, err := a.SyncMirror(ctx, b, syncs); err != nil {
-			t.Fatal(err)
-		}
-		if n := count(a, 1002); n != 1 {
-			t.Fatalf("after the sync: count %d; want 1", n)
-		}
-	}
+	syncTwice(t, a, b, syncs, wantCount(func() int64 { return count(a, 1002) }, 1))
 	del, err := b.DeletePostOn(ctx, Shard{K: 1, N: 2}, 1001, 1)
 	if err != nil || len(del) != 1 {
 		t.Fatalf("the repost's delete: %v, %v; want one sync", del, err)
 	}
-	for range 2 {
-		if _, err := a.SyncMirror(ctx, b, append(del, syncs...)); err != nil {
-			t.Fatal(err)
-		}
-		if n := count(a, 1002); n != 0 {
-			t.Fatalf("after the delete's sync: count %d; want 0", n)
-		}
-	}
+	syncTwice(t, a, b, append(del, syncs...), wantCount(func() int64 { return count(a, 1002) }, 0))
 
 	// The purge of a reposter, on the original's shard (PurgeElsewhere).
 	if syncs, err = repost(b, Shard{K: 1, N: 2}, 1003, 1, 1002); err != nil {
@@ -107,5 +87,25 @@ func testReposts(t *testing.T, e *env, sharded bool) {
 	}
 	if n := count(a, 1002); n != 0 {
 		t.Fatalf("after the reposter's purge: count %d; want 0", n)
+	}
+}
+
+// postCounts is post id's counts on s's primary.
+func postCounts(t *testing.T, s *Store, id int64) feed.Counts {
+	t.Helper()
+	n, err := s.PostCountsPrimary(t.Context(), []int64{id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n[id]
+}
+
+// wantCount is a check of syncTwice: count() is want.
+func wantCount(count func() int64, want int64) func() string {
+	return func() string {
+		if n := count(); n != want {
+			return fmt.Sprintf("count %d; want %d", n, want)
+		}
+		return ""
 	}
 }
