@@ -86,6 +86,9 @@ func TestReposts(t *testing.T) {
 			t.Fatalf("bob's repost's original: %v; want repost_count 1, reposted_by_me true", of)
 		}
 		bobsRepost := items[0]["id"].(string)
+		if r := in.must(400, "PATCH", "/v1/posts/"+bobsRepost, tb, map[string]any{"content": "x"}); r.errCode() != "invalid" {
+			t.Fatalf("an edit of a repost: %s; want invalid", r.raw)
+		}
 		// Reposting a repost reposts its original.
 		in.repost("PUT", tc, bobsRepost, 2, true)
 
