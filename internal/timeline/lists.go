@@ -44,7 +44,11 @@ func (s *Service) ListFeed(ctx context.Context, reader, list, before int64, n in
 	}
 	// A deleted post a list still holds makes a page read on, as the home
 	// feed does, and leaves the list (lazy delete).
-	pg, err := s.readPage(ctx, srcs, before, n, maxReadRounds, nil)
+	// A member's repost of a post whose author the reader mutes or a
+	// block stands between is left out (docs/reposts.md).
+	pg, err := s.readPage(ctx, srcs, before, n, maxReadRounds, func(live []feed.Post) ([]feed.Post, error) {
+		return slices.DeleteFunc(live, hidden.HidesRepost), nil
+	})
 	if err != nil {
 		return feed.Page{}, fmt.Errorf("timeline: posts of list %d: %w", list, err)
 	}
