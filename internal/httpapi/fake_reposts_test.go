@@ -24,4 +24,6 @@ func (f *fakeService) Unrepost(ctx context.Context, user, id int64) (int64, erro
 	return f.Repost(ctx, user, id)
 }
 
-var _ = feed.ENOTFOUND
+func (f *fakeService) Counts(ctx context.Context, ids []int64) (map[int64]feed.Counts, error) {
+	return map[int64]feed.Counts{}, nil
+}

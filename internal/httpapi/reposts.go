@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-
-	"github.com/feedd/feedd/internal/feed"
 )
 
 // repostJSON is the body of PUT and DELETE /v1/posts/{id}/repost.
@@ -25,7 +23,7 @@ func (followRequest) valid() error { return nil }
 // repost count, which the process that made the change holds from the
 // primary at once (replies.Service.PostWritten), and the reader's state
 // as just written.
-func handleRepost(svc Timeline, lk Likes, reposted bool) http.Handler {
+func handleRepost(svc Timeline, reposted bool) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, id, err := actingUserAndPostID(r)
 		if err != nil {
@@ -40,12 +38,12 @@ func handleRepost(svc Timeline, lk Likes, reposted bool) http.Handler {
 		if err != nil {
 			return err
 		}
-		// The reader's own state only: a page's other fields are not asked.
-		states, _, err := lk.LikeStates(r.Context(), 0, []feed.Post{{ID: original}})
+		// The count alone (not the likes, which switch L1 may drop).
+		counts, err := svc.Counts(r.Context(), []int64{original})
 		if err != nil {
 			return err
 		}
-		encode(w, http.StatusOK, repostJSON{RepostCount: states[original].Reposts, RepostedByMe: reposted})
+		encode(w, http.StatusOK, repostJSON{RepostCount: counts[original].Reposts, RepostedByMe: reposted})
 		return nil
 	})
 }

@@ -79,6 +79,9 @@ type Timeline interface {
 	// (docs/reposts.md).
 	Repost(ctx context.Context, user, id int64) (int64, error)
 	Unrepost(ctx context.Context, user, id int64) (int64, error)
+	// Counts returns posts' reply and repost counts (replies.Service):
+	// those this process holds, else SQL's.
+	Counts(ctx context.Context, ids []int64) (map[int64]feed.Counts, error)
 	// FollowBatch makes the follows, then the unfollows, each in order,
 	// and returns each pair's outcome (feed.EdgeCreated and the rest) in
 	// the same order; EINVALID or EBATCHTOOLARGE for a batch that fails
