@@ -267,7 +267,7 @@ func benchRun(ctx context.Context, args []string, getenv func(string) string, _ 
 	f := newBenchFlags("run", getenv, stderr, "Drives workloads over the HTTP API, for each timeline model with a feedd child of\nits own (or against --url), and reports the figures; docs/BENCH.md explains them.")
 	f.str(&graphFile, "graph", "bench-graph.json", "manifest written by bench graph")
 	f.str(&models, "models", strings.Join(load.AllModels, ","), "timeline models to measure, each with its own feedd child")
-	f.str(&scenarios, "scenarios", "fanout,publish,read,memory", "scenarios to run (always in the order fanout, read, ranked, lists, search, memory, stream, publish, mixed); ranked (the ranked feed against the latest), lists (list feeds against home feeds), search (finding people against home feeds), stream (the live streams) and mixed (the 90/7/2/1 load) only when named")
+	f.str(&scenarios, "scenarios", "fanout,publish,read,memory", "scenarios to run (always in the order fanout, read, ranked, lists, search, notifications, memory, stream, publish, mixed); ranked (the ranked feed against the latest), lists (list feeds against home feeds), search (finding people against home feeds), notifications (those of a post liked by every follower of a celebrity, against home feeds), stream (the live streams) and mixed (the 90/7/2/1 load) only when named")
 	f.str(&o.URL, "url", "", "measure this running deployment instead of starting feedd per model")
 	f.str(&o.Label, "label", "", "name of the --url deployment in the report (default: the one --models value, or target)")
 	// The deployment's settings: the roles' own, read as bench means them.

@@ -834,3 +834,44 @@ func TestBrowserPeople(t *testing.T) {
 	alice.do(chromedp.Navigate(in.url + "/users/" + bob))
 	alice.wait("follows you", `document.querySelector('#follows-you')?.textContent === ' · follows you'`)
 }
+
+// The notifications view: the nav's badge counts the unread groups; the
+// view shows likes of one post as one line ("d, c, b and 1 other liked
+// your post"), a follow and a reply, newest first; opening it marks them read
+// and the badge empties.
+func TestBrowserNotifications(t *testing.T) {
+	b := newBrowser(t)
+	in := startFeedd(t, map[string]string{"FEEDD_DATA_DIR": t.TempDir()}, nil)
+	aliceID, aliceTok := in.user("alice")
+	post := in.post(aliceTok, "like me")
+	for _, n := range []string{"a", "b", "c", "d"} {
+		_, tok := in.user(n)
+		in.must(200, "PUT", "/v1/posts/"+post+"/like", tok, nil)
+	}
+	_, danTok := in.user("dan")
+	in.follow(danTok, aliceID)
+	reply := in.must(201, "POST", "/v1/posts", danTok, map[string]any{"content": "dan's answer", "in_reply_to_id": post}).str("id")
+	testenv.Eventually(t, 20*time.Second, "three groups", func() bool {
+		r := in.must(200, "GET", "/v1/me/notifications", aliceTok, nil)
+		return len(r.items()) == 3 && r.items()[2]["actor_count"] == float64(4)
+	})
+
+	alice := b.tab("alice", 1000, 800)
+	alice.signIn(in.url, aliceTok)
+	alice.wait("the unread badge", `document.querySelector('#unread-notifications')?.textContent === '3'`)
+	alice.do(chromedp.Click(chromedp.CSS(`nav a[href="/notifications"]`)))
+	alice.wait("the groups", `document.querySelectorAll('#view .notification').length === 3`)
+	lines := js[[]string](alice, `[...document.querySelectorAll('#view .notification')].map(n => n.dataset.type + ': ' + n.querySelector('p').textContent.split(' · ')[0])`)
+	want := []string{"reply: dan replied to your post", "follow: dan followed you", "like: d, c, b and 1 other liked your post"}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("notifications shown: %q; want %q", lines, want)
+	}
+	if got := js[string](alice, `document.querySelector('#view .notification[data-type="reply"] .about').getAttribute('href')`); got != "/posts/"+reply {
+		t.Errorf("the reply's line links to %s; want /posts/%s", got, reply)
+	}
+	alice.wait("the badge emptied", `document.querySelector('#unread-notifications')?.textContent === ''`)
+	if r := in.must(200, "GET", "/v1/me/markers/notifications", aliceTok, nil); r.body["unread_count"] != float64(0) {
+		t.Fatalf("after opening the view the marker says %s; want 0 unread", r.raw)
+	}
+	alice.shot("notifications")
+}

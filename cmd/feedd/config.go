@@ -107,6 +107,7 @@ type config struct {
 	likeBatch    int
 	likeLinger   time.Duration
 	likeCountTTL time.Duration
+	noticeWindow time.Duration
 }
 
 // parseConfig reads the settings of a role (args[0], or all when args

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"slices"
 	"testing"
+
+	"github.com/feedd/feedd/client"
 )
 
 // TestHomeReplies: the home feed's rule for replies (Mastodon's). Under
@@ -12,7 +15,8 @@ import (
 // only threads; the reader's own replies always show. Pages stay full
 // around what the rule leaves out, the unread count counts what the feed
 // shows, a change of the rule applies from the next page, the live stream
-// applies it too, and it survives the loss of Redis. On push, hybrid
+// applies it too, and it survives the loss of Redis. A list applies its own
+// rule (its replies setting), in its pages and its stream. On push, hybrid
 // (alice, with two followers, pulled) and pull.
 func TestHomeReplies(t *testing.T) {
 	forEachStack(t, func(t *testing.T, env map[string]string) {
@@ -86,12 +90,48 @@ func testHomeReplies(t *testing.T, env map[string]string, mode string) {
 	}
 	check("following")
 
+	// A list's rule for replies (its replies setting): under "list" only
+	// answers to members, threads and answers to the owner; "none" the
+	// last two; "followed" answers to members and to whom the owner
+	// follows too. The reader's list of alice, then of alice and bob.
+	ctx := context.Background()
+	list, err := in.as(readerTok).CreateList(ctx, client.CreateListParams{Name: "replies", Replies: "list"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lpath := "/v1/lists/" + list.ID.String()
+	in.must(204, "PUT", lpath+"/members/"+alice, readerTok, nil)
+	listIs := func(what string, want ...string) {
+		t.Helper()
+		want = newestFirst(want...)
+		for _, limit := range []int{2, 20} {
+			got := in.pageAll("list", limit, func(p client.PageParams) (client.Page[client.Post], error) {
+				return in.as(readerTok).ListFeedPage(ctx, list.ID, p)
+			})
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s, limit %d: list = %v; want %v", what, limit, got, want)
+			}
+		}
+	}
+	listIs("list of alice, replies list", alice0, thread, toReader)
+	in.must(204, "PUT", lpath+"/members/"+bob, readerTok, nil)
+	listIs("list of alice and bob, replies list", bob0, alice0, thread, toBob, toReader, tail)
+	in.must(200, "PATCH", lpath, readerTok, map[string]any{"replies": "none"})
+	listIs("replies none", bob0, alice0, thread, toReader, tail)
+	in.must(200, "PATCH", lpath, readerTok, map[string]any{"replies": "followed"})
+	in.must(204, "DELETE", lpath+"/members/"+bob, readerTok, nil)
+	listIs("list of alice, replies followed", alice0, thread, toBob, toReader)
+
 	// The live stream applies the rule: the reply to a stranger is not
 	// sent, the one to a followee is.
 	s := in.openStream("/v1/me/feed/stream", readerTok)
+	ls := in.openStream("/v1/me/feed/stream?list="+list.ID.String(), readerTok)
 	reply(aliceTok, carol0, "alice to carol, live")
-	s.expectPost(reply(aliceTok, bob0, "alice to bob, live"))
+	live := reply(aliceTok, bob0, "alice to bob, live")
+	s.expectPost(live)
+	ls.expectPost(live) // and not the one to carol before it
 	s.Close()
+	ls.Close()
 
 	// Redis lost: the rule comes back from SQL with the hidden set.
 	in.must(200, "PUT", "/v1/me/settings", readerTok, map[string]any{"home_replies": "none"})

@@ -137,6 +137,7 @@ func settings(c *config) []*opt {
 		// Keys expire in whole milliseconds.
 		setting(groupRead, readByBoth, "idempotency-ttl", "how long a POST /v1/posts Idempotency-Key is kept: a retry within it gets the first answer, after it the key is new; the work role sweeps expired keys", bind(durKind, &c.idempotencyTTL, social.DefaultConfig().IdempotencyTTL, atLeast(time.Millisecond, ""))),
 		setting(groupRead, readByServe, "unread-cap", "GET/PUT /v1/me/markers/home count unread posts up to this many (unread_capped beyond it); a count reads at most this many ids", bind(intKind, &c.unreadCap, timeline.DefaultUnreadCap, positive)),
+		setting(groupRead, readByBoth, "notification-window", "notifications of one kind about one post (or the follows of a user) form one group while its newest is less than this after its first; then a new group starts", bind(durKind, &c.noticeWindow, feed.DefaultNoticeWindow, positiveDur)),
 
 		// The ranked feed's score (docs/ranking.md has the formula).
 		setting(groupRank, readByServe, "rank-window", "GET /v1/me/feed?order=ranked ranks the latest feed's posts of this window", bind(durKind, &c.rank.Window, rk.Window, positiveDur)),

@@ -26,6 +26,7 @@ import (
 	"github.com/feedd/feedd/internal/httpapi"
 	"github.com/feedd/feedd/internal/likes"
 	"github.com/feedd/feedd/internal/limit"
+	"github.com/feedd/feedd/internal/notices"
 	"github.com/feedd/feedd/internal/ranked"
 	"github.com/feedd/feedd/internal/relay"
 	"github.com/feedd/feedd/internal/replies"
@@ -182,7 +183,7 @@ func start(ctx context.Context, cfg config, d *deps, logger *slog.Logger, stdout
 			Console:   census.NewConsole(logger, reporter, d.beats, d.store, d.queues, switches),
 			Freshness: d.fresh,
 			Pages:     pages,
-		}, api{svc, ws, rk, rs}, lk, d.register(), apiMetrics)
+		}, api{svc, ws, rk, rs, notices.New(d.store, svc, lk, cfg.unreadCap)}, lk, d.register(), apiMetrics)
 	} else {
 		handler = httpapi.NewProbes(logger, workReady, apiMetrics)
 	}
@@ -442,14 +443,16 @@ type api struct {
 	*writes
 	*ranks
 	*threads
+	*notes
 }
 
-// reads, writes, ranks and threads name the services in api.
+// reads, writes, ranks, threads and notes name the services in api.
 type (
 	reads   = timeline.Service
 	writes  = social.Service
 	ranks   = ranked.Service
 	threads = replies.Service
+	notes   = notices.Service
 )
 
 func orEmbedded(real bool, name string) string {

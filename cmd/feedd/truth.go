@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/feedd/feedd/internal/bench/graph"
 	"github.com/feedd/feedd/internal/census"
@@ -12,6 +13,7 @@ import (
 	"github.com/feedd/feedd/internal/fanout"
 	"github.com/feedd/feedd/internal/importer"
 	"github.com/feedd/feedd/internal/likes"
+	"github.com/feedd/feedd/internal/notices"
 	"github.com/feedd/feedd/internal/relay"
 	"github.com/feedd/feedd/internal/replies"
 	"github.com/feedd/feedd/internal/shards"
@@ -42,6 +44,10 @@ type truth interface {
 	export.Source
 	graph.SQLStore
 	replies.Store
+	notices.Store
+	// SetNoticeWindow sets how far apart a notification group's first
+	// and newest notifications may be (FEEDD_NOTIFICATION_WINDOW).
+	SetNoticeWindow(d time.Duration)
 	// NotifyOutbox wakes the work processes' relays after a publish from
 	// a process that runs none (relay.Waker).
 	relay.Notifier
@@ -95,6 +101,7 @@ func openStore(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts s
 		if err != nil {
 			return nil, err
 		}
+		s.SetNoticeWindow(cfg.noticeWindow)
 		return s, nil
 	case "postgres":
 		s, err = sqlstore.OpenPostgresReplicated(ctx, cfg.postgresDSN, cfg.postgresRead, pools, timeouts)
@@ -119,6 +126,7 @@ func openStore(ctx context.Context, cfg config, pools sqlstore.Pools, timeouts s
 		s.Close()
 		return nil, usageError{fmt.Errorf("%w: the database is one logical shard of a sharded deployment; open it with FEEDD_SHARDS and FEEDD_SHARD_DSNS", err)}
 	}
+	s.SetNoticeWindow(cfg.noticeWindow)
 	return s, nil
 }
 

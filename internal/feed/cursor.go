@@ -31,6 +31,9 @@ const (
 	// CursorReplies pages a post's replies, oldest first: position is
 	// the last reply id seen; the next page has ids above it.
 	CursorReplies byte = 'p'
+	// CursorNotices is a notifications page's: position is a group's id
+	// (its newest notification's); the next page has groups below it.
+	CursorNotices byte = 'n'
 )
 
 // EncodeCursor renders a position of the given kind.

@@ -103,6 +103,22 @@ func (h Hidden) InList(author int64) bool {
 	return m || h.Blocked(author)
 }
 
+// Muted and blocked users either way, ascending: whose notifications
+// the reader does not see (package notices).
+func (h Hidden) Silenced() []int64 {
+	out := make([]int64, 0, len(h.muted)+len(h.blocked))
+	for id := range h.muted {
+		out = append(out, id)
+	}
+	for id := range h.blocked {
+		if _, m := h.muted[id]; !m {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Blocked reports whether a block stands between the reader and user,
 // either way.
 func (h Hidden) Blocked(user int64) bool {

@@ -71,3 +71,35 @@ func TestHiddenCarriesTheReplyRule(t *testing.T) {
 		}
 	}
 }
+
+func TestListReplyRule(t *testing.T) {
+	const owner, alice, bob, carol, dave = 1, 2, 3, 4, 5
+	follows := func(u int64) bool { return u == carol } // the owner follows carol
+	reply := func(author, to int64) Post {
+		return Post{ID: 9, AuthorID: author, InReplyToID: 8, InReplyToAuthorID: to}
+	}
+	cases := []struct {
+		name                 string
+		p                    Post
+		followed, list, none bool
+	}{
+		{"no reply", Post{ID: 9, AuthorID: alice}, true, true, true},
+		{"a thread", reply(alice, alice), true, true, true},
+		{"to the owner", reply(alice, owner), true, true, true},
+		{"the owner's own, to a stranger", reply(owner, dave), true, true, true},
+		{"to a member", reply(alice, bob), true, true, false},
+		{"to someone the owner follows", reply(alice, carol), true, false, false},
+		{"to a stranger", reply(alice, dave), false, false, false},
+	}
+	for _, c := range cases {
+		for policy, want := range map[string]bool{ListRepliesFollowed: c.followed, ListRepliesList: c.list, ListRepliesNone: c.none, "": c.followed} {
+			r := NewListReplyRule(policy, []int64{alice, bob})
+			if got := r.Shows(owner, c.p, follows); got != want {
+				t.Errorf("%s, policy %q: Shows = %v, want %v", c.name, policy, got, want)
+			}
+			if asks := r.NeedsFollows(owner, c.p) != 0; asks && policy != ListRepliesFollowed && policy != "" {
+				t.Errorf("%s, policy %q: NeedsFollows asks; only followed asks", c.name, policy)
+			}
+		}
+	}
+}

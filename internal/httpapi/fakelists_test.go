@@ -259,3 +259,7 @@ func (f *fakeService) listMembersOf(ctx context.Context, reader, list int64) ([]
 	}
 	return out, nil
 }
+
+func (f *fakeService) ListShows(ctx context.Context, reader, list int64, p feed.Post) (bool, error) {
+	return true, nil
+}

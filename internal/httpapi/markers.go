@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/feedd/feedd/internal/apijson"
@@ -36,12 +37,38 @@ func (req setMarkerRequest) valid() error {
 }
 
 func handleMarkerGet(svc Timeline) http.Handler {
+	return markerGet(func(ctx context.Context, me int64) (feed.Marker, error) { return svc.Marker(ctx, me) })
+}
+
+// markerGet and markerPut are the handlers of a marker of the acting
+// user read with get and moved with set (the home feed's, the
+// notifications').
+func markerGet(get func(ctx context.Context, me int64) (feed.Marker, error)) http.Handler {
 	return handler(func(w http.ResponseWriter, r *http.Request) error {
 		me, err := actingUser(r)
 		if err != nil {
 			return err
 		}
-		m, err := svc.Marker(r.Context(), me)
+		m, err := get(r.Context(), me)
+		if err != nil {
+			return err
+		}
+		encode(w, http.StatusOK, toMarkerJSON(m))
+		return nil
+	})
+}
+
+func markerPut(set func(ctx context.Context, me, lastRead int64) (feed.Marker, error)) http.Handler {
+	return handler(func(w http.ResponseWriter, r *http.Request) error {
+		me, err := actingUser(r)
+		if err != nil {
+			return err
+		}
+		req, err := decode[setMarkerRequest](r)
+		if err != nil {
+			return err
+		}
+		m, err := set(r.Context(), me, int64(req.LastReadID))
 		if err != nil {
 			return err
 		}
@@ -89,20 +116,7 @@ func handleListMarkerPut(svc Timeline) http.Handler {
 // handleMarkerPut moves the marker forward only: an older position, from
 // a device that fell behind, answers the current state and changes nothing.
 func handleMarkerPut(svc Timeline) http.Handler {
-	return handler(func(w http.ResponseWriter, r *http.Request) error {
-		me, err := actingUser(r)
-		if err != nil {
-			return err
-		}
-		req, err := decode[setMarkerRequest](r)
-		if err != nil {
-			return err
-		}
-		m, err := svc.SetMarker(r.Context(), me, int64(req.LastReadID))
-		if err != nil {
-			return err
-		}
-		encode(w, http.StatusOK, toMarkerJSON(m))
-		return nil
+	return markerPut(func(ctx context.Context, me, lastRead int64) (feed.Marker, error) {
+		return svc.SetMarker(ctx, me, lastRead)
 	})
 }

@@ -123,6 +123,18 @@ type Timeline interface {
 	FeedSince(ctx context.Context, reader, after int64, n int) ([]feed.Post, bool, error)
 	// ListFeedSince is FeedSince of reader's list.
 	ListFeedSince(ctx context.Context, reader, list, after int64, n int) ([]feed.Post, bool, error)
+	// ListShows reports whether post p belongs in reader's list by the
+	// list's rule for replies (its live stream asks).
+	ListShows(ctx context.Context, reader, list int64, p feed.Post) (bool, error)
+	// Notifications returns up to n of reader's notification groups below
+	// before (0: from the newest), of kinds (nil: all), newest first,
+	// with the users, posts and likes that render them (notices.Service).
+	Notifications(ctx context.Context, reader, before int64, kinds []feed.NoticeKind, n int) (feed.NoticePage, error)
+	// NotificationsMarker and SetNotificationsMarker are the
+	// notifications' read marker, as Marker and SetMarker are the home
+	// feed's; the unread count counts groups.
+	NotificationsMarker(ctx context.Context, reader int64) (feed.Marker, error)
+	SetNotificationsMarker(ctx context.Context, reader, lastRead int64) (feed.Marker, error)
 	// Marker returns reader's home-feed read marker with its unread count.
 	Marker(ctx context.Context, reader int64) (feed.Marker, error)
 	// SetMarker moves reader's marker forward to lastRead (never back) and

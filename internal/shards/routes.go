@@ -203,3 +203,41 @@ func (s *Store) SetSettings(ctx context.Context, user int64, st feed.Settings) e
 func (s *Store) FollowingAmong(ctx context.Context, user int64, ids []int64) ([]int64, error) {
 	return s.of(user).FollowingAmong(ctx, user, ids)
 }
+
+// A user's notifications live on the user's shard (sqlstore/notices.go).
+
+func (s *Store) NoticePage(ctx context.Context, recipient int64, q feed.NoticeQuery) ([]feed.NoticeGroup, bool, error) {
+	return s.of(recipient).NoticePage(ctx, recipient, q)
+}
+
+func (s *Store) UnreadNotices(ctx context.Context, recipient, after int64, hide []int64, limit int) (int, bool, error) {
+	return s.of(recipient).UnreadNotices(ctx, recipient, after, hide, limit)
+}
+
+func (s *Store) NoticeMarker(ctx context.Context, user int64) (feed.Marker, error) {
+	return s.of(user).NoticeMarker(ctx, user)
+}
+
+func (s *Store) SetNoticeMarker(ctx context.Context, user, lastRead int64, at time.Time) (out feed.Marker, err error) {
+	err = s.write(ctx, s.m.Of(user), func(st *sqlstore.Store) (err error) {
+		out, err = st.SetNoticeMarker(ctx, user, lastRead, at)
+		return err
+	})
+	return out, err
+}
+
+// AddNotice and RemoveNotice run on the recipient's shard.
+func (s *Store) AddNotice(ctx context.Context, n feed.Notice) error {
+	return s.write(ctx, s.m.Of(n.Recipient), func(st *sqlstore.Store) error { return st.AddNotice(ctx, n) })
+}
+
+func (s *Store) RemoveNotice(ctx context.Context, n feed.Notice) error {
+	return s.write(ctx, s.m.Of(n.Recipient), func(st *sqlstore.Store) error { return st.RemoveNotice(ctx, n) })
+}
+
+// SetNoticeWindow sets every shard's (sqlstore.Store.SetNoticeWindow).
+func (s *Store) SetNoticeWindow(d time.Duration) {
+	for k := range s.N() {
+		s.Shard(k).SetNoticeWindow(d)
+	}
+}

@@ -178,6 +178,13 @@ func (s *Store) BulkLoadPosts(ctx context.Context, posts []feed.Post) error {
 	return bulk(ctx, s, posts, func(p feed.Post) int64 { return p.ID }, (*sqlstore.Store).BulkLoadPosts)
 }
 
+// BulkLoadLikes stores the likes on the post's shard, with their count
+// and notifications (sqlstore.Store.BulkLoadLikes: no mirror on the
+// likers' shards).
+func (s *Store) BulkLoadLikes(ctx context.Context, post, author int64, likers []int64, at time.Time) error {
+	return s.Shard(s.m.Of(post)).BulkLoadLikes(ctx, post, author, likers, at)
+}
+
 // BulkLoadFollows stores each edge on its follower's shard and, when the
 // followee lives elsewhere, its mirror on the followee's shard, without
 // touching counts (the loader sets them, as on one database).

@@ -62,7 +62,7 @@ func (s *Service) List(ctx context.Context, owner, id int64) (feed.List, error) 
 }
 
 // UpdateList changes owner's list id. A change of Exclusive changes what
-// the owner's home feed holds at once.
+// the owner's home feed holds at once, one of Replies the list's own pages.
 func (s *Service) UpdateList(ctx context.Context, owner, id int64, e feed.ListEdit) (feed.List, error) {
 	if e.Name != nil {
 		if err := feed.CheckListName(*e.Name); err != nil {
@@ -81,6 +81,10 @@ func (s *Service) UpdateList(ctx context.Context, owner, id int64, e feed.ListEd
 	l, err := s.store.UpdateList(ctx, owner, id, e)
 	if err != nil {
 		return feed.List{}, err
+	}
+	if l.Replies != before.Replies {
+		// The list's pages read its rule for replies with its members.
+		s.timeline.ListChanged(owner, id)
 	}
 	if l.Exclusive != before.Exclusive {
 		s.homeChanged(ctx, owner)

@@ -19,25 +19,38 @@ import (
 // pointing post as it stands on its shard (the truth) and makes the index
 // agree (syncIndex).
 type countedIndex struct {
-	table  string   // the index table
-	target string   // its column of the post pointed at
-	child  string   // its column of the pointing post
-	author string   // its column of the pointing post's author
-	count  string   // the posts column of the count
-	ref    string   // the posts column that names the post pointed at
-	kind   SyncKind // the journal's kind across shards
+	table     string   // the index table
+	target    string   // its column of the post pointed at
+	child     string   // its column of the pointing post
+	author    string   // its column of the pointing post's author
+	count     string   // the posts column of the count
+	ref       string   // the posts column that names the post pointed at
+	refAuthor string   // the posts column of that post's author
+	kind      SyncKind // the journal's kind across shards
+	// added and dropping, if set, run in the transaction that adds a
+	// child's index row (with the child, its author and the target's
+	// author) or is about to drop rows (the target and the children):
+	// the notifications that come and go with the row.
+	added    func(s *Store, ctx context.Context, tx *sql.Tx, child, author, targetAuthor int64) error
+	dropping func(s *Store, ctx context.Context, tx *sql.Tx, target int64, children []int64) error
 }
 
 var (
-	replyIndex  = countedIndex{table: "replies", target: "parent_id", child: "reply_id", author: "author_id", count: "reply_count", ref: "in_reply_to_id", kind: SyncReply}
-	repostIndex = countedIndex{table: "reposted", target: "post_id", child: "repost_id", author: "user_id", count: "repost_count", ref: "repost_of_id", kind: SyncRepost}
+	replyIndex = countedIndex{table: "replies", target: "parent_id", child: "reply_id", author: "author_id", count: "reply_count",
+		ref: "in_reply_to_id", refAuthor: "in_reply_to_author_id", kind: SyncReply,
+		added: (*Store).notifyReply, dropping: (*Store).unnotifyReplies}
+	// Notifications of reposts are wired here (added, dropping) once
+	// they exist: the repost's index row is where its creation and its
+	// going commit on the original's shard, once, whatever the replays.
+	repostIndex = countedIndex{table: "reposted", target: "post_id", child: "repost_id", author: "user_id", count: "repost_count",
+		ref: "repost_of_id", refAuthor: "repost_of_author_id", kind: SyncRepost}
 )
 
-// add indexes child (of author) under target and counts it, here when
-// target lives on this database, else through the journal row it
-// returns. The child's id is new (its post was just inserted): so is its
-// row.
-func (s *Store) add(ctx context.Context, tx *sql.Tx, home Shard, ix countedIndex, child, target, author int64) ([]Sync, error) {
+// add indexes child (of author) under target (of targetAuthor) and
+// counts it, here when target lives on this database, else through the
+// journal row it returns. The child's id is new (its post was just
+// inserted): so is its row.
+func (s *Store) add(ctx context.Context, tx *sql.Tx, home Shard, ix countedIndex, child, target, author, targetAuthor int64) ([]Sync, error) {
 	if !home.Holds(target) {
 		syncs := []Sync{{Kind: ix.kind, A: child, B: target}}
 		return syncs, s.journal(ctx, tx, syncs)
@@ -46,8 +59,10 @@ func (s *Store) add(ctx context.Context, tx *sql.Tx, home Shard, ix countedIndex
 		target, child, author); err != nil {
 		return nil, err
 	}
-	_, err := tx.ExecContext(ctx, "UPDATE posts SET "+ix.count+" = "+ix.count+" + 1 WHERE id = ?", target)
-	return nil, err
+	if _, err := tx.ExecContext(ctx, "UPDATE posts SET "+ix.count+" = "+ix.count+" + 1 WHERE id = ?", target); err != nil || ix.added == nil {
+		return nil, err
+	}
+	return nil, ix.added(s, ctx, tx, child, author, targetAuthor)
 }
 
 // remove takes deleted child out of target's index and count, as add put
@@ -72,6 +87,11 @@ func (s *Store) remove(ctx context.Context, tx *sql.Tx, home Shard, ix countedIn
 func (s *Store) drop(ctx context.Context, tx *sql.Tx, ix countedIndex, children map[int64][]int64) error {
 	for _, target := range slices.Sorted(maps.Keys(children)) {
 		ids := children[target]
+		if ix.dropping != nil {
+			if err := ix.dropping(s, ctx, tx, target, ids); err != nil {
+				return err
+			}
+		}
 		res, err := tx.ExecContext(ctx, "DELETE FROM "+ix.table+" WHERE "+ix.target+" = ? AND "+ix.child+" IN ("+placeholders(len(ids))+")",
 			append([]any{target}, chunkArgs(ids)...)...)
 		if err != nil {
@@ -139,7 +159,7 @@ func (s *Store) syncIndex(ctx context.Context, truth *Store, ix countedIndex, sy
 			if !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
-			if _, err := s.add(ctx, tx, Shard{}, ix, y.A, y.B, w.author); err != nil {
+			if _, err := s.add(ctx, tx, Shard{}, ix, y.A, y.B, w.author, w.targetAuthor); err != nil {
 				return err
 			}
 		}
@@ -147,8 +167,9 @@ func (s *Store) syncIndex(ctx context.Context, truth *Store, ix countedIndex, sy
 	})
 }
 
-// liveChild is a live pointing post's author and the post it points at.
-type liveChild struct{ author, target int64 }
+// liveChild is a live pointing post's author, the post it points at and
+// that post's author.
+type liveChild struct{ author, target, targetAuthor int64 }
 
 // liveChildren returns which of ids are live posts of live users that
 // point at a post through ix, from the primary (through the read pool's
@@ -156,7 +177,7 @@ type liveChild struct{ author, target int64 }
 func (s *Store) liveChildren(ctx context.Context, ix countedIndex, ids []int64) (map[int64]liveChild, error) {
 	out := map[int64]liveChild{}
 	for _, chunk := range chunks(ids) {
-		rows, err := s.rdb.QueryContext(ctx, "SELECT p.id, p.author_id, p."+ix.ref+" FROM posts p JOIN users u ON u.id = p.author_id AND u.deleted_at IS NULL"+
+		rows, err := s.rdb.QueryContext(ctx, "SELECT p.id, p.author_id, p."+ix.ref+", p."+ix.refAuthor+" FROM posts p JOIN users u ON u.id = p.author_id AND u.deleted_at IS NULL"+
 			" WHERE p.id IN ("+placeholders(len(chunk))+") AND p.deleted_at IS NULL AND p."+ix.ref+" IS NOT NULL", chunk...)
 		if err != nil {
 			return nil, fmt.Errorf("read the truth of %d posts of %s: %w", len(chunk), ix.table, err)
@@ -164,7 +185,7 @@ func (s *Store) liveChildren(ctx context.Context, ix countedIndex, ids []int64) 
 		for rows.Next() {
 			var id int64
 			var c liveChild
-			if err := rows.Scan(&id, &c.author, &c.target); err != nil {
+			if err := rows.Scan(&id, &c.author, &c.target, &c.targetAuthor); err != nil {
 				rows.Close()
 				return nil, err
 			}

@@ -165,6 +165,23 @@ func (s *Store) followBatch(ctx context.Context, tx *sql.Tx, home Shard, follow,
 	if err := s.writeEdges(ctx, tx, added, removed); err != nil {
 		return nil, nil, nil, err
 	}
+	// The followees of this database are told here; the others by their
+	// mirrors' syncs.
+	var told, untold []feed.Notice
+	for _, e := range added {
+		if home.Holds(e.Followee) {
+			told = append(told, followNotice(e.Follower, e.Followee, time.Now()))
+		}
+	}
+	for _, e := range removed {
+		untold = append(untold, followNotice(e.Follower, e.Followee, time.Time{}))
+	}
+	if err := s.addNotices(ctx, tx, told); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := s.removeNotices(ctx, tx, untold); err != nil {
+		return nil, nil, nil, err
+	}
 	for _, e := range slices.Concat(added, removed) {
 		if !home.Holds(e.Followee) {
 			syncs = append(syncs, Sync{Kind: SyncFollow, A: e.Follower, B: e.Followee})

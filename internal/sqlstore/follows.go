@@ -38,7 +38,8 @@ func (s *Store) Follow(ctx context.Context, follower, followee int64) (bool, err
 			}
 			return err
 		}
-		res, err := tx.ExecContext(ctx, s.d.insertFollow, follower, followee, millis(time.Now()))
+		now := time.Now()
+		res, err := tx.ExecContext(ctx, s.d.insertFollow, follower, followee, millis(now))
 		if err != nil {
 			return err
 		}
@@ -47,6 +48,9 @@ func (s *Store) Follow(ctx context.Context, follower, followee int64) (bool, err
 			return err
 		}
 		added = true
+		if err := s.addNotices(ctx, tx, []feed.Notice{followNotice(follower, followee, now)}); err != nil {
+			return err
+		}
 		return addToCounts(ctx, tx, follower, followee, 1)
 	})
 	if err != nil {
@@ -64,7 +68,7 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (bool, e
 			return err
 		}
 		var err error
-		removed, err = removeEdge(ctx, tx, follower, followee)
+		removed, err = s.removeEdge(ctx, tx, follower, followee)
 		return err
 	})
 	if err != nil {
@@ -75,7 +79,9 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (bool, e
 
 // removeEdge deletes the edge from follower to followee, if any, and
 // uncounts it; the caller holds both users' locks (lockUsers).
-func removeEdge(ctx context.Context, tx *sql.Tx, follower, followee int64) (bool, error) {
+// The follow's notification goes with it where the followee lives (on
+// another shard nothing matches: its mirror's sync takes it out there).
+func (s *Store) removeEdge(ctx context.Context, tx *sql.Tx, follower, followee int64) (bool, error) {
 	res, err := tx.ExecContext(ctx, "DELETE FROM follows WHERE follower_id = ? AND followee_id = ?", follower, followee)
 	if err != nil {
 		return false, err
@@ -84,7 +90,15 @@ func removeEdge(ctx context.Context, tx *sql.Tx, follower, followee int64) (bool
 	if err != nil || n != 1 { // n == 0: there was no edge
 		return false, err
 	}
+	if err := s.removeNotices(ctx, tx, []feed.Notice{followNotice(follower, followee, time.Time{})}); err != nil {
+		return false, err
+	}
 	return true, addToCounts(ctx, tx, follower, followee, -1)
+}
+
+// followNotice is what followee is told of follower's follow at at.
+func followNotice(follower, followee int64, at time.Time) feed.Notice {
+	return feed.Notice{Recipient: followee, Actor: follower, Kind: feed.NoticeFollow, At: at}
 }
 
 // lockUsers reads, and on MySQL and PostgreSQL locks until the transaction

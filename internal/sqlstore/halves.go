@@ -63,7 +63,7 @@ func (s *Store) UnfollowOut(ctx context.Context, follower, followee int64) (bool
 			return err
 		}
 		var err error
-		if removed, err = removeEdge(ctx, tx, follower, followee); err != nil || !removed {
+		if removed, err = s.removeEdge(ctx, tx, follower, followee); err != nil || !removed {
 			return err
 		}
 		return s.journal(ctx, tx, []Sync{{Kind: SyncFollow, A: follower, B: followee}})
@@ -103,7 +103,7 @@ func (s *Store) BlockOut(ctx context.Context, blocker, blocked int64) (bool, err
 		if added {
 			syncs = append(syncs, Sync{Kind: SyncBlock, A: blocker, B: blocked})
 		}
-		removed, err := removeEdge(ctx, tx, blocker, blocked)
+		removed, err := s.removeEdge(ctx, tx, blocker, blocked)
 		if err != nil {
 			return err
 		}

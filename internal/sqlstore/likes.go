@@ -119,6 +119,7 @@ func (s *Store) applyLikes(ctx context.Context, home Shard, evs []feed.LikeEvent
 		}
 		var vals []any
 		var syncs []Sync
+		var flips []feed.LikeEvent
 		for _, p := range pairs {
 			ev := latest[p]
 			r, ok := stored[p]
@@ -128,8 +129,10 @@ func (s *Store) applyLikes(ctx context.Context, home Shard, evs []feed.LikeEvent
 			switch {
 			case ev.Liked && !r.liked:
 				out.Deltas[p.post]++
+				flips = append(flips, ev)
 			case !ev.Liked && r.liked:
 				out.Deltas[p.post]--
+				flips = append(flips, ev)
 			}
 			// liked is a small integer column: PostgreSQL, unlike MySQL
 			// and SQLite, takes no bool for it.
@@ -175,6 +178,9 @@ func (s *Store) applyLikes(ctx context.Context, home Shard, evs []feed.LikeEvent
 				return fmt.Errorf("move %d like counts: %w", n, err)
 			}
 			out.Writes++
+		}
+		if err := s.noticeLikes(ctx, tx, flips); err != nil {
+			return err
 		}
 		// The tallies the cache settles with: read under this
 		// transaction's locks on the moved posts' stats rows, so each is

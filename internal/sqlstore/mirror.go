@@ -253,7 +253,7 @@ func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, sync
 				if _, ok := want[e]; !ok || !live[e.Followee] {
 					continue
 				}
-				removed, err := removeEdge(ctx, tx, e.Followee, e.Follower)
+				removed, err := s.removeEdge(ctx, tx, e.Followee, e.Follower)
 				if err != nil {
 					return err
 				}
@@ -296,14 +296,25 @@ func (s *Store) syncEdges(ctx context.Context, truth *Store, kind SyncKind, sync
 		// What the writes left follows from what was there: the rows read
 		// are locked, and a missing one only a sync (holding the users'
 		// locks) could insert.
+		// The followee's notification moves with the mirror's row, in this
+		// transaction: a sync run twice changes it once.
 		delta := map[int64]int64{}
+		var told, untold []feed.Notice
 		for _, e := range edges {
 			switch {
 			case kept[e] && !before[e]:
 				delta[e.Followee]++
+				told = append(told, followNotice(e.Follower, e.Followee, fromMillis(want[e])))
 			case !kept[e] && before[e]:
 				delta[e.Followee]--
+				untold = append(untold, followNotice(e.Follower, e.Followee, time.Time{}))
 			}
+		}
+		if err := s.addNotices(ctx, tx, told); err != nil {
+			return err
+		}
+		if err := s.removeNotices(ctx, tx, untold); err != nil {
+			return err
 		}
 		return addToCount(ctx, tx, t.count, delta)
 	})
@@ -448,7 +459,7 @@ func (s *Store) DropOrphans(ctx context.Context, orphans []Sync) error {
 				if _, err := s.lockUser(ctx, tx, y.A); err != nil {
 					return err
 				}
-				_, err := removeEdge(ctx, tx, y.A, y.B)
+				_, err := s.removeEdge(ctx, tx, y.A, y.B)
 				return err
 			case SyncBlock:
 				_, err := tx.ExecContext(ctx, "DELETE FROM blocks WHERE blocker_id = ? AND blocked_id = ?", y.A, y.B)

@@ -149,7 +149,8 @@ func (s *Store) ClaimPurge(ctx context.Context, owner string, lease time.Duratio
 // to whom they follow (and those users' follower counts), the edges from
 // their followers (and those users' following counts), their likes (and
 // the liked posts' counts), their posts (and their stats), their
-// idempotency keys; and when none is left, their read marker and the user
+// idempotency keys, their mutes and blocks, list memberships and
+// notifications (told and made); and when none is left, their read markers and the user
 // row, marking the purge finished. Each batch's counts move by exactly the
 // rows it deleted, in the same transaction, so a batch interrupted
 // anywhere leaves nothing half done, and running the purge again from any
@@ -182,7 +183,7 @@ func (s *Store) PurgeElsewhere(ctx context.Context, user int64) (feed.PurgeBatch
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		r, did = feed.PurgeBatch{}, false
 		for _, step := range []func(context.Context, *sql.Tx, int64, *feed.PurgeBatch) (bool, error){
-			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgeReplies, s.purgeReposted, s.purgeRelations, s.purgeMemberships,
+			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgeReplies, s.purgeReposted, s.purgeRelations, s.purgeMemberships, s.purgeNotices,
 		} {
 			var err error
 			if did, err = step(ctx, tx, user, &r); did || err != nil {
@@ -218,7 +219,7 @@ func (s *Store) purgeBatch(ctx context.Context, user int64, owner string, lease 
 			return err
 		}
 		for _, step := range []func(context.Context, *sql.Tx, int64, *feed.PurgeBatch) (bool, error){
-			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgeReplies, s.purgeReposted, s.purgeOwnReposts, s.purgePosts, s.purgeIdempotency, s.purgeRelations, s.purgeMemberships,
+			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgeReplies, s.purgeReposted, s.purgeOwnReposts, s.purgePosts, s.purgeIdempotency, s.purgeRelations, s.purgeMemberships, s.purgeNotices,
 		} {
 			if did, err = step(ctx, tx, user, &r); did || err != nil {
 				return err
@@ -227,8 +228,10 @@ func (s *Store) purgeBatch(ctx context.Context, user int64, owner string, lease 
 		if !finish {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM markers WHERE user_id = ?", user); err != nil {
-			return err
+		for _, table := range []string{"markers", "notice_markers"} {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE user_id = ?", user); err != nil {
+				return err
+			}
 		}
 		// The user's own lists (at most MaxLists, on the user's shard);
 		// their memberships in others' lists went with purgeMemberships.

@@ -51,10 +51,10 @@ func (s *Store) Block(ctx context.Context, blocker, blocked int64) (bool, error)
 		if err != nil {
 			return err
 		}
-		if _, err := removeEdge(ctx, tx, blocker, blocked); err != nil {
+		if _, err := s.removeEdge(ctx, tx, blocker, blocked); err != nil {
 			return err
 		}
-		_, err = removeEdge(ctx, tx, blocked, blocker)
+		_, err = s.removeEdge(ctx, tx, blocked, blocker)
 		return err
 	})
 	if err != nil {

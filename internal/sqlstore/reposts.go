@@ -69,7 +69,7 @@ func (s *Store) indexRepost(ctx context.Context, tx *sql.Tx, home Shard, p feed.
 	if !p.IsRepost() {
 		return syncs, nil
 	}
-	more, err := s.add(ctx, tx, home, repostIndex, p.ID, p.RepostOfID, p.AuthorID)
+	more, err := s.add(ctx, tx, home, repostIndex, p.ID, p.RepostOfID, p.AuthorID, p.RepostOfAuthorID)
 	return append(syncs, more...), err
 }
 

@@ -18,6 +18,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -59,6 +60,10 @@ type Store struct {
 	// nodes is the cluster of a multi-host MySQL DSN (failover.go); nil
 	// for one host.
 	nodes *cluster
+	// noticeWindow is how far apart a notification group's first and
+	// newest notifications may be, in nanoseconds (0: the default;
+	// SetNoticeWindow).
+	noticeWindow atomic.Int64
 }
 
 // OpenSQLite opens (creating it if needed) the SQLite database at path,

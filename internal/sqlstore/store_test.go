@@ -172,6 +172,7 @@ var suite = []struct {
 	{"ListMemberLimit", testListMemberLimit},
 	{"TokenGeneration", testTokenGeneration},
 	{"Markers", testMarkers},
+	{"Notices", testNotices},
 	{"StaleFeeds", testStaleFeeds},
 	{"MarkerRace", testMarkerRace},
 	{"Follow", testFollow},

@@ -24,6 +24,9 @@ type Timeline interface {
 	FeedSince(ctx context.Context, reader, after int64, n int) ([]feed.Post, bool, error)
 	// ListFeedSince is FeedSince of the feed of reader's list id.
 	ListFeedSince(ctx context.Context, reader, list, after int64, n int) ([]feed.Post, bool, error)
+	// ListShows reports whether post p belongs in reader's list id by the
+	// list's rule for replies.
+	ListShows(ctx context.Context, reader, list int64, p feed.Post) (bool, error)
 	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
 }
 

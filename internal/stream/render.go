@@ -159,6 +159,14 @@ func renderShared(ctx context.Context, tl Timeline, lk Likes, ev Event) (*shared
 			out.hidden[s] = true
 			continue
 		}
+		// A list's rule for replies, as its pages apply it (a failed
+		// read of it leaves the reply out: the list's pages have it).
+		if s.List() != 0 && p.IsReply() {
+			if ok, err := tl.ListShows(ctx, s.Reader(), s.List(), p); err != nil || !ok {
+				out.hidden[s] = true
+				continue
+			}
+		}
 		if !seen[s.Reader()] {
 			seen[s.Reader()] = true
 			readers = append(readers, s.Reader())

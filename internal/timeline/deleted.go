@@ -86,3 +86,16 @@ func (s *Service) goneSet(ctx context.Context, sql bool) map[int64]struct{} {
 	}
 	return nil
 }
+
+// DeletedUserIDs returns the users deleted lately (their purge runs or
+// ended within a day), as the reads hide them: the notifications leave
+// their actions out until the purge has taken their rows (package
+// notices).
+func (s *Service) DeletedUserIDs(ctx context.Context) []int64 {
+	gone := s.goneSet(ctx, true)
+	out := make([]int64, 0, len(gone))
+	for id := range gone {
+		out = append(out, id)
+	}
+	return out
+}

@@ -22,7 +22,7 @@ import (
 // of its own, and a first page usually no SQL at all.
 func (s *Service) ListFeed(ctx context.Context, reader, list, before int64, n int) (feed.Page, error) {
 	ctx, gaps := feed.WithGaps(ctx)
-	members, err := s.listMembers(ctx, reader, list)
+	st, err := s.listState(ctx, reader, list)
 	if err != nil {
 		return feed.Page{}, err
 	}
@@ -30,7 +30,7 @@ func (s *Service) ListFeed(ctx context.Context, reader, list, before int64, n in
 	if err != nil {
 		return feed.Page{}, err
 	}
-	members = slices.DeleteFunc(slices.Clone(members), hidden.InList)
+	members := slices.DeleteFunc(slices.Clone(st.members), hidden.InList)
 	var srcs []source
 	if s.authorLists == nil {
 		// A service built without author lists: SQL alone.
@@ -43,11 +43,12 @@ func (s *Service) ListFeed(ctx context.Context, reader, list, before int64, n in
 		}
 	}
 	// A deleted post a list still holds makes a page read on, as the home
-	// feed does, and leaves the list (lazy delete).
-	// A member's repost of a post whose author the reader mutes or a
-	// block stands between is left out (docs/reposts.md).
-	pg, err := s.readPage(ctx, srcs, before, n, maxReadRounds, func(live []feed.Post) ([]feed.Post, error) {
-		return slices.DeleteFunc(live, hidden.HidesRepost), nil
+	// feed does, and leaves the list (lazy delete); so does a reply the
+	// list's rule leaves out (it stays in the author's list), and a
+	// member's repost of a post whose author the reader mutes or a block
+	// stands between (docs/reposts.md).
+	pg, err := s.readPage(ctx, srcs, before, n, feed.MaxFilteredRounds, func(live []feed.Post) ([]feed.Post, error) {
+		return s.replyRule(ctx, reader, st.rule, slices.DeleteFunc(live, hidden.HidesRepost), true)
 	})
 	if err != nil {
 		return feed.Page{}, fmt.Errorf("timeline: posts of list %d: %w", list, err)
@@ -157,7 +158,8 @@ func (s *Service) memberHeads(ctx context.Context, authors []int64) []listHead {
 // ENOTFOUND for no such list. The slice is shared: read it, never change
 // it.
 func (s *Service) ListMemberIDs(ctx context.Context, reader, list int64) ([]int64, error) {
-	return s.listMembers(ctx, reader, list)
+	st, err := s.listState(ctx, reader, list)
+	return st.members, err
 }
 
 // listKey names a list: its owner's id and its own.
@@ -167,24 +169,36 @@ type listKey struct{ owner, list int64 }
 // list of 500.
 const memberSets = 8192
 
-// listMembers returns the members of reader's list id. Every page of the
-// list needs them: the process keeps them for HiddenTTL, as it keeps the
-// reader's hidden set, so that a list read again and again (a scroll, a
-// refresh) reads them from SQL once a second at most. A change made
-// through this process shows at once (ListChanged), through another within
-// HiddenTTL, or at once for its maker when reads follow writes
-// (wroteSince).
-func (s *Service) listMembers(ctx context.Context, reader, list int64) ([]int64, error) {
+// listState is what a page of a list needs of it: its members,
+// ascending, and its rule for replies.
+type listState struct {
+	members []int64
+	rule    feed.ListReplyRule
+}
+
+// listState returns the members and reply rule of reader's list id. Every
+// page of the list needs them: the process keeps them for HiddenTTL, as
+// it keeps the reader's hidden set, so that a list read again and again
+// (a scroll, a refresh) reads them from SQL once a second at most. A
+// change made through this process shows at once (ListChanged), through
+// another within HiddenTTL, or at once for its maker when reads follow
+// writes (wroteSince).
+func (s *Service) listState(ctx context.Context, reader, list int64) (listState, error) {
 	k := listKey{reader, list}
-	if m, ok := s.members.Get(k); ok && !s.wroteSince(ctx, 2*s.cfg.HiddenTTL) {
-		return m, nil
+	if st, ok := s.members.Get(k); ok && !s.wroteSince(ctx, 2*s.cfg.HiddenTTL) {
+		return st, nil
+	}
+	l, err := s.store.List(ctx, reader, list)
+	if err != nil {
+		return listState{}, fmt.Errorf("timeline: list %d: %w", list, err)
 	}
 	m, err := s.store.ListMembers(ctx, reader, list, 0, feed.MaxListMembers)
 	if err != nil {
-		return nil, fmt.Errorf("timeline: members of list %d: %w", list, err)
+		return listState{}, fmt.Errorf("timeline: members of list %d: %w", list, err)
 	}
-	s.members.Put(k, m)
-	return m, nil
+	st := listState{members: m, rule: feed.NewListReplyRule(l.Replies, m)}
+	s.members.Put(k, st)
+	return st, nil
 }
 
 // ListChanged drops the process's copy of the members of owner's list id:
@@ -197,7 +211,7 @@ func (s *Service) ListChanged(owner, list int64) {
 // posts with ids above after, newest first, read from SQL, and whether
 // SQL had more. A list stream's resume reads it.
 func (s *Service) ListFeedSince(ctx context.Context, reader, list, after int64, n int) ([]feed.Post, bool, error) {
-	members, err := s.listMembers(ctx, reader, list)
+	st, err := s.listState(ctx, reader, list)
 	if err != nil {
 		return nil, false, err
 	}
@@ -205,7 +219,7 @@ func (s *Service) ListFeedSince(ctx context.Context, reader, list, after int64, 
 	if err != nil {
 		return nil, false, err
 	}
-	members = slices.DeleteFunc(slices.Clone(members), hidden.InList)
+	members := slices.DeleteFunc(slices.Clone(st.members), hidden.InList)
 	ids, err := s.store.AuthorsPostIDs(ctx, members, 0, n)
 	if err != nil {
 		return nil, false, fmt.Errorf("timeline: list %d since %d: %w", list, after, err)
@@ -216,6 +230,9 @@ func (s *Service) ListFeedSince(ctx context.Context, reader, list, after int64, 
 	}
 	posts, _, err := s.hydrate(ctx, ids, true)
 	if err != nil {
+		return nil, false, err
+	}
+	if posts, err = s.replyRule(ctx, reader, st.rule, posts, true); err != nil {
 		return nil, false, err
 	}
 	return posts, more, nil

@@ -35,10 +35,10 @@ func (s *Service) homeKeep(ctx context.Context, reader int64, in *inboxSource, h
 }
 
 // replyRule returns live without the replies rule leaves out of reader's
-// home feed. Without SQL (withSQL false: a degraded page) a reply whose
+// feed (its home feed's rule, or a list's). Without SQL (withSQL false: a degraded page) a reply whose
 // answer the process does not hold is left out: a degraded page may miss
 // posts, it never shows one the rule hides.
-func (s *Service) replyRule(ctx context.Context, reader int64, rule feed.HomeReplies, live []feed.Post, withSQL bool) ([]feed.Post, error) {
+func (s *Service) replyRule(ctx context.Context, reader int64, rule feed.ReplyRule, live []feed.Post, withSQL bool) ([]feed.Post, error) {
 	var ask []int64
 	known := map[int64]bool{}
 	trust := !s.wroteSince(ctx, 2*s.cfg.HiddenTTL)
@@ -77,6 +77,22 @@ func (s *Service) replyRule(ctx context.Context, reader int64, rule feed.HomeRep
 		s.metrics.hiddenReplies.Add(float64(n))
 	}
 	return kept, nil
+}
+
+// ListShows reports whether post p belongs in reader's list id by the
+// list's rule for replies (feed.ListReplyRule), for a list's live stream:
+// the list's members and setting and whom the reader follows are the
+// process's copies, as a page of the list reads them.
+func (s *Service) ListShows(ctx context.Context, reader, list int64, p feed.Post) (bool, error) {
+	if !p.IsReply() {
+		return true, nil
+	}
+	st, err := s.listState(ctx, reader, list)
+	if err != nil {
+		return false, err
+	}
+	kept, err := s.replyRule(ctx, reader, st.rule, []feed.Post{p}, true)
+	return len(kept) == 1, err
 }
 
 // SettingsChanged keeps the caches in step with a change of user's

@@ -56,6 +56,7 @@ type Store interface {
 	Hidden(ctx context.Context, user int64) (feed.Hidden, error)
 	FollowingAmong(ctx context.Context, user int64, ids []int64) ([]int64, error)
 	ListMembers(ctx context.Context, owner, list, after int64, n int) ([]int64, error)
+	List(ctx context.Context, owner, id int64) (feed.List, error)
 	ListMarker(ctx context.Context, owner, list int64) (feed.Marker, error)
 	SetListMarker(ctx context.Context, owner, list, lastRead int64, at time.Time) (feed.Marker, error)
 	DeletedUsers(ctx context.Context, since time.Time) ([]int64, error)
@@ -210,8 +211,9 @@ type Service struct {
 	floorLoads singleflight.Group
 	// hidden is the process's copy of readers' mute and block sets.
 	hidden *lru.Cache[int64, feed.Hidden]
-	// members is the process's copy of lists' members (listMembers).
-	members *lru.Cache[listKey, []int64]
+	// members is the process's copy of lists' members and reply rules
+	// (listState).
+	members *lru.Cache[listKey, listState]
 	// followAnswers is the process's copy of whether readers follow the
 	// users their feeds' replies answer (replies.go).
 	followAnswers *lru.Cache[followPair, bool]
@@ -257,7 +259,7 @@ func New(logger *slog.Logger, cfg Config, store Store, cache feed.Cache, authorL
 		now:         time.Now,
 	}
 	s.hidden = lru.New[int64, feed.Hidden](hiddenSets, s.cfg.HiddenTTL, func() time.Time { return s.now() })
-	s.members = lru.New[listKey, []int64](memberSets, s.cfg.HiddenTTL, func() time.Time { return s.now() })
+	s.members = lru.New[listKey, listState](memberSets, s.cfg.HiddenTTL, func() time.Time { return s.now() })
 	s.followAnswers = lru.New[followPair, bool](followAnswers, s.cfg.HiddenTTL, func() time.Time { return s.now() })
 	s.gates = lru.New[int64, time.Time](refreshGates, s.cfg.RefreshInterval, func() time.Time { return s.now() })
 	// SQL is required: without it the API cannot take a write. The cache

@@ -121,6 +121,10 @@ func (g breakerStore) SetMarker(ctx context.Context, user, lastRead int64, at ti
 // breaker is open, to tell whether SQL is back.
 func (g breakerStore) Ping(ctx context.Context) error { return g.store.Ping(ctx) }
 
+func (g breakerStore) List(ctx context.Context, owner, id int64) (feed.List, error) {
+	return sqlbreaker.Do(ctx, g.b, func(ctx context.Context) (feed.List, error) { return g.store.List(ctx, owner, id) })
+}
+
 func (g breakerStore) FollowingAmong(ctx context.Context, user int64, ids []int64) ([]int64, error) {
 	return sqlbreaker.Do(ctx, g.b, func(ctx context.Context) ([]int64, error) { return g.store.FollowingAmong(ctx, user, ids) })
 }

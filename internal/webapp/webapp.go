@@ -36,7 +36,7 @@ const (
 // appPaths are the app's own addresses besides /: the app routes on the
 // client (history API), so a deep link or a reload of one of these must
 // answer the app's page.
-var appPaths = []string{"/top", "/ranked", "/lists", "/search", "/lists/{id}", "/users/{id}", "/posts/{id}"}
+var appPaths = []string{"/top", "/ranked", "/lists", "/search", "/notifications", "/lists/{id}", "/users/{id}", "/posts/{id}"}
 
 // Handler serves the pages and their assets.
 type Handler struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -46,6 +47,24 @@ type Manifest struct {
 	Options            Options   `json:"options"`
 	Seconds            float64   `json:"seconds"`
 	Notes              []string  `json:"notes,omitempty"`
+	// LikedPost is the first celebrity's newest post, liked by each of its
+	// followers (the notifications scenario's recipient and its one
+	// group of them all); absent without a celebrity, or when the loader
+	// does not load likes (LikesLoader).
+	LikedPost *LikedPost `json:"liked_post,omitempty"`
+}
+
+// LikedPost is a post of the graph and how many users like it.
+type LikedPost struct {
+	ID       string `json:"id"`
+	AuthorID string `json:"author_id"`
+	Likes    int    `json:"likes"`
+}
+
+// LikesLoader is a Loader that also stores a post's likes, with its like
+// count and its author's notifications of them (SQLLoader does).
+type LikesLoader interface {
+	LoadLikes(ctx context.Context, post, author int64, likers []int64, at time.Time) error
 }
 
 // Loader writes a graph into a store; SQLLoader writes into feedd's SQL
@@ -108,11 +127,22 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, bars io.Writer)
 	}
 
 	bar = progress.New(bars, "posts", g.Posts())
+	var (
+		mu    sync.Mutex
+		liked int64 // the first celebrity's newest post
+	)
 	err = pump(ctx, workers, func(ctx context.Context, send func([]feed.Post) error) error {
 		return g.eachPostBatch(ctx, 5_000, send)
 	}, func(ctx context.Context, b []feed.Post) error {
 		if err := l.LoadPosts(ctx, b); err != nil {
 			return err
+		}
+		for _, p := range b {
+			if len(g.celebs) > 0 && p.AuthorID == g.ids[g.celebs[0]] {
+				mu.Lock()
+				liked = max(liked, p.ID)
+				mu.Unlock()
+			}
 		}
 		bar.Add(int64(len(b)))
 		return nil
@@ -121,12 +151,41 @@ func (g *Graph) Load(ctx context.Context, l Loader, workers int, bars io.Writer)
 	if err != nil {
 		return nil, fmt.Errorf("bench graph: posts: %w", err)
 	}
+	lp, err := g.loadLikes(ctx, l, liked, bars)
+	if err != nil {
+		return nil, err
+	}
 	if err := l.Finish(ctx); err != nil {
 		return nil, fmt.Errorf("bench graph: finish: %w", err)
 	}
 	m := g.manifest(in)
+	m.LikedPost = lp
 	m.Seconds = time.Since(begin).Seconds()
 	return m, nil
+}
+
+// loadLikes has every follower of the first celebrity like its newest
+// post (id post), when l loads likes: the post liked by a million of the
+// 1M graph, one notification group of a million.
+func (g *Graph) loadLikes(ctx context.Context, l Loader, post int64, bars io.Writer) (*LikedPost, error) {
+	ll, ok := l.(LikesLoader)
+	if !ok || post == 0 {
+		return nil, nil
+	}
+	c := g.celebs[0]
+	likers := make([]int64, 0, g.opts.CelebrityFollowers)
+	for i := range int32(len(g.ids)) {
+		if g.celebFollows[0].has(i) && i != c {
+			likers = append(likers, g.ids[i])
+		}
+	}
+	bar := progress.New(bars, "likes", int64(len(likers)))
+	defer bar.Done()
+	if err := ll.LoadLikes(ctx, post, g.ids[c], likers, g.now); err != nil {
+		return nil, fmt.Errorf("bench graph: likes: %w", err)
+	}
+	bar.Add(int64(len(likers)))
+	return &LikedPost{ID: feed.FormatID(post), AuthorID: feed.FormatID(g.ids[c]), Likes: len(likers)}, nil
 }
 
 // pump runs produce on one goroutine and consume on workers others,

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"time"
 
 	"github.com/feedd/feedd/internal/feed"
 )
@@ -13,6 +14,7 @@ type SQLStore interface {
 	BulkLoadUsers(ctx context.Context, users []feed.User) error
 	BulkLoadFollows(ctx context.Context, edges [][2]int64) error
 	BulkLoadPosts(ctx context.Context, posts []feed.Post) error
+	BulkLoadLikes(ctx context.Context, post, author int64, likers []int64, at time.Time) error
 	BulkLoadDone(ctx context.Context) error
 }
 
@@ -42,6 +44,12 @@ func (l *SQLLoader) LoadFollows(ctx context.Context, edges [][2]int64) error {
 // LoadPosts stores posts without outbox events: they are history.
 func (l *SQLLoader) LoadPosts(ctx context.Context, posts []feed.Post) error {
 	return l.s.BulkLoadPosts(ctx, posts)
+}
+
+// LoadLikes stores a post's likes with its like count and its author's
+// notifications of them, as one group.
+func (l *SQLLoader) LoadLikes(ctx context.Context, post, author int64, likers []int64, at time.Time) error {
+	return l.s.BulkLoadLikes(ctx, post, author, likers, at)
 }
 
 // Finish readies the loaded tables for the bench's queries (sqlstore's

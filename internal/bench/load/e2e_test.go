@@ -143,12 +143,12 @@ func benchEndToEnd(t *testing.T, db sqlBackend) {
 	jsonOut, htmlOut := filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.html")
 	const streams = 60
 	out = feeddCmd(t, ctx, exe, env, "bench", "run", "--graph", graph, "--run-prefix", runPrefix,
-		"--scenarios", "fanout,publish,read,ranked,lists,search,memory,stream",
+		"--scenarios", "fanout,publish,read,ranked,lists,search,notifications,memory,stream",
 		"--duration", "1s", "--baseline-duration", "500ms", "--concurrency", "4", "--publish-count", "20",
 		"--memory-readers", "100", "--list-readers", "2", "--stream-clients", fmt.Sprint(streams), "--stream-posts", "6", "--stream-interval", "200ms",
 		"--log-dir", dir, "--json", jsonOut, "--html", htmlOut)
 	for _, want := range []string{"fanout_writes_per_sec", "read following_500", "redis_bytes_per_entry", "memory_hybrid_vs_push", "paced rps (offered)",
-		"delivery p50 / p99 / max ms", "ranked following_500 (p50 / p99 ms)", "ranked_first_p99_vs_latest[push][following_500]", "lists following_500 (p50 / p99 ms)", "list_first_p99_vs_home[hybrid][following_500]", "stream_delivery_p99_ms[hybrid,celebrity]", "stream_bytes_per_client[push]", "stream_publish_p99_vs_no_streams[pull]"} {
+		"delivery p50 / p99 / max ms", "ranked following_500 (p50 / p99 ms)", "ranked_first_p99_vs_latest[push][following_500]", "lists following_500 (p50 / p99 ms)", "list_first_p99_vs_home[hybrid][following_500]", "notifications_p99_vs_home[push]", "stream_delivery_p99_ms[hybrid,celebrity]", "stream_bytes_per_client[push]", "stream_publish_p99_vs_no_streams[pull]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("bench run's table lacks %q", want)
 		}
@@ -237,6 +237,10 @@ func benchEndToEnd(t *testing.T, db sqlBackend) {
 			t.Errorf("%s redis_bytes_total = %v; want > 0", model, v)
 		}
 		checkStream(t, tree, model, streams)
+		// Every follower of the celebrity likes its newest post: one group.
+		if n := num(pre+"notifications.actor_count", nil); n != 1500 {
+			t.Errorf("%snotifications.actor_count = %v; want the celebrity's 1500 followers", pre, n)
+		}
 		if errs, _ := reporttest.Lookup(tree, pre+"errors", nil); errs != nil && len(errs.([]any)) > 0 {
 			t.Errorf("%s errors: %v", model, errs)
 		}

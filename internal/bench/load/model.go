@@ -127,6 +127,8 @@ func (r *runner) runModel(ctx context.Context, name, mode string, work int, res 
 			res.Lists, err = r.lists(ctx, m)
 		case ScenarioSearch:
 			res.Search, err = r.search(ctx, m)
+		case ScenarioNotifications:
+			res.Notifications, err = r.notifications(ctx, m)
 		case ScenarioMemory:
 			res.Memory, err = r.memory(ctx, m)
 		case ScenarioStream:

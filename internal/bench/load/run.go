@@ -51,8 +51,9 @@ const (
 var AllScenarios = []string{ScenarioFanout, ScenarioRead, ScenarioMemory, ScenarioPublish}
 
 // runOrder is the order of every scenario but mixed, which runs last.
-// Ranked, lists and search, like stream, run only when named.
-var runOrder = []string{ScenarioFanout, ScenarioRead, ScenarioRanked, ScenarioLists, ScenarioSearch, ScenarioMemory, ScenarioStream, ScenarioPublish}
+// Ranked, lists, search and notifications, like stream, run only when
+// named.
+var runOrder = []string{ScenarioFanout, ScenarioRead, ScenarioRanked, ScenarioLists, ScenarioSearch, ScenarioNotifications, ScenarioMemory, ScenarioStream, ScenarioPublish}
 
 // AllModels are the timeline models feedd runs.
 var AllModels = []string{string(feed.ModePush), string(feed.ModePull), string(feed.ModeHybrid)}

@@ -75,10 +75,12 @@ type ModelResult struct {
 	Ranked     map[string]*RankedResult `json:"ranked,omitempty"`
 	Lists      map[string]*ListsResult  `json:"lists,omitempty"`
 	Search     *SearchResult            `json:"search,omitempty"`
-	Memory     *MemoryResult            `json:"memory,omitempty"`
-	Mixed      *MixedResult             `json:"mixed,omitempty"`
-	Stream     *StreamResult            `json:"stream,omitempty"`
-	Errors     []string                 `json:"errors"`
+	// Notifications is the notifications scenario's figure.
+	Notifications *NotificationsResult `json:"notifications,omitempty"`
+	Memory        *MemoryResult        `json:"memory,omitempty"`
+	Mixed         *MixedResult         `json:"mixed,omitempty"`
+	Stream        *StreamResult        `json:"stream,omitempty"`
+	Errors        []string             `json:"errors"`
 }
 
 // FanoutResult: one post by an author whose followers' inboxes all exist.
@@ -275,6 +277,9 @@ func (r *Report) ComputeTargets() {
 		}
 		if m.Search != nil {
 			searchTargets(name, m.Search, add)
+		}
+		if m.Notifications != nil {
+			notificationsTargets(name, m.Notifications, add)
 		}
 		if m.Memory != nil && m.Memory.RedisEntries > 0 {
 			add("redis_bytes_per_entry["+name+"]", m.Memory.RedisBytesPerEntry, true, "<= 40", atMost(40),

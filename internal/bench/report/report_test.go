@@ -76,6 +76,10 @@ func sampleReport() *Report {
 			Readers: 20, Concurrency: 8, Rounds: 400, DurationSeconds: 10, ItemsPerSearch: 12,
 			HomeFirstP50MS: 2, HomeFirstP99MS: 10, SearchP50MS: 2, SearchP99MS: 9,
 		}
+		m.Notifications = &NotificationsResult{
+			Readers: 20, Concurrency: 8, Rounds: 400, DurationSeconds: 10, ActorCount: 1000000,
+			HomeFirstP50MS: 2, HomeFirstP99MS: 10, NotificationsP50MS: 3, NotificationsP99MS: 12,
+		}
 		m.Memory = &MemoryResult{
 			Prefix: "bench-" + name + ":", WarmedReaders: 1000, Keys: 5000, MeasuredKeys: 5000,
 			RedisBytesTotal: int64(1e6 / f), InboxReaders: 1300, Inboxes: 1000, RedisInboxBytes: 400000, RedisEntries: 20000, RedisBytesPerEntry: 20,

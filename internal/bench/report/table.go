@@ -231,6 +231,26 @@ func (r *Report) WriteTable(w io.Writer) error {
 		})
 	}
 
+	if slices.ContainsFunc(r.ModelOrder, func(name string) bool { return r.Models[name].Notifications != nil }) {
+		fmt.Fprintf(tw, "notifications (p50 / p99 ms)\t\n")
+		pair := func(label string, p50, p99 func(*NotificationsResult) float64) {
+			row(label, func(m *ModelResult) string {
+				if m.Notifications == nil {
+					return ""
+				}
+				return fmt.Sprintf("%.2f / %.2f", p50(m.Notifications), p99(m.Notifications))
+			})
+		}
+		pair("  home first page", func(n *NotificationsResult) float64 { return n.HomeFirstP50MS }, func(n *NotificationsResult) float64 { return n.HomeFirstP99MS })
+		pair("  notifications", func(n *NotificationsResult) float64 { return n.NotificationsP50MS }, func(n *NotificationsResult) float64 { return n.NotificationsP99MS })
+		row("  group's likes, rounds, errors", func(m *ModelResult) string {
+			if m.Notifications == nil {
+				return ""
+			}
+			return fmt.Sprintf("%d, %d, %d", m.Notifications.ActorCount, m.Notifications.Rounds, m.Notifications.Errors)
+		})
+	}
+
 	fmt.Fprintln(tw, "memory\t")
 	row("  redis_bytes_total", func(m *ModelResult) string {
 		if m.Memory == nil {

@@ -19,11 +19,13 @@ import { listsView, listView } from './lists.js';
 import { userView } from './user.js';
 import { peopleView } from './people.js';
 import { postView } from './post.js';
+import { notificationsView, unreadBadge } from './notifications.js';
 
 const TOKEN = 'feedd.token';
 
 function app(main, nav) {
   let s = null; // the signed-in session
+  let badge = () => {}; // reads the nav's count of unread notifications again
   let current = null; // the current view's AbortController
 
   // signIn checks token (it works, and its user exists) and starts a
@@ -35,9 +37,12 @@ function app(main, nav) {
     await fresh.call('GET', '/v1/users/' + id);
     sessionStorage.setItem(TOKEN, token);
     s = fresh;
+    badge = unreadBadge(s.call, document.getElementById('unread-notifications'));
   }
 
   function signOut() {
+    badge = () => {};
+    document.getElementById('unread-notifications').textContent = '';
     sessionStorage.clear();
     s = null;
     history.pushState(null, '', '/');
@@ -107,6 +112,7 @@ function app(main, nav) {
       else if (path === '/ranked') rankedView(v);
       else if (path === '/lists') await listsView(v);
       else if (path === '/search') peopleView(v);
+      else if (path === '/notifications') notificationsView(v, () => badge());
       else if ((m = path.match(/^\/lists\/([0-9]+)$/))) await listView(v, m[1]);
       else if ((m = path.match(/^\/users\/([0-9]+)$/))) await userView(v, m[1]);
       else if ((m = path.match(/^\/posts\/([0-9]+)$/))) await postView(v, m[1]);
@@ -150,7 +156,10 @@ function app(main, nav) {
   });
   window.addEventListener('popstate', render);
   document.getElementById('signout').addEventListener('click', signOut);
-  setInterval(() => refreshTimes(), 30000);
+  setInterval(() => {
+    refreshTimes();
+    badge();
+  }, 30000);
   return boot;
 }
 
