@@ -94,6 +94,41 @@ func (s *Store) addNotices(ctx context.Context, tx *sql.Tx, ns []feed.Notice) er
 	return nil
 }
 
+// gidProbe is how far above a notification's id freeGID looks for a free
+// group id.
+const gidProbe = 64
+
+// freeGID returns a group id for a new group of recipient's that starts
+// with notification id: id itself unless another group of recipient's
+// has it, in SQL or among fresh (this write's groups, not inserted yet),
+// else the next free one above it. Notification ids are a millisecond and
+// a 12-bit hash: a burst of likes of two posts in one millisecond would
+// otherwise give the two groups one id, and a batch that makes both would
+// fail on the key.
+func (s *Store) freeGID(ctx context.Context, tx *sql.Tx, recipient, id int64, fresh []*noticeGroupRow) (int64, error) {
+	taken := map[int64]bool{}
+	for _, g := range fresh {
+		taken[g.gid] = true
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT gid FROM notice_groups WHERE recipient_id = ? AND gid >= ? AND gid < ?", recipient, id, id+gidProbe)
+	if err != nil {
+		return 0, err
+	}
+	used, err := scanIDs(rows, 0)
+	if err != nil {
+		return 0, err
+	}
+	for _, g := range used {
+		taken[g] = true
+	}
+	for gid := id; gid < id+gidProbe; gid++ {
+		if !taken[gid] {
+			return gid, nil
+		}
+	}
+	return 0, fmt.Errorf("no free group id in [%d, %d) for user %d", id, id+gidProbe, recipient)
+}
+
 // noticeGroupRow is a group as a write sees it.
 type noticeGroupRow struct {
 	gid, id, first int64
@@ -144,7 +179,11 @@ func (s *Store) addToKey(ctx context.Context, tx *sql.Tx, k noticeKey, ns []feed
 		there[n.Actor] = true
 		id, at := n.ID(), millis(n.At)
 		if open == nil || !k.kind.Grouped() || at-open.first >= window {
-			open = &noticeGroupRow{gid: id, id: id, first: at, fresh: true}
+			gid, err := s.freeGID(ctx, tx, k.recipient, id, groups)
+			if err != nil {
+				return err
+			}
+			open = &noticeGroupRow{gid: gid, id: max(id, gid), first: at, fresh: true}
 			groups = append(groups, open)
 		} else if len(groups) == 0 || groups[len(groups)-1] != open {
 			groups = append(groups, open)
@@ -441,11 +480,11 @@ func (s *Store) SetNoticeMarker(ctx context.Context, user, lastRead int64, at ti
 // user was told of (on user's shard), then the rows of what user did,
 // each moving its group as an undo does.
 func (s *Store) purgeNotices(ctx context.Context, tx *sql.Tx, user int64, _ *feed.PurgeBatch) (bool, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT gid FROM notice_groups WHERE recipient_id = ? LIMIT ?"+s.d.forUpdate, user, 100)
+	rows, err := tx.QueryContext(ctx, "SELECT gid FROM notice_groups WHERE recipient_id = ? LIMIT ?"+s.d.forUpdate, user, chunkSize)
 	if err != nil {
 		return false, err
 	}
-	gids, err := scanIDs(rows, 100)
+	gids, err := scanIDs(rows, chunkSize)
 	if err != nil {
 		return false, err
 	}
@@ -458,7 +497,7 @@ func (s *Store) purgeNotices(ctx context.Context, tx *sql.Tx, user int64, _ *fee
 		_, err := tx.ExecContext(ctx, "DELETE FROM notice_groups WHERE recipient_id = ?"+in, args...)
 		return true, err
 	}
-	rows, err = tx.QueryContext(ctx, "SELECT recipient_id, kind, post_id, gid, id FROM notice_actors WHERE actor_id = ? LIMIT ?"+s.d.forUpdate, user, 100)
+	rows, err = tx.QueryContext(ctx, "SELECT recipient_id, kind, post_id, gid, id FROM notice_actors WHERE actor_id = ? LIMIT ?"+s.d.forUpdate, user, PurgeBatchRows)
 	if err != nil {
 		return false, err
 	}

@@ -198,3 +198,40 @@ func BenchmarkNoticePage(b *testing.B) {
 		})
 	}
 }
+
+// testNoticeBurst: likes of 600 posts of one author in one millisecond,
+// in one batch, make 600 groups with 600 ids. The notification ids of a
+// millisecond differ by a 12-bit hash only (about 20 pairs of the 600
+// share one), so some groups' first ids would collide without freeGID,
+// and the batch fail on the key.
+func testNoticeBurst(t *testing.T, e *env) {
+	s := e.store(t)
+	mustUsers(t, s, 1, 2)
+	at := time.Now().UnixMicro()
+	var evs []feed.LikeEvent
+	for i := range int64(600) {
+		p := mustPost(t, s, 1<<20+i, 1).ID
+		evs = append(evs, feed.LikeEvent{User: 2, Post: p, Liked: true, Version: at})
+	}
+	if _, err := s.ApplyLikes(t.Context(), evs); err != nil {
+		t.Fatalf("ApplyLikes of 600 posts' likes in one millisecond: %v", err)
+	}
+	ids := map[int64]bool{}
+	var cursor int64
+	for {
+		gs, more, err := s.NoticePage(t.Context(), 1, feed.NoticeQuery{N: 100, Before: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range gs {
+			ids[g.ID] = true
+		}
+		if !more || len(gs) == 0 {
+			break
+		}
+		cursor = gs[len(gs)-1].ID
+	}
+	if len(ids) != 600 {
+		t.Fatalf("groups with distinct ids: %d; want 600", len(ids))
+	}
+}

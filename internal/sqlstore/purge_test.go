@@ -172,9 +172,13 @@ func testPurgeSteps(t *testing.T, e *env) {
 		}
 	}
 	// following 200 left: 1; followers 1,499: 2; likes 1,201: 2; posts: 1;
-	// keys: 1; the last: 1.
-	if batches != 8 {
-		t.Errorf("batches: got %d; want 8", batches)
+	// keys: 1; the notification groups user 1 received (user 4's likes of
+	// 3 posts): 1; user 1's 1,200 likes in others' groups: 2; the last: 1.
+	if batches != 11 {
+		t.Errorf("batches: got %d; want 11", batches)
+	}
+	if n := countRows(t, s, "SELECT COUNT(*) FROM notice_actors WHERE actor_id = 1 OR recipient_id = 1"); n != 0 {
+		t.Errorf("notification rows of user 1 left after the purge: %d", n)
 	}
 	if len(deleted) != len(posts) {
 		t.Errorf("posts deleted: got %v; want %v", deleted, posts)

@@ -173,6 +173,7 @@ var suite = []struct {
 	{"TokenGeneration", testTokenGeneration},
 	{"Markers", testMarkers},
 	{"Notices", testNotices},
+	{"NoticeBurst", testNoticeBurst},
 	{"StaleFeeds", testStaleFeeds},
 	{"MarkerRace", testMarkerRace},
 	{"Follow", testFollow},
