@@ -53,9 +53,12 @@ func (s *Service) Repost(ctx context.Context, user, id int64) (int64, error) {
 	if s.replied != nil {
 		s.replied(ctx, p.ID, original)
 	}
-	// Notifications: a "repost" notification of p.RepostOfAuthorID by
-	// user about original is wired here once they exist (another
-	// branch); p is committed, and this is its one creation.
+	// Notifications of reposts are not sent yet. Their place is the
+	// repost's index row on the original's shard, as replies' are
+	// (sqlstore/counted.go, repostIndex.added and .dropping): it commits
+	// once whatever the journal's replays, and goes with an unrepost or a
+	// purge. Here, after the commit, is the other choice
+	// (notices.Service.Add of feed.NoticeRepost by user about original).
 	return original, nil
 }
 
