@@ -74,8 +74,8 @@ func (c *Client) SearchUsers(ctx context.Context, q string, limit int) ([]User, 
 type Relationship struct {
 	Following  bool `json:"following"`
 	FollowedBy bool `json:"followed_by"`
-	// Reposts is whether the token's user sees their reposts: true
-	// exactly when following, until reposts exist.
+	// Reposts is whether the token's user sees their reposts in its home
+	// feed: following them, and not turned off (FollowWith).
 	Reposts  bool `json:"reposts"`
 	Muting   bool `json:"muting"`
 	Blocking bool `json:"blocking"`

@@ -159,6 +159,22 @@ func (c *Client) Unlike(ctx context.Context, post ID) (LikeState, error) {
 	return st, err
 }
 
+// Repost reposts post as the token's user: the repost enters the user's
+// followers' home feeds. Idempotent; reposting a repost reposts its
+// original, whose state it returns. PUT /v1/posts/{id}/repost.
+func (c *Client) Repost(ctx context.Context, post ID) (RepostState, error) {
+	var st RepostState
+	err := c.call(ctx, request{method: http.MethodPut, path: pathf("/v1/posts/", post, "/repost"), want: http.StatusOK, out: &st})
+	return st, err
+}
+
+// Unrepost undoes Repost. DELETE /v1/posts/{id}/repost.
+func (c *Client) Unrepost(ctx context.Context, post ID) (RepostState, error) {
+	var st RepostState
+	err := c.call(ctx, request{method: http.MethodDelete, path: pathf("/v1/posts/", post, "/repost"), want: http.StatusOK, out: &st})
+	return st, err
+}
+
 // LikersPage returns a page of the users who like post, newest like first.
 // GET /v1/posts/{id}/likes.
 func (c *Client) LikersPage(ctx context.Context, post ID, p PageParams) (Page[User], error) {

@@ -118,6 +118,16 @@ type Post struct {
 	// ReplyCount is the post's live direct replies; nil, as LikeCount,
 	// while the server drops likes from its answers.
 	ReplyCount *int64 `json:"reply_count,omitempty"`
+	// RepostCount is the post's live reposts and RepostedByMe whether the
+	// token's user reposted it; nil, as LikeCount, while the server drops
+	// likes from its answers.
+	RepostCount  *int64 `json:"repost_count,omitempty"`
+	RepostedByMe *bool  `json:"reposted_by_me,omitempty"`
+	// RepostOf is set on a repost: the original as a page shows it, with
+	// its own counts and states. The repost itself has its own ID (the
+	// feed's position), the reposter as AuthorID, the repost's CreatedAt
+	// and no Content.
+	RepostOf *Post `json:"repost_of,omitempty"`
 }
 
 // Thread is a post's context (Client.Context).
@@ -166,6 +176,13 @@ type StreamTicket struct {
 type LikeState struct {
 	LikeCount int64 `json:"like_count"`
 	LikedByMe bool  `json:"liked_by_me"`
+}
+
+// RepostState is a post's repost count and whether the token's user
+// reposts it (Client.Repost, Client.Unrepost).
+type RepostState struct {
+	RepostCount  int64 `json:"repost_count"`
+	RepostedByMe bool  `json:"reposted_by_me"`
 }
 
 // Marker is the read position in the home feed and how many live posts of

@@ -93,6 +93,21 @@ func (c *Client) Follow(ctx context.Context, user ID) error {
 	return c.call(ctx, request{method: http.MethodPut, path: pathf("/v1/me/following/", user), want: http.StatusNoContent})
 }
 
+// FollowParams are the choices of FollowWith.
+type FollowParams struct {
+	// Reposts says whether the followee's reposts enter the token's
+	// user's home feed; nil keeps an existing follow's choice (a new
+	// follow shows them).
+	Reposts *bool `json:"reposts,omitempty"`
+}
+
+// FollowWith is Follow with p's choices: FollowWith(ctx, id,
+// FollowParams{Reposts: &no}) keeps that followee's reposts out of the
+// home feed. PUT /v1/me/following/{id} with a body.
+func (c *Client) FollowWith(ctx context.Context, user ID, p FollowParams) error {
+	return c.call(ctx, request{method: http.MethodPut, path: pathf("/v1/me/following/", user), body: p, want: http.StatusNoContent})
+}
+
 // Unfollow undoes Follow. DELETE /v1/me/following/{id}.
 func (c *Client) Unfollow(ctx context.Context, user ID) error {
 	return c.call(ctx, request{method: http.MethodDelete, path: pathf("/v1/me/following/", user), want: http.StatusNoContent})

@@ -318,6 +318,23 @@ func TestBrowserApp(t *testing.T) {
 	if r := in.must(200, "GET", "/v1/me/settings", aliceTok, nil); r.str("home_replies") != "all" {
 		t.Fatalf("after the menu's change the settings are %s; want home_replies all", r.raw)
 	}
+	// Reposts: bob reposts dave's post from dave's page (the Repost
+	// button counts it); alice, who follows bob and not dave, sees "bob
+	// reposted" above dave's post in her home.
+	daveID, daveTok := in.user("dave")
+	daves := in.post(daveTok, "dave's post, reposted")
+	bob.do(chromedp.Navigate(in.url + "/users/" + daveID))
+	repostBtn := `#view article[data-id="` + daves + `"] .repost`
+	bob.wait("dave's post and its Repost button", `!!document.querySelector('`+repostBtn+`')`)
+	bob.do(chromedp.Click(chromedp.CSS(repostBtn)))
+	bob.wait("the repost counted", `(b => b.getAttribute('aria-pressed') === 'true' && b.querySelector('.count')?.textContent === '1')(document.querySelector('`+repostBtn+`'))`)
+	if p := in.must(200, "GET", "/v1/posts/"+daves, bobTok, nil); p.body["repost_count"] != float64(1) || p.body["reposted_by_me"] != true {
+		t.Fatalf("after bob's click the API says %s; want repost_count 1, reposted_by_me true", p.raw)
+	}
+	alice.do(chromedp.Navigate(in.url + "/"))
+	alice.wait("bob's repost in alice's home", `(a => a && a.querySelector('.reposted-by')?.textContent.includes('bob reposted') && a.querySelector('article.post')?.dataset.id === '`+daves+`' && a.querySelector('article.post .content')?.textContent === "dave's post, reposted")(document.querySelector('#view .list article.repost'))`)
+	alice.shot("repost")
+
 	alice.do(chromedp.Navigate(in.url + "/top"))
 	alice.wait("the top post", `(a => a && a.dataset.id === '`+postID+`')(document.querySelector('#view .list article'))`)
 	alice.shot("top")

@@ -89,6 +89,8 @@ var shardedSuite = map[string]bool{
 	"TestHandles":                       true,
 	"TestHomeReplies":                   true,
 	"TestReplies":                       true,
+	"TestReposts":                       true,
+	"TestHomeReposts":                   true,
 	"TestLists":                         true,
 	"TestListStream":                    true,
 	"TestRankedFeed":                    true,
@@ -129,6 +131,7 @@ var shardedSuite = map[string]bool{
 var shardedOnPostgres = map[string]bool{
 	"TestHandles":                   true,
 	"TestReplies":                   true,
+	"TestReposts":                   true,
 	"TestPublishFanoutRead":         true,
 	"TestFollowBackfillAndUnfollow": true,
 	"TestBlock":                     true,

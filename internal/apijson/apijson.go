@@ -77,7 +77,19 @@ type Post struct {
 	// ReplyCount is the post's live direct replies, with its likes (and
 	// absent with them under switch L1).
 	ReplyCount *int64 `json:"reply_count,omitempty"`
+	// RepostCount and RepostedByMe are the post's live reposts and
+	// whether the reader made one, with its likes (docs/reposts.md).
+	RepostCount  *int64 `json:"repost_count,omitempty"`
+	RepostedByMe *bool  `json:"reposted_by_me,omitempty"`
+	// RepostOf is a repost's original as a page shows it, with its own
+	// states; a repost has no content (Repost: the field is left out).
+	RepostOf *Post `json:"repost_of,omitempty"`
+	Repost   bool  `json:"-"`
 }
+
+// MarshalJSON is AppendJSON, so that every encoder of a post writes the
+// same bytes (a repost leaves its content out).
+func (p Post) MarshalJSON() ([]byte, error) { return p.AppendJSON(nil), nil }
 
 // NewPost renders p without its likes.
 func NewPost(p feed.Post) Post {
@@ -97,6 +109,7 @@ func NewPost(p feed.Post) Post {
 	if p.IsReply() {
 		j.InReplyToID, j.InReplyToAuthorID = feed.FormatID(p.InReplyToID), feed.FormatID(p.InReplyToAuthorID)
 	}
+	j.Repost = p.IsRepost()
 	return j
 }
 
@@ -114,6 +127,11 @@ func NewPostLikes(p feed.Post, states map[int64]feed.LikeState) Post {
 	if states != nil {
 		st := states[p.ID]
 		j.LikeCount, j.LikedByMe, j.ReplyCount = &st.Count, &st.LikedByMe, &st.Replies
+		j.RepostCount, j.RepostedByMe = &st.Reposts, &st.RepostedByMe
+	}
+	if p.RepostOf != nil {
+		o := NewPostLikes(*p.RepostOf, states)
+		j.RepostOf = &o
 	}
 	return j
 }

@@ -51,8 +51,10 @@ func (p Post) AppendJSON(b []byte) []byte {
 	b = appendString(b, p.ID)
 	b = append(b, `,"author_id":`...)
 	b = appendString(b, p.AuthorID)
-	b = append(b, `,"content":`...)
-	b = appendString(b, p.Content)
+	if !p.Repost {
+		b = append(b, `,"content":`...)
+		b = appendString(b, p.Content)
+	}
 	if len(p.Data) > 0 {
 		// As stored: compact JSON the API checked. encoding/json would
 		// escape <, > and & in it too; the client's own bytes are kept.
@@ -93,6 +95,18 @@ func (p Post) AppendJSON(b []byte) []byte {
 	if p.ReplyCount != nil {
 		b = append(b, `,"reply_count":`...)
 		b = strconv.AppendInt(b, *p.ReplyCount, 10)
+	}
+	if p.RepostCount != nil {
+		b = append(b, `,"repost_count":`...)
+		b = strconv.AppendInt(b, *p.RepostCount, 10)
+	}
+	if p.RepostedByMe != nil {
+		b = append(b, `,"reposted_by_me":`...)
+		b = strconv.AppendBool(b, *p.RepostedByMe)
+	}
+	if p.RepostOf != nil {
+		b = append(b, `,"repost_of":`...)
+		b = p.RepostOf.AppendJSON(b)
 	}
 	return append(b, '}')
 }

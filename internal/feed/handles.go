@@ -114,9 +114,9 @@ func (e *UserEdit) Check() error {
 type Relationship struct {
 	Following  bool // the first follows the second
 	FollowedBy bool // the second follows the first
-	// Reposts is whether the first would see the second's reposts: until
-	// reposts exist (and a switch to turn them off per followee), it is
-	// Following.
+	// Reposts is whether the first sees the second's reposts in its home
+	// feed: it follows the second and did not turn them off
+	// (PUT /v1/me/following/{id} {"reposts": false}).
 	Reposts  bool
 	Muting   bool // the first mutes the second
 	Blocking bool // the first blocks the second

@@ -18,6 +18,9 @@ type Hidden struct {
 	blocked  map[int64]struct{}
 	excluded map[int64]struct{}
 	replies  HomeReplies
+	// reposts are the followees whose reposts the reader keeps out of
+	// its home feed (docs/reposts.md).
+	reposts map[int64]struct{}
 }
 
 // NewHidden returns the Hidden of muted and blocked ids.
@@ -35,6 +38,34 @@ func (h Hidden) WithExcluded(ids []int64) Hidden {
 func (h Hidden) WithReplies(r HomeReplies) Hidden {
 	h.replies = r
 	return h
+}
+
+// WithoutRepostsOf returns h with the followees whose reposts the
+// reader hides.
+func (h Hidden) WithoutRepostsOf(ids []int64) Hidden {
+	h.reposts = idSet(ids)
+	return h
+}
+
+// HidesRepostsOf reports whether the reader keeps user's reposts out of
+// its home feed.
+func (h Hidden) HidesRepostsOf(user int64) bool {
+	_, x := h.reposts[user]
+	return x
+}
+
+// HidesRepost reports whether p, a repost, is left out of what the reader
+// reads: its original's author is muted or blocked either way. A home
+// feed leaves out more (HomeHidesRepost).
+func (h Hidden) HidesRepost(p Post) bool {
+	return p.IsRepost() && h.InList(p.RepostOfAuthorID)
+}
+
+// HomeHidesRepost reports whether reader's home feed leaves p, a
+// repost, out: HidesRepost, a repost of the reader's own post, or one by
+// a followee whose reposts the reader hides.
+func (h Hidden) HomeHidesRepost(reader int64, p Post) bool {
+	return p.IsRepost() && (p.RepostOfAuthorID == reader || h.HidesRepostsOf(p.AuthorID) || h.HidesRepost(p))
 }
 
 // Replies is the reader's rule for replies in its home feed.
@@ -127,6 +158,10 @@ func (h Hidden) Encode() string {
 		b.WriteString(";r")
 		b.WriteString(strconv.Itoa(int(h.replies)))
 	}
+	if len(h.reposts) > 0 {
+		b.WriteByte(';')
+		put('p', h.reposts)
+	}
 	return b.String()
 }
 
@@ -171,6 +206,12 @@ func DecodeHidden(s string) (h Hidden, ok bool) {
 				return Hidden{}, false
 			}
 			h.replies = HomeReplies(r)
+		case strings.HasPrefix(part, "p"):
+			reposts, ok := parse(part[1:])
+			if !ok {
+				return Hidden{}, false
+			}
+			h = h.WithoutRepostsOf(reposts)
 		default:
 			return Hidden{}, false
 		}

@@ -10,6 +10,8 @@ func TestHiddenEncodeRoundTrip(t *testing.T) {
 		NewHidden([]int64{2}, []int64{9, 8}),
 		NewHidden(nil, nil).WithExcluded([]int64{4}),
 		NewHidden([]int64{2}, []int64{9}).WithExcluded([]int64{5, 6}),
+		NewHidden(nil, nil).WithoutRepostsOf([]int64{11, 12}),
+		NewHidden([]int64{2}, nil).WithReplies(RepliesAll).WithoutRepostsOf([]int64{11}),
 	} {
 		enc := h.Encode()
 		got, ok := DecodeHidden(enc)
@@ -29,6 +31,24 @@ func TestHiddenEncodeRoundTrip(t *testing.T) {
 	// The version before reads a set without exclusive members as it did.
 	if enc := NewHidden([]int64{2}, nil).Encode(); enc != "m2;b" {
 		t.Fatalf("Encode without excluded = %q; want the former %q", enc, "m2;b")
+	}
+	// The home feed's repost rules: own post, reposts turned off, a
+	// hidden original's author.
+	r := NewHidden([]int64{2}, nil).WithoutRepostsOf([]int64{7})
+	for _, c := range []struct {
+		p    Post
+		home bool
+		any  bool
+	}{
+		{Post{ID: 10, AuthorID: 8, RepostOfID: 1, RepostOfAuthorID: 5}, false, false},
+		{Post{ID: 10, AuthorID: 8, RepostOfID: 1, RepostOfAuthorID: 100}, true, false}, // the reader's own
+		{Post{ID: 10, AuthorID: 7, RepostOfID: 1, RepostOfAuthorID: 5}, true, false},   // reposts of 7 off
+		{Post{ID: 10, AuthorID: 8, RepostOfID: 1, RepostOfAuthorID: 2}, true, true},    // 2 muted
+		{Post{ID: 10, AuthorID: 7}, false, false},                                      // no repost
+	} {
+		if r.HomeHidesRepost(100, c.p) != c.home || r.HidesRepost(c.p) != c.any {
+			t.Errorf("%+v: HomeHidesRepost %v, HidesRepost %v; want %v, %v", c.p, r.HomeHidesRepost(100, c.p), r.HidesRepost(c.p), c.home, c.any)
+		}
 	}
 	if (Hidden{}).InFeed(1) || !(Hidden{}).Empty() {
 		t.Fatal("the zero Hidden hides something")

@@ -22,6 +22,17 @@ type LikeState struct {
 	// Replies is the post's live direct replies (package replies), shown
 	// with its likes.
 	Replies int64
+	// Reposts is the post's live reposts, and RepostedByMe whether the
+	// reader is among their authors (docs/reposts.md).
+	Reposts      int64
+	RepostedByMe bool
+}
+
+// Counts are a post's counters kept on its row: its live direct replies
+// and its live reposts, read together in one query.
+type Counts struct {
+	Replies int64
+	Reposts int64
 }
 
 // LikeEntry is one user's latest action on one post. Version 0 means the

@@ -67,10 +67,23 @@ type Post struct {
 	// rule (who sees a reply) needs no lookup.
 	InReplyToID       int64
 	InReplyToAuthorID int64
+	// RepostOfID is the post this one reposts, and RepostOfAuthorID that
+	// post's author; both 0 when it is no repost (docs/reposts.md). A
+	// repost has no content of its own. They never change, so caches keep
+	// them and the home feed's repost rules need no lookup.
+	RepostOfID       int64
+	RepostOfAuthorID int64
+	// RepostOf is a repost's original as a page shows it, attached by the
+	// read engine when it hydrates a page (never stored in a cache): nil
+	// elsewhere.
+	RepostOf *Post
 }
 
 // IsReply reports whether p answers another post.
 func (p Post) IsReply() bool { return p.InReplyToID != 0 }
+
+// IsRepost reports whether p reposts another post.
+func (p Post) IsRepost() bool { return p.RepostOfID != 0 }
 
 // TombstoneVersion is the Version of a deleted post: above any edit's, so
 // that no copy of a live version replaces a tombstone in a cache. It is
@@ -112,6 +125,9 @@ type Draft struct {
 	// InReplyToID is the post this one replies to (0: none): it must
 	// live, and no block may stand between its author and the replier.
 	InReplyToID int64
+	// RepostOfID makes the post a repost of that post (0: none), which
+	// must live; a repost has no content, data or external id.
+	RepostOfID int64
 }
 
 // PostEdit is a change to a post by its author. At least one of Content and

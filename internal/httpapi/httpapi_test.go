@@ -234,7 +234,7 @@ func checkPost(t *testing.T, v any) map[string]any {
 		t.Fatalf("post = %v; want an object", v)
 	}
 	// data, edited_at and external_id are there only when the post has them.
-	want := []string{"author_id", "content", "created_at", "id", "like_count", "liked_by_me", "reply_count"}
+	want := []string{"author_id", "content", "created_at", "id", "like_count", "liked_by_me", "reply_count", "repost_count", "reposted_by_me"}
 	if _, ok := p["in_reply_to_id"]; ok { // a reply: both, as id strings
 		want = append(want, "in_reply_to_id", "in_reply_to_author_id")
 		for _, k := range []string{"in_reply_to_id", "in_reply_to_author_id"} {

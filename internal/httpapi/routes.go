@@ -69,6 +69,8 @@ func routes(tok *tokens, svc Timeline, lk Likes, sw *degrade.Switches, ready fun
 		{"PUT", "/v1/posts/{id}/like", actor, handleLike(lk, true)},
 		{"DELETE", "/v1/posts/{id}/like", actor, handleLike(lk, false)},
 		{"GET", "/v1/posts/{id}/likes", reader, handlePostLikers(lk)},
+		{"PUT", "/v1/posts/{id}/repost", actor, handleRepost(svc, true)},
+		{"DELETE", "/v1/posts/{id}/repost", actor, handleRepost(svc, false)},
 		{"GET", "/v1/posts/{id}/replies", reader, handleReplies(pg)},
 		{"GET", "/v1/posts/{id}/context", reader, handleThread(pg)},
 		{"GET", "/v1/users/{id}/likes", reader, handleUserLikes(pg)},

@@ -67,8 +67,21 @@ type Timeline interface {
 	// Follow is idempotent; ENOTFOUND for an unknown followee, EINVALID for
 	// oneself.
 	Follow(ctx context.Context, follower, followee int64) error
+	// FollowShowing is Follow with the follower's choice of the
+	// followee's reposts in its home feed (nil: a new follow shows them,
+	// an existing one keeps its choice).
+	FollowShowing(ctx context.Context, follower, followee int64, reposts *bool) error
 	// Unfollow is idempotent.
 	Unfollow(ctx context.Context, follower, followee int64) error
+	// Repost and Unrepost make or take away user's repost of post id
+	// (of its original when id is a repost), idempotently, and return the
+	// original's id; ENOTFOUND for an unknown or deleted post
+	// (docs/reposts.md).
+	Repost(ctx context.Context, user, id int64) (int64, error)
+	Unrepost(ctx context.Context, user, id int64) (int64, error)
+	// Counts returns posts' reply and repost counts (replies.Service):
+	// those this process holds, else SQL's.
+	Counts(ctx context.Context, ids []int64) (map[int64]feed.Counts, error)
 	// FollowBatch makes the follows, then the unfollows, each in order,
 	// and returns each pair's outcome (feed.EdgeCreated and the rest) in
 	// the same order; EINVALID or EBATCHTOOLARGE for a batch that fails

@@ -182,7 +182,11 @@ func handleFollow(svc Timeline) http.Handler {
 		if err != nil {
 			return err
 		}
-		if err := svc.Follow(r.Context(), me, id); err != nil {
+		req, err := decodeOptional[followRequest](r)
+		if err != nil {
+			return err
+		}
+		if err := svc.FollowShowing(r.Context(), me, id, req.Reposts); err != nil {
 			return err
 		}
 		w.WriteHeader(http.StatusNoContent)

@@ -68,9 +68,11 @@ type Posts interface {
 	Visibility
 }
 
-// ReplyCounter is the reply counts of posts (replies.Service).
+// ReplyCounter is the reply and repost counts of posts and a reader's
+// reposts (replies.Service).
 type ReplyCounter interface {
-	ReplyCounts(ctx context.Context, ids []int64) (map[int64]int64, error)
+	Counts(ctx context.Context, ids []int64) (map[int64]feed.Counts, error)
+	RepostedBy(ctx context.Context, reader int64, ids []int64) (map[int64]bool, error)
 }
 
 // Recorder makes a like event durable before a like is answered: a

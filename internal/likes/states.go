@@ -18,13 +18,16 @@ import (
 // SQL. While degradation switch L1 is on it answers nil, at no cost.
 // degraded says SQL failed and the states are what the cache knew.
 //
-// Each state carries the post's reply count too (Config.Replies), read
-// after the likes: a failed read of the counts degrades the page as a
-// failed read of like counts does.
+// Each state carries the post's reply and repost counts too
+// (Config.Replies), read after the likes, and whether reader reposted
+// it: a failed read of either degrades the page as a failed read of like
+// counts does. A repost's original (feed.Post.RepostOf) gets its state
+// with the page's posts, so a repost item shows its original's.
 func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Post) (states map[int64]feed.LikeState, degraded bool, err error) {
 	if s.cfg.Switches != nil && !s.cfg.Switches.Enrich() {
 		return nil, false, nil
 	}
+	posts = withOriginals(posts)
 	states, degraded, err = s.likeStates(ctx, reader, posts)
 	if err != nil || s.cfg.Replies == nil || len(posts) == 0 {
 		return states, degraded, err
@@ -33,26 +36,58 @@ func (s *Service) LikeStates(ctx context.Context, reader int64, posts []feed.Pos
 	for i, p := range posts {
 		ids[i] = p.ID
 	}
-	counts, err := s.cfg.Replies.ReplyCounts(ctx, ids)
+	counts, err := s.cfg.Replies.Counts(ctx, ids)
 	if err != nil {
-		s.logger.Warn("likes: reply counts unavailable; the page is degraded", "err", err)
+		s.logger.Warn("likes: reply and repost counts unavailable; the page is degraded", "err", err)
 		degraded = true
 	}
-	for id, n := range counts {
+	for id, c := range counts {
 		st := states[id]
-		st.Replies = n
+		st.Replies, st.Reposts = c.Replies, c.Reposts
+		states[id] = st
+	}
+	if reader == 0 {
+		return states, degraded, nil
+	}
+	mine, err := s.cfg.Replies.RepostedBy(ctx, reader, ids)
+	if err != nil {
+		s.logger.Warn("likes: the reader's reposts unavailable; the page is degraded", "err", err)
+		degraded = true
+	}
+	for id := range mine {
+		st := states[id]
+		st.RepostedByMe = true
 		states[id] = st
 	}
 	return states, degraded, nil
 }
 
-// ReplyCounts returns the posts' reply counts (Config.Replies; none
-// without it), for a live stream's post.
-func (s *Service) ReplyCounts(ctx context.Context, ids []int64) (map[int64]int64, error) {
-	if s.cfg.Replies == nil {
-		return map[int64]int64{}, nil
+// withOriginals returns posts and, after them, the originals the reposts
+// among them carry that are not among them.
+func withOriginals(posts []feed.Post) []feed.Post {
+	var out []feed.Post
+	for _, p := range posts {
+		if p.RepostOf == nil {
+			continue
+		}
+		if out == nil {
+			out = append(make([]feed.Post, 0, 2*len(posts)), posts...)
+		}
+		out = append(out, *p.RepostOf)
 	}
-	return s.cfg.Replies.ReplyCounts(ctx, ids)
+	if out == nil {
+		return posts
+	}
+	return out
+}
+
+// Counts returns the posts' reply and repost counts (Config.Replies;
+// none without it), for a live stream's post.
+func (s *Service) Counts(ctx context.Context, ids []int64) (map[int64]feed.Counts, error) {
+	if s.cfg.Replies == nil {
+		return map[int64]feed.Counts{}, nil
+	}
+	return s.cfg.Replies.Counts(ctx, ids)
 }
 
 func (s *Service) likeStates(ctx context.Context, reader int64, posts []feed.Post) (states map[int64]feed.LikeState, degraded bool, err error) {

@@ -7,6 +7,7 @@ package pages
 
 import (
 	"context"
+	"slices"
 
 	"github.com/feedd/feedd/internal/feed"
 )
@@ -134,7 +135,24 @@ func (s *Service) AuthorPosts(ctx context.Context, viewer, author, before int64,
 	if err != nil {
 		return Page{}, err
 	}
+	if posts, err = s.withoutHiddenReposts(ctx, viewer, posts); err != nil {
+		return Page{}, err
+	}
 	return s.join(ctx, viewer, feed.PageOf(posts, more))
+}
+
+// withoutHiddenReposts leaves out the reposts of posts whose originals'
+// authors viewer mutes or a block stands between (feed.Hidden.HidesRepost):
+// asked only of a page that holds a repost.
+func (s *Service) withoutHiddenReposts(ctx context.Context, viewer int64, posts []feed.Post) ([]feed.Post, error) {
+	if viewer == 0 || !slices.ContainsFunc(posts, feed.Post.IsRepost) {
+		return posts, nil
+	}
+	hidden, err := s.timeline.Hidden(ctx, viewer)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(posts, hidden.HidesRepost), nil
 }
 
 // UserLikes is a page of the posts user likes (likes.UserLikes) with

@@ -336,15 +336,18 @@ func TestPostEncoding(t *testing.T) {
 		if !ok || got != p && !(got.ID == p.ID && got.AuthorID == p.AuthorID && got.Content == p.Content &&
 			got.Deleted == p.Deleted && got.CreatedAt.Equal(p.CreatedAt) && got.Data == p.Data &&
 			got.EditedAt.Equal(p.EditedAt) && got.ExternalID == p.ExternalID && got.Weight == p.Weight &&
-			got.InReplyToID == p.InReplyToID && got.InReplyToAuthorID == p.InReplyToAuthorID) {
+			got.InReplyToID == p.InReplyToID && got.InReplyToAuthorID == p.InReplyToAuthorID &&
+			got.RepostOfID == p.RepostOfID && got.RepostOfAuthorID == p.RepostOfAuthorID) {
 			t.Errorf("decodePost(appendPost(%.80v)) = %.80v, %v", p, got, ok)
 		}
 		// A post is written in the oldest format that holds it, which the
 		// versions before decode too: 1 for a plain post, 2 with data or
 		// an edit, 3 with an external id, 4 only with a weight, 5 only
-		// for a reply.
+		// for a reply, 6 only for a repost.
 		want := byte(postFormat)
 		switch {
+		case p.IsRepost():
+			want = postFormatV6
 		case p.IsReply():
 			want = postFormatV5
 		case !p.Weight.IsDefault():
@@ -368,13 +371,14 @@ func TestPostEncoding(t *testing.T) {
 	withData := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "abc", Data: `{"a":1}`, EditedAt: edited})
 	withExternal := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "", ExternalID: "ext"})
 	withWeight := appendPost(nil, feed.Post{ID: 300, AuthorID: 300, Content: "", Weight: feed.WeightOf(3)})
-	for _, bad := range [][]byte{nil, {postFormat}, {postFormatV5 + 1, 0, 2, 2, 2, 0}, valid[:4],
-		{postFormatV5, flagReply, 2, 2, 2, 0},    // the reply's ids missing
-		{postFormatV5, flagReply, 2, 2, 2, 0, 0}, // a reply to post 0
-		withData[:9],                             // the version cut short
-		withData[:18],                            // the data's length without all of the data
-		withExternal[:len(withExternal)-1],       // the external id cut short
-		withWeight[:len(withWeight)-1],           // the weight cut short
+	for _, bad := range [][]byte{nil, {postFormat}, {postFormatV6 + 1, 0, 2, 2, 2, 0}, valid[:4],
+		{postFormatV6, flagRepost, 2, 2, 2, 0, 0}, // a repost of post 0
+		{postFormatV5, flagReply, 2, 2, 2, 0},     // the reply's ids missing
+		{postFormatV5, flagReply, 2, 2, 2, 0, 0},  // a reply to post 0
+		withData[:9],                              // the version cut short
+		withData[:18],                             // the data's length without all of the data
+		withExternal[:len(withExternal)-1],        // the external id cut short
+		withWeight[:len(withWeight)-1],            // the weight cut short
 		{postFormatV4, flagWeight, 2, 2, 2, 0, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0}, // a NaN weight
 		{postFormatV3, flagExternal, 2, 2, 2, 0, 0},                          // an empty external id
 		{postFormatV2, flagEdited, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 0},       // version 0

@@ -48,16 +48,22 @@ import (
 // the content to the end. Its own format for format 3's reason: a process
 // of the version before would take the two varints for content.
 //
+// Format 6, a repost: format 5's layout, flagRepost set, and after the
+// reply's varints (if any) the varints of RepostOfID and
+// RepostOfAuthorID, then the content to the end. Its own format for
+// format 3's reason.
+//
 // A post that needs none of this is still written in format 1, and one
 // that needs only format 2 in format 2, so that processes of the versions
 // before, during a rolling deploy, keep decoding most posts; this version
-// decodes all five.
+// decodes all six.
 const (
 	postFormat   = 1
 	postFormatV2 = 2
 	postFormatV3 = 3
 	postFormatV4 = 4
 	postFormatV5 = 5
+	postFormatV6 = 6
 
 	flagDeleted  = 1 << 0
 	flagEdited   = 1 << 1
@@ -65,6 +71,7 @@ const (
 	flagExternal = 1 << 3
 	flagWeight   = 1 << 4
 	flagReply    = 1 << 5
+	flagRepost   = 1 << 6
 )
 
 // appendPost appends p's record to b.
@@ -94,6 +101,10 @@ func appendPost(b []byte, p feed.Post) []byte {
 		flags |= flagReply
 		format = postFormatV5
 	}
+	if p.IsRepost() {
+		flags |= flagRepost
+		format = postFormatV6
+	}
 	b = slices.Grow(b, 2+8+8+8*binary.MaxVarintLen64+len(p.Data)+len(p.ExternalID)+len(p.Content))
 	b = append(b, format, flags)
 	if flags&flagEdited != 0 {
@@ -118,6 +129,10 @@ func appendPost(b []byte, p feed.Post) []byte {
 		b = binary.AppendVarint(b, p.InReplyToID)
 		b = binary.AppendVarint(b, p.InReplyToAuthorID)
 	}
+	if flags&flagRepost != 0 {
+		b = binary.AppendVarint(b, p.RepostOfID)
+		b = binary.AppendVarint(b, p.RepostOfAuthorID)
+	}
 	return append(b, p.Content...)
 }
 
@@ -125,13 +140,13 @@ func appendPost(b []byte, p feed.Post) []byte {
 // unknown format, which the caller treats as a miss so that a format
 // change during a rolling deploy costs cache hits, not errors.
 func decodePost(b []byte) (p feed.Post, ok bool) {
-	if len(b) < 2 || b[0] < postFormat || b[0] > postFormatV5 {
+	if len(b) < 2 || b[0] < postFormat || b[0] > postFormatV6 {
 		return feed.Post{}, false
 	}
 	format, flags := b[0], b[1]
 	p.Deleted = flags&flagDeleted != 0
 	b = b[2:]
-	// Formats 3 to 5 are format 2 and more, so v2 is true for them.
+	// Formats 3 to 6 are format 2 and more, so v2 is true for them.
 	v2 := format >= postFormatV2
 	if v2 && flags&flagEdited != 0 {
 		if len(b) < 8 {
@@ -180,19 +195,32 @@ func decodePost(b []byte) (p feed.Post, ok bool) {
 		}
 		p.Weight, b = feed.WeightOf(w), b[8:]
 	}
-	if format == postFormatV5 && flags&flagReply != 0 {
-		parent, n := binary.Varint(b)
-		if n <= 0 || parent == 0 {
+	if format >= postFormatV5 && flags&flagReply != 0 {
+		if p.InReplyToID, p.InReplyToAuthorID, b, ok2 = cutPair(b); !ok2 {
 			return feed.Post{}, false
 		}
-		author, m := binary.Varint(b[n:])
-		if m <= 0 {
+	}
+	if format >= postFormatV6 && flags&flagRepost != 0 {
+		if p.RepostOfID, p.RepostOfAuthorID, b, ok2 = cutPair(b); !ok2 {
 			return feed.Post{}, false
 		}
-		p.InReplyToID, p.InReplyToAuthorID, b = parent, author, b[n+m:]
 	}
 	p.Content = string(b)
 	return p, true
+}
+
+// cutPair cuts a post id (not 0) and its author's id, two varints, off
+// the front of b.
+func cutPair(b []byte) (id, author int64, rest []byte, ok bool) {
+	id, n := binary.Varint(b)
+	if n <= 0 || id == 0 {
+		return 0, 0, nil, false
+	}
+	author, m := binary.Varint(b[n:])
+	if m <= 0 {
+		return 0, 0, nil, false
+	}
+	return id, author, b[n+m:], true
 }
 
 // cutSized cuts a uvarint length and that many bytes, at least one, off

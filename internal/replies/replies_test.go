@@ -28,18 +28,22 @@ func (w *world) add(id, author, parent int64) {
 	}
 }
 
-func (w *world) ReplyCounts(ctx context.Context, ids []int64) (map[int64]int64, error) {
-	out := map[int64]int64{}
+func (w *world) PostCounts(ctx context.Context, ids []int64) (map[int64]feed.Counts, error) {
+	out := map[int64]feed.Counts{}
 	for _, id := range ids {
 		if n := len(w.children[id]); n > 0 {
-			out[id] = int64(n)
+			out[id] = feed.Counts{Replies: int64(n)}
 		}
 	}
 	return out, nil
 }
 
-func (w *world) ReplyCountsPrimary(ctx context.Context, ids []int64) (map[int64]int64, error) {
-	return w.ReplyCounts(ctx, ids)
+func (w *world) PostCountsPrimary(ctx context.Context, ids []int64) (map[int64]feed.Counts, error) {
+	return w.PostCounts(ctx, ids)
+}
+
+func (w *world) RepostedAmong(ctx context.Context, user int64, ids []int64) ([]int64, error) {
+	return nil, nil
 }
 
 func (w *world) ReplyIDs(ctx context.Context, parent, after int64, n int) ([]int64, error) {

@@ -19,8 +19,9 @@ import (
 
 // Store is what the replies need of SQL (sqlstore.Store, shards.Store).
 type Store interface {
-	ReplyCounts(ctx context.Context, ids []int64) (map[int64]int64, error)
-	ReplyCountsPrimary(ctx context.Context, ids []int64) (map[int64]int64, error)
+	PostCounts(ctx context.Context, ids []int64) (map[int64]feed.Counts, error)
+	PostCountsPrimary(ctx context.Context, ids []int64) (map[int64]feed.Counts, error)
+	RepostedAmong(ctx context.Context, user int64, ids []int64) ([]int64, error)
 	ReplyIDs(ctx context.Context, parent, after int64, n int) ([]int64, error)
 	ChildReplies(ctx context.Context, parents []int64, n int) (map[int64][]int64, error)
 	Posts(ctx context.Context, ids []int64) (map[int64]feed.Post, error)
@@ -61,7 +62,7 @@ type Service struct {
 }
 
 type localCount struct {
-	n   int64
+	n   feed.Counts
 	seq uint64
 }
 
@@ -77,11 +78,12 @@ func New(logger *slog.Logger, cfg Config, store Store, posts Posts) *Service {
 	}
 }
 
-// ReplyCounts returns the live direct replies of each of ids (0 for
-// none): those this process holds, and one SQL query per shard for the
-// rest, whatever the page's size.
-func (s *Service) ReplyCounts(ctx context.Context, ids []int64) (map[int64]int64, error) {
-	out := make(map[int64]int64, len(ids))
+// Counts returns the live direct replies and reposts of each of ids
+// (zero for none): those this process holds, and one SQL query per shard
+// for the rest, whatever the page's size. Both counters sit on the post's
+// row, so one read gives both.
+func (s *Service) Counts(ctx context.Context, ids []int64) (map[int64]feed.Counts, error) {
+	out := make(map[int64]feed.Counts, len(ids))
 	var miss []int64
 	for _, id := range ids {
 		if c, ok := s.held(id); ok {
@@ -94,8 +96,8 @@ func (s *Service) ReplyCounts(ctx context.Context, ids []int64) (map[int64]int64
 		return out, nil
 	}
 	from := s.writes.Load()
-	counts, err := breaker.Do(ctx, s.cfg.Breaker, func(ctx context.Context) (map[int64]int64, error) {
-		return s.store.ReplyCounts(ctx, miss)
+	counts, err := breaker.Do(ctx, s.cfg.Breaker, func(ctx context.Context) (map[int64]feed.Counts, error) {
+		return s.store.PostCounts(ctx, miss)
 	})
 	if err != nil {
 		return out, fmt.Errorf("replies: counts of %d posts: %w", len(miss), err)
@@ -107,9 +109,25 @@ func (s *Service) ReplyCounts(ctx context.Context, ids []int64) (map[int64]int64
 	return out, nil
 }
 
-func (s *Service) held(id int64) (int64, bool) {
+// RepostedBy returns which of ids reader has reposted: one primary-key
+// read on the reader's shard.
+func (s *Service) RepostedBy(ctx context.Context, reader int64, ids []int64) (map[int64]bool, error) {
+	got, err := breaker.Do(ctx, s.cfg.Breaker, func(ctx context.Context) ([]int64, error) {
+		return s.store.RepostedAmong(ctx, reader, ids)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replies: reposts of %d among %d posts: %w", reader, len(ids), err)
+	}
+	out := make(map[int64]bool, len(got))
+	for _, id := range got {
+		out[id] = true
+	}
+	return out, nil
+}
+
+func (s *Service) held(id int64) (feed.Counts, bool) {
 	if s.counts == nil {
-		return 0, false
+		return feed.Counts{}, false
 	}
 	c, ok := s.counts.Get(id)
 	return c.n, ok
@@ -117,7 +135,7 @@ func (s *Service) held(id int64) (int64, bool) {
 
 // learn holds n, read when s.writes was from, unless a reply of this
 // process put a count since.
-func (s *Service) learn(from uint64, id, n int64) {
+func (s *Service) learn(from uint64, id int64, n feed.Counts) {
 	if s.counts == nil {
 		return
 	}
@@ -126,9 +144,10 @@ func (s *Service) learn(from uint64, id, n int64) {
 	})
 }
 
-// PostWritten follows a committed reply (parent known) or delete of post
-// id (parent 0: read here): the parent's count as the primary now has it
-// is held, so that this process shows the change at once.
+// PostWritten follows a committed reply or repost (parent: the post it
+// answers or reposts) or delete of post id (parent 0: read here): the
+// parent's counts as the primary now has them are held, so that this
+// process shows the change at once.
 func (s *Service) PostWritten(ctx context.Context, id, parent int64) {
 	if s.counts == nil {
 		return
@@ -139,14 +158,14 @@ func (s *Service) PostWritten(ctx context.Context, id, parent int64) {
 			s.logger.Warn("replies: read a deleted post's parent", "post", id, "err", err)
 			return
 		}
-		if parent = posts[id].InReplyToID; parent == 0 {
+		if parent = max(posts[id].InReplyToID, posts[id].RepostOfID); parent == 0 {
 			return
 		}
 	}
 	// Numbered before the read: a later write's count, read after this
 	// one's, must win whatever order the two puts land in.
 	seq := s.writes.Add(1)
-	counts, err := s.store.ReplyCountsPrimary(ctx, []int64{parent})
+	counts, err := s.store.PostCountsPrimary(ctx, []int64{parent})
 	if err != nil {
 		// Held counts expire within LocalCountTTL.
 		s.counts.Delete(parent)

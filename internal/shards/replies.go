@@ -25,14 +25,15 @@ func (s *Store) replyParent(ctx context.Context, parent int64) (int64, error) {
 	return p.AuthorID, err
 }
 
-// ReplyCounts reads each post's reply count on the post's shard.
-func (s *Store) ReplyCounts(ctx context.Context, ids []int64) (map[int64]int64, error) {
-	return gatherMap(ctx, s, ids, (*sqlstore.Store).ReplyCounts)
+// PostCounts reads each post's reply and repost counts on the post's
+// shard.
+func (s *Store) PostCounts(ctx context.Context, ids []int64) (map[int64]feed.Counts, error) {
+	return gatherMap(ctx, s, ids, (*sqlstore.Store).PostCounts)
 }
 
-// ReplyCountsPrimary is ReplyCounts on the shards' primaries.
-func (s *Store) ReplyCountsPrimary(ctx context.Context, ids []int64) (map[int64]int64, error) {
-	return gatherMap(ctx, s, ids, (*sqlstore.Store).ReplyCountsPrimary)
+// PostCountsPrimary is PostCounts on the shards' primaries.
+func (s *Store) PostCountsPrimary(ctx context.Context, ids []int64) (map[int64]feed.Counts, error) {
+	return gatherMap(ctx, s, ids, (*sqlstore.Store).PostCountsPrimary)
 }
 
 // ReplyIDs reads parent's replies on the parent's shard.
@@ -54,4 +55,30 @@ func (s *Store) ChildReplies(ctx context.Context, parents []int64, n int) (map[i
 		return err
 	})
 	return out, err
+}
+
+// repostOriginal returns the author of original, which must live and be
+// no repost itself (ENOTFOUND otherwise), read on its shard's primary
+// for a repost about to be written on another shard.
+func (s *Store) repostOriginal(ctx context.Context, original int64) (int64, error) {
+	p, err := s.of(original).Post(ctx, original)
+	if err == nil && (p.Deleted || p.IsRepost()) {
+		err = feed.Errorf(feed.ENOTFOUND, "post %d does not exist", original)
+	}
+	return p.AuthorID, err
+}
+
+// RepostOf reads user's repost of post on the user's shard.
+func (s *Store) RepostOf(ctx context.Context, user, post int64) (int64, error) {
+	return s.of(user).RepostOf(ctx, user, post)
+}
+
+// RepostedAmong reads user's reposts on the user's shard.
+func (s *Store) RepostedAmong(ctx context.Context, user int64, ids []int64) ([]int64, error) {
+	return s.of(user).RepostedAmong(ctx, user, ids)
+}
+
+// ShowReposts writes user's choice on the user's shard.
+func (s *Store) ShowReposts(ctx context.Context, user, target int64, show bool) error {
+	return s.write(ctx, s.m.Of(user), func(st *sqlstore.Store) error { return st.ShowReposts(ctx, user, target, show) })
 }

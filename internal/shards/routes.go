@@ -114,6 +114,11 @@ func (s *Store) CreatePost(ctx context.Context, p feed.Post, idem feed.Idempoten
 			return feed.Post{}, false, err
 		}
 	}
+	if p.IsRepost() && s.m.Of(p.RepostOfID) != k {
+		if p.RepostOfAuthorID, err = s.repostOriginal(ctx, p.RepostOfID); err != nil {
+			return feed.Post{}, false, err
+		}
+	}
 	s.wrote[k].Store(true)
 	var syncs []sqlstore.Sync
 	err = s.write(ctx, k, func(st *sqlstore.Store) (err error) {

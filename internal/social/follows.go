@@ -24,16 +24,7 @@ type GraphStore interface {
 // retry of the idempotent PUT is what repairs it (the chaos test found
 // this). The copy is idempotent, so a repeat costs two reads and no harm.
 func (s *Service) Follow(ctx context.Context, follower, followee int64) error {
-	if err := feed.CheckNotSelf("follow", follower, followee); err != nil {
-		return err
-	}
-	changed, err := s.store.Follow(ctx, follower, followee)
-	if err != nil {
-		return err
-	}
-	s.timeline.Followed(ctx, follower, followee, changed)
-	s.followsChanged(ctx, "follow", follower)
-	return nil
+	return s.FollowShowing(ctx, follower, followee, nil)
 }
 
 // Unfollow removes the edge and the followee's posts from the follower's
@@ -55,5 +46,6 @@ func (s *Service) Unfollow(ctx context.Context, follower, followee int64) error 
 	}
 	s.timeline.Unfollowed(ctx, follower, followee, changed)
 	s.followsChanged(ctx, "unfollow", follower)
-	return nil
+	// The choice of the followee's reposts goes with the follow.
+	return s.showReposts(ctx, follower, followee, true, false)
 }

@@ -86,6 +86,11 @@ func (s *Service) DeletePost(ctx context.Context, actor, id int64) error {
 // The caller has checked e as Publish's caller checks a draft, and with
 // feed.PostEdit.Check.
 func (s *Service) EditPost(ctx context.Context, actor, id int64, e feed.PostEdit) (feed.Post, error) {
+	// A repost has no content or data of its own (docs/reposts.md): one
+	// read more, for an edit, a rare write.
+	if p, err := s.store.Post(ctx, id); err == nil && p.IsRepost() && !p.Deleted && p.AuthorID == actor {
+		return feed.Post{}, feed.Errorf(feed.EINVALID, "post %d is a repost, which has nothing to edit", id)
+	}
 	p, err := s.store.EditPost(ctx, id, actor, e)
 	if err != nil {
 		return feed.Post{}, fmt.Errorf("social: edit post %d: %w", id, err)

@@ -44,6 +44,7 @@ type Store interface {
 	ListStore
 	HandleStore
 	SettingsStore
+	RepostStore
 }
 
 // Timeline is what the writes tell the read engine (timeline.Service)

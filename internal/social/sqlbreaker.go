@@ -215,3 +215,15 @@ func (g breakerStore) ListMembers(ctx context.Context, owner, id, after int64, n
 func (g breakerStore) RemoveFromLists(ctx context.Context, owner, member int64) (int, error) {
 	return do(ctx, g, func(ctx context.Context) (int, error) { return g.store.RemoveFromLists(ctx, owner, member) })
 }
+
+func (g breakerStore) Post(ctx context.Context, id int64) (feed.Post, error) {
+	return do(ctx, g, func(ctx context.Context) (feed.Post, error) { return g.store.Post(ctx, id) })
+}
+
+func (g breakerStore) RepostOf(ctx context.Context, user, post int64) (int64, error) {
+	return do(ctx, g, func(ctx context.Context) (int64, error) { return g.store.RepostOf(ctx, user, post) })
+}
+
+func (g breakerStore) ShowReposts(ctx context.Context, user, target int64, show bool) error {
+	return errOnly(ctx, g, func(ctx context.Context) error { return g.store.ShowReposts(ctx, user, target, show) })
+}

@@ -142,20 +142,21 @@ func (s *Store) searchUsers(ctx context.Context, where, order string, args []any
 // follow of user and block of user are mirrored on user's shard).
 func (s *Store) Relationship(ctx context.Context, user, other int64) (feed.Relationship, error) {
 	var r feed.Relationship
-	var following, followedBy, muting, blocking, blockedBy int
+	var following, followedBy, muting, blocking, blockedBy, noReposts int
 	err := s.rdb.QueryRowContext(ctx, `SELECT
 		(SELECT COUNT(*) FROM follows WHERE follower_id = ? AND followee_id = ?),
 		(SELECT COUNT(*) FROM follows WHERE follower_id = ? AND followee_id = ?),
 		(SELECT COUNT(*) FROM mutes WHERE user_id = ? AND target_id = ?),
 		(SELECT COUNT(*) FROM blocks WHERE blocker_id = ? AND blocked_id = ?),
-		(SELECT COUNT(*) FROM blocks WHERE blocker_id = ? AND blocked_id = ?)`,
-		user, other, other, user, user, other, user, other, other, user).
-		Scan(&following, &followedBy, &muting, &blocking, &blockedBy)
+		(SELECT COUNT(*) FROM blocks WHERE blocker_id = ? AND blocked_id = ?),
+		(SELECT COUNT(*) FROM hidden_reposts WHERE user_id = ? AND target_id = ?)`,
+		user, other, other, user, user, other, user, other, other, user, user, other).
+		Scan(&following, &followedBy, &muting, &blocking, &blockedBy, &noReposts)
 	if err != nil {
 		return r, fmt.Errorf("sqlstore: relationship %d -> %d: %w", user, other, err)
 	}
 	r.Following, r.FollowedBy, r.Muting, r.Blocking, r.BlockedBy = following > 0, followedBy > 0, muting > 0, blocking > 0, blockedBy > 0
-	r.Reposts = r.Following
+	r.Reposts = r.Following && noReposts == 0
 	return r, nil
 }
 

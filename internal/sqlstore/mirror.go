@@ -59,6 +59,10 @@ const (
 	// replies index row and B's reply_count, replies.go). B is a post id,
 	// which names its author's shard as a user id does.
 	SyncReply SyncKind = 6
+	// SyncRepost: post A reposts post B of another shard. Truth on A's
+	// shard (the repost's post, live or not); mirror on B's (the reposted
+	// index row and B's repost_count, reposts.go).
+	SyncRepost SyncKind = 7
 )
 
 // Whole reports whether y stands for all of a user's pairs of its kind
@@ -104,7 +108,7 @@ func (y Sync) MirrorUser() int64 {
 // whose mirror user is gone come back as orphans, for the truth shard to
 // drop (DropOrphans): a write that raced the user's deletion.
 func (s *Store) SyncMirror(ctx context.Context, truth *Store, syncs []Sync) (orphans []Sync, err error) {
-	for _, kind := range []SyncKind{SyncFollow, SyncBlock, SyncLike, SyncReply} {
+	for _, kind := range []SyncKind{SyncFollow, SyncBlock, SyncLike, SyncReply, SyncRepost} {
 		var of []Sync
 		for _, y := range syncs {
 			if y.Kind == kind {
@@ -119,7 +123,9 @@ func (s *Store) SyncMirror(ctx context.Context, truth *Store, syncs []Sync) (orp
 		case SyncLike:
 			o, err = s.syncLikes(ctx, truth, of)
 		case SyncReply:
-			err = s.syncReplies(ctx, truth, of)
+			err = s.syncIndex(ctx, truth, replyIndex, of)
+		case SyncRepost:
+			err = s.syncIndex(ctx, truth, repostIndex, of)
 		default:
 			o, err = s.syncEdges(ctx, truth, kind, of)
 		}

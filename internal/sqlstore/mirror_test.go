@@ -21,6 +21,7 @@ func TestMirror(t *testing.T) {
 			e := &env{backend: b.name, newDB: newDB}
 			t.Run("Journal", func(t *testing.T) { testJournal(t, e) })
 			t.Run("Replies", func(t *testing.T) { testReplies(t, e, b.name != "sqlite") })
+			t.Run("Reposts", func(t *testing.T) { testReposts(t, e, b.name != "sqlite") })
 			if b.name != "sqlite" { // never sharded
 				t.Run("SyncMirror", func(t *testing.T) { testSyncMirror(t, e) })
 			}

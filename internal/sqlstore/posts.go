@@ -76,10 +76,13 @@ func (s *Store) CreatePostOn(ctx context.Context, home Shard, p feed.Post, idem 
 			if err := s.checkReply(ctx, tx, home, &p); err != nil {
 				return err
 			}
+			if err := s.checkRepost(ctx, tx, home, &p); err != nil {
+				return err
+			}
 			_, err := tx.ExecContext(ctx,
-				"INSERT INTO posts (id, author_id, content, created_at, deleted_at, data, external_id, weight, in_reply_to_id, in_reply_to_author_id) VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)",
+				"INSERT INTO posts (id, author_id, content, created_at, deleted_at, data, external_id, weight, in_reply_to_id, in_reply_to_author_id, repost_of_id, repost_of_author_id) VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)",
 				p.ID, p.AuthorID, p.Content, millis(p.CreatedAt), nullData(p.Data), nullData(p.ExternalID), nullWeight(p.Weight),
-				nullID(p.InReplyToID), nullID(p.InReplyToAuthorID))
+				nullID(p.InReplyToID), nullID(p.InReplyToAuthorID), nullID(p.RepostOfID), nullID(p.RepostOfAuthorID))
 			if s.d.duplicate(err) {
 				return errDuplicatePost
 			}
@@ -87,6 +90,9 @@ func (s *Store) CreatePostOn(ctx context.Context, home Shard, p feed.Post, idem 
 				return err
 			}
 			if syncs, err = s.indexReply(ctx, tx, home, p); err != nil {
+				return err
+			}
+			if syncs, err = s.indexRepost(ctx, tx, home, p, syncs); err != nil {
 				return err
 			}
 			_, err = tx.ExecContext(ctx, "INSERT INTO outbox (payload, created_at, sent_at) VALUES (?, ?, NULL)", payload, now)
@@ -162,12 +168,12 @@ func (s *Store) PostByExternalID(ctx context.Context, author int64, ext string) 
 	return p, nil
 }
 
-const postColumns = "id, author_id, content, created_at, deleted_at, data, edited_at, external_id, weight, in_reply_to_id, in_reply_to_author_id"
+const postColumns = "id, author_id, content, created_at, deleted_at, data, edited_at, external_id, weight, in_reply_to_id, in_reply_to_author_id, repost_of_id, repost_of_author_id"
 
 func postColumnsOf(alias string) string {
 	return alias + ".id, " + alias + ".author_id, " + alias + ".content, " + alias + ".created_at, " +
 		alias + ".deleted_at, " + alias + ".data, " + alias + ".edited_at, " + alias + ".external_id, " + alias + ".weight, " +
-		alias + ".in_reply_to_id, " + alias + ".in_reply_to_author_id"
+		alias + ".in_reply_to_id, " + alias + ".in_reply_to_author_id, " + alias + ".repost_of_id, " + alias + ".repost_of_author_id"
 }
 
 // nullID is a reply's parent or parent author as a query argument: NULL
@@ -206,11 +212,12 @@ func scanPost(r scanner) (feed.Post, error) {
 	var deleted, edited sql.NullInt64
 	var data, ext sql.NullString
 	var weight sql.NullFloat64
-	var parent, parentAuthor sql.NullInt64
-	if err := r.Scan(&p.ID, &p.AuthorID, &p.Content, &created, &deleted, &data, &edited, &ext, &weight, &parent, &parentAuthor); err != nil {
+	var parent, parentAuthor, original, originalAuthor sql.NullInt64
+	if err := r.Scan(&p.ID, &p.AuthorID, &p.Content, &created, &deleted, &data, &edited, &ext, &weight, &parent, &parentAuthor, &original, &originalAuthor); err != nil {
 		return feed.Post{}, err
 	}
 	p.InReplyToID, p.InReplyToAuthorID = parent.Int64, parentAuthor.Int64
+	p.RepostOfID, p.RepostOfAuthorID = original.Int64, originalAuthor.Int64
 	if weight.Valid {
 		p.Weight = feed.WeightOf(weight.Float64)
 	}
@@ -307,9 +314,9 @@ func (s *Store) DeletePostOn(ctx context.Context, home Shard, id, author int64) 
 	var syncs []Sync
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		syncs = nil
-		var parent sql.NullInt64
-		err := tx.QueryRowContext(ctx, "SELECT in_reply_to_id FROM posts WHERE id = ? AND author_id = ? AND deleted_at IS NULL"+s.d.forUpdate,
-			id, author).Scan(&parent)
+		var parent, original sql.NullInt64
+		err := tx.QueryRowContext(ctx, "SELECT in_reply_to_id, repost_of_id FROM posts WHERE id = ? AND author_id = ? AND deleted_at IS NULL"+s.d.forUpdate,
+			id, author).Scan(&parent, &original)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNotAuthor
 		}
@@ -319,10 +326,14 @@ func (s *Store) DeletePostOn(ctx context.Context, home Shard, id, author int64) 
 		if _, err := tx.ExecContext(ctx, "UPDATE posts SET deleted_at = ? WHERE id = ?", millis(time.Now()), id); err != nil {
 			return err
 		}
+		if original.Int64 != 0 {
+			syncs, err = s.unindexRepost(ctx, tx, home, id, author, original.Int64)
+			return err
+		}
 		if !parent.Valid || parent.Int64 == 0 {
 			return nil
 		}
-		syncs, err = s.unindexReply(ctx, tx, home, id, parent.Int64)
+		syncs, err = s.remove(ctx, tx, home, replyIndex, id, parent.Int64)
 		return err
 	})
 	if errors.Is(err, errNotAuthor) {

@@ -183,7 +183,7 @@ func (s *Store) PurgeElsewhere(ctx context.Context, user int64) (feed.PurgeBatch
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		r, did = feed.PurgeBatch{}, false
 		for _, step := range []func(context.Context, *sql.Tx, int64, *feed.PurgeBatch) (bool, error){
-			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgeReplies, s.purgeRelations, s.purgeMemberships, s.purgeNotices,
+			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgeReplies, s.purgeReposted, s.purgeRelations, s.purgeMemberships, s.purgeNotices,
 		} {
 			var err error
 			if did, err = step(ctx, tx, user, &r); did || err != nil {
@@ -219,7 +219,7 @@ func (s *Store) purgeBatch(ctx context.Context, user int64, owner string, lease 
 			return err
 		}
 		for _, step := range []func(context.Context, *sql.Tx, int64, *feed.PurgeBatch) (bool, error){
-			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgeReplies, s.purgePosts, s.purgeIdempotency, s.purgeRelations, s.purgeMemberships, s.purgeNotices,
+			s.purgeFollowing, s.purgeFollowers, s.purgeLikes, s.purgeReplies, s.purgeReposted, s.purgeOwnReposts, s.purgePosts, s.purgeIdempotency, s.purgeRelations, s.purgeMemberships, s.purgeNotices,
 		} {
 			if did, err = step(ctx, tx, user, &r); did || err != nil {
 				return err

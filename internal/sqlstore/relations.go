@@ -161,12 +161,13 @@ func (s *Store) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
 		UNION ALL SELECT 1, blocker_id FROM blocks WHERE blocked_id = ?
 		UNION ALL SELECT 2, m.member_id FROM list_members m JOIN lists l ON l.owner_id = m.owner_id AND l.id = m.list_id
 			WHERE m.owner_id = ? AND l.exclusive
-		UNION ALL SELECT 3, home_replies FROM users WHERE id = ? AND home_replies IS NOT NULL`, user, user, user, user, user)
+		UNION ALL SELECT 3, home_replies FROM users WHERE id = ? AND home_replies IS NOT NULL
+		UNION ALL SELECT 4, target_id FROM hidden_reposts WHERE user_id = ?`, user, user, user, user, user, user)
 	if err != nil {
 		return feed.Hidden{}, fmt.Errorf("sqlstore: mutes and blocks of %d: %w", user, err)
 	}
 	defer rows.Close()
-	var muted, blocked, excluded []int64
+	var muted, blocked, excluded, noReposts []int64
 	replies := feed.RepliesFollowing
 	for rows.Next() {
 		var kind, id int64
@@ -180,6 +181,8 @@ func (s *Store) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
 			blocked = append(blocked, id)
 		case 3: // the reader's rule for replies, not an id
 			replies = storedReplies(sql.NullInt64{Int64: id, Valid: true})
+		case 4:
+			noReposts = append(noReposts, id)
 		default: // a member of an exclusive list, maybe of several
 			excluded = append(excluded, id)
 		}
@@ -187,5 +190,5 @@ func (s *Store) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
 	if err := rows.Err(); err != nil {
 		return feed.Hidden{}, fmt.Errorf("sqlstore: mutes and blocks of %d: %w", user, err)
 	}
-	return feed.NewHidden(muted, blocked).WithExcluded(excluded).WithReplies(replies), nil
+	return feed.NewHidden(muted, blocked).WithExcluded(excluded).WithReplies(replies).WithoutRepostsOf(noReposts), nil
 }

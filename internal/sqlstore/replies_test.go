@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -20,14 +21,7 @@ func testReplies(t *testing.T, e *env, sharded bool) {
 	if _, _, err := a.CreatePost(ctx, feed.Post{ID: 1002, AuthorID: 2, Content: "parent"}, feed.Idempotency{}); err != nil {
 		t.Fatal(err)
 	}
-	count := func(s *Store, id int64) int64 {
-		t.Helper()
-		n, err := s.ReplyCountsPrimary(ctx, []int64{id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n[id]
-	}
+	count := func(s *Store, id int64) int64 { return postCounts(t, s, id).Replies }
 	replies := func(s *Store, id int64) []int64 {
 		t.Helper()
 		ids, err := s.ReplyIDs(ctx, id, 0, 10)
@@ -87,26 +81,22 @@ func testReplies(t *testing.T, e *env, sharded bool) {
 	if n := count(a, 1010); n != 0 {
 		t.Fatalf("before the sync the parent counts %d; want 0", n)
 	}
-	for range 2 {
-		if _, err := a.SyncMirror(ctx, b, syncs); err != nil {
-			t.Fatal(err)
-		}
+	syncTwice(t, a, b, syncs, func() string {
 		if n, ids := count(a, 1010), replies(a, 1010); n != 1 || !slices.Equal(ids, []int64{1001}) {
-			t.Fatalf("after the sync: count %d, index %v; want 1, [1001]", n, ids)
+			return fmt.Sprintf("count %d, index %v; want 1, [1001]", n, ids)
 		}
-	}
+		return ""
+	})
 	del, err := b.DeletePostOn(ctx, Shard{K: 1, N: 2}, 1001, 1)
 	if err != nil || len(del) != 1 {
 		t.Fatalf("the reply's delete: %v, %v; want one sync", del, err)
 	}
-	for range 2 {
-		if _, err := a.SyncMirror(ctx, b, append(del, syncs...)); err != nil {
-			t.Fatal(err)
-		}
+	syncTwice(t, a, b, append(del, syncs...), func() string {
 		if n, ids := count(a, 1010), replies(a, 1010); n != 0 || len(ids) != 0 {
-			t.Fatalf("after the delete's sync: count %d, index %v; want 0, []", n, ids)
+			return fmt.Sprintf("after the delete: count %d, index %v; want 0, []", n, ids)
 		}
-	}
+		return ""
+	})
 
 	// The purge of a replier, on the parent's shard (PurgeElsewhere).
 	if syncs, err = reply(b, Shard{K: 1, N: 2}, 1003, 1, 1010); err != nil {
@@ -120,5 +110,20 @@ func testReplies(t *testing.T, e *env, sharded bool) {
 	}
 	if n, ids := count(a, 1010), replies(a, 1010); n != 0 || len(ids) != 0 {
 		t.Fatalf("after the replier's purge: count %d, index %v; want 0, []", n, ids)
+	}
+}
+
+// syncTwice syncs a's mirror of syncs from b twice, and after each run
+// has check say what is wrong ("" for nothing): a sync run again changes
+// nothing.
+func syncTwice(t *testing.T, a, b *Store, syncs []Sync, check func() string) {
+	t.Helper()
+	for i := range 2 {
+		if _, err := a.SyncMirror(t.Context(), b, syncs); err != nil {
+			t.Fatal(err)
+		}
+		if bad := check(); bad != "" {
+			t.Fatalf("after sync %d: %s", i+1, bad)
+		}
 	}
 }

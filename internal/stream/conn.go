@@ -263,10 +263,15 @@ func (s *Stream) Hides(h feed.Hidden, author int64) bool {
 // Whom the reader follows, which the rule may ask, is the set of authors
 // the stream listens to.
 func (s *Stream) Shows(h feed.Hidden, p feed.Post) bool {
-	if s.Hides(h, p.AuthorID) {
+	if s.Hides(h, p.AuthorID) || h.HidesRepost(p) {
 		return false
 	}
-	return s.list != 0 || h.Replies().Shows(s.reader, p, s.follows)
+	if s.list != 0 {
+		return true
+	}
+	// The home feed's repost rules that one post decides (the dedupe
+	// window is the pages'; docs/reposts.md).
+	return !h.HomeHidesRepost(s.reader, p) && h.Replies().Shows(s.reader, p, s.follows)
 }
 
 // follows reports whether the reader follows user, by the stream's

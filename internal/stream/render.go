@@ -190,7 +190,10 @@ func renderShared(ctx context.Context, tl Timeline, lk Likes, ev Event) (*shared
 	render := func(likedByMe, own bool) []byte {
 		var st map[int64]feed.LikeState
 		if states != nil {
-			st = map[int64]feed.LikeState{p.ID: {Count: states.count, LikedByMe: likedByMe, Replies: states.replies}}
+			st = map[int64]feed.LikeState{p.ID: {Count: states.count, LikedByMe: likedByMe, Replies: states.replies, Reposts: states.reposts}}
+			if states.original != nil {
+				st[p.RepostOf.ID] = *states.original
+			}
 		}
 		page := apijson.NewPostsPage([]feed.Post{p}, false, st)
 		if len(page.Items) == 0 {
@@ -273,12 +276,16 @@ type readersLikes struct {
 	count   int64
 	liked   map[int64]bool
 	replies int64
+	reposts int64
+	// original is a repost's original's state, the same for every reader
+	// (its likes and counts; the readers' own states are not read).
+	original *feed.LikeState
 }
 
-// replyCounter is the likes service's reply counts (likes.Service has
-// it): a post sent again as edited shows its replies.
+// replyCounter is the likes service's reply and repost counts
+// (likes.Service has it): a post sent again as edited shows its replies.
 type replyCounter interface {
-	ReplyCounts(ctx context.Context, ids []int64) (map[int64]int64, error)
+	Counts(ctx context.Context, ids []int64) (map[int64]feed.Counts, error)
 }
 
 // likedBy returns p's like count and which of readers like it; nil while
@@ -293,13 +300,13 @@ func likedBy(ctx context.Context, lk Likes, p feed.Post, readers []int64) (*read
 		out := &readersLikes{count: count, liked: liked}
 		if rc, ok := lk.(replyCounter); ok {
 			// A new post has none; an edited one may.
-			counts, err := rc.ReplyCounts(ctx, []int64{p.ID})
+			counts, err := rc.Counts(ctx, []int64{p.ID})
 			if err != nil {
 				return nil, err
 			}
-			out.replies = counts[p.ID]
+			out.replies, out.reposts = counts[p.ID].Replies, counts[p.ID].Reposts
 		}
-		return out, nil
+		return out, originalState(ctx, lk, p, out)
 	}
 	out := &readersLikes{liked: map[int64]bool{}}
 	for _, r := range readers {
@@ -310,8 +317,25 @@ func likedBy(ctx context.Context, lk Likes, p feed.Post, readers []int64) (*read
 		if st == nil {
 			return nil, nil
 		}
-		out.count, out.replies = st[p.ID].Count, st[p.ID].Replies
+		out.count, out.replies, out.reposts = st[p.ID].Count, st[p.ID].Replies, st[p.ID].Reposts
 		out.liked[r] = st[p.ID].LikedByMe
 	}
-	return out, nil
+	return out, originalState(ctx, lk, p, out)
+}
+
+// originalState reads the state of repost p's original into out: its
+// counts, as no reader's (a repost in a stream shows its original's
+// counts; liked_by_me and reposted_by_me of the original are false
+// there, and right on the next page read).
+func originalState(ctx context.Context, lk Likes, p feed.Post, out *readersLikes) error {
+	if p.RepostOf == nil {
+		return nil
+	}
+	st, _, err := lk.LikeStates(ctx, 0, []feed.Post{*p.RepostOf})
+	if err != nil || st == nil {
+		return err
+	}
+	o := st[p.RepostOf.ID]
+	out.original = &o
+	return nil
 }

@@ -71,7 +71,7 @@ func (s *Service) degradedFeed(ctx context.Context, reader, before int64, n int,
 			kept = append(kept, p)
 		}
 	}
-	if posts, err = s.replyRule(ctx, reader, hidden.Replies(), kept, false); err != nil {
+	if posts, err = s.replyRule(ctx, reader, hidden.Replies(), repostRule(reader, hidden, kept), false); err != nil {
 		return feed.Page{}, err
 	}
 	pg := feed.PageOf(posts, more)
@@ -105,7 +105,16 @@ func (s *Service) feed(ctx context.Context, reader, before int64, n int) (feed.P
 		// Filtered by author or by the reply rule: read further ahead.
 		rounds = feed.MaxFilteredRounds
 	}
-	pg, err := s.readPage(ctx, srcs, before, n, rounds, s.homeKeep(ctx, reader, in, hidden))
+	keep := s.homeKeep(ctx, reader, in, hidden)
+	pg, err := s.readPage(ctx, srcs, before, n, rounds, func(live []feed.Post) ([]feed.Post, error) {
+		live, err := keep(live)
+		if err != nil {
+			return nil, err
+		}
+		// In the rounds, so that the page fills past what it leaves out.
+		kept, err := s.dedupe(ctx, srcs, feed.Page{Posts: live})
+		return kept.Posts, err
+	})
 	if err != nil {
 		return feed.Page{}, err
 	}
@@ -266,7 +275,7 @@ func (s *Service) FeedSince(ctx context.Context, reader, after int64, n int) ([]
 			kept = append(kept, p)
 		}
 	}
-	if kept, err = s.replyRule(ctx, reader, hidden.Replies(), kept, true); err != nil {
+	if kept, err = s.replyRule(ctx, reader, hidden.Replies(), repostRule(reader, hidden, kept), true); err != nil {
 		return nil, false, err
 	}
 	return kept, len(ids) == n, nil

@@ -91,7 +91,12 @@ func (s *Service) hydrate(ctx context.Context, ids []int64, sql bool) ([]feed.Po
 			live = append(live, p)
 		}
 	}
-	return live, dead, nil
+	// A repost shows its original, and dies with it (reposts.go).
+	live, deadReposts, err := s.attachOriginals(ctx, live, sql)
+	if err != nil {
+		return nil, nil, err
+	}
+	return live, append(dead, deadReposts...), nil
 }
 
 // hotPosts returns the posts among ids held in process memory.

@@ -44,9 +44,11 @@ func (s *Service) ListFeed(ctx context.Context, reader, list, before int64, n in
 	}
 	// A deleted post a list still holds makes a page read on, as the home
 	// feed does, and leaves the list (lazy delete); so does a reply the
-	// list's rule leaves out (it stays in the author's list).
+	// list's rule leaves out (it stays in the author's list), and a
+	// member's repost of a post whose author the reader mutes or a block
+	// stands between (docs/reposts.md).
 	pg, err := s.readPage(ctx, srcs, before, n, feed.MaxFilteredRounds, func(live []feed.Post) ([]feed.Post, error) {
-		return s.replyRule(ctx, reader, st.rule, live, true)
+		return s.replyRule(ctx, reader, st.rule, slices.DeleteFunc(live, hidden.HidesRepost), true)
 	})
 	if err != nil {
 		return feed.Page{}, fmt.Errorf("timeline: posts of list %d: %w", list, err)

@@ -218,7 +218,10 @@ func (s *Service) Unread(ctx context.Context, reader, after int64, limit int) (n
 			return 0, false, err
 		}
 		s.forget(ctx, srcs, lists, dead)
-		if live, err = s.replyRule(ctx, reader, hidden.Replies(), s.unhidden(ctx, in, hidden, live), true); err != nil {
+		if live, err = s.replyRule(ctx, reader, hidden.Replies(), repostRule(reader, hidden, s.unhidden(ctx, in, hidden, live)), true); err != nil {
+			return 0, false, err
+		}
+		if live, err = s.dedupeUnread(ctx, reader, hidden, live); err != nil {
 			return 0, false, err
 		}
 		n += len(live)

@@ -116,10 +116,18 @@ func (s *Service) AuthorPosts(ctx context.Context, author, before int64, n int) 
 	if err != nil {
 		return nil, false, err
 	}
-	if len(posts) > n {
-		return posts[:n], true, nil
+	more := len(posts) > n
+	if more {
+		posts = posts[:n]
 	}
-	return posts, false, nil
+	// The author's reposts show their originals; one of a deleted
+	// original is left out (reposts.go). The cursor stays the last id
+	// kept, so a page may be short, never repeated.
+	kept, _, err := s.attachOriginals(ctx, posts, withSQL)
+	if err != nil {
+		return nil, false, err
+	}
+	return kept, more, nil
 }
 
 // LivePosts returns the live posts among ids, in the order of ids, from

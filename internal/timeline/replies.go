@@ -30,7 +30,7 @@ type followPair struct{ reader, user int64 }
 // posts out (unhidden), then the replies the reader's rule leaves out.
 func (s *Service) homeKeep(ctx context.Context, reader int64, in *inboxSource, hidden feed.Hidden) func([]feed.Post) ([]feed.Post, error) {
 	return func(live []feed.Post) ([]feed.Post, error) {
-		return s.replyRule(ctx, reader, hidden.Replies(), s.unhidden(ctx, in, hidden, live), true)
+		return s.replyRule(ctx, reader, hidden.Replies(), repostRule(reader, hidden, s.unhidden(ctx, in, hidden, live)), true)
 	}
 }
 

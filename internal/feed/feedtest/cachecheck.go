@@ -121,7 +121,8 @@ func checkPost(t *testing.T, got map[int64]feed.Post, want feed.Post) {
 	case p.ID != want.ID || p.AuthorID != want.AuthorID || p.Content != want.Content ||
 		!p.CreatedAt.Equal(want.CreatedAt) || p.Deleted != want.Deleted ||
 		p.Data != want.Data || !p.EditedAt.Equal(want.EditedAt) || p.ExternalID != want.ExternalID ||
-		p.InReplyToID != want.InReplyToID || p.InReplyToAuthorID != want.InReplyToAuthorID:
+		p.InReplyToID != want.InReplyToID || p.InReplyToAuthorID != want.InReplyToAuthorID ||
+		p.RepostOfID != want.RepostOfID || p.RepostOfAuthorID != want.RepostOfAuthorID:
 		t.Errorf("CachedPosts()[%d] = %+v; want %+v", want.ID, shortPost(p), shortPost(want))
 	}
 }

@@ -20,6 +20,10 @@ func cachePosts(t *testing.T, newCache newCacheFunc) {
 		// home feed's reply rule reads from the posts a page holds.
 		{ID: 103, AuthorID: 9, Content: "a reply", CreatedAt: time.Date(2026, 3, 4, 5, 6, 9, 0, time.UTC), InReplyToID: 101, InReplyToAuthorID: 7},
 		{ID: 104, AuthorID: 9, CreatedAt: time.Date(2026, 3, 4, 5, 6, 9, 0, time.UTC), InReplyToID: -(1 << 40), InReplyToAuthorID: 7, ExternalID: "x", Data: `{}`},
+		// A repost keeps its original and the original's author, which
+		// the home feed's repost rules read from the posts a page holds.
+		{ID: 105, AuthorID: 9, CreatedAt: time.Date(2026, 3, 4, 5, 6, 10, 0, time.UTC), RepostOfID: 101, RepostOfAuthorID: 7},
+		{ID: 106, AuthorID: 9, CreatedAt: time.Date(2026, 3, 4, 5, 6, 10, 0, time.UTC), InReplyToID: 101, InReplyToAuthorID: 7, RepostOfID: 103, RepostOfAuthorID: 9, Data: `{}`},
 	}
 
 	got, err := c.CachedPosts(ctx, nil)
@@ -29,7 +33,7 @@ func cachePosts(t *testing.T, newCache newCacheFunc) {
 	must(t, c.CachePosts(ctx, nil, longTTL))
 	must(t, c.CachePosts(ctx, posts, longTTL))
 
-	got, err = c.CachedPosts(ctx, []int64{101, 999, 102, feed.MaxID, 101, 103, 104})
+	got, err = c.CachedPosts(ctx, []int64{101, 999, 102, feed.MaxID, 101, 103, 104, 105, 106})
 	if err != nil {
 		t.Fatalf("CachedPosts: %v", err)
 	}

@@ -10,7 +10,7 @@
 --
 -- A script because the read of the cached version and the write must be
 -- one step. The cached record's version is read where post.go puts it: a
--- tombstone (flag 1) is 2^53; a record of format 2 to 5 with flag 2
+-- tombstone (flag 1) is 2^53; a record of format 2 to 6 with flag 2
 -- (edited) has it as 8 big-endian bytes after the flags; any other
 -- record, also one that does not decode, is 0 and always replaced.
 
@@ -20,7 +20,7 @@ if cur then
   local v = 0
   if flags % 2 == 1 then
     v = 9007199254740992
-  elseif (string.byte(cur, 1) or 0) >= 2 and (string.byte(cur, 1) or 0) <= 5 and math.floor(flags / 2) % 2 == 1 and #cur >= 10 then
+  elseif (string.byte(cur, 1) or 0) >= 2 and (string.byte(cur, 1) or 0) <= 6 and math.floor(flags / 2) % 2 == 1 and #cur >= 10 then
     for i = 3, 10 do
       v = v * 256 + string.byte(cur, i)
     end

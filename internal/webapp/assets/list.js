@@ -32,20 +32,24 @@ function userLink(s, id) {
   return a;
 }
 
-function likeButton(s, p) {
-  const b = el('button', { type: 'button', class: 'like', 'aria-pressed': String(!!p.liked_by_me), title: 'Like' });
-  const show = (count, liked) => {
-    b.setAttribute('aria-pressed', String(liked));
+// toggleButton is a post's Like or Repost button: pressed when the reader
+// likes (reposts) it, with the post's count, toggled by PUT and DELETE of
+// /v1/posts/{id}/{kind}, whose answer gives the new count and state.
+function toggleButton(s, p, kind, on, off) {
+  const [countKey, mineKey] = kind === 'like' ? ['like_count', 'liked_by_me'] : ['repost_count', 'reposted_by_me'];
+  const b = el('button', { type: 'button', class: kind, 'aria-pressed': String(!!p[mineKey]), title: kind === 'like' ? 'Like' : 'Repost' });
+  const show = (count, mine) => {
+    b.setAttribute('aria-pressed', String(mine));
     // No count when feedd leaves it out (switch L1): a 0 would be wrong.
-    b.replaceChildren(el('span', { 'aria-hidden': 'true' }, liked ? '♥' : '♡'), count === undefined ? null : ' ', count === undefined ? null : el('span', { class: 'count' }, String(count)));
+    b.replaceChildren(el('span', { 'aria-hidden': 'true' }, mine ? on : off), count === undefined ? null : ' ', count === undefined ? null : el('span', { class: 'count' }, String(count)));
   };
-  show(p.like_count, p.liked_by_me);
+  show(p[countKey], p[mineKey]);
   b.addEventListener('click', async () => {
-    const liked = b.getAttribute('aria-pressed') === 'true';
+    const mine = b.getAttribute('aria-pressed') === 'true';
     b.disabled = true;
     try {
-      const r = await s.call(liked ? 'DELETE' : 'PUT', '/v1/posts/' + p.id + '/like');
-      show(r.like_count, r.liked_by_me);
+      const r = await s.call(mine ? 'DELETE' : 'PUT', '/v1/posts/' + p.id + '/' + kind);
+      show(r[countKey], r[mineKey]);
     } catch (e) {
       notice(describe(e), 'error');
     } finally {
@@ -58,9 +62,15 @@ function likeButton(s, p) {
 // postEl shows a post. Its content is set as text (textContent), never as
 // markup: "<img src=x onerror=…>" shows as those characters.
 export function postEl(s, p) {
+  // A repost: "bob reposted" above its original, which has the buttons.
+  if (p.repost_of) {
+    return el('article', { class: 'repost', 'data-id': p.id },
+      el('header', { class: 'reposted-by' }, '↻ ', userLink(s, p.author_id), ' reposted · ', timeEl(p.created_at)),
+      postEl(s, p.repost_of));
+  }
   const body = el('p', { class: 'content' });
   body.textContent = p.content;
-  const actions = el('footer', {}, likeButton(s, p),
+  const actions = el('footer', {}, toggleButton(s, p, 'like', '♥', '♡'), toggleButton(s, p, 'repost', '↻', '↻'),
     // Reply opens the post's thread, its reply form ready.
     el('a', { href: '/posts/' + p.id + '#reply', 'data-link': true, class: 'reply', title: 'Reply' }, 'Reply',
       p.reply_count ? el('span', { class: 'count' }, ' ' + p.reply_count) : null),
