@@ -72,7 +72,8 @@ func (in *instance) noticesEventually(token, query string, want ...string) []not
 // muted and blocked users, notify nothing; the types filter, paging, the
 // marker and its unread count; everything holds after the cache's loss
 // and a restart; a group older than the window (FEEDD_NOTIFICATION_WINDOW,
-// here made 1 ms) starts a new group; replies notify one by one.
+// here made 1 ms) starts a new group; replies notify one by one, reposts
+// of one post as a group.
 func TestNotifications(t *testing.T) {
 	forEachStack(t, func(t *testing.T, env map[string]string) {
 		in := startFeedd(t, env, nil)
@@ -158,6 +159,20 @@ func TestNotifications(t *testing.T) {
 			t.Fatalf("marker after a new like: %s; want 1 unread", r.raw)
 		}
 
+		// Reposts of one post group; an unrepost takes its actor out; one's
+		// own repost tells nobody.
+		repost := func(tok, method string) {
+			t.Helper()
+			in.must(200, method, "/v1/posts/"+post+"/repost", tok, nil)
+		}
+		repost(toks["a"], "PUT")
+		repost(toks["b"], "PUT")
+		repost(toks["b"], "PUT") // idempotent
+		repost(authorTok, "PUT")
+		in.noticesEventually(authorTok, "types=repost", fmt.Sprintf("repost %s 2 %s,%s", post, ids["b"], ids["a"]))
+		repost(toks["a"], "DELETE")
+		in.noticesEventually(authorTok, "types=repost", fmt.Sprintf("repost %s 1 %s", post, ids["b"]))
+
 		// The counts are SQL's: the cache's loss and a restart change
 		// nothing. Restarted with a window of 1 ms, a like starts a group.
 		if _, ok := env["FEEDD_REDIS_URL"]; ok {
@@ -188,6 +203,7 @@ func TestNotifications(t *testing.T) {
 		in.noticesEventually(authorTok, "types=reply", replied(r3, "a"), replied(r2, "b"), replied(r1, "a"))
 		in.must(204, "DELETE", "/v1/posts/"+r2, toks["b"], nil)
 		in.noticesEventually(authorTok, "types=reply", replied(r3, "a"), replied(r1, "a"))
+
 	})
 }
 

@@ -53,12 +53,10 @@ func (s *Service) Repost(ctx context.Context, user, id int64) (int64, error) {
 	if s.replied != nil {
 		s.replied(ctx, p.ID, original)
 	}
-	// Notifications of reposts are not sent yet. Their place is the
-	// repost's index row on the original's shard, as replies' are
-	// (sqlstore/counted.go, repostIndex.added and .dropping): it commits
-	// once whatever the journal's replays, and goes with an unrepost or a
-	// purge. Here, after the commit, is the other choice
-	// (notices.Service.Add of feed.NoticeRepost by user about original).
+	// The original's author is notified where the repost's index row is
+	// written on the original's shard (sqlstore/counted.go, repostIndex's
+	// notice): once whatever the journal's replays, gone with an unrepost
+	// or a purge.
 	return original, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/feedd/feedd/internal/feed"
 )
 
 // A counted index is a post's index of the posts that point at it, on
@@ -27,24 +29,29 @@ type countedIndex struct {
 	ref       string   // the posts column that names the post pointed at
 	refAuthor string   // the posts column of that post's author
 	kind      SyncKind // the journal's kind across shards
-	// added and dropping, if set, run in the transaction that adds a
-	// child's index row (with the child, its author and the target's
-	// author) or is about to drop rows (the target and the children):
-	// the notifications that come and go with the row.
-	added    func(s *Store, ctx context.Context, tx *sql.Tx, child, author, targetAuthor int64) error
-	dropping func(s *Store, ctx context.Context, tx *sql.Tx, target int64, children []int64) error
+	// notice, if set, is the notification a row brings its target's
+	// author (notifyIndexed), added and taken back in the transactions
+	// that add and drop the row: once, whatever the journal's replays.
+	notice feed.NoticeKind
 }
 
 var (
 	replyIndex = countedIndex{table: "replies", target: "parent_id", child: "reply_id", author: "author_id", count: "reply_count",
-		ref: "in_reply_to_id", refAuthor: "in_reply_to_author_id", kind: SyncReply,
-		added: (*Store).notifyReply, dropping: (*Store).unnotifyReplies}
-	// Notifications of reposts are wired here (added, dropping) once
-	// they exist: the repost's index row is where its creation and its
-	// going commit on the original's shard, once, whatever the replays.
+		ref: "in_reply_to_id", refAuthor: "in_reply_to_author_id", kind: SyncReply, notice: feed.NoticeReply}
 	repostIndex = countedIndex{table: "reposted", target: "post_id", child: "repost_id", author: "user_id", count: "repost_count",
-		ref: "repost_of_id", refAuthor: "repost_of_author_id", kind: SyncRepost}
+		ref: "repost_of_id", refAuthor: "repost_of_author_id", kind: SyncRepost, notice: feed.NoticeRepost}
 )
+
+// noticeOf is the notification of index ix's row (target, child, author)
+// for the target's author: a reply's is about the reply (replies are never
+// grouped), a repost's about the original (the reposts of one post group).
+func noticeOf(ix countedIndex, target, child, author, targetAuthor int64) feed.Notice {
+	n := feed.Notice{Recipient: targetAuthor, Actor: author, Kind: ix.notice, Post: target, At: feed.IDTime(child)}
+	if ix.notice == feed.NoticeReply {
+		n.Post = child
+	}
+	return n
+}
 
 // add indexes child (of author) under target (of targetAuthor) and
 // counts it, here when target lives on this database, else through the
@@ -59,10 +66,10 @@ func (s *Store) add(ctx context.Context, tx *sql.Tx, home Shard, ix countedIndex
 		target, child, author); err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE posts SET "+ix.count+" = "+ix.count+" + 1 WHERE id = ?", target); err != nil || ix.added == nil {
+	if _, err := tx.ExecContext(ctx, "UPDATE posts SET "+ix.count+" = "+ix.count+" + 1 WHERE id = ?", target); err != nil || ix.notice == "" {
 		return nil, err
 	}
-	return nil, ix.added(s, ctx, tx, child, author, targetAuthor)
+	return nil, s.addNotices(ctx, tx, []feed.Notice{noticeOf(ix, target, child, author, targetAuthor)})
 }
 
 // remove takes deleted child out of target's index and count, as add put
@@ -87,8 +94,8 @@ func (s *Store) remove(ctx context.Context, tx *sql.Tx, home Shard, ix countedIn
 func (s *Store) drop(ctx context.Context, tx *sql.Tx, ix countedIndex, children map[int64][]int64) error {
 	for _, target := range slices.Sorted(maps.Keys(children)) {
 		ids := children[target]
-		if ix.dropping != nil {
-			if err := ix.dropping(s, ctx, tx, target, ids); err != nil {
+		if ix.notice != "" {
+			if err := s.unnotifyIndexed(ctx, tx, ix, target, ids); err != nil {
 				return err
 			}
 		}

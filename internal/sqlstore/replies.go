@@ -55,37 +55,26 @@ func (s *Store) indexReply(ctx context.Context, tx *sql.Tx, home Shard, p feed.P
 	return s.add(ctx, tx, home, replyIndex, p.ID, p.InReplyToID, p.AuthorID, p.InReplyToAuthorID)
 }
 
-// notifyReply notifies the parent's author of reply id by author
-// (feed.NoticeReply, never grouped; nobody of their own reply), in the
-// transaction that indexes it on the parent's shard: the index row and
-// the notification commit together, so a sync redone after a crash adds
-// neither twice (replyIndex's added).
-func (s *Store) notifyReply(ctx context.Context, tx *sql.Tx, id, author, parentAuthor int64) error {
-	return s.addNotices(ctx, tx, []feed.Notice{{Recipient: parentAuthor, Actor: author, Kind: feed.NoticeReply, Post: id, At: feed.IDTime(id)}})
-}
-
-// unnotifyReplies takes back the notifications that parent's replies ids
-// gave its author, those of them still indexed (a row's notification came
-// with it).
-func (s *Store) unnotifyReplies(ctx context.Context, tx *sql.Tx, parent int64, ids []int64) error {
-	rows, err := tx.QueryContext(ctx, "SELECT r.reply_id, r.author_id, p.author_id FROM replies r JOIN posts p ON p.id = r.parent_id WHERE r.parent_id = ? AND r.reply_id IN ("+placeholders(len(ids))+")",
-		append([]any{parent}, chunkArgs(ids)...)...)
+// unnotifyIndexed takes back the notifications that target's children
+// in index ix gave its author, those of them still indexed (a row's
+// notification came with it).
+func (s *Store) unnotifyIndexed(ctx context.Context, tx *sql.Tx, ix countedIndex, target int64, children []int64) error {
+	rows, err := tx.QueryContext(ctx, "SELECT i."+ix.child+", i."+ix.author+", p.author_id FROM "+ix.table+" i JOIN posts p ON p.id = i."+ix.target+
+		" WHERE i."+ix.target+" = ? AND i."+ix.child+" IN ("+placeholders(len(children))+")",
+		append([]any{target}, chunkArgs(children)...)...)
 	if err != nil {
 		return err
 	}
 	var ns []feed.Notice
 	for rows.Next() {
-		n := feed.Notice{Kind: feed.NoticeReply}
-		if err := rows.Scan(&n.Post, &n.Actor, &n.Recipient); err != nil {
+		var child, author, targetAuthor int64
+		if err := rows.Scan(&child, &author, &targetAuthor); err != nil {
 			rows.Close()
 			return err
 		}
-		ns = append(ns, n)
+		ns = append(ns, noticeOf(ix, target, child, author, targetAuthor))
 	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
-	if err := rows.Err(); err != nil {
+	if err := closeRows(rows); err != nil {
 		return err
 	}
 	return s.removeNotices(ctx, tx, ns)
