@@ -311,8 +311,11 @@ func measureCosts(t *testing.T, env map[string]string) []cost {
 	// background job's statements are not counted: the stale-feed sweep's
 	// SELECT a second, counted in, made a pass that a loaded machine
 	// stretched to 12 s cost "3.12" statements a page.
-	if n := warm.SQL; sum(n) > 0.05 {
-		t.Errorf("a first page within the refresh interval sent SQL %v; want none", n)
+	// Only the posts' reply and repost counts may come from SQL: the
+	// process holds them as it holds like counts (FEEDD_LIKE_COUNT_TTL),
+	// so they are read about as often as the like counts' GETEX.
+	if n := warm.SQL; sum(n) > 0.05+1.5*warm.Redis["getex"] {
+		t.Errorf("a first page within the refresh interval sent SQL %v; want none but the counts the process stopped holding (GETEX %.2f)", n, warm.Redis["getex"])
 	}
 	// The process remembers the refresh gate it took: a first page
 	// within the interval does not ask Redis for it again (the refreshed
@@ -339,11 +342,15 @@ func measureCosts(t *testing.T, env map[string]string) []cost {
 	// their mute and block set from SQL once each (neither is cached yet:
 	// one query answers the page and fills it); later pages read them
 	// from Redis or the process.
-	if n := refreshed.sqlTotal(); n < 3 || n > 3.1 {
-		t.Errorf("a first page with a smart refresh sent %.2f SQL statements; want 3 (the refresh, and the reader's likes state and mute and block set once)", n)
+	// The posts' reply and repost counts are SQL's, held by the process
+	// for FEEDD_LIKE_COUNT_TTL (1 s): a page reads those it does not hold
+	// in one statement, at most one a page (docs/replies.md; a Redis
+	// layer for them is to come, issue 30).
+	if n := refreshed.sqlTotal(); n < 3 || n > 4.05 {
+		t.Errorf("a first page with a smart refresh sent %.2f SQL statements; want 3 (the refresh, and the reader's likes state and mute and block set once), and at most 1 more (the counts)", n)
 	}
-	if n := rebuilt.sqlTotal(); n < 1 || n > 3 {
-		t.Errorf("a rebuilt first page sent %.2f SQL statements; want 1 to 3", n)
+	if n := rebuilt.sqlTotal(); n < 1 || n > 4.05 {
+		t.Errorf("a rebuilt first page sent %.2f SQL statements; want 1 to 3, and at most 1 more (the counts)", n)
 	}
 	for _, c := range costs {
 		// No write to Redis: a publish must not queue behind a running

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -66,6 +67,21 @@ type proc struct {
 // start runs `feedd` (role all) with exactly env plus a free loopback
 // address, and waits until /readyz answers 200.
 func start(env map[string]string) (*proc, error) {
+	// The port is chosen free, then closed for feedd to take: another
+	// process (a test package running beside) may take it first, and
+	// then this feedd exits, unable to listen. Try again on another.
+	for attempt := 1; ; attempt++ {
+		p, err := startOn(env)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return p, err
+		}
+	}
+}
+
+// startOn starts feedd on a port free a moment ago, and waits until it
+// says it listens there and answers ready: answers from that address
+// before its own "listening on" line would be another process's.
+func startOn(env map[string]string) (*proc, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -89,11 +105,14 @@ func start(env map[string]string) (*proc, error) {
 	c, _ := client.New(p.url, client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 1}))
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := c.Ready(ctx)
-		cancel()
-		if err == nil {
-			return p, nil
+		err := errors.New("it has not said it listens yet")
+		if strings.Contains(p.out.String(), "listening on "+p.url+"\n") {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err = c.Ready(ctx)
+			cancel()
+			if err == nil {
+				return p, nil
+			}
 		}
 		select {
 		case <-p.exited:

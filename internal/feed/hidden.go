@@ -21,7 +21,21 @@ type Hidden struct {
 	// reposts are the followees whose reposts the reader keeps out of
 	// its home feed (docs/reposts.md).
 	reposts map[int64]struct{}
+	// reposter says the reader has reposted something: a page asks SQL
+	// which of its posts the reader reposted only then, so that the
+	// readers who never did (most) cost no query for reposted_by_me.
+	reposter bool
 }
+
+// WithReposter returns h saying whether the reader has any repost.
+func (h Hidden) WithReposter(any bool) Hidden {
+	h.reposter = any
+	return h
+}
+
+// Reposter reports whether the reader has reposted anything (as the set
+// was read: a reader's own repost publishes its set again).
+func (h Hidden) Reposter() bool { return h.reposter }
 
 // NewHidden returns the Hidden of muted and blocked ids.
 func NewHidden(muted, blocked []int64) Hidden {
@@ -162,6 +176,9 @@ func (h Hidden) Encode() string {
 		b.WriteByte(';')
 		put('p', h.reposts)
 	}
+	if h.reposter {
+		b.WriteString(";R")
+	}
 	return b.String()
 }
 
@@ -206,6 +223,8 @@ func DecodeHidden(s string) (h Hidden, ok bool) {
 				return Hidden{}, false
 			}
 			h.replies = HomeReplies(r)
+		case part == "R":
+			h.reposter = true
 		case strings.HasPrefix(part, "p"):
 			reposts, ok := parse(part[1:])
 			if !ok {

@@ -110,8 +110,13 @@ func (s *Service) Counts(ctx context.Context, ids []int64) (map[int64]feed.Count
 }
 
 // RepostedBy returns which of ids reader has reposted: one primary-key
-// read on the reader's shard.
+// read on the reader's shard, and none for a reader who never reposted.
 func (s *Service) RepostedBy(ctx context.Context, reader int64, ids []int64) (map[int64]bool, error) {
+	// A reader who never reposted (its hidden set says so, which the page
+	// read already) costs no query.
+	if h, err := s.posts.Hidden(ctx, reader); err == nil && !h.Reposter() {
+		return map[int64]bool{}, nil
+	}
 	got, err := breaker.Do(ctx, s.cfg.Breaker, func(ctx context.Context) ([]int64, error) {
 		return s.store.RepostedAmong(ctx, reader, ids)
 	})

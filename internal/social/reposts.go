@@ -53,6 +53,11 @@ func (s *Service) Repost(ctx context.Context, user, id int64) (int64, error) {
 	if s.replied != nil {
 		s.replied(ctx, p.ID, original)
 	}
+	// A first repost: the user's pages ask which posts it reposted from
+	// now on (feed.Hidden.Reposter).
+	if h, err := s.timeline.Hidden(ctx, user); err != nil || !h.Reposter() {
+		s.timeline.SettingsChanged(ctx, user)
+	}
 	// The original's author is notified where the repost's index row is
 	// written on the original's shard (sqlstore/counted.go, repostIndex's
 	// notice): once whatever the journal's replays, gone with an unrepost
@@ -108,14 +113,18 @@ func (s *Service) FollowShowing(ctx context.Context, follower, followee int64, r
 	}
 	s.timeline.Followed(ctx, follower, followee, changed)
 	s.followsChanged(ctx, "follow", follower)
-	show := true
 	switch {
 	case reposts != nil:
-		show = *reposts
+		return s.showReposts(ctx, follower, followee, *reposts, true)
 	case !changed:
 		return nil
 	}
-	return s.showReposts(ctx, follower, followee, show, true)
+	// A new follow shows the followee's reposts: a choice left from an
+	// earlier follow is cleared, but only when the reader's set has one,
+	// so that a plain follow costs no write and keeps the reader's cached
+	// set (a set published again is read from SQL for a moment by every
+	// process).
+	return s.showReposts(ctx, follower, followee, true, false)
 }
 
 // showReposts writes follower's choice of followee's reposts and has the

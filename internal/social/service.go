@@ -78,7 +78,8 @@ type Timeline interface {
 	// Hidden is what viewer does not see (a list takes no member a block
 	// stands between).
 	Hidden(ctx context.Context, viewer int64) (feed.Hidden, error)
-	// SettingsChanged follows a change of user's settings.
+	// SettingsChanged follows a change of user's settings, or of what
+	// else its hidden set carries (a first repost).
 	SettingsChanged(ctx context.Context, user int64)
 	// UserDeleted follows an account deletion: the user's posts are
 	// hidden at once on this process.

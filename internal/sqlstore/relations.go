@@ -162,13 +162,15 @@ func (s *Store) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
 		UNION ALL SELECT 2, m.member_id FROM list_members m JOIN lists l ON l.owner_id = m.owner_id AND l.id = m.list_id
 			WHERE m.owner_id = ? AND l.exclusive
 		UNION ALL SELECT 3, home_replies FROM users WHERE id = ? AND home_replies IS NOT NULL
-		UNION ALL SELECT 4, target_id FROM hidden_reposts WHERE user_id = ?`, user, user, user, user, user, user)
+		UNION ALL SELECT 4, target_id FROM hidden_reposts WHERE user_id = ?
+		UNION ALL SELECT 5, 1 FROM users WHERE id = ? AND EXISTS (SELECT 1 FROM reposts WHERE user_id = ?)`, user, user, user, user, user, user, user, user)
 	if err != nil {
 		return feed.Hidden{}, fmt.Errorf("sqlstore: mutes and blocks of %d: %w", user, err)
 	}
 	defer rows.Close()
 	var muted, blocked, excluded, noReposts []int64
 	replies := feed.RepliesFollowing
+	reposter := false
 	for rows.Next() {
 		var kind, id int64
 		if err := rows.Scan(&kind, &id); err != nil {
@@ -183,6 +185,8 @@ func (s *Store) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
 			replies = storedReplies(sql.NullInt64{Int64: id, Valid: true})
 		case 4:
 			noReposts = append(noReposts, id)
+		case 5: // the user has reposted something
+			reposter = true
 		default: // a member of an exclusive list, maybe of several
 			excluded = append(excluded, id)
 		}
@@ -190,5 +194,5 @@ func (s *Store) Hidden(ctx context.Context, user int64) (feed.Hidden, error) {
 	if err := rows.Err(); err != nil {
 		return feed.Hidden{}, fmt.Errorf("sqlstore: mutes and blocks of %d: %w", user, err)
 	}
-	return feed.NewHidden(muted, blocked).WithExcluded(excluded).WithReplies(replies).WithoutRepostsOf(noReposts), nil
+	return feed.NewHidden(muted, blocked).WithExcluded(excluded).WithReplies(replies).WithoutRepostsOf(noReposts).WithReposter(reposter), nil
 }

@@ -96,8 +96,9 @@ func (s *Service) ListShows(ctx context.Context, reader, list int64, p feed.Post
 }
 
 // SettingsChanged keeps the caches in step with a change of user's
-// settings committed in SQL: the rule travels with the hidden set, which
-// is published again (hiddenChanged).
+// settings committed in SQL, or of what else its hidden set carries (its
+// first repost: feed.Hidden.Reposter): the set is published again
+// (hiddenChanged).
 func (s *Service) SettingsChanged(ctx context.Context, user int64) {
 	s.hiddenChanged(ctx, user)
 }
