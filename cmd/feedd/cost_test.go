@@ -345,7 +345,8 @@ func measureCosts(t *testing.T, env map[string]string) []cost {
 	// The posts' reply and repost counts are SQL's, held by the process
 	// for FEEDD_LIKE_COUNT_TTL (1 s): a page reads those it does not hold
 	// in one statement, at most one a page (docs/replies.md; a Redis
-	// layer for them is to come, issue 30).
+	// layer for them, versioned as the like counts are, would take them
+	// off SQL).
 	if n := refreshed.sqlTotal(); n < 3 || n > 4.05 {
 		t.Errorf("a first page with a smart refresh sent %.2f SQL statements; want 3 (the refresh, and the reader's likes state and mute and block set once), and at most 1 more (the counts)", n)
 	}
