@@ -3,6 +3,7 @@ package timeline
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/feedd/feedd/internal/feed"
 )
@@ -39,6 +40,10 @@ func (s *Service) homeKeep(ctx context.Context, reader int64, in *inboxSource, h
 // answer the process does not hold is left out: a degraded page may miss
 // posts, it never shows one the rule hides.
 func (s *Service) replyRule(ctx context.Context, reader int64, rule feed.ReplyRule, live []feed.Post, withSQL bool) ([]feed.Post, error) {
+	// Most pages hold no reply: they cost one pass and no allocation.
+	if !slices.ContainsFunc(live, feed.Post.IsReply) {
+		return live, nil
+	}
 	var ask []int64
 	known := map[int64]bool{}
 	trust := !s.wroteSince(ctx, 2*s.cfg.HiddenTTL)
